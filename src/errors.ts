@@ -1,0 +1,66 @@
+/**
+ * The one error class every layer of svc-classify throws. `code` is stable and
+ * safe to branch on; `status` is the HTTP status the service answers with.
+ */
+export type SvcErrorCode =
+  | 'invalid_request'
+  | 'authentication'
+  | 'permission'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'upstream_error'
+  | 'upstream_timeout'
+  | 'native_missing'
+  | 'native_error'
+  | 'aborted'
+  | 'internal';
+
+const kStatusByCode: Readonly<Record<SvcErrorCode, number>> = Object.freeze({
+  invalid_request: 400,
+  authentication: 401,
+  permission: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  upstream_error: 502,
+  upstream_timeout: 504,
+  native_missing: 500,
+  native_error: 500,
+  aborted: 499,
+  internal: 500,
+});
+
+export interface SvcErrorOptions {
+  /** The request field the error is about, e.g. `examples[3].label`. */
+  param?: string;
+  cause?: unknown;
+}
+
+export class SvcError extends Error {
+  readonly code: SvcErrorCode;
+  readonly status: number;
+  readonly param: string | null;
+
+  constructor(code: SvcErrorCode, message: string, options: SvcErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SvcError';
+    this.code = code;
+    this.status = kStatusByCode[code];
+    this.param = options.param ?? null;
+  }
+}
+
+/**
+ * Native calls report failures as plain `Error`s carrying the C++ message.
+ * Rethrow them as `SvcError` so callers see one error model, with their own stack.
+ */
+export function fromNativeError(error: unknown): SvcError {
+  if (error instanceof SvcError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const wrapped = new SvcError('native_error', message, { cause: error });
+  Error.captureStackTrace?.(wrapped, fromNativeError);
+  return wrapped;
+}

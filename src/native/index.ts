@@ -1,0 +1,18 @@
+import { loadAddon } from './load.js';
+import type { NativeCpuInfo } from './binding.js';
+
+export { loadAddon, packageRoot } from './load.js';
+export type { NativeAddon, NativeCpuInfo } from './binding.js';
+
+/**
+ * What the native core detected about this CPU, and so which kernels it runs.
+ *
+ * @example
+ * ```ts
+ * import { cpuInfo } from 'svc-classify';
+ * cpuInfo(); // { level: 'avx512-vnni', avx2: true, avx512: true, avx512vnni: true }
+ * ```
+ */
+export function cpuInfo(): NativeCpuInfo {
+  return loadAddon().cpuInfo();
+}

@@ -1,0 +1,138 @@
+/**
+ * The Store: everything the service persists. SQLite (better-sqlite3) is the
+ * implementation today; the interface is async so that a shared PostgreSQL
+ * store can implement it later without changing its callers.
+ * `store/` knows no HTTP; `service/` knows no SQL.
+ */
+
+/** Unix milliseconds. The HTTP contracts convert to seconds where they say so. */
+export type Millis = number;
+
+export interface Organization {
+  /** A slug chosen by the operator, e.g. `acme`; also the hub namespace (`acme/<model_id>`). */
+  id: string;
+  createdAt: Millis;
+  /** Granted by the operator with `svc proxy grant --org <id>`. */
+  proxyAccess: boolean;
+}
+
+export interface ApiKeyRecord {
+  /** `key_<12 hex>`: safe to show and log; the secret itself is never stored. */
+  id: string;
+  orgId: string;
+  /** SHA-256 of the full secret, hex. */
+  hash: string;
+  /** The first characters of the secret, shown in listings (`svc_1a2b…`). */
+  prefix: string;
+  createdAt: Millis;
+  revokedAt: Millis | null;
+}
+
+export interface Project {
+  /** `proj_<12 hex>`. */
+  id: string;
+  orgId: string;
+  name: string;
+  createdAt: Millis;
+}
+
+export type ModelStatus = 'training' | 'trained' | 'failed';
+
+export interface ModelRecord {
+  /** `svc-small-<12 hex>`. */
+  id: string;
+  orgId: string;
+  baseModel: string;
+  taskType: 'binary-classification';
+  labelText: string;
+  status: ModelStatus;
+  error: string | null;
+  createdAt: Millis;
+  updatedAt: Millis;
+}
+
+export interface TrainingExample {
+  text: string;
+  label: boolean;
+  label_text: string;
+}
+
+export type JobState = 'queued' | 'running' | 'done' | 'failed';
+
+export interface TrainingJob {
+  modelId: string;
+  state: JobState;
+  /** Times the job was started; a job found `running` at start-up was interrupted and runs again. */
+  attempts: number;
+  /** Training options as the user gave them (e.g. `{ finetune: false }`), JSON. */
+  options: Record<string, unknown>;
+  createdAt: Millis;
+  updatedAt: Millis;
+}
+
+export type ProviderName = 'provider-a' | 'provider-b' | 'provider-c';
+
+export interface RequestLogRow {
+  /** Assigned by the store on insert; increases with time. */
+  id: number;
+  projectId: string;
+  keyId: string;
+  provider: ProviderName;
+  /** The model as the client sent it, prefix included (`provider-a:gpt-x`). */
+  model: string;
+  stream: boolean;
+  /** Status sent to the client (0 when the client went away first). */
+  status: number;
+  /** Time to the first response byte sent to the client, ms; null when none was sent. */
+  ttfbMs: number | null;
+  totalMs: number;
+  tokensIn: number | null;
+  tokensOut: number | null;
+  error: string | null;
+  /** Bodies truncated to 64 KiB with secrets redacted. */
+  requestBody: string;
+  responseBody: string;
+  createdAt: Millis;
+}
+
+export interface Store {
+  // organizations
+  createOrganization(id: string): Promise<Organization>;
+  getOrganization(id: string): Promise<Organization | null>;
+  listOrganizations(): Promise<Organization[]>;
+  setProxyAccess(orgId: string, granted: boolean): Promise<void>;
+
+  // API keys
+  insertApiKey(record: ApiKeyRecord): Promise<void>;
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
+  listApiKeys(orgId: string): Promise<ApiKeyRecord[]>;
+  /** Returns false when no such key exists. */
+  revokeApiKey(keyId: string, at: Millis): Promise<boolean>;
+
+  // projects
+  createProject(project: Project): Promise<void>;
+  getProject(id: string): Promise<Project | null>;
+  listProjects(orgId: string): Promise<Project[]>;
+
+  // models and their training jobs
+  /** Inserts the model (status `training`), its job (`queued`) and its examples in one transaction. */
+  createModelWithJob(model: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>): Promise<void>;
+  getModel(id: string): Promise<ModelRecord | null>;
+  listModels(orgId: string): Promise<ModelRecord[]>;
+  setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void>;
+  deleteModel(id: string): Promise<boolean>;
+  getJob(modelId: string): Promise<TrainingJob | null>;
+  getJobExamples(modelId: string): Promise<TrainingExample[]>;
+  setJobState(modelId: string, state: JobState, at: Millis): Promise<void>;
+  /** Marks the oldest queued job running (attempts + 1) and returns it, or null when none is queued. */
+  claimNextJob(at: Millis): Promise<TrainingJob | null>;
+  /** Puts jobs left `running` by a process that died back in the queue; returns how many. */
+  requeueInterruptedJobs(at: Millis): Promise<number>;
+
+  // proxy request log
+  insertRequestLog(row: Omit<RequestLogRow, 'id'>): Promise<number>;
+  /** Newest first; `before` is an exclusive row id cursor. */
+  listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]>;
+
+  close(): Promise<void>;
+}
