@@ -32,8 +32,6 @@ inline uint64_t hash_bytes(const char* p, size_t n) {
   return h;
 }
 
-inline bool is_continuation_byte(unsigned char c) { return (c & 0xC0) == 0x80; }
-
 }  // namespace
 
 void VocabMap::build(const std::vector<std::pair<std::string_view, int32_t>>& entries) {
@@ -93,11 +91,11 @@ WordPiece::WordPiece(const std::vector<std::pair<std::string, int32_t>>& vocab, 
     }
   }
   whole_.build(whole);
-  continuation_.build(continuation);
+  first_trie_.build(whole);
+  // An empty prefix makes every token a continuation too.
+  continuation_.build(prefix.empty() ? whole : continuation);
   unk_id_ = whole_.find(unk_token);
   if (unk_id_ < 0) throw std::runtime_error("the WordPiece unk_token '" + unk_token + "' is not in the vocabulary");
-  // An empty prefix makes every token a continuation too.
-  if (prefix.empty()) continuation_ = whole_;
 }
 
 void WordPiece::tokenize(const char* word, size_t size, size_t chars, std::vector<Piece>& out) const {
@@ -107,27 +105,20 @@ void WordPiece::tokenize(const char* word, size_t size, size_t chars, std::vecto
     return;
   }
   const size_t first = out.size();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(word);
   size_t start = 0;
   while (start < size) {
-    const VocabMap& map = start == 0 ? whole_ : continuation_;
-    // Nothing longer than the longest key can match: start there, on a character boundary.
-    size_t end = size - start > map.max_key_size() ? start + map.max_key_size() : size;
-    while (end < size && is_continuation_byte(static_cast<unsigned char>(word[end]))) --end;
-    int32_t id = -1;
-    while (end > start) {
-      id = map.find(word + start, end - start);
-      if (id >= 0) break;
-      do {
-        --end;
-      } while (end > start && is_continuation_byte(static_cast<unsigned char>(word[end])));
-    }
+    // Greedy longest match first: the longest vocabulary token starting here.
+    // Tokens are whole UTF-8 strings, so a match always ends on a character boundary.
+    const Trie& trie = start == 0 ? first_trie_ : continuation_;
+    const auto [id, length] = trie.longest_prefix(bytes + start, size - start);
     if (id < 0) {
       out.resize(first);
       out.push_back(Piece{unk_id_, 0, static_cast<uint32_t>(size)});
       return;
     }
-    out.push_back(Piece{id, static_cast<uint32_t>(start), static_cast<uint32_t>(end)});
-    start = end;
+    out.push_back(Piece{id, static_cast<uint32_t>(start), static_cast<uint32_t>(start + length)});
+    start += length;
   }
 }
 

@@ -11,10 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "trie.h"
+
 namespace svc::tok {
 
 // String -> id with all keys in one arena and open addressing, so a lookup
-// hashes the bytes in place: no std::string is built per attempt.
+// hashes the bytes in place: no std::string is built.
 class VocabMap {
  public:
   void build(const std::vector<std::pair<std::string_view, int32_t>>& entries);
@@ -56,8 +58,9 @@ class WordPiece {
   int32_t unk_id() const { return unk_id_; }
 
  private:
-  VocabMap whole_;         // every token, for the first piece of a word
-  VocabMap continuation_;  // tokens that start with the prefix, prefix removed
+  VocabMap whole_;       // every token, for token_id()
+  Trie first_trie_;      // every token, for the first piece of a word
+  Trie continuation_;    // tokens that start with the prefix, prefix removed
   int32_t unk_id_;
   size_t max_chars_;
 };
