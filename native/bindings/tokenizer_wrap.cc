@@ -77,7 +77,9 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     const std::string_view text = ReadUtf8(env, info[0]);
     ids_.clear();
     tokenizer_->encode(text, max_length, scratch_, ids_, nullptr);
-    return ToInt32Array(env, ids_);
+    Napi::Int32Array out = ToInt32Array(env, ids_);
+    ShrinkIfHuge();
+    return out;
   }
 
   // encodeBatch(texts, maxLength, withOffsets): { ids, lengths, offsets? }
@@ -94,7 +96,8 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     int32_t* lengths_data = lengths.Data();
     for (uint32_t i = 0; i < count; ++i) {
       napi_value item;
-      if (napi_get_element(env, texts, i, &item) != napi_ok) throw Napi::Error::New(env, "cannot read texts");
+      // A getter on the array may throw: rethrow its own exception.
+      if (napi_get_element(env, texts, i, &item) != napi_ok) throw Napi::Error::New(env);
       napi_valuetype type;
       napi_typeof(env, item, &type);
       if (type != napi_string) throw Napi::TypeError::New(env, "texts[" + std::to_string(i) + "] must be a string");

@@ -48,6 +48,16 @@ function split(batch: { ids: Int32Array; lengths: Int32Array }): number[][] {
 }
 
 describe('Tokenizer fuzz', () => {
+  it("rethrows an array getter's own error", () => {
+    const texts = ['ok', 'fine'];
+    Object.defineProperty(texts, 1, {
+      get() {
+        throw new Error('getter failed');
+      },
+    });
+    expect(() => ours.encodeBatch(texts)).toThrow('getter failed');
+  });
+
   const random = seededRandom(7);
   const strings = Array.from({ length: 1500 }, () => randomUnits(random, Math.floor(random() * 300)));
   const utf8 = new TextDecoder('utf-8', { fatal: false });
