@@ -123,6 +123,43 @@ describe('Tokenizer parity with HF tokenizers (svc-small tokenizer.json)', () =>
   });
 });
 
+// Each BertNormalizer option as the file sets it, and files without one, on
+// the hard corpus.
+describe('Tokenizer parity across normalizer options', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-tok-options-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const hard = hardCorpus(99, 150);
+  const variants: Record<string, unknown> = {
+    cased: { lowercase: false, strip_accents: null },
+    'strip-accents-only': { lowercase: false, strip_accents: true },
+    'keep-accents': { lowercase: true, strip_accents: false },
+    'no-clean-text': { clean_text: false },
+    'no-chinese-spacing': { handle_chinese_chars: false },
+    'nothing-at-all': { clean_text: false, handle_chinese_chars: false, lowercase: false, strip_accents: false },
+  };
+  for (const [name, options] of Object.entries(variants)) {
+    it(`equals the reference with ${name}`, async () => {
+      const json = JSON.parse(readFileSync(file, 'utf8'));
+      json.normalizer = { ...json.normalizer, ...(options as object) };
+      const path = join(dir, `${name}.json`);
+      writeFileSync(path, JSON.stringify(json));
+      const result = await compare(hard, kNoTruncation, true, path);
+      expect(result.idMismatches).toEqual([]);
+      expect(result.offsetMismatches).toBe(0);
+    });
+  }
+
+  it('equals the reference without a normalizer', async () => {
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    json.normalizer = null;
+    const path = join(dir, 'no-normalizer.json');
+    writeFileSync(path, JSON.stringify(json));
+    const result = await compare(hard, 256, true, path);
+    expect(result.idMismatches).toEqual([]);
+    expect(result.offsetMismatches).toBe(0);
+  });
+});
+
 // Every code point, as its own WordPiece token: a vocabulary that holds each
 // character (and its ## form) makes any normalization or splitting difference
 // show up as a different id. Planes 0-3 in full, the tag/selector block, and
@@ -139,9 +176,9 @@ describe('Tokenizer parity on every code point', () => {
     return cps;
   }
 
-  it('normalizes, splits and looks up each one like the reference', async () => {
+  // A vocabulary of every swept character; returns the file's path.
+  function everyCharFile(cps: number[], name: string, normalizer: object): string {
     const base = JSON.parse(readFileSync(file, 'utf8'));
-    const cps = sweptCodePoints();
     const vocab: Record<string, number> = { '[PAD]': 0, '[UNK]': 1, '[CLS]': 2, '[SEP]': 3, '[MASK]': 4 };
     let id = 5;
     for (const cp of cps) {
@@ -150,17 +187,28 @@ describe('Tokenizer parity on every code point', () => {
       vocab[`##${c}`] = id++;
     }
     base.model.vocab = vocab;
+    base.normalizer = { ...base.normalizer, ...normalizer };
     base.added_tokens = base.added_tokens.map((t: { content: string }) => ({ ...t, id: vocab[t.content] }));
     base.post_processor.special_tokens['[CLS]'].ids = [2];
     base.post_processor.special_tokens['[SEP]'].ids = [3];
-    const path = join(dir, 'every-char.json');
+    const path = join(dir, `${name}.json`);
     writeFileSync(path, JSON.stringify(base));
+    return path;
+  }
 
-    // Each character between two letters: dropped, split off, or joined, and how it normalizes.
+  // Each character between two letters: dropped, split off, or joined, and how it normalizes.
+  function sweepTexts(cps: number[]): string[] {
     const texts: string[] = [];
     for (let i = 0; i < cps.length; i += 2048) {
       texts.push(cps.slice(i, i + 2048).map((cp) => `x${String.fromCodePoint(cp)}y`).join(' '));
     }
+    return texts;
+  }
+
+  it('normalizes, splits and looks up each one like the reference', async () => {
+    const cps = sweptCodePoints();
+    const path = everyCharFile(cps, 'every-char', {});
+    const texts = sweepTexts(cps);
     // Sequences where canonical reordering would matter (marks of different combining classes).
     texts.push(
       'x\u{1D16D}\u{1D165}y x\u{1D165}\u{1D16D}y a\u0328\u0301b \u302E\u302Fz \u0F72\u0F71 ' +
@@ -169,6 +217,15 @@ describe('Tokenizer parity on every code point', () => {
     );
     const result = await compare(texts, kNoTruncation, false, path);
     expect(cps.length).toBe(0x40000 - 0x800 + 0x200 + Math.ceil(0x20000 / 97));
+    expect(result.idMismatches).toEqual([]);
+    expect(result.mismatchCount).toBe(0);
+  });
+
+  it('lowercases each one like the reference when accents are kept', async () => {
+    // Without NFD first, precomposed letters reach lowercasing as they are. Cased letters all live in planes 0-1.
+    const cps = sweptCodePoints().filter((cp) => cp <= 0x1ffff);
+    const path = everyCharFile(cps, 'every-char-accents', { strip_accents: false });
+    const result = await compare(sweepTexts(cps), kNoTruncation, false, path);
     expect(result.idMismatches).toEqual([]);
     expect(result.mismatchCount).toBe(0);
   });
