@@ -76,6 +76,22 @@ int main() {
   check(offsets == std::vector<int32_t>{0, 0, 0, 2, 3, 5, 5, 6, 0, 0}, "UTF-16 offsets");
   check(tokenizer->truncation_max_length() == 64, "file truncation length");
 
+  // Random bytes, malformed UTF-8 included: no crash, and offsets stay inside the text.
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int round = 0; round < 2000; ++round) {
+    std::string text(next() % 300, '\0');
+    for (char& c : text) c = static_cast<char>(next() >> 24);
+    std::vector<int32_t> offs;
+    const std::vector<int32_t> ids = encode(*tokenizer, text, 1 + next() % 64, &offs);
+    bool ok = offs.size() == 2 * ids.size() && ids.size() >= 2 && ids.front() == 2 && ids.back() == 3;
+    for (size_t k = 0; k < offs.size(); k += 2) ok = ok && offs[k] <= offs[k + 1] && offs[k + 1] <= int32_t(text.size());
+    if (!ok) {
+      check(false, "random bytes");
+      break;
+    }
+  }
+
   if (failures == 0) std::printf("tokenizer_test: all passed\n");
   return failures == 0 ? 0 : 1;
 }
