@@ -79,6 +79,12 @@ Tokenizer::Tokenizer(TokenizerSpec spec)
   std::stable_sort(added_.begin(), added_.end(),
                    [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
   for (const AddedToken& t : added_) added_first_byte_[static_cast<unsigned char>(t.content[0])] = true;
+  for (int b = 0; b < 256; ++b) {
+    plain_ascii_[b] = -1;
+    if (b < 0x80 && !added_first_byte_[b] && normalizer_.ascii(static_cast<unsigned char>(b)).kind == SplitKind::kWord) {
+      plain_ascii_[b] = static_cast<unsigned char>(normalizer_.ascii(static_cast<unsigned char>(b)).byte);
+    }
+  }
 }
 
 std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view json) {
@@ -232,6 +238,26 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
   bool more = budget > 0;
   while (more && i < n) {
     const unsigned char c = p[i];
+    if (plain_ascii_[c] >= 0) {
+      // The common case: a run of ASCII letters and digits, copied (lowercased) in one go.
+      size_t j = i;
+      do {
+        word.push_back(static_cast<char>(plain_ascii_[p[j]]));
+        ++j;
+      } while (j < n && plain_ascii_[p[j]] >= 0);
+      const auto len = static_cast<uint32_t>(j - i);
+      if constexpr (kOffsets) {
+        for (uint32_t k = 0; k < len; ++k) {
+          s.src_begin.push_back(u16 + k);
+          s.src_end.push_back(u16 + k + 1);
+        }
+      }
+      word_chars += len;
+      run_len = 0;
+      i = j;
+      u16 += len;
+      continue;
+    }
     if (added_first_byte_[c]) {
       if (const AddedToken* t = match_added(p + i, n - i)) {
         const uint32_t units = utf16_length(p + i, t->content.size());

@@ -80,6 +80,9 @@ class Tokenizer {
   Normalizer normalizer_;
   std::vector<AddedToken> added_;  // longest first, so the first match is the longest
   bool added_first_byte_[256] = {};
+  // Per byte: its normalized form when it is an ASCII byte that simply
+  // continues a word (no split, no drop, no added token starts with it), else -1.
+  int16_t plain_ascii_[256];
   std::vector<int32_t> prefix_ids_;
   std::vector<int32_t> suffix_ids_;
   size_t truncation_max_length_;
