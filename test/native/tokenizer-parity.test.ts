@@ -213,7 +213,8 @@ describe('Tokenizer parity on every code point', () => {
     texts.push(
       'x\u{1D16D}\u{1D165}y x\u{1D165}\u{1D16D}y a\u0328\u0301b \u302E\u302Fz \u0F72\u0F71 ' +
         // a removed control character does not end a run of marks; a removed class-0 mark does
-        'x\u{1D16D}\u0001\u{1D165}y x\u{1D16D}\u0900\u{1D165}y x\u{1D16D}\u0301\u{1D165}\u{1D16E}y',
+        'x\u{1D16D}\u0001\u{1D165}y x\u{1D16D}\u0900\u{1D165}y x\u{1D16D}\u0301\u{1D165}\u{1D16E}y ' +
+        `x${'\u{1D16D}\u{1D165}'.repeat(30)}y`,
     );
     const result = await compare(texts, kNoTruncation, false, path);
     expect(cps.length).toBe(0x40000 - 0x800 + 0x200 + Math.ceil(0x20000 / 97));

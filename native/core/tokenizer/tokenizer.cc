@@ -166,14 +166,8 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
 
   // The current run of nonzero-class combining marks in `word`, kept sorted
   // by class as NFD's canonical ordering does (see NormalizedChar).
-  struct Mark {
-    uint32_t pos;
-    uint32_t len;
-    uint8_t ccc;
-  };
-  constexpr int kMaxRun = 32;
-  Mark run[kMaxRun];
-  int run_len = 0;
+  std::vector<PlacedMark>& run = s.marks;
+  run.clear();
 
   // Ends the current word: WordPiece it and emit pieces until the budget is
   // spent. Returns whether more tokens may follow.
@@ -192,7 +186,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
     }
     word.clear();
     word_chars = 0;
-    run_len = 0;
+    run.clear();
     if constexpr (kOffsets) {
       s.src_begin.clear();
       s.src_end.clear();
@@ -211,9 +205,9 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
 
   // Adds a combining mark after the marks of its class or lower in the run, before higher ones.
   auto append_mark = [&](char32_t cp, uint8_t ccc, uint32_t begin, uint32_t end) {
-    int k = run_len;
+    size_t k = run.size();
     while (k > 0 && run[k - 1].ccc > ccc) --k;
-    const auto pos = static_cast<uint32_t>(k == run_len ? word.size() : run[k].pos);
+    const auto pos = static_cast<uint32_t>(k == run.size() ? word.size() : run[k].pos);
     const size_t before = word.size();
     append(cp, begin, end);
     const auto len = static_cast<uint32_t>(word.size() - before);
@@ -223,12 +217,9 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
         std::rotate(s.src_begin.begin() + pos, s.src_begin.begin() + before, s.src_begin.end());
         std::rotate(s.src_end.begin() + pos, s.src_end.begin() + before, s.src_end.end());
       }
-      for (int m = k; m < run_len; ++m) run[m].pos += len;
+      for (size_t m = k; m < run.size(); ++m) run[m].pos += len;
     }
-    if (run_len == kMaxRun) return;  // longer runs than any real text: keep the order seen
-    for (int m = run_len; m > k; --m) run[m] = run[m - 1];
-    run[k] = Mark{pos, len, ccc};
-    ++run_len;
+    run.insert(run.begin() + static_cast<std::ptrdiff_t>(k), PlacedMark{pos, len, ccc});
   };
 
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
@@ -253,7 +244,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
         }
       }
       word_chars += len;
-      run_len = 0;
+      run.clear();
       i = j;
       u16 += len;
       continue;
@@ -277,7 +268,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
         case SplitKind::kWord:
           word.push_back(e.byte);
           ++word_chars;
-          run_len = 0;
+          run.clear();
           if constexpr (kOffsets) {
             s.src_begin.push_back(u16);
             s.src_end.push_back(u16 + 1);
@@ -309,13 +300,13 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
     for (int j = 0; j < count && more; ++j) {
       const NormalizedChar& x = expanded[j];
       if (x.cp == kRunBreak) {
-        run_len = 0;
+        run.clear();
         continue;
       }
       switch (Normalizer::split_kind(x.cp)) {
         case SplitKind::kWord:
           if (x.ccc == 0) {
-            run_len = 0;
+            run.clear();
             append(x.cp, u16, u16 + units);
           } else {
             append_mark(x.cp, x.ccc, u16, u16 + units);
