@@ -5,25 +5,56 @@ import { resolveBaseModel } from '../model/base-models.js';
 import type { NativeTokenizer } from './binding.js';
 import { loadAddon } from './load.js';
 
-/** Options of {@link Tokenizer.encode}. */
+/**
+ * Options of {@link Tokenizer.encode}.
+ *
+ * @example
+ * ```ts
+ * tokenizer.encode('Hello, world!', { maxLength: 4 }); // Int32Array(4) [101, 7592, 1010, 102]
+ * ```
+ */
 export interface EncodeOptions {
   /** Most ids returned, special tokens included (2 to 100000). Default: the tokenizer's `maxLength`. */
   maxLength?: number;
 }
 
-/** Options of {@link Tokenizer.encodeBatch}. */
+/**
+ * Options of {@link Tokenizer.encodeBatch}.
+ *
+ * @example
+ * ```ts
+ * tokenizer.encodeBatch(['Hi!'], { maxLength: 3, offsets: true });
+ * // { ids: Int32Array(3) [101, 7632, 102], lengths: Int32Array(1) [3], offsets: Int32Array(6) [0, 0, 0, 2, 0, 0] }
+ * ```
+ */
 export interface EncodeBatchOptions extends EncodeOptions {
   /** Also return each token's UTF-16 [start, end) in its text. Default false. */
   offsets?: boolean;
 }
 
-/** Options of {@link Tokenizer.fromFile}. */
+/**
+ * Options of {@link Tokenizer.fromFile}.
+ *
+ * @example
+ * ```ts
+ * Tokenizer.fromFile('/models/minilm/tokenizer.json', { maxLength: 256 }).maxLength; // 256
+ * ```
+ */
 export interface TokenizerFileOptions {
   /** The default `maxLength` of encode calls. Default: the file's truncation.max_length, else 512. */
   maxLength?: number;
 }
 
-/** A packed batch: no padding, one length per text. */
+/**
+ * A packed batch: no padding, one length per text.
+ *
+ * @example
+ * ```ts
+ * const { ids, lengths } = tokenizer.encodeBatch(['Hi!', 'Good morning']);
+ * // ids: Int32Array(8) [101, 7632, 999, 102, 101, 2204, 2851, 102], lengths: Int32Array(2) [4, 4]
+ * ids.subarray(lengths[0], lengths[0] + lengths[1]); // the second text: [101, 2204, 2851, 102]
+ * ```
+ */
 export interface EncodedBatch {
   /** Every text's ids, one text after the other, special tokens included. */
   ids: Int32Array;
