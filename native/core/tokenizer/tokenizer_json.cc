@@ -131,7 +131,8 @@ void read_added_tokens(const Value& root, TokenizerSpec& spec) {
     if (bool_or(t, "single_word", false) || bool_or(t, "lstrip", false) || bool_or(t, "rstrip", false)) {
       unsupported("added token '" + token.content + "' uses single_word/lstrip/rstrip, which is not supported");
     }
-    if (bool_or(t, "normalized", false) && !bool_or(t, "special", false)) {
+    // The reference matches such tokens in the normalized text, against their normalized form.
+    if (bool_or(t, "normalized", false)) {
       unsupported("added token '" + token.content + "' is matched after normalization, which is not supported");
     }
     if (!token.content.empty()) spec.added_tokens.push_back(std::move(token));
