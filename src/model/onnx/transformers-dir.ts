@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { SvcError } from '../../errors.js';
 import type { BaseModel } from '../base-models.js';
 import { toBaseModel } from './bert-weights.js';
 import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type OnnxPrecision } from './export.js';
@@ -86,6 +87,13 @@ function tokenizerJson(raw: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
+function specialTokenId(tokenizer: Record<string, unknown>, content: string): number {
+  const added = (tokenizer.added_tokens as { id: number; content: string }[] | undefined) ?? [];
+  const id = added.find((token) => token.content === content)?.id;
+  if (id === undefined) throw new SvcError('internal', `tokenizer.json has no ${content} token`);
+  return id;
+}
+
 /**
  * Writes a model directory that transformers.js (v4) loads with `pipeline(task, dir)`:
  * `config.json`, `tokenizer.json`, `tokenizer_config.json` and `onnx/model.onnx` (plus
@@ -106,13 +114,14 @@ export async function writeTransformersJsModelDir(outDir: string, options: Trans
   validate(options);
   const baseModel = toBaseModel(options.baseModel);
   const precision = options.precision ?? 'fp32';
-  const build = (p: OnnxPrecision): Uint8Array =>
-    options.task === 'text-classification'
-      ? buildClassifierOnnx(baseModel, options.head as LinearHead, { precision: p })
-      : buildEncoderOnnx(baseModel, { precision: p });
-
   const baseConfig = JSON.parse(await readFile(baseModel.configFile, 'utf8')) as Record<string, unknown>;
   const tokenizer = JSON.parse(await readFile(baseModel.tokenizerFile, 'utf8')) as Record<string, unknown>;
+  // transformers.js cuts long inputs without re-adding [SEP]; the graph restores it.
+  const sepTokenId = specialTokenId(tokenizer, '[SEP]');
+  const build = (p: OnnxPrecision): Uint8Array =>
+    options.task === 'text-classification'
+      ? buildClassifierOnnx(baseModel, options.head as LinearHead, { precision: p, sepTokenId })
+      : buildEncoderOnnx(baseModel, { precision: p, sepTokenId });
   const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
   await mkdir(join(outDir, 'onnx'), { recursive: true });
