@@ -50,4 +50,24 @@ describe('buildEncoderOnnx (fp32)', () => {
       expect(maxAbsDiff(embedding, single.sentence_embedding.data as Float32Array)).toBeLessThan(1e-5);
     }
   });
+
+  it('with sepTokenId, scores a row cut without [SEP] like the row truncated by Hugging Face', async () => {
+    const closing = await createSession(buildEncoderOnnx('svc-small', { sepTokenId: 102 }));
+    const [ids] = await tokenize(['The food was great, but the service was painfully slow.']);
+    const cut = [...ids.slice(0, 6)]; // what transformers.js keeps at max length 6: no [SEP]
+    const truncated = [...ids.slice(0, 5), 102]; // what Hugging Face truncation keeps
+    // In one padded batch: the cut row, the truncated row, and a complete row that must not change.
+    const out = await closing.run(paddedFeeds([cut, truncated, ids]));
+    const reference = await session.run(paddedFeeds([truncated]));
+    const embeddings = out.sentence_embedding.data as Float32Array;
+    expect(maxAbsDiff(embeddings.subarray(0, 384), reference.sentence_embedding.data as Float32Array)).toBeLessThan(1e-5);
+    const plain = await session.run(paddedFeeds([ids]));
+    expect(maxAbsDiff(embeddings.subarray(768, 1152), plain.sentence_embedding.data as Float32Array)).toBeLessThan(1e-5);
+  });
+
+  it('rejects unknown precisions', () => {
+    expect(() => buildEncoderOnnx('svc-small', { precision: 'fp16' as 'fp32' })).toThrow("options.precision must be 'fp32' or 'int8'");
+    expect(() => buildEncoderOnnx('svc-small', { sepTokenId: -1 })).toThrow('options.sepTokenId must be a non-negative integer');
+  });
 });
+

@@ -61,7 +61,7 @@ function dense(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: 
 /**
  * Replaces the last attended token of each row by `sepTokenId`. transformers.js truncates by
  * cutting the id list, which drops the closing [SEP]; Hugging Face truncation (and ours) keeps it.
- * Rows that already end in [SEP] are unchanged, whichever side they are padded on.
+ * Rows that already end in [SEP] are unchanged; the last token is found from the mask.
  */
 function closeTruncatedRows(g: GraphBuilder, maskFloat: string, sepTokenId: number): string {
   const seqLength = g.op('Squeeze', [g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } }), g.int64s('axes_0_squeeze', [0])]);
