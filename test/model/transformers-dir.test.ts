@@ -51,6 +51,7 @@ describe('writeTransformersJsModelDir', () => {
     expect(config.label2id).toEqual({ false: 0, positive: 1 });
     expect(config.problem_type).toBe('single_label_classification');
     expect(config.hidden_size).toBe(384);
+    expect(config['transformers.js_config']).toEqual({ dtype: 'fp32' });
     const tokenizerConfig = JSON.parse(await readFile(join(classifierDir, 'tokenizer_config.json'), 'utf8'));
     expect(tokenizerConfig.model_max_length).toBe(256);
     expect(tokenizerConfig.tokenizer_class).toBe('BertTokenizer');
@@ -73,7 +74,8 @@ describe('writeTransformersJsModelDir', () => {
   });
 
   it('gives transformers.js text-classification sigmoid(w·e + b) as P(positive)', async () => {
-    const classify = await pipeline('text-classification', classifierDir, { dtype: 'fp32' });
+    // No dtype: config.json's transformers.js_config picks model.onnx.
+    const classify = await pipeline('text-classification', classifierDir);
     const results = [
       ...((await classify(texts.slice(0, 49))) as { label: string; score: number }[]),
       ...((await classify(texts.slice(49))) as { label: string; score: number }[]),
@@ -104,6 +106,8 @@ describe('writeTransformersJsModelDir', () => {
     const dir = join(root, 'quantized');
     const files = await writeTransformersJsModelDir(dir, { baseModel: 'svc-small', task: 'feature-extraction', precision: 'int8' });
     expect(files).toEqual(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model_quantized.onnx']);
+    const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8'));
+    expect(config['transformers.js_config']).toBeUndefined();
     const extract = await pipeline('feature-extraction', dir, { dtype: 'q8' });
     const out = await extract(texts.slice(0, 4), { pooling: 'mean', normalize: true });
     const session = await createSession(new Uint8Array(await readFile(join(dir, 'onnx/model_quantized.onnx'))));

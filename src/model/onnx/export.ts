@@ -89,8 +89,10 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
  *
  * @example
  * ```ts
- * const bytes = buildClassifierOnnx('svc-small', { weights: new Float32Array(384).fill(0.1), bias: -0.5 });
- * // session.run(...).logits.data for one text: Float32Array [0, 0.21...]
+ * const head = { weights: new Float32Array(384).fill(0.1), bias: -0.5 };
+ * const session = await ort.InferenceSession.create(buildClassifierOnnx('svc-small', head));
+ * // feeds for "This is an example sentence" as in buildEncoderOnnx's example
+ * (await session.run(feeds)).logits.data; // Float32Array [0, -0.4727595]: P(true) = 0.384
  * ```
  */
 export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearHead, options?: OnnxExportOptions): Uint8Array {

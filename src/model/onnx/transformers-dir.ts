@@ -45,10 +45,13 @@ function validate(options: TransformersJsDirOptions): void {
 
 /** The base config.json, plus the label maps transformers.js and Hugging Face read for classifiers. */
 function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJsDirOptions): Record<string, unknown> {
-  if (options.task === 'feature-extraction') return { ...baseConfig, architectures: ['BertModel'] };
+  // Browsers default to dtype q8 (model_quantized.onnx); without that file, point them at fp32.
+  const runtime = options.precision === 'int8' ? {} : { 'transformers.js_config': { dtype: 'fp32' } };
+  if (options.task === 'feature-extraction') return { ...baseConfig, architectures: ['BertModel'], ...runtime };
   const labelText = options.labelText as string;
   return {
     ...baseConfig,
+    ...runtime,
     architectures: ['BertForSequenceClassification'],
     // single_label: transformers.js applies softmax over the two logits [0, score] -> sigmoid(score).
     problem_type: 'single_label_classification',
