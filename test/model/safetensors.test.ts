@@ -72,6 +72,14 @@ describe('SafetensorsFile', () => {
     expect(() => file.info('missing')).toThrow('safetensors has no tensor named missing');
   });
 
+  it('copies fp32 tensors out of a Buffer at any offset', () => {
+    const f32 = new Uint8Array(new Float32Array([3, -7.5]).buffer);
+    const bytes = safetensorsBytes({ pad: { dtype: 'U8', shape: [1], data_offsets: [0, 1] }, x: { dtype: 'F32', shape: [2], data_offsets: [1, 9] } }, [9, ...f32]);
+    // A Buffer inside a larger pool, as readFileSync returns for small files.
+    const pooled = Buffer.concat([Buffer.from([1, 2, 3]), Buffer.from(bytes)]).subarray(3);
+    expect(Array.from(SafetensorsFile.parse(pooled).float32('x'))).toEqual([3, -7.5]);
+  });
+
   it('rejects offsets that do not match the shape', () => {
     const bytes = safetensorsBytes({ t: { dtype: 'F16', shape: [3], data_offsets: [0, 4] } }, [0, 0, 0, 0]);
     expect(() => SafetensorsFile.parse(bytes, 'bad.safetensors')).toThrow(
