@@ -15,6 +15,9 @@ let encoderDir: string;
 let classifierDir: string;
 let embeddings: Float32Array[];
 
+// The classifier is laid out as a hub stores it, <root>/<org>/<model_id>, and loaded by id.
+const kHubId = 'acme/svc-small-0123456789ab';
+
 // A fixed, spread-out head so that the 50 texts land on both sides of 0.5.
 const head = { weights: Float32Array.from({ length: 384 }, (_, i) => 6 * Math.sin(i * 1.7)), bias: 0.1 };
 // 49 sentences and one e-mail longer than 256 tokens, so truncation is compared too.
@@ -24,7 +27,7 @@ beforeAll(async () => {
   env.allowRemoteModels = false;
   root = await mkdtemp(join(tmpdir(), 'svc-onnx-dir-'));
   encoderDir = join(root, 'encoder');
-  classifierDir = join(root, 'classifier');
+  classifierDir = join(root, kHubId);
   await writeTransformersJsModelDir(encoderDir, { baseModel: 'svc-small', task: 'feature-extraction' });
   await writeTransformersJsModelDir(classifierDir, { baseModel: 'svc-small', task: 'text-classification', labelText: 'positive', head });
   const session = await createSession(new Uint8Array(await readFile(join(encoderDir, 'onnx/model.onnx'))));
@@ -60,7 +63,7 @@ describe('writeTransformersJsModelDir', () => {
     expect(tokenizer.padding).toBeNull();
   });
 
-  it('gives transformers.js feature-extraction the ORT sentence embeddings', async () => {
+  it('gives transformers.js feature-extraction (by absolute path) the ORT sentence embeddings', async () => {
     const extract = await pipeline('feature-extraction', encoderDir, { dtype: 'fp32' });
     // The long e-mail runs on its own so the sentences are not padded to 256 tokens.
     const short = await extract(texts.slice(0, 49), { pooling: 'mean', normalize: true });
@@ -74,8 +77,10 @@ describe('writeTransformersJsModelDir', () => {
   });
 
   it('gives transformers.js text-classification sigmoid(w·e + b) as P(positive)', async () => {
-    // No dtype: config.json's transformers.js_config picks model.onnx.
-    const classify = await pipeline('text-classification', classifierDir);
+    // By hub id under env.localModelPath, local files only; no dtype: config.json's
+    // transformers.js_config picks model.onnx.
+    env.localModelPath = root;
+    const classify = await pipeline('text-classification', kHubId, { local_files_only: true });
     const results = [
       ...((await classify(texts.slice(0, 49))) as { label: string; score: number }[]),
       ...((await classify(texts.slice(49))) as { label: string; score: number }[]),
