@@ -71,11 +71,11 @@ export function resolveBaseModel(name: string): BaseModel {
     });
   }
   const require = createRequire(import.meta.url);
-  // The weights package exports only its ESM entry (not ./package.json), so look for its folder
-  // along Node's own node_modules search path instead of resolving a subpath.
+  // The weights package exports only an ESM entry (no './package.json' subpath), so look for its
+  // folder along Node's node_modules search paths instead of resolving a file inside it.
   const packageDir = (require.resolve.paths(source.packageName) ?? [])
-    .map((base) => join(base, source.packageName))
-    .find((dir) => existsSync(join(dir, 'package.json')));
+    .map((nodeModules) => join(nodeModules, source.packageName))
+    .find((candidate) => existsSync(join(candidate, 'package.json')));
   if (!packageDir) {
     throw new SvcError('internal', `base model '${name}' needs the npm package ${source.packageName}; install it`);
   }
