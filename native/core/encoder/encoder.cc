@@ -26,7 +26,7 @@ void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c
     quantize_rows(a, k, m, k, quant_, &pool_);
     gemm_s8(quant_, args, l.s8, &pool_);
   } else {
-    gemm_f32(args, l.f32, &pool_);
+    gemm_f32(args, l.f32, packed_a_, &pool_);
   }
 }
 
@@ -67,7 +67,7 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   ctx_.resize(M * H);
   qkv_.resize(M * 3 * H);
   inter_.resize(M * I);
-  const int64_t scratch_per_thread = (static_cast<int64_t>(dh) + 1) * max_len + 16;
+  const int64_t scratch_per_thread = (static_cast<int64_t>(dh) + 1) * (max_len + 16) + 16;
   scratch_.resize(scratch_per_thread * pool_.size());
 
   // Embeddings: word + position (restarting per text) + token type 0, then LayerNorm.
