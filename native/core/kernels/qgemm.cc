@@ -26,7 +26,7 @@ void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t
     }
     float* out = c + r * ldc;
     for (int j = 0; j < cols; ++j)
-      out[j] = static_cast<float>(acc[j] - offset[j]) * a_scale[r] * w_scale[j] + bias[j];
+      out[j] = std::fma(static_cast<float>(acc[j] - offset[j]), a_scale[r] * w_scale[j], bias[j]);
   }
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
