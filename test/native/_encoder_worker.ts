@@ -7,4 +7,4 @@ const { ids } = workerData as { ids: Int32Array };
 const encoder = Encoder.fromPretrained('svc-small', { threads: 1 });
 const out = encoder.embedIdsSync(ids, Int32Array.of(ids.length));
 encoder.dispose();
-parentPort!.postMessage(out, [out.buffer]);
+parentPort!.postMessage(out, [out.buffer as ArrayBuffer]);
