@@ -133,20 +133,22 @@ describe('Encoder options and lifecycle', () => {
     a.dispose(); // idempotent
   });
 
-  it('runs inside a worker thread, with the same result as the main thread', async () => {
+  it('runs inside a worker thread, sharing the weights the main thread loaded', async () => {
+    const main = Encoder.fromPretrained('svc-small', { threads: 1 });
+    const before = loadedWeightSets();
     // The worker registers tsx itself (vitest's transform does not reach worker threads).
     const entry = new URL('./_encoder_worker.ts', import.meta.url).pathname;
     const worker = new Worker(
       `require('tsx/cjs/api').require(${JSON.stringify(entry)}, ${JSON.stringify(entry)});`,
       { eval: true, workerData: { ids: kExample } },
     );
-    const fromWorker = await new Promise<Float32Array>((resolve, reject) => {
+    const reply = await new Promise<{ out: Float32Array; weightSets: number }>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
     });
     await worker.terminate();
-    const main = Encoder.fromPretrained('svc-small', { threads: 1 });
-    expect(maxAbsDiff(fromWorker, main.embedIdsSync(kExample, Int32Array.of(7)))).toBeLessThan(1e-6);
+    expect(reply.weightSets).toBe(before); // the worker's encoder reused the main thread's copy
+    expect(maxAbsDiff(reply.out, main.embedIdsSync(kExample, Int32Array.of(7)))).toBeLessThan(1e-6);
     main.dispose();
   });
 });
