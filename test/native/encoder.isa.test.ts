@@ -37,7 +37,7 @@ const kLevels = [
 
 beforeAll(async () => {
   // Short and long texts: tails of every tile size and attention block get exercised.
-  const texts = [...allUciTexts().slice(0, 20), ...emailBodies(3, 1500)];
+  const texts = [...allUciTexts().slice(0, 12), ...emailBodies(2, 1000)];
   const { ids, lengths } = await referenceIds(texts);
   input = { ids: Array.from(ids), lengths: Array.from(lengths) };
 });
@@ -66,6 +66,6 @@ describe('kernel levels agree with the scalar path', () => {
           expect(Math.min(...cosines), `${level} lowest cosine`).toBeGreaterThan(0.98);
         }
       }
-    });
+    }, 180_000); // one child process per level; the scalar one is slow by design
   }
 });

@@ -50,5 +50,5 @@ describe('Encoder memory', () => {
     encoder.dispose();
     // A leak of even the output (3 KB per call) would add some 27 MiB over 9,000 calls.
     expect(growth).toBeLessThan(4 * kMiB);
-  });
+  }, 180_000);
 });
