@@ -13,7 +13,7 @@ import type * as ort from 'onnxruntime-node';
 
 import { Encoder } from '../src/native/encoder.js';
 import { cpuInfo } from '../src/native/index.js';
-import { hfTokenize, ortEmbedPadded, ortEmbedSorted, ortEncoderSession, transformersJsEmbedder } from './_onnx-peers.js';
+import { hfTokenize, ortEmbedPadded, ortEncoderSession, transformersJsEmbedder } from './_onnx-peers.js';
 import { allUciTexts, emailBodies } from './corpora.js';
 
 interface Result {
@@ -29,7 +29,8 @@ interface Result {
 interface Peer {
   impl: string;
   precision: string;
-  pass(): Promise<void> | void;
+  /** Runs this peer's `part`-th batch of the corpus. */
+  part(index: number): Promise<void> | void;
 }
 
 // svc-small: 6 layers, hidden 384, FFN 1536.
@@ -58,20 +59,23 @@ function listOption(args: string[], name: string, fallback: string[]): string[] 
 }
 
 /**
- * Best time per pass for each peer: one warm-up pass each, then `rounds` rounds that run every
- * peer once in turn, so drifting load on a shared machine hits all peers alike.
+ * Seconds per pass over all `parts` batches for each peer, robust to a shared machine: peers
+ * take turns pass by pass (a peer's batches run back to back, so one runtime's idle spinning
+ * threads do not eat into the next peer's batch), each (peer, batch) keeps its best time over
+ * `rounds` rounds, and a pass is the sum of those bests. A warm-up round is not counted.
  */
-async function bestSeconds(peers: Peer[], rounds: number): Promise<number[]> {
-  for (const peer of peers) await peer.pass();
-  const best = peers.map(() => Infinity);
-  for (let round = 0; round < rounds; round++) {
+async function bestPassSeconds(peers: Peer[], parts: number, rounds: number): Promise<number[]> {
+  const best = peers.map(() => new Array<number>(parts).fill(Infinity));
+  for (let round = 0; round <= rounds; round++) {
     for (const [i, peer] of peers.entries()) {
-      const started = performance.now();
-      await peer.pass();
-      best[i] = Math.min(best[i]!, (performance.now() - started) / 1000);
+      for (let b = 0; b < parts; b++) {
+        const started = performance.now();
+        await peer.part(b);
+        if (round > 0) best[i]![b] = Math.min(best[i]![b]!, (performance.now() - started) / 1000);
+      }
     }
   }
-  return best;
+  return best.map((times) => times.reduce((sum, t) => sum + t, 0));
 }
 
 interface Corpus {
@@ -97,7 +101,7 @@ export async function run(args: string[]): Promise<void> {
   const threads = intOption(args, 'threads', Math.min(2, availableParallelism()));
   const batchSizes = listOption(args, 'batches', ['1', '8', '32', '128']).map(Number);
   const corpusNames = listOption(args, 'corpus', ['uci', 'email']);
-  const rounds = intOption(args, 'rounds', 2);
+  const rounds = intOption(args, 'rounds', 3);
   const log = (line: string) => {
     if (!json) console.log(line);
   };
@@ -126,36 +130,42 @@ export async function run(args: string[]): Promise<void> {
     for (const batch of batchSizes) {
       const parts = slices(corpus.rows.length, batch);
       const packedBatches = parts.map(([s, e]) => packed(corpus.rows.slice(s, e)));
-      const ids = (encoder: Encoder) => () => {
-        for (const b of packedBatches) encoder.embedIdsSync(b.ids, b.lengths);
+      // Length-sorted batches for onnxruntime: the least padding it can get.
+      const order = corpus.rows.map((_, i) => i).sort((a, b) => corpus.rows[a]!.length - corpus.rows[b]!.length);
+      const sortedParts = parts.map(([s, e]) => order.slice(s, e).map((i) => corpus.rows[i]!));
+      const ids = (encoder: Encoder) => (b: number) => {
+        encoder.embedIdsSync(packedBatches[b]!.ids, packedBatches[b]!.lengths);
       };
-      const padded = (session: ort.InferenceSession) => async () => {
-        for (const [s, e] of parts) await ortEmbedPadded(session, corpus.rows.slice(s, e));
+      const padded = (session: ort.InferenceSession) => async (b: number) => {
+        const [s, e] = parts[b]!;
+        await ortEmbedPadded(session, corpus.rows.slice(s, e));
       };
-      const sorted = (session: ort.InferenceSession) => async () => {
-        await ortEmbedSorted(session, corpus.rows, batch);
+      const sorted = (session: ort.InferenceSession) => async (b: number) => {
+        await ortEmbedPadded(session, sortedParts[b]!);
       };
-      const pipeline = (embedder: typeof jsFp32) => async () => {
-        for (const [s, e] of parts) await embedder.embed(corpus.texts.slice(s, e));
+      const pipeline = (embedder: typeof jsFp32) => async (b: number) => {
+        const [s, e] = parts[b]!;
+        await embedder.embed(corpus.texts.slice(s, e));
       };
       const peers: Peer[] = [
-        { impl: 'svc-classify', precision: 'fp32', pass: ids(ours) },
-        { impl: 'svc-classify', precision: 'int8', pass: ids(oursInt8) },
+        { impl: 'svc-classify', precision: 'fp32', part: ids(ours) },
+        { impl: 'svc-classify', precision: 'int8', part: ids(oursInt8) },
         {
           impl: 'svc-classify texts',
           precision: 'fp32',
-          pass: () => {
-            for (const [s, e] of parts) ours.embedSync(corpus.texts.slice(s, e));
+          part: (b) => {
+            const [s, e] = parts[b]!;
+            ours.embedSync(corpus.texts.slice(s, e));
           },
         },
-        { impl: 'onnxruntime-node', precision: 'fp32', pass: padded(ortFp32) },
-        { impl: 'onnxruntime-node', precision: 'int8', pass: padded(ortInt8) },
-        { impl: 'onnxruntime-node sorted', precision: 'fp32', pass: sorted(ortFp32) },
-        { impl: 'onnxruntime-node sorted', precision: 'int8', pass: sorted(ortInt8) },
-        { impl: 'transformers.js', precision: 'fp32', pass: pipeline(jsFp32) },
-        { impl: 'transformers.js', precision: 'int8', pass: pipeline(jsQ8) },
+        { impl: 'onnxruntime-node', precision: 'fp32', part: padded(ortFp32) },
+        { impl: 'onnxruntime-node', precision: 'int8', part: padded(ortInt8) },
+        { impl: 'onnxruntime-node sorted', precision: 'fp32', part: sorted(ortFp32) },
+        { impl: 'onnxruntime-node sorted', precision: 'int8', part: sorted(ortInt8) },
+        { impl: 'transformers.js', precision: 'fp32', part: pipeline(jsFp32) },
+        { impl: 'transformers.js', precision: 'int8', part: pipeline(jsQ8) },
       ];
-      const seconds = await bestSeconds(peers, rounds);
+      const seconds = await bestPassSeconds(peers, parts.length, rounds);
       const cell = peers.map((peer, i) => ({
         impl: peer.impl,
         precision: peer.precision,
@@ -180,24 +190,28 @@ export async function run(args: string[]): Promise<void> {
     }
   }
 
-  // Single short text, one call at a time: each implementation in turn, many times.
+  // Single short text, one call at a time.
   const latencyRuns = intOption(args, 'latency-runs', 200);
   const text = 'This is an example sentence';
   const [row] = await hfTokenize([text]);
   const one = packed([row!]);
   const single: Peer[] = [
-    { impl: 'svc-classify', precision: 'fp32', pass: () => void ours.embedIdsSync(one.ids, one.lengths) },
-    { impl: 'svc-classify', precision: 'int8', pass: () => void oursInt8.embedIdsSync(one.ids, one.lengths) },
-    { impl: 'onnxruntime-node', precision: 'fp32', pass: async () => void (await ortEmbedPadded(ortFp32, [row!])) },
-    { impl: 'onnxruntime-node', precision: 'int8', pass: async () => void (await ortEmbedPadded(ortInt8, [row!])) },
-    { impl: 'transformers.js', precision: 'fp32', pass: async () => void (await jsFp32.embed([text])) },
+    { impl: 'svc-classify', precision: 'fp32', part: () => void ours.embedIdsSync(one.ids, one.lengths) },
+    { impl: 'svc-classify', precision: 'int8', part: () => void oursInt8.embedIdsSync(one.ids, one.lengths) },
+    { impl: 'onnxruntime-node', precision: 'fp32', part: async () => void (await ortEmbedPadded(ortFp32, [row!])) },
+    { impl: 'onnxruntime-node', precision: 'int8', part: async () => void (await ortEmbedPadded(ortInt8, [row!])) },
+    { impl: 'transformers.js', precision: 'fp32', part: async () => void (await jsFp32.embed([text])) },
   ];
+  // Each implementation in a block of calls (after 20 warm-up calls), blocks alternating over
+  // two rounds: back-to-back calls of one implementation, as a service would make them.
   const times = single.map(() => [] as number[]);
-  for (let i = 0; i < latencyRuns + 20; i++) {
+  for (let round = 0; round < 2; round++) {
     for (const [p, peer] of single.entries()) {
-      const started = performance.now();
-      await peer.pass();
-      if (i >= 20) times[p]!.push(performance.now() - started); // the first 20 warm up
+      for (let i = 0; i < 20 + latencyRuns / 2; i++) {
+        const started = performance.now();
+        await peer.part(0);
+        if (i >= 20) times[p]!.push(performance.now() - started);
+      }
     }
   }
   log(`\nsingle-text latency ("${text}", ${row!.length} tokens), ${latencyRuns} runs each`);
