@@ -13,7 +13,7 @@ Encoder::Encoder(std::shared_ptr<const ModelWeights> weights, int threads)
     : weights_(std::move(weights)), pool_(std::max(1, threads)) {}
 
 void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual,
-                     Epilogue ep) {
+                     Epilogue ep, const AlignedBuffer<float>* ln_gamma, const AlignedBuffer<float>* ln_beta) {
   GemmArgs args;
   args.a = a;
   args.lda = k;
@@ -25,7 +25,13 @@ void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c
   if (weights_->precision == Precision::kInt8) {
     quantize_rows(a, k, m, k, quant_, &pool_);
     gemm_s8(quant_, args, l.s8, &pool_);
+    if (ln_gamma) layer_norm(c, m, *ln_gamma, *ln_beta);
   } else {
+    if (ln_gamma) {
+      args.ln_gamma = ln_gamma->data();
+      args.ln_beta = ln_beta->data();
+      args.ln_eps = weights_->config.layer_norm_eps;
+    }
     gemm_f32(args, l.f32, packed_a_, &pool_);
   }
 }
@@ -100,11 +106,9 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
     };
     if (attention_work >= (1LL << 20)) pool_.run(n_texts * c.heads, attend);
     else for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);
-    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone);
-    layer_norm(tmp_.data(), M, l.ln1_gamma, l.ln1_beta);
+    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone, &l.ln1_gamma, &l.ln1_beta);
     linear(l.inter, tmp_.data(), M, H, inter_.data(), nullptr, Epilogue::kGelu);
-    linear(l.out, inter_.data(), M, I, x_.data(), tmp_.data(), Epilogue::kNone);
-    layer_norm(x_.data(), M, l.ln2_gamma, l.ln2_beta);
+    linear(l.out, inter_.data(), M, I, x_.data(), tmp_.data(), Epilogue::kNone, &l.ln2_gamma, &l.ln2_beta);
   }
 }
 

@@ -35,7 +35,9 @@ class Encoder {
 
  private:
   void forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts);
-  void linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep);
+  // c = a W^T + b (+ residual), then GELU or (with gamma) LayerNorm of each row.
+  void linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep,
+              const AlignedBuffer<float>* ln_gamma = nullptr, const AlignedBuffer<float>* ln_beta = nullptr);
   void layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma, const AlignedBuffer<float>& beta);
 
   std::shared_ptr<const ModelWeights> weights_;

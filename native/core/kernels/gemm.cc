@@ -4,6 +4,7 @@
 
 #include "cpu_features.h"
 #include "kernels/gemm_tile.h"
+#include "kernels/ops.h"
 #include "thread_pool.h"
 
 namespace svc {
@@ -69,34 +70,66 @@ PackedF32 pack_f32(const float* w, const float* bias, int n, int k) {
   return p;
 }
 
+namespace {
+// Copies rows [r0, r0 + mr) of A (zeros past m) k-major into dst: dst[kk * mr + r].
+void pack_tile(const GemmArgs& args, int mr, int k, int64_t r0, float* dst) {
+  const int rows = static_cast<int>(std::min<int64_t>(mr, args.m - r0));
+  for (int r = 0; r < mr; ++r) {
+    if (r >= rows) {
+      for (int kk = 0; kk < k; ++kk) dst[kk * mr + r] = 0;
+      continue;
+    }
+    const float* src = args.a + (r0 + r) * args.lda;
+    for (int kk = 0; kk < k; ++kk) dst[kk * mr + r] = src[kk];
+  }
+}
+}  // namespace
+
 void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& scratch, ThreadPool* pool) {
   if (!worth_parallel(args.m, w.n, w.k)) pool = nullptr;
   const detail::GemmKernel& kern = kernel();
   const int mr = kern.mr;
-  const int64_t tiles = (args.m + mr - 1) / mr;
-  scratch.resize(static_cast<std::size_t>(tiles) * mr * w.k);
   const int k = w.k;
-  auto pack = [&](int64_t t, int) {
-    float* dst = scratch.data() + t * mr * k;
-    const int64_t r0 = t * mr;
-    const int rows = static_cast<int>(std::min<int64_t>(mr, args.m - r0));
-    for (int r = 0; r < mr; ++r) {
-      if (r >= rows) {
-        for (int kk = 0; kk < k; ++kk) dst[kk * mr + r] = 0;
-        continue;
+  const int panels = (w.n + w.nr - 1) / w.nr;
+  const int threads = pool ? pool->size() : 1;
+  const int64_t row_block = static_cast<int64_t>(mr) * 4;
+  const int64_t row_blocks = (args.m + row_block - 1) / row_block;
+
+  // With enough rows, a task owns whole rows: it packs its block of A once into its thread's
+  // scratch, runs every panel, and can layer-normalize the finished rows. One pass, one barrier.
+  if (args.ln_gamma || row_blocks >= 4LL * threads) {
+    scratch.resize(static_cast<std::size_t>(threads) * row_block * k);
+    auto task = [&](int64_t rb, int thread) {
+      float* packed = scratch.data() + static_cast<int64_t>(thread) * row_block * k;
+      const int64_t row0 = rb * row_block, row1 = std::min(args.m, row0 + row_block);
+      for (int64_t r = row0; r < row1; r += mr) pack_tile(args, mr, k, r, packed + (r - row0) * k);
+      for (int p = 0; p < panels; ++p) {
+        const float* panel = w.data.data() + static_cast<int64_t>(p) * k * w.nr;
+        const int col0 = p * w.nr;
+        const int cols = std::min(w.nr, w.n - col0);
+        for (int64_t r = row0; r < row1; r += mr) {
+          const int rows = static_cast<int>(std::min<int64_t>(mr, row1 - r));
+          kern.tile(packed + (r - row0) * k, rows, panel, w.bias.data() + col0, k, args.c + r * args.ldc + col0,
+                    args.ldc, cols, args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
+        }
       }
-      const float* src = args.a + (r0 + r) * args.lda;
-      for (int kk = 0; kk < k; ++kk) dst[kk * mr + r] = src[kk];
-    }
-  };
+      if (args.ln_gamma)
+        ops().layer_norm(args.c + row0 * args.ldc, args.ldc, row1 - row0, w.n, args.ln_gamma, args.ln_beta,
+                         args.ln_eps);
+    };
+    if (pool) pool->run(row_blocks, task);
+    else for (int64_t rb = 0; rb < row_blocks; ++rb) task(rb, 0);
+    return;
+  }
+
+  // Few rows: pack all of A first, then split the columns too, so both threads get work.
+  const int64_t tiles = (args.m + mr - 1) / mr;
+  scratch.resize(static_cast<std::size_t>(tiles) * mr * k);
+  auto pack = [&](int64_t t, int) { pack_tile(args, mr, k, t * mr, scratch.data() + t * mr * k); };
   if (pool) pool->run(tiles, pack);
   else for (int64_t t = 0; t < tiles; ++t) pack(t, 0);
 
-  const int panels = (w.n + w.nr - 1) / w.nr;
   // Tasks are (row block, panel group): big enough to amortize, many enough to balance.
-  const int64_t row_block = static_cast<int64_t>(kern.mr) * 4;
-  const int64_t row_blocks = (args.m + row_block - 1) / row_block;
-  const int threads = pool ? pool->size() : 1;
   const int panels_per_task = row_blocks * panels >= 16LL * threads ? 2 : 1;
   const int64_t panel_groups = (panels + panels_per_task - 1) / panels_per_task;
   auto task = [&](int64_t t, int) {

@@ -35,6 +35,11 @@ struct GemmArgs {
   int64_t ldc = 0;
   const float* residual = nullptr;  // added after bias, same leading dimension as c; may be null
   Epilogue epilogue = Epilogue::kNone;
+  // When set, each finished row of C is layer-normalized in place (gamma, beta: n entries),
+  // by the task that computed it, while the row is still in cache.
+  const float* ln_gamma = nullptr;
+  const float* ln_beta = nullptr;
+  float ln_eps = 0;
 };
 
 // scratch holds the packed copy of A between calls (grown as needed).
