@@ -1,10 +1,12 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "cpu_features.h"
 #include "kernels/gemm_tile.h"
 #include "kernels/ops.h"
+#include "tensor/safetensors.h"
 #include "thread_pool.h"
 
 namespace svc {
@@ -12,9 +14,10 @@ namespace svc {
 namespace detail {
 namespace {
 // Portable tile: 4 x 16, plain loops (the compiler may use SSE).
-void tile_scalar(const float* a, int rows, const float* panel, const float* bias, int k, float* c,
+void tile_scalar(const float* a, int rows, const void* panel_bytes, const float* bias, int k, float* c,
                  int64_t ldc, int cols, const float* residual, Epilogue epilogue) {
   constexpr int kNr = 16;
+  const float* panel = static_cast<const float*>(panel_bytes);
   float acc[4][kNr];
   for (int r = 0; r < rows; ++r)
     for (int j = 0; j < kNr; ++j) acc[r][j] = bias[j];
@@ -33,7 +36,7 @@ void tile_scalar(const float* a, int rows, const float* panel, const float* bias
 }
 }  // namespace
 
-GemmKernel gemm_kernel_scalar() { return {4, 16, tile_scalar}; }
+GemmKernel gemm_kernel_scalar() { return {4, 16, tile_scalar, nullptr}; }
 }  // namespace detail
 
 namespace {
@@ -49,6 +52,23 @@ const detail::GemmKernel& kernel() {
 }  // namespace
 
 int gemm_f32_panel_width() { return kernel().nr; }
+
+namespace {
+// fp16 bits of f when f is exactly an fp16 value (normal, subnormal or zero); false otherwise.
+bool exact_half(float f, uint16_t& out) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xFFu, mant = x & 0x7FFFFFu;
+  uint32_t h;
+  if (exp == 0 && mant == 0) h = sign;
+  else if (exp >= 113 && exp <= 142) h = sign | (exp - 112) << 10 | mant >> 13;
+  else if (exp >= 103 && exp < 113) h = sign | (mant | 0x800000u) >> (126 - exp);
+  else return false;
+  out = static_cast<uint16_t>(h);
+  const float back = half_to_float(out);
+  return std::memcmp(&back, &f, 4) == 0;
+}
+}  // namespace
 
 PackedF32 pack_f32(const float* w, const float* bias, int n, int k) {
   PackedF32 p;
@@ -66,6 +86,15 @@ PackedF32 pack_f32(const float* w, const float* bias, int n, int k) {
     const float* src = w + static_cast<int64_t>(col) * k;
     for (int kk = 0; kk < k; ++kk) dst[static_cast<int64_t>(kk) * p.nr] = src[kk];
     if (bias) p.bias[col] = bias[col];
+  }
+  if (kernel().tile_half) {
+    AlignedBuffer<uint16_t> half(p.data.size());
+    bool exact = true;
+    for (std::size_t i = 0; i < p.data.size() && exact; ++i) exact = exact_half(p.data[i], half[i]);
+    if (exact) {
+      p.half = std::move(half);
+      p.data = AlignedBuffer<float>();
+    }
   }
   return p;
 }
@@ -88,6 +117,9 @@ void pack_tile(const GemmArgs& args, int mr, int k, int64_t r0, float* dst) {
 void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& scratch, ThreadPool* pool) {
   if (!worth_parallel(args.m, w.n, w.k)) pool = nullptr;
   const detail::GemmKernel& kern = kernel();
+  const detail::TileFn tile = w.is_half() ? kern.tile_half : kern.tile;
+  const std::size_t elem = w.is_half() ? sizeof(uint16_t) : sizeof(float);
+  const char* panels_base = static_cast<const char*>(w.panels());
   const int mr = kern.mr;
   const int k = w.k;
   const int panels = (w.n + w.nr - 1) / w.nr;
@@ -104,12 +136,12 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
       const int64_t row0 = rb * row_block, row1 = std::min(args.m, row0 + row_block);
       for (int64_t r = row0; r < row1; r += mr) pack_tile(args, mr, k, r, packed + (r - row0) * k);
       for (int p = 0; p < panels; ++p) {
-        const float* panel = w.data.data() + static_cast<int64_t>(p) * k * w.nr;
+        const void* panel = panels_base + static_cast<int64_t>(p) * k * w.nr * elem;
         const int col0 = p * w.nr;
         const int cols = std::min(w.nr, w.n - col0);
         for (int64_t r = row0; r < row1; r += mr) {
           const int rows = static_cast<int>(std::min<int64_t>(mr, row1 - r));
-          kern.tile(packed + (r - row0) * k, rows, panel, w.bias.data() + col0, k, args.c + r * args.ldc + col0,
+          tile(packed + (r - row0) * k, rows, panel, w.bias.data() + col0, k, args.c + r * args.ldc + col0,
                     args.ldc, cols, args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
         }
       }
@@ -137,13 +169,13 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
     const int64_t row0 = rb * row_block, row1 = std::min(args.m, row0 + row_block);
     const int p0 = static_cast<int>(pg * panels_per_task), p1 = std::min(panels, p0 + panels_per_task);
     for (int p = p0; p < p1; ++p) {
-      const float* panel = w.data.data() + static_cast<int64_t>(p) * w.k * w.nr;
+      const void* panel = panels_base + static_cast<int64_t>(p) * w.k * w.nr * elem;
       const float* bias = w.bias.data() + static_cast<int64_t>(p) * w.nr;
       const int col0 = p * w.nr;
       const int cols = std::min(w.nr, w.n - col0);
       for (int64_t r = row0; r < row1; r += kern.mr) {
         const int rows = static_cast<int>(std::min<int64_t>(kern.mr, row1 - r));
-        kern.tile(scratch.data() + r * k, rows, panel, bias, w.k, args.c + r * args.ldc + col0, args.ldc, cols,
+        tile(scratch.data() + r * k, rows, panel, bias, w.k, args.c + r * args.ldc + col0, args.ldc, cols,
                   args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
       }
     }

@@ -57,16 +57,16 @@ constexpr auto make_table(std::integer_sequence<int, R...>) {
   return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1>...};
 }
 
-void tile(const float* a, int rows, const float* panel, const float* bias, int k, float* c, int64_t ldc,
+void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc,
           int cols, const float* residual, Epilogue epilogue) {
   static constexpr auto kTable = make_table(std::make_integer_sequence<int, kMr>{});
-  kTable[rows - 1](a, panel, bias, k, c, ldc, cols);
+  kTable[rows - 1](a, static_cast<const float*>(panel), bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
 
 }  // namespace
 
-GemmKernel gemm_kernel_avx2() { return {kMr, kNr, tile}; }
+GemmKernel gemm_kernel_avx2() { return {kMr, kNr, tile, nullptr}; }
 
 }  // namespace detail
 }  // namespace svc

@@ -18,9 +18,12 @@ namespace {
 constexpr int kMr = 14;
 constexpr int kNr = 32;
 
-template <int MR>
-void tile_fixed(const float* a, const float* panel, const float* bias, int k, float* c, int64_t ldc,
+// kHalf: the panel holds fp16 bits, widened exactly to fp32 in registers (vcvtph2ps).
+template <int MR, bool kHalf>
+void tile_fixed(const float* a, const void* panel, const float* bias, int k, float* c, int64_t ldc,
                 int cols) {
+  const float* pf = static_cast<const float*>(panel);
+  const uint16_t* ph = static_cast<const uint16_t*>(panel);
   __m512 acc0[MR], acc1[MR];
   const __m512 bias0 = _mm512_load_ps(bias), bias1 = _mm512_load_ps(bias + 16);
   #pragma GCC unroll 16
@@ -29,8 +32,21 @@ void tile_fixed(const float* a, const float* panel, const float* bias, int k, fl
     acc1[r] = bias1;
   }
   for (int kk = 0; kk < k; ++kk) {
-    const __m512 b0 = _mm512_load_ps(panel + kk * kNr);
-    const __m512 b1 = _mm512_load_ps(panel + kk * kNr + 16);
+    __m512 b0, b1;
+    // Panels stream from memory when few rows share them (one text): fetch ahead of use.
+    if constexpr (kHalf) {
+      _mm_prefetch(reinterpret_cast<const char*>(ph + (kk + 24) * kNr), _MM_HINT_T0);
+    } else {
+      _mm_prefetch(reinterpret_cast<const char*>(pf + (kk + 12) * kNr), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(pf + (kk + 12) * kNr + 16), _MM_HINT_T0);
+    }
+    if constexpr (kHalf) {
+      b0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ph + kk * kNr)));
+      b1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ph + kk * kNr + 16)));
+    } else {
+      b0 = _mm512_load_ps(pf + kk * kNr);
+      b1 = _mm512_load_ps(pf + kk * kNr + 16);
+    }
     #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[kk * kMr + r]);
@@ -55,22 +71,23 @@ void tile_fixed(const float* a, const float* panel, const float* bias, int k, fl
   }
 }
 
-using FixedFn = void (*)(const float*, const float*, const float*, int, float*, int64_t, int);
-template <int... R>
+using FixedFn = void (*)(const float*, const void*, const float*, int, float*, int64_t, int);
+template <bool kHalf, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
-  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1>...};
+  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kHalf>...};
 }
 
-void tile(const float* a, int rows, const float* panel, const float* bias, int k, float* c, int64_t ldc,
+template <bool kHalf>
+void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc,
           int cols, const float* residual, Epilogue epilogue) {
-  static constexpr auto kTable = make_table(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kTable = make_table<kHalf>(std::make_integer_sequence<int, kMr>{});
   kTable[rows - 1](a, panel, bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
 
 }  // namespace
 
-GemmKernel gemm_kernel_avx512() { return {kMr, kNr, tile}; }
+GemmKernel gemm_kernel_avx512() { return {kMr, kNr, tile<false>, tile<true>}; }
 
 }  // namespace detail
 }  // namespace svc
