@@ -128,8 +128,8 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
   const int64_t row_blocks = (args.m + row_block - 1) / row_block;
 
   // With enough rows, a task owns whole rows: it packs its block of A once into its thread's
-  // scratch, runs every panel, and can layer-normalize the finished rows. One pass, one barrier.
-  if (args.ln_gamma || row_blocks >= 4LL * threads) {
+  // scratch, runs every panel, and layer-normalizes the finished rows. One pass, one barrier.
+  if (row_blocks >= 4LL * threads) {
     scratch.resize(static_cast<std::size_t>(threads) * row_block * k);
     auto task = [&](int64_t rb, int thread) {
       float* packed = scratch.data() + static_cast<int64_t>(thread) * row_block * k;
@@ -154,7 +154,8 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
     return;
   }
 
-  // Few rows: pack all of A first, then split the columns too, so both threads get work.
+  // Few rows: pack all of A first, then split the columns too, so both threads get work
+  // (and layer-normalize once every column is done).
   const int64_t tiles = (args.m + mr - 1) / mr;
   scratch.resize(static_cast<std::size_t>(tiles) * mr * k);
   auto pack = [&](int64_t t, int) { pack_tile(args, mr, k, t * mr, scratch.data() + t * mr * k); };
@@ -183,6 +184,16 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
   const int64_t tasks = row_blocks * panel_groups;
   if (pool) pool->run(tasks, task);
   else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+  if (args.ln_gamma) {
+    constexpr int64_t kRowsPerTask = 32;
+    auto norm = [&](int64_t t, int) {
+      const int64_t r0 = t * kRowsPerTask, rows = std::min(kRowsPerTask, args.m - r0);
+      ops().layer_norm(args.c + r0 * args.ldc, args.ldc, rows, w.n, args.ln_gamma, args.ln_beta, args.ln_eps);
+    };
+    const int64_t chunks = (args.m + kRowsPerTask - 1) / kRowsPerTask;
+    if (pool) pool->run(chunks, norm);
+    else for (int64_t t = 0; t < chunks; ++t) norm(t, 0);
+  }
 }
 
 }  // namespace svc
