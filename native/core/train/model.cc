@@ -1,0 +1,208 @@
+#include "train/model.h"
+
+#include <stdexcept>
+
+#include "train/ops.h"
+
+namespace svc::train {
+
+int64_t layer_param_count(const EncoderConfig& c) {
+  const int64_t h = c.hidden, f = c.ffn;
+  return 3 * h * h + 3 * h + h * h + h + 2 * h + f * h + f + h * f + h + 2 * h;
+}
+
+int64_t param_count(const EncoderConfig& c) { return layer_param_count(c) * c.layers; }
+
+LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
+  const int64_t h = c.hidden, f = c.ffn;
+  LayerOffsets o;
+  int64_t at = layer_param_count(c) * layer;
+  auto take = [&](int64_t n) { const int64_t here = at; at += n; return here; };
+  o.wqkv = take(3 * h * h);
+  o.bqkv = take(3 * h);
+  o.wo = take(h * h);
+  o.bo = take(h);
+  o.ln1_g = take(h);
+  o.ln1_b = take(h);
+  o.wi = take(f * h);
+  o.bi = take(f);
+  o.wo2 = take(h * f);
+  o.bo2 = take(h);
+  o.ln2_g = take(h);
+  o.ln2_b = take(h);
+  return o;
+}
+
+std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
+  std::vector<ParamTensor> out;
+  const int64_t h = c.hidden, f = c.ffn;
+  for (int l = 0; l < c.layers; ++l) {
+    const LayerOffsets o = layer_offsets(c, l);
+    const std::string p = "encoder.layer." + std::to_string(l) + ".";
+    const char* qkv[3] = {"query", "key", "value"};
+    for (int i = 0; i < 3; ++i) {
+      out.push_back({p + "attention.self." + qkv[i] + ".weight", o.wqkv + i * h * h, {h, h}, true});
+      out.push_back({p + "attention.self." + qkv[i] + ".bias", o.bqkv + i * h, {h}, false});
+    }
+    out.push_back({p + "attention.output.dense.weight", o.wo, {h, h}, true});
+    out.push_back({p + "attention.output.dense.bias", o.bo, {h}, false});
+    out.push_back({p + "attention.output.LayerNorm.weight", o.ln1_g, {h}, false});
+    out.push_back({p + "attention.output.LayerNorm.bias", o.ln1_b, {h}, false});
+    out.push_back({p + "intermediate.dense.weight", o.wi, {f, h}, true});
+    out.push_back({p + "intermediate.dense.bias", o.bi, {f}, false});
+    out.push_back({p + "output.dense.weight", o.wo2, {h, f}, true});
+    out.push_back({p + "output.dense.bias", o.bo2, {h}, false});
+    out.push_back({p + "output.LayerNorm.weight", o.ln2_g, {h}, false});
+    out.push_back({p + "output.LayerNorm.bias", o.ln2_b, {h}, false});
+  }
+  return out;
+}
+
+namespace {
+
+template <typename T>
+void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const PairBatch& b, const Workspace<T>& ws,
+                  T* x) {
+  const int h = cfg.hidden;
+  std::vector<T> sum(h), rstd(1);
+  for (int t = 0; t < b.texts; ++t) {
+    for (int i = 0; i < b.lengths[t]; ++i) {
+      const int64_t row = ws.offsets[t] + i;
+      const int32_t id = b.ids[row];
+      for (int j = 0; j < h; ++j)
+        sum[j] = emb.word[static_cast<int64_t>(id) * h + j] + emb.position[static_cast<int64_t>(i) * h + j] +
+                 emb.token_type[j];
+      layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.ln_eps, x + row * h, nullptr,
+                            rstd.data());
+    }
+  }
+}
+
+template <typename T>
+void add_into(int64_t n, const T* a, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a[i];
+}
+
+}  // namespace
+
+template <typename T>
+T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
+                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers) {
+  const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
+  const double p = key.training ? cfg.dropout : 0.0;
+  // Layout of the packed batch.
+  ws.offsets.resize(b.texts);
+  ws.prob_offsets.resize(b.texts);
+  int64_t tokens = 0, prob_cells = 0;
+  for (int t = 0; t < b.texts; ++t) {
+    const int n = b.lengths[t];
+    if (n <= 0 || n > emb.max_positions) throw std::invalid_argument("text length out of range");
+    ws.offsets[t] = static_cast<int32_t>(tokens);
+    ws.prob_offsets[t] = prob_cells;
+    tokens += n;
+    prob_cells += static_cast<int64_t>(heads) * n * n;
+  }
+  for (int64_t i = 0; i < tokens; ++i)
+    if (b.ids[i] < 0 || b.ids[i] >= emb.vocab) throw std::invalid_argument("token id out of range");
+  for (int i = 0; i < b.pairs; ++i)
+    if (b.pair_a[i] < 0 || b.pair_a[i] >= b.texts || b.pair_b[i] < 0 || b.pair_b[i] >= b.texts)
+      throw std::invalid_argument("pair index out of range");
+  const int rows = static_cast<int>(tokens);
+  const int64_t th = tokens * h, tf = tokens * f;
+  ws.tokens = rows;
+  const PackedLayout lay{b.texts, ws.offsets.data(), b.lengths, ws.prob_offsets.data()};
+  auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
+
+  ws.layers.resize(cfg.layers);
+  ws.tmp.resize(th);
+  ws.out.resize(th);
+  ws.layers[0].x.resize(th);
+  embed_tokens(cfg, emb, b, ws, ws.layers[0].x.data());
+  dropout_apply(stream(-1, DropSite::kEmbeddings), p, 0, rows, h, ws.layers[0].x.data());
+
+  for (int l = 0; l < cfg.layers; ++l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    LayerActivations<T>& a = ws.layers[l];
+    a.qkv.resize(3 * th);
+    a.probs.resize(prob_cells);
+    a.ctx.resize(th);
+    a.xhat1.resize(th);
+    a.rstd1.resize(rows);
+    a.h1.resize(th);
+    a.inter.resize(tf);
+    a.act.resize(tf);
+    a.xhat2.resize(th);
+    a.rstd2.resize(rows);
+    linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers);
+    attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
+                         stream(l, DropSite::kAttentionProbs), p, workers);
+    linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers);
+    dropout_apply(stream(l, DropSite::kAttentionOutput), p, 0, rows, h, ws.tmp.data());
+    add_into(th, a.x.data(), ws.tmp.data());
+    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.ln_eps, a.h1.data(),
+                          a.xhat1.data(), a.rstd1.data());
+    linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers);
+    gelu_forward<T>(tf, a.inter.data(), a.act.data(), workers);
+    linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers);
+    dropout_apply(stream(l, DropSite::kFfnOutput), p, 0, rows, h, ws.tmp.data());
+    add_into(th, a.h1.data(), ws.tmp.data());
+    T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
+    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln2_g, params + o.ln2_b, cfg.ln_eps, next,
+                          a.xhat2.data(), a.rstd2.data());
+  }
+
+  ws.pooled.resize(static_cast<int64_t>(b.texts) * h);
+  ws.emb.resize(static_cast<int64_t>(b.texts) * h);
+  ws.norms.resize(b.texts);
+  mean_pool_forward<T>(b.texts, ws.offsets.data(), b.lengths, h, ws.out.data(), ws.pooled.data());
+  l2_normalize_forward<T>(b.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
+  if (b.pairs == 0) return T(0);
+  ws.demb.resize(ws.emb.size());
+  const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,
+                                grads ? ws.demb.data() : nullptr);
+  if (!grads) return loss;
+
+  ws.dpooled.resize(ws.emb.size());
+  ws.dy.resize(th);
+  ws.dh.resize(th);
+  ws.dctx.resize(th);
+  ws.dqkv.resize(3 * th);
+  ws.dbig.resize(tf);
+  l2_normalize_backward<T>(b.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
+  mean_pool_backward<T>(b.texts, ws.offsets.data(), b.lengths, h, ws.dpooled.data(), ws.dy.data());
+
+  for (int l = cfg.layers - 1; l >= 0; --l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    LayerActivations<T>& a = ws.layers[l];
+    // ws.dy holds d loss / d (layer output).
+    layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
+                           grads + o.ln2_g, grads + o.ln2_b);
+    ws.tmp.assign(ws.dh.begin(), ws.dh.begin() + th);
+    dropout_apply(stream(l, DropSite::kFfnOutput), p, 0, rows, h, ws.tmp.data());
+    linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
+                       grads + o.wo2, grads + o.bo2, workers);
+    gelu_backward<T>(tf, a.inter.data(), ws.dbig.data(), ws.dbig.data(), workers);
+    // The residual already put d(output LN input) into dh; add the FFN branch.
+    linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grads + o.wi,
+                       grads + o.bi, workers);
+    layer_norm_backward<T>(rows, h, ws.dh.data(), a.xhat1.data(), a.rstd1.data(), params + o.ln1_g, ws.dy.data(),
+                           grads + o.ln1_g, grads + o.ln1_b);
+    ws.tmp.assign(ws.dy.begin(), ws.dy.begin() + th);
+    dropout_apply(stream(l, DropSite::kAttentionOutput), p, 0, rows, h, ws.tmp.data());
+    linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
+                       grads + o.bo, workers);
+    attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
+                          stream(l, DropSite::kAttentionProbs), p, workers);
+    // Frozen embeddings need no gradient, so layer 0 skips d input.
+    linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(), l > 0 ? ws.dy.data() : nullptr,
+                       T(1), grads + o.wqkv, grads + o.bqkv, workers);
+  }
+  return loss;
+}
+
+template float forward_backward<float>(const EncoderConfig&, const Embeddings<float>&, const float*, float*,
+                                       const PairBatch&, const StepKey&, Workspace<float>&, Workers*);
+template double forward_backward<double>(const EncoderConfig&, const Embeddings<double>&, const double*, double*,
+                                         const PairBatch&, const StepKey&, Workspace<double>&, Workers*);
+
+}  // namespace svc::train
