@@ -32,11 +32,18 @@ double AdamW::step(float* p, const float* g, Workers* workers) {
   float* v = v_.data();
   const uint8_t* decays = decay_.data();
   parallel_for(workers, n, [=](int64_t i0, int64_t i1) {
+    float* __restrict pp = p;
+    float* __restrict mm = m;
+    float* __restrict vv = v;
+    const float* __restrict gg = g;
     for (int64_t i = i0; i < i1; ++i) {
-      if (decays[i]) p[i] *= decay;
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+      const float gi = gg[i];
+      const float mi = b1 * mm[i] + (1 - b1) * gi;
+      const float vi = b2 * vv[i] + (1 - b2) * gi * gi;
+      mm[i] = mi;
+      vv[i] = vi;
+      const float pi = decays[i] ? pp[i] * decay : pp[i];
+      pp[i] = pi - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
     }
   });
   return lr;

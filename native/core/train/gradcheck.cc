@@ -98,12 +98,13 @@ GradCheck check_gelu() {
   Rand rng{3};
   const int n = 64;
   auto x = rng.vec(n, 4.0), wy = rng.vec(n);
-  std::vector<double> y(n), dx(n);
+  std::vector<double> y(n), cdf(n), dx(n);
   auto loss = [&] {
-    gelu_forward<double>(n, x.data(), y.data(), nullptr);
+    gelu_forward<double>(n, x.data(), y.data(), cdf.data(), nullptr);
     return dot(y, wy);
   };
-  gelu_backward<double>(n, x.data(), wy.data(), dx.data(), nullptr);
+  loss();
+  gelu_backward<double>(n, x.data(), cdf.data(), wy.data(), dx.data(), nullptr);
   compare(r, x, dx, loss);
   return r;
 }

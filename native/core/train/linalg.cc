@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "cpu_features.h"
@@ -21,19 +22,36 @@ inline T at(const T* x, int ld, bool trans, int row, int col) {
   return trans ? x[static_cast<int64_t>(col) * ld + row] : x[static_cast<int64_t>(row) * ld + col];
 }
 
-// Straight loops: the double-precision reference path and tiny products.
+// Straight loops for the double-precision reference path and for the tiny
+// per-head attention products, with the loop order that keeps the inner loop
+// contiguous for each transpose case.
 template <typename T>
-void gemm_direct(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
-                 int i0, int i1, int j0, int j1) {
-  for (int i = i0; i < i1; ++i) {
-    for (int j = j0; j < j1; ++j) {
+void gemm_direct(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if (!tb) {
+    // C row i += Σ_p A(i,p) · B row p: the inner loop runs along a row of B and C.
+    for (int i = 0; i < m; ++i) {
+      T* __restrict ci = c + static_cast<int64_t>(i) * ldc;
+      for (int p = 0; p < k; ++p) {
+        const T av = at(a, lda, ta, i, p);
+        const T* __restrict bp = b + static_cast<int64_t>(p) * ldb;
+        for (int j = 0; j < n; ++j) ci[j] += av * bp[j];
+      }
+    }
+    return;
+  }
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const T* bj = b + static_cast<int64_t>(j) * ldb;  // B(p, j) = b[j*ldb + p]
       T sum = 0;
-      for (int p = 0; p < k; ++p) sum += at(a, lda, ta, i, p) * at(b, ldb, tb, p, j);
+      if (!ta) {
+        const T* ai = a + static_cast<int64_t>(i) * lda;
+        for (int p = 0; p < k; ++p) sum += ai[p] * bj[p];
+      } else {
+        for (int p = 0; p < k; ++p) sum += a[static_cast<int64_t>(p) * lda + i] * bj[p];
+      }
       c[static_cast<int64_t>(i) * ldc + j] += sum;
     }
   }
-  (void)m;
-  (void)n;
 }
 
 void kernel_generic(int kc, const float* a, const float* b, float* c, int ldc) {
@@ -71,8 +89,25 @@ void gemm_packed(bool ta, bool tb, int k, const float* a, int lda, const float* 
       for (int s = 0; s < n_strips; ++s) {
         float* out = b_pack.data() + static_cast<size_t>(s) * kc * kNR;
         const int cols = std::min(kNR, nc - s * kNR);
-        for (int p = 0; p < kc; ++p)
-          for (int q = 0; q < kNR; ++q) *out++ = q < cols ? at(b, ldb, tb, pc + p, jc + s * kNR + q) : 0.f;
+        if (tb) {  // B(p, j) runs along p in memory: copy column by column
+          for (int q = 0; q < kNR; ++q) {
+            if (q >= cols) {
+              for (int p = 0; p < kc; ++p) out[p * kNR + q] = 0.f;
+              continue;
+            }
+            const float* src = b + static_cast<int64_t>(jc + s * kNR + q) * ldb + pc;
+            for (int p = 0; p < kc; ++p) out[p * kNR + q] = src[p];
+          }
+        } else {
+          for (int p = 0; p < kc; ++p) {
+            const float* src = b + static_cast<int64_t>(pc + p) * ldb + jc + s * kNR;
+            if (cols == kNR) {
+              std::memcpy(out + p * kNR, src, sizeof(float) * kNR);
+            } else {
+              for (int q = 0; q < kNR; ++q) out[p * kNR + q] = q < cols ? src[q] : 0.f;
+            }
+          }
+        }
       }
       for (int ic = i0; ic < i1; ic += kMC) {
         const int mc = std::min(kMC, i1 - ic);
@@ -81,8 +116,25 @@ void gemm_packed(bool ta, bool tb, int k, const float* a, int lda, const float* 
         for (int s = 0; s < m_strips; ++s) {
           float* out = a_pack.data() + static_cast<size_t>(s) * kc * kMR;
           const int rows = std::min(kMR, mc - s * kMR);
-          for (int p = 0; p < kc; ++p)
-            for (int r = 0; r < kMR; ++r) *out++ = r < rows ? at(a, lda, ta, ic + s * kMR + r, pc + p) : 0.f;
+          if (!ta) {  // A(i, p) runs along p in memory: copy row by row
+            for (int r = 0; r < kMR; ++r) {
+              if (r >= rows) {
+                for (int p = 0; p < kc; ++p) out[p * kMR + r] = 0.f;
+                continue;
+              }
+              const float* src = a + static_cast<int64_t>(ic + s * kMR + r) * lda + pc;
+              for (int p = 0; p < kc; ++p) out[p * kMR + r] = src[p];
+            }
+          } else {
+            for (int p = 0; p < kc; ++p) {
+              const float* src = a + static_cast<int64_t>(pc + p) * lda + ic + s * kMR;
+              if (rows == kMR) {
+                std::memcpy(out + p * kMR, src, sizeof(float) * kMR);
+              } else {
+                for (int r = 0; r < kMR; ++r) out[p * kMR + r] = r < rows ? src[r] : 0.f;
+              }
+            }
+          }
         }
         for (int sn = 0; sn < n_strips; ++sn) {
           const int cols = std::min(kNR, nc - sn * kNR);
@@ -122,7 +174,7 @@ template <>
 void gemm<double>(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
                   double beta, double* c, int ldc, Workers*) {
   scale_c(m, n, beta, c, ldc);
-  gemm_direct(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, 0, m, 0, n);
+  gemm_direct(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 template <>
@@ -133,7 +185,7 @@ void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
   if (k <= 0) return;
   const int64_t work = static_cast<int64_t>(m) * n * k;
   if (work < 64 * 64 * 64) {
-    gemm_direct(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, 0, m, 0, n);
+    gemm_direct(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
     return;
   }
   // Split the larger output side into NR/MR-aligned slabs, one per thread; every

@@ -130,6 +130,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     a.rstd1.resize(rows);
     a.h1.resize(th);
     a.inter.resize(tf);
+    a.cdf.resize(tf);
     a.act.resize(tf);
     a.xhat2.resize(th);
     a.rstd2.resize(rows);
@@ -142,7 +143,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.ln_eps, a.h1.data(),
                           a.xhat1.data(), a.rstd1.data());
     linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers);
-    gelu_forward<T>(tf, a.inter.data(), a.act.data(), workers);
+    gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
     linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers);
     dropout_apply(stream(l, DropSite::kFfnOutput), p, 0, rows, h, ws.tmp.data());
     add_into(th, a.h1.data(), ws.tmp.data());
@@ -181,7 +182,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     dropout_apply(stream(l, DropSite::kFfnOutput), p, 0, rows, h, ws.tmp.data());
     linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
                        grads + o.wo2, grads + o.bo2, workers);
-    gelu_backward<T>(tf, a.inter.data(), ws.dbig.data(), ws.dbig.data(), workers);
+    gelu_backward<T>(tf, a.inter.data(), a.cdf.data(), ws.dbig.data(), ws.dbig.data(), workers);
     // The residual already put d(output LN input) into dh; add the FFN branch.
     linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grads + o.wi,
                        grads + o.bi, workers);

@@ -61,7 +61,7 @@ struct PairBatch {
 
 template <typename T>
 struct LayerActivations {
-  std::vector<T> x, qkv, probs, ctx, xhat1, rstd1, h1, inter, act, xhat2, rstd2;
+  std::vector<T> x, qkv, probs, ctx, xhat1, rstd1, h1, inter, cdf, act, xhat2, rstd2;
 };
 
 template <typename T>

@@ -73,22 +73,26 @@ void layer_norm_backward(int rows, int cols, const T* dy, const T* xhat, const T
   }
 }
 
-// GELU with erf, as BERT's "gelu": 0.5·x·(1 + erf(x/√2)).
+// GELU with erf, as BERT's "gelu": 0.5·x·(1 + erf(x/√2)) = x·Φ(x). Keeps Φ(x)
+// (when cdf is not null) so backward needs no second erf.
 template <typename T>
-void gelu_forward(int64_t n, const T* x, T* y, Workers* workers) {
+void gelu_forward(int64_t n, const T* x, T* y, T* cdf, Workers* workers) {
   parallel_for(n < 65536 ? nullptr : workers, n, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * T(0.70710678118654752440)));
+    for (int64_t i = i0; i < i1; ++i) {
+      const T phi = T(0.5) * (T(1) + std::erf(x[i] * T(0.70710678118654752440)));
+      if (cdf) cdf[i] = phi;
+      y[i] = x[i] * phi;
+    }
   });
 }
 
 // dx = dy · (Φ(x) + x·φ(x)).
 template <typename T>
-void gelu_backward(int64_t n, const T* x, const T* dy, T* dx, Workers* workers) {
+void gelu_backward(int64_t n, const T* x, const T* cdf, const T* dy, T* dx, Workers* workers) {
   parallel_for(n < 65536 ? nullptr : workers, n, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(0.70710678118654752440)));
       const T pdf = std::exp(T(-0.5) * x[i] * x[i]) * T(0.39894228040143267794);
-      dx[i] = dy[i] * (cdf + x[i] * pdf);
+      dx[i] = dy[i] * (cdf[i] + x[i] * pdf);
     }
   });
 }
