@@ -3,3 +3,5 @@ export { SvcError } from './errors.js';
 export type { SvcErrorCode } from './errors.js';
 export { cpuInfo } from './native/index.js';
 export type { NativeCpuInfo } from './native/index.js';
+export { Encoder } from './native/encoder.js';
+export type { EncoderOptions, EncoderPrecision } from './native/encoder.js';
