@@ -45,10 +45,10 @@ function cosine(a: Float32Array, b: Float32Array): number {
   return ab / Math.sqrt(aa * bb);
 }
 
-function safetensorsHeader(file: string): Record<string, { dtype: string; shape: number[] }> {
+function safetensorsHeader(file: string): Record<string, { dtype: string; shape: number[]; data_offsets: number[] }> {
   const bytes = readFileSync(file);
   const length = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + length).toString('utf8')) as Record<string, { dtype: string; shape: number[] }>;
+  const header = JSON.parse(bytes.subarray(8, 8 + length).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: number[] }>;
   delete header.__metadata__;
   return header;
 }

@@ -1,7 +1,8 @@
 // Forward and backward kernels of the encoder's pieces, templated on the scalar
 // so the same code runs in fp32 for training and in double for gradient checks.
-// Row-major; rows are packed tokens. Backward functions accumulate into weight
-// gradients (+=) and overwrite activation gradients unless told otherwise.
+// Row-major; rows are packed tokens. Backward functions overwrite weight-matrix
+// gradients (each matrix is used once per pass), accumulate into bias and
+// LayerNorm gradients, and overwrite activation gradients unless told otherwise.
 #pragma once
 
 #include <cmath>
@@ -21,12 +22,12 @@ void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* 
     for (int j = 0; j < out; ++j) y[r * out + j] += b[j];
 }
 
-// dx = dx_beta*dx + dy·W (skipped when dx is null), dW += dyᵀ·x, db += column sums of dy.
+// dx = dx_beta*dx + dy·W (skipped when dx is null), dW = dyᵀ·x, db += column sums of dy.
 template <typename T>
 void linear_backward(int rows, int in, int out, const T* x, const T* w, const T* dy, T* dx, T dx_beta, T* dw, T* db,
                      Workers* workers) {
   if (dx) gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
-  gemm<T>(true, false, out, in, rows, dy, out, x, in, T(1), dw, in, workers);
+  gemm<T>(true, false, out, in, rows, dy, out, x, in, T(0), dw, in, workers);
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < out; ++j) db[j] += dy[r * out + j];
 }
