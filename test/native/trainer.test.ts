@@ -88,8 +88,8 @@ describe('EncoderTrainer on svc-small', () => {
     const again = run(7);
     expect(again).toEqual(first);
     expect(first.map((s) => s.step)).toEqual([1, 2, 3, 4]);
-    // Warm-up is ceil(10% of 10) = 1 step, then linear decay: lr 0, then 1e-4 x 8/9, 7/9, 6/9.
-    expect(first.map((s) => Number(s.lr.toExponential(6)))).toEqual([0, 8.888889e-5, 7.777778e-5, 6.666667e-5]);
+    // Warm-up is ceil(10% of 10) = 1 step (lr 0), then linear decay from 1e-4: x 9/9, 8/9, 7/9.
+    expect(first.map((s) => Number(s.lr.toExponential(6)))).toEqual([0, 1e-4, 8.888889e-5, 7.777778e-5]);
     expect(run(8).map((s) => s.loss)).not.toEqual(first.map((s) => s.loss));
     // Training pulls same-label pairs together and pushes the others apart.
     expect(first[3]!.loss).toBeLessThan(first[0]!.loss);
