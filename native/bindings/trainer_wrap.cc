@@ -32,6 +32,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     return DefineClass(env, "Trainer",
                        {InstanceMethod<&TrainerWrap::Step>("step"), InstanceMethod<&TrainerWrap::Evaluate>("evaluate"),
                         InstanceMethod<&TrainerWrap::Embed>("embed"), InstanceMethod<&TrainerWrap::Save>("save"),
+                        InstanceMethod<&TrainerWrap::Dispose>("dispose"),
                         InstanceAccessor<&TrainerWrap::StepsDone>("stepsDone"),
                         InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
@@ -62,6 +63,16 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
  private:
+  svc::train::Trainer& live(const Napi::CallbackInfo& info) {
+    if (!trainer_) throw Napi::Error::New(info.Env(), "the trainer is disposed");
+    return *trainer_;
+  }
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    trainer_.reset();
+    return info.Env().Undefined();
+  }
+
   svc::train::PairBatch batch(const Napi::CallbackInfo& info) {
     Napi::Int32Array ids = typed_arg<Napi::Int32Array>(info, 0, "ids");
     Napi::Int32Array lengths = typed_arg<Napi::Int32Array>(info, 1, "lengths");
@@ -80,10 +91,11 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
 
   // step(ids, lengths, pairA, pairB, labels) -> Float64Array [loss, lr, stepsDone]
   Napi::Value Step(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
     const svc::train::PairBatch b = batch(info);
     svc::train::StepResult r;
     try {
-      r = trainer_->step(b);
+      r = trainer.step(b);
     } catch (const std::exception& e) {
       throw Napi::Error::New(info.Env(), e.what());
     }
@@ -95,9 +107,10 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
   Napi::Value Evaluate(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
     const svc::train::PairBatch b = batch(info);
     try {
-      return Napi::Number::New(info.Env(), trainer_->evaluate(b));
+      return Napi::Number::New(info.Env(), trainer.evaluate(b));
     } catch (const std::exception& e) {
       throw Napi::Error::New(info.Env(), e.what());
     }
@@ -105,6 +118,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
 
   // embed(ids, lengths, out: Float32Array of lengths.length x dim)
   Napi::Value Embed(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
     Napi::Int32Array ids = typed_arg<Napi::Int32Array>(info, 0, "ids");
     Napi::Int32Array lengths = typed_arg<Napi::Int32Array>(info, 1, "lengths");
     Napi::Float32Array out = typed_arg<Napi::Float32Array>(info, 2, "out");
@@ -112,10 +126,10 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     for (size_t i = 0; i < lengths.ElementLength(); ++i) tokens += lengths[i];
     if (tokens != static_cast<int64_t>(ids.ElementLength()))
       throw Napi::RangeError::New(info.Env(), "lengths must add up to ids.length");
-    if (out.ElementLength() != lengths.ElementLength() * static_cast<size_t>(trainer_->config().hidden))
+    if (out.ElementLength() != lengths.ElementLength() * static_cast<size_t>(trainer.config().hidden))
       throw Napi::RangeError::New(info.Env(), "out must hold lengths.length x dim floats");
     try {
-      trainer_->embed(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), out.Data());
+      trainer.embed(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), out.Data());
     } catch (const std::exception& e) {
       throw Napi::Error::New(info.Env(), e.what());
     }
@@ -123,9 +137,10 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
   Napi::Value Save(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
     if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(info.Env(), "path must be a string");
     try {
-      trainer_->save(info[0].As<Napi::String>().Utf8Value());
+      trainer.save(info[0].As<Napi::String>().Utf8Value());
     } catch (const std::exception& e) {
       throw Napi::Error::New(info.Env(), e.what());
     }
@@ -133,9 +148,9 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
   Napi::Value StepsDone(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(trainer_->steps_done()));
+    return Napi::Number::New(info.Env(), static_cast<double>(live(info).steps_done()));
   }
-  Napi::Value Dim(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), trainer_->config().hidden); }
+  Napi::Value Dim(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), live(info).config().hidden); }
 
   std::unique_ptr<svc::train::Trainer> trainer_;
 };

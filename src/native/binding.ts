@@ -38,6 +38,8 @@ export interface NativeTrainer {
   embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
   /** Writes the encoder as fp16 safetensors with the checkpoint's tensor names. */
   save(path: string): void;
+  /** Frees the weights, optimizer state and threads now; later calls throw. */
+  dispose(): void;
   readonly stepsDone: number;
   readonly dim: number;
 }

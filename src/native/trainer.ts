@@ -177,6 +177,11 @@ export class EncoderTrainer {
     return out;
   }
 
+  /** Frees the native weights, optimizer state and threads now rather than at garbage collection. */
+  dispose(): void {
+    this.#native.dispose();
+  }
+
   /** Writes the trained encoder as fp16 safetensors (same tensor names as the base checkpoint). */
   save(path: string): void {
     try {

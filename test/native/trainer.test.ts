@@ -119,6 +119,8 @@ describe('EncoderTrainer on svc-small', () => {
       expect(cosine(row(trained), row(fresh))).toBeLessThan(0.9999);
     }
     expect(reloaded.evaluate(kBatch)).toBeCloseTo(after, 3);
+    reloaded.dispose();
+    expect(() => reloaded.embed(kBatch.ids, kBatch.lengths)).toThrow(new SvcError('native_error', 'the trainer is disposed'));
   });
 
   it('rejects bad options and bad batches with exact messages', () => {

@@ -57,6 +57,9 @@ void Trainer::init(const TrainerOptions& o) {
     std::fill(decay.begin() + p.offset, decay.begin() + p.offset + t.elements(), p.decay ? 1 : 0);
   }
   adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
+  // Embeddings and encoder layers now live as fp32; keep only their names and
+  // shapes for save(), and the bytes of everything else (position ids, pooler).
+  for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
   workers_ = std::make_unique<Workers>(o.threads);
   seed_ = o.seed;
 }
@@ -87,14 +90,33 @@ void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float
   std::memcpy(out, ws_.emb.data(), ws_.emb.size() * sizeof(float));
 }
 
+std::vector<std::string> Trainer::fp32_tensor_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, source] : fp32_sources()) names.push_back(name);
+  return names;
+}
+
+std::map<std::string, const float*> Trainer::fp32_sources() const {
+  std::map<std::string, const float*> sources = {
+      {prefix_ + "embeddings.word_embeddings.weight", emb_.word.data()},
+      {prefix_ + "embeddings.position_embeddings.weight", emb_.position.data()},
+      {prefix_ + "embeddings.token_type_embeddings.weight", emb_.token_type.data()},
+      {prefix_ + "embeddings.LayerNorm.weight", emb_.ln_g.data()},
+      {prefix_ + "embeddings.LayerNorm.bias", emb_.ln_b.data()},
+  };
+  for (const ParamTensor& p : param_tensors(cfg_)) sources[prefix_ + p.name] = params_.data() + p.offset;
+  return sources;
+}
+
 void Trainer::save(const std::string& path) const {
+  const std::map<std::string, const float*> sources = fp32_sources();
   std::map<std::string, StoredTensor> out;
-  // Frozen tensors go out as they came in (float ones as fp16), trained ones from the master weights.
   for (const auto& [name, t] : checkpoint_) {
-    if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32") out[name] = f16_tensor(t.shape, t.to_f32().data());
-    else out[name] = t;
+    const auto it = sources.find(name);
+    if (it != sources.end()) out[name] = f16_tensor(t.shape, it->second);
+    else if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32") out[name] = f16_tensor(t.shape, t.to_f32().data());
+    else out[name] = t;  // integer tensors (position ids) as they came in
   }
-  for (const ParamTensor& p : param_tensors(cfg_)) out[prefix_ + p.name] = f16_tensor(p.shape, params_.data() + p.offset);
   write_safetensors(path, out);
 }
 

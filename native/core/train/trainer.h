@@ -52,6 +52,9 @@ class Trainer {
 
  private:
   void init(const TrainerOptions& options);
+  // Checkpoint tensors held as fp32 here, and where: the frozen embeddings and every layer.
+  std::map<std::string, const float*> fp32_sources() const;
+  std::vector<std::string> fp32_tensor_names() const;
 
   std::map<std::string, StoredTensor> checkpoint_;  // original tensors, for the names and frozen parts
   std::string prefix_;
