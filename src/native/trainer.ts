@@ -140,11 +140,19 @@ export class EncoderTrainer {
 
   /** Embedding width. */
   get dim(): number {
-    return this.#native.dim;
+    try {
+      return this.#native.dim;
+    } catch (error) {
+      throw fromNativeError(error);
+    }
   }
 
   get stepsDone(): number {
-    return this.#native.stepsDone;
+    try {
+      return this.#native.stepsDone;
+    } catch (error) {
+      throw fromNativeError(error);
+    }
   }
 
   /** One forward, backward and AdamW update on a batch of pairs. */
@@ -168,13 +176,13 @@ export class EncoderTrainer {
 
   /** Normalized embeddings of the texts under the current weights, `lengths.length x dim`. */
   embed(ids: Int32Array, lengths: Int32Array): Float32Array {
-    const out = new Float32Array(lengths.length * this.#native.dim);
     try {
+      const out = new Float32Array(lengths.length * this.#native.dim);
       this.#native.embed(ids, lengths, out);
+      return out;
     } catch (error) {
       throw fromNativeError(error);
     }
-    return out;
   }
 
   /** Frees the native weights, optimizer state and threads now rather than at garbage collection. */
