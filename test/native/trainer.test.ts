@@ -63,6 +63,7 @@ describe('training core gradient checks', () => {
       'attention',
       'pool_normalize_cosine_loss',
       'gemm_fp32_vs_double',
+      'gelu_fp32_vs_double',
       'toy_encoder_2_layers',
     ]);
     for (const [name, error] of Object.entries(errors)) {

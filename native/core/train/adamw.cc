@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "train/vector_ops.h"
+
 namespace svc::train {
 
 double linear_warmup_decay(int64_t step, int64_t warmup, int64_t total) {
@@ -31,20 +33,9 @@ double AdamW::step(float* p, const float* g, Workers* workers) {
   float* m = m_.data();
   float* v = v_.data();
   const uint8_t* decays = decay_.data();
-  parallel_for(workers, n, [=](int64_t i0, int64_t i1) {
-    float* __restrict pp = p;
-    float* __restrict mm = m;
-    float* __restrict vv = v;
-    const float* __restrict gg = g;
-    for (int64_t i = i0; i < i1; ++i) {
-      const float gi = gg[i];
-      const float mi = b1 * mm[i] + (1 - b1) * gi;
-      const float vi = b2 * vv[i] + (1 - b2) * gi * gi;
-      mm[i] = mi;
-      vv[i] = vi;
-      const float pi = decays[i] ? pp[i] * decay : pp[i];
-      pp[i] = pi - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
-    }
+  const AdamWStep st{b1, b2, step_size, inv_sqrt_bc2, eps, decay};
+  parallel_for_grain(workers, n, 4096, [=, &st](int64_t i0, int64_t i1) {
+    vector_ops().adamw(i1 - i0, p + i0, g + i0, m + i0, v + i0, decays + i0, st);
   });
   return lr;
 }

@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "train/linalg.h"
 #include "train/rng.h"
+#include "train/vector_ops.h"
 #include "train/workers.h"
 
 namespace svc::train {
@@ -78,7 +80,11 @@ void layer_norm_backward(int rows, int cols, const T* dy, const T* xhat, const T
 // (when cdf is not null) so backward needs no second erf.
 template <typename T>
 void gelu_forward(int64_t n, const T* x, T* y, T* cdf, Workers* workers) {
-  parallel_for(n < 65536 ? nullptr : workers, n, [&](int64_t i0, int64_t i1) {
+  parallel_for_grain(n < 65536 ? nullptr : workers, n, 4096, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<T, float>) {
+      vector_ops().gelu_forward(i1 - i0, x + i0, y + i0, cdf + i0);
+      return;
+    }
     for (int64_t i = i0; i < i1; ++i) {
       const T phi = T(0.5) * (T(1) + std::erf(x[i] * T(0.70710678118654752440)));
       if (cdf) cdf[i] = phi;
@@ -90,7 +96,11 @@ void gelu_forward(int64_t n, const T* x, T* y, T* cdf, Workers* workers) {
 // dx = dy · (Φ(x) + x·φ(x)).
 template <typename T>
 void gelu_backward(int64_t n, const T* x, const T* cdf, const T* dy, T* dx, Workers* workers) {
-  parallel_for(n < 65536 ? nullptr : workers, n, [&](int64_t i0, int64_t i1) {
+  parallel_for_grain(n < 65536 ? nullptr : workers, n, 4096, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<T, float>) {
+      vector_ops().gelu_backward(i1 - i0, x + i0, cdf + i0, dy + i0, dx + i0);
+      return;
+    }
     for (int64_t i = i0; i < i1; ++i) {
       const T pdf = std::exp(T(-0.5) * x[i] * x[i]) * T(0.39894228040143267794);
       dx[i] = dy[i] * (cdf[i] + x[i] * pdf);
@@ -104,6 +114,10 @@ template <typename T>
 void dropout_apply(const DropoutStream& s, double p, int64_t row0, int64_t rows, int cols, T* x) {
   if (!s.active) return;
   const T scale = T(1) / T(1 - p);
+  if constexpr (std::is_same_v<T, float>) {
+    vector_ops().dropout(s.key, s.threshold, scale, static_cast<uint64_t>(row0) * cols, rows * cols, x);
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < cols; ++j) {
       const uint64_t index = static_cast<uint64_t>(row0 + r) * static_cast<uint64_t>(cols) + j;

@@ -26,4 +26,14 @@ inline void parallel_for(Workers* workers, int64_t n, const std::function<void(i
   });
 }
 
+// parallel_for over [0, n) in whole blocks of `grain` (the last may be short):
+// chunk edges then fall on the same elements whatever the thread count, so
+// vectorized loops split their body and remainder identically and results stay
+// bitwise the same across thread counts.
+inline void parallel_for_grain(Workers* workers, int64_t n, int64_t grain,
+                               const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t units = (n + grain - 1) / grain;
+  parallel_for(workers, units, [&](int64_t u0, int64_t u1) { fn(u0 * grain, std::min(n, u1 * grain)); });
+}
+
 }  // namespace svc::train
