@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/gemm.h"
 #include "tensor/aligned_buffer.h"
+#include "train/vector_ops.h"
 
 namespace svc::train {
 namespace {
@@ -114,8 +116,20 @@ void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
     return;
   }
   if (static_cast<int64_t>(m) * n * k < 64 * 64 * 64) {
+    // Small products (attention per head): rows of C accumulate rows of B, a
+    // loop each ISA's build vectorizes; a transposed B is laid out as rows first.
     scale_c(m, n, beta, c, ldc);
-    gemm_direct(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    thread_local std::vector<float> b_rows;
+    const float* rows = b;
+    int64_t ld_rows = ldb;
+    if (tb) {
+      b_rows.resize(static_cast<size_t>(k) * n);
+      for (int j = 0; j < n; ++j)
+        for (int p = 0; p < k; ++p) b_rows[static_cast<size_t>(p) * n + j] = b[static_cast<int64_t>(j) * ldb + p];
+      rows = b_rows.data();
+      ld_rows = n;
+    }
+    vector_ops().small_gemm(m, n, k, a, lda, ta, rows, ld_rows, c, ldc);
     return;
   }
   // Buffers per calling thread: the attention of long texts calls in from pool tasks.

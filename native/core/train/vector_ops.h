@@ -20,6 +20,9 @@ struct VectorOps {
   void (*gelu_backward)(int64_t n, const float* x, const float* cdf, const float* dy, float* dx);
   // x[i] *= keep(index0 + i) ? scale : 0, with keep() as DropoutStream::keep.
   void (*dropout)(uint64_t key, uint32_t threshold, float scale, uint64_t index0, int64_t n, float* x);
+  // c[m x n] += op(a)[m x k] · b[k x n], for the small per-head attention products.
+  void (*small_gemm)(int m, int n, int k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
+                     float* c, int64_t ldc);
   // One AdamW update of n parameters (torch.optim.AdamW arithmetic).
   void (*adamw)(int64_t n, float* p, const float* g, float* m, float* v, const uint8_t* decay_mask,
                 const AdamWStep& s);
