@@ -20,6 +20,7 @@ struct PackedLayout {
   const int32_t* offsets = nullptr;       // first token row of each text
   const int32_t* lengths = nullptr;
   const int64_t* prob_offsets = nullptr;  // start of each text's heads x n x n block of P
+  int text0 = 0;                          // batch index of the first text: dropout masks are keyed by it
 };
 
 inline uint64_t attention_drop_index(int text, int head, int64_t cell) {
@@ -53,7 +54,7 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
         dropped.assign(pr, pr + static_cast<int64_t>(n) * n);
         const T keep_scale = T(1) / T(1 - p_drop);
         for (int64_t c = 0; c < static_cast<int64_t>(n) * n; ++c)
-          dropped[c] = drop.keep(attention_drop_index(t, h, c)) ? dropped[c] * keep_scale : T(0);
+          dropped[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dropped[c] * keep_scale : T(0);
         pv = dropped.data();
       }
       gemm<T>(false, false, n, d, n, pv, n, q + 2 * hidden, ld, T(0),
@@ -85,14 +86,14 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
       if (drop.active) {
         dropped.assign(pr, pr + nn);
         for (int64_t c = 0; c < nn; ++c)
-          dropped[c] = drop.keep(attention_drop_index(t, h, c)) ? dropped[c] * keep_scale : T(0);
+          dropped[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dropped[c] * keep_scale : T(0);
         pv = dropped.data();
       }
       gemm<T>(true, false, n, d, n, pv, n, dc, hidden, T(0), dq + 2 * hidden, ld);  // dV
       dp.resize(nn);
       gemm<T>(false, true, n, n, d, dc, hidden, q + 2 * hidden, ld, T(0), dp.data(), n);  // dP̃
       for (int64_t c = 0; c < nn; ++c)
-        if (drop.active) dp[c] = drop.keep(attention_drop_index(t, h, c)) ? dp[c] * keep_scale : T(0);
+        if (drop.active) dp[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dp[c] * keep_scale : T(0);
       for (int i = 0; i < n; ++i) {
         const T* prow = pr + static_cast<int64_t>(i) * n;
         T* drow = dp.data() + static_cast<int64_t>(i) * n;

@@ -206,7 +206,7 @@ GradCheck check_gelu_fp32() {
   return r;
 }
 
-GradCheck check_whole_model() {
+GradCheck check_whole_model(bool parallel) {
   GradCheck r{"toy_encoder_2_layers", 0, 0};
   EncoderConfig cfg;
   cfg.layers = 2;
@@ -243,9 +243,24 @@ GradCheck check_whole_model() {
   const StepKey key{11, 5, true};
   Workspace<double> ws;
   std::vector<double> grads(params.size(), 0.0);
+  if (!parallel) {
+    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+    compare(r, params, grads,
+            [&] { return forward_backward<double>(cfg, emb, params.data(), nullptr, batch, key, ws, nullptr); });
+    return r;
+  }
+  // The batch split across three threads (three text groups, gradients summed) against one pass.
+  r.name = "toy_encoder_data_parallel";
+  Workers workers(3);
+  std::vector<double> split(params.size(), 0.0);
   forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
-  compare(r, params, grads,
-          [&] { return forward_backward<double>(cfg, emb, params.data(), nullptr, batch, key, ws, nullptr); });
+  Workspace<double> ws3;
+  forward_backward<double>(cfg, emb, params.data(), split.data(), batch, key, ws3, &workers);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const double denom = std::max({std::fabs(grads[i]), std::fabs(split[i]), kGradFloor});
+    r.max_rel_error = std::max(r.max_rel_error, std::fabs(grads[i] - split[i]) / denom);
+    ++r.compared;
+  }
   return r;
 }
 
@@ -253,7 +268,8 @@ GradCheck check_whole_model() {
 
 std::vector<GradCheck> run_gradient_checks() {
   return {check_linear(), check_layer_norm(), check_gelu(), check_attention(), check_pool_normalize_loss(),
-          check_gemm_fp32(), check_gelu_fp32(), check_whole_model()};
+          check_gemm_fp32(), check_gelu_fp32(), check_whole_model(false),
+          check_whole_model(true)};
 }
 
 std::map<std::string, StoredTensor> toy_checkpoint(const EncoderConfig& cfg, int vocab, int max_positions,

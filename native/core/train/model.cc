@@ -1,5 +1,7 @@
 #include "train/model.h"
 
+#include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "train/ops.h"
@@ -83,42 +85,49 @@ void add_into(int64_t n, const T* a, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a[i];
 }
 
-}  // namespace
+// One group of consecutive texts of the batch: `text0` and `row0` place it in
+// the whole batch, so dropout masks (keyed by global text and row) are the same
+// however the batch is split.
+struct TextGroup {
+  const int32_t* ids;
+  const int32_t* lengths;
+  int texts, text0;
+  int64_t row0;
+};
 
+// Forward over one group: keeps what backward needs in ws; ws.emb gets the
+// group's normalized embeddings.
 template <typename T>
-T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
-                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers) {
+void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
+                  const StepKey& key, Workspace<T>& ws, Workers* workers) {
   const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
-  // Layout of the packed batch.
-  ws.offsets.resize(b.texts);
-  ws.prob_offsets.resize(b.texts);
+  ws.offsets.resize(g.texts);
+  ws.prob_offsets.resize(g.texts);
   int64_t tokens = 0, prob_cells = 0;
-  for (int t = 0; t < b.texts; ++t) {
-    const int n = b.lengths[t];
-    if (n <= 0 || n > emb.max_positions) throw std::invalid_argument("text length out of range");
+  for (int t = 0; t < g.texts; ++t) {
+    const int n = g.lengths[t];
     ws.offsets[t] = static_cast<int32_t>(tokens);
     ws.prob_offsets[t] = prob_cells;
     tokens += n;
     prob_cells += static_cast<int64_t>(heads) * n * n;
   }
-  for (int64_t i = 0; i < tokens; ++i)
-    if (b.ids[i] < 0 || b.ids[i] >= emb.vocab) throw std::invalid_argument("token id out of range");
-  for (int i = 0; i < b.pairs; ++i)
-    if (b.pair_a[i] < 0 || b.pair_a[i] >= b.texts || b.pair_b[i] < 0 || b.pair_b[i] >= b.texts)
-      throw std::invalid_argument("pair index out of range");
   const int rows = static_cast<int>(tokens);
   const int64_t th = tokens * h, tf = tokens * f;
   ws.tokens = rows;
-  const PackedLayout lay{b.texts, ws.offsets.data(), b.lengths, ws.prob_offsets.data()};
+  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, ws.prob_offsets.data(), g.text0};
   auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
 
   ws.layers.resize(cfg.layers);
   ws.tmp.resize(th);
   ws.out.resize(th);
   ws.layers[0].x.resize(th);
-  embed_tokens(cfg, emb, b, ws, ws.layers[0].x.data());
-  dropout_apply(stream(-1, DropSite::kEmbeddings), p, 0, rows, h, ws.layers[0].x.data());
+  PairBatch sub;
+  sub.ids = g.ids;
+  sub.lengths = g.lengths;
+  sub.texts = g.texts;
+  embed_tokens(cfg, emb, sub, ws, ws.layers[0].x.data());
+  dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.layers[0].x.data());
 
   for (int l = 0; l < cfg.layers; ++l) {
     const LayerOffsets o = layer_offsets(cfg, l);
@@ -138,39 +147,46 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
                          stream(l, DropSite::kAttentionProbs), p, workers);
     linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers);
-    dropout_apply(stream(l, DropSite::kAttentionOutput), p, 0, rows, h, ws.tmp.data());
+    dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.x.data(), ws.tmp.data());
     layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.ln_eps, a.h1.data(),
                           a.xhat1.data(), a.rstd1.data());
     linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers);
     gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
     linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers);
-    dropout_apply(stream(l, DropSite::kFfnOutput), p, 0, rows, h, ws.tmp.data());
+    dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.h1.data(), ws.tmp.data());
     T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
     layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln2_g, params + o.ln2_b, cfg.ln_eps, next,
                           a.xhat2.data(), a.rstd2.data());
   }
 
-  ws.pooled.resize(static_cast<int64_t>(b.texts) * h);
-  ws.emb.resize(static_cast<int64_t>(b.texts) * h);
-  ws.norms.resize(b.texts);
-  mean_pool_forward<T>(b.texts, ws.offsets.data(), b.lengths, h, ws.out.data(), ws.pooled.data());
-  l2_normalize_forward<T>(b.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
-  if (b.pairs == 0) return T(0);
-  ws.demb.resize(ws.emb.size());
-  const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,
-                                grads ? ws.demb.data() : nullptr);
-  if (!grads) return loss;
+  ws.pooled.resize(static_cast<int64_t>(g.texts) * h);
+  ws.emb.resize(static_cast<int64_t>(g.texts) * h);
+  ws.norms.resize(g.texts);
+  mean_pool_forward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.out.data(), ws.pooled.data());
+  l2_normalize_forward<T>(g.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
+}
 
+// Backward over one group from d loss / d (its normalized embeddings) in ws.demb;
+// weight-matrix gradients are written, bias and LayerNorm ones added.
+template <typename T>
+void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
+                   Workspace<T>& ws, Workers* workers) {
+  const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
+  const double p = key.training ? cfg.dropout : 0.0;
+  const int rows = ws.tokens;
+  const int64_t th = static_cast<int64_t>(rows) * h, tf = static_cast<int64_t>(rows) * f;
+  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, ws.prob_offsets.data(), g.text0};
+  auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
   ws.dpooled.resize(ws.emb.size());
   ws.dy.resize(th);
   ws.dh.resize(th);
   ws.dctx.resize(th);
   ws.dqkv.resize(3 * th);
   ws.dbig.resize(tf);
-  l2_normalize_backward<T>(b.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
-  mean_pool_backward<T>(b.texts, ws.offsets.data(), b.lengths, h, ws.dpooled.data(), ws.dy.data());
+  l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
+  mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
 
   for (int l = cfg.layers - 1; l >= 0; --l) {
     const LayerOffsets o = layer_offsets(cfg, l);
@@ -179,7 +195,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
                            grads + o.ln2_g, grads + o.ln2_b);
     ws.tmp.assign(ws.dh.begin(), ws.dh.begin() + th);
-    dropout_apply(stream(l, DropSite::kFfnOutput), p, 0, rows, h, ws.tmp.data());
+    dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
                        grads + o.wo2, grads + o.bo2, workers);
     gelu_backward<T>(tf, a.inter.data(), a.cdf.data(), ws.dbig.data(), ws.dbig.data(), workers);
@@ -189,7 +205,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     layer_norm_backward<T>(rows, h, ws.dh.data(), a.xhat1.data(), a.rstd1.data(), params + o.ln1_g, ws.dy.data(),
                            grads + o.ln1_g, grads + o.ln1_b);
     ws.tmp.assign(ws.dy.begin(), ws.dy.begin() + th);
-    dropout_apply(stream(l, DropSite::kAttentionOutput), p, 0, rows, h, ws.tmp.data());
+    dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
                        grads + o.bo, workers);
     attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
@@ -198,6 +214,89 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(), l > 0 ? ws.dy.data() : nullptr,
                        T(1), grads + o.wqkv, grads + o.bqkv, workers);
   }
+}
+
+// Cuts the batch into at most `parts` groups of consecutive texts with about
+// equal tokens; fewer when there are too few texts.
+std::vector<TextGroup> split_texts(const PairBatch& b, int parts) {
+  int64_t total = 0;
+  for (int t = 0; t < b.texts; ++t) total += b.lengths[t];
+  std::vector<TextGroup> groups;
+  int t = 0;
+  int64_t row = 0;
+  for (int part = 0; part < parts && t < b.texts; ++part) {
+    const int64_t target = total * (part + 1) / parts;
+    TextGroup g{b.ids + row, b.lengths + t, 0, t, row};
+    while (t < b.texts && (g.texts == 0 || row + b.lengths[t] / 2 <= target || part == parts - 1)) {
+      row += b.lengths[t++];
+      ++g.texts;
+    }
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+}  // namespace
+
+template <typename T>
+T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
+                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers) {
+  const int h = cfg.hidden;
+  int64_t tokens = 0;
+  for (int t = 0; t < b.texts; ++t) {
+    if (b.lengths[t] <= 0 || b.lengths[t] > emb.max_positions) throw std::invalid_argument("text length out of range");
+    tokens += b.lengths[t];
+  }
+  for (int64_t i = 0; i < tokens; ++i)
+    if (b.ids[i] < 0 || b.ids[i] >= emb.vocab) throw std::invalid_argument("token id out of range");
+  for (int i = 0; i < b.pairs; ++i)
+    if (b.pair_a[i] < 0 || b.pair_a[i] >= b.texts || b.pair_b[i] < 0 || b.pair_b[i] >= b.texts)
+      throw std::invalid_argument("pair index out of range");
+
+  // Data parallel across threads: each runs whole layers on its own texts with
+  // single-threaded kernels, meeting only for the loss and the gradient sum, so
+  // a step synchronizes three times instead of at every kernel.
+  const int threads = workers ? workers->size() : 1;
+  const std::vector<TextGroup> groups = split_texts(b, threads);
+  const int parts = static_cast<int>(groups.size());
+  ws.parts.resize(parts);
+  auto each_group = [&](const std::function<void(int)>& fn) {
+    if (parts == 1) fn(0);
+    else workers->run(parts, [&](int64_t i, int) { fn(static_cast<int>(i)); });
+  };
+  Workers* inner = parts == 1 ? workers : nullptr;
+  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner); });
+
+  ws.emb.resize(static_cast<int64_t>(b.texts) * h);
+  for (int i = 0; i < parts; ++i)
+    std::copy(ws.parts[i].emb.begin(), ws.parts[i].emb.end(), ws.emb.begin() + static_cast<int64_t>(groups[i].text0) * h);
+  if (b.pairs == 0) return T(0);
+  ws.demb.resize(ws.emb.size());
+  const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,
+                                grads ? ws.demb.data() : nullptr);
+  if (!grads) return loss;
+
+  const int64_t n = param_count(cfg);
+  ws.part_grads.resize(parts);
+  each_group([&](int i) {
+    Workspace<T>& part = ws.parts[i];
+    part.demb.assign(ws.demb.begin() + static_cast<int64_t>(groups[i].text0) * h,
+                     ws.demb.begin() + static_cast<int64_t>(groups[i].text0 + groups[i].texts) * h);
+    T* target = grads;
+    if (i > 0) {
+      ws.part_grads[i].assign(n, T(0));
+      target = ws.part_grads[i].data();
+    }
+    backward_pass(cfg, params, target, groups[i], key, part, inner);
+  });
+  // Sum the groups' gradients in group order: fixed for a given thread count.
+  if (parts > 1)
+    parallel_for_grain(workers, n, 4096, [&](int64_t i0, int64_t i1) {
+      for (int i = 1; i < parts; ++i) {
+        const T* src = ws.part_grads[i].data();
+        for (int64_t j = i0; j < i1; ++j) grads[j] += src[j];
+      }
+    });
   return loss;
 }
 

@@ -71,6 +71,9 @@ struct Workspace {
   std::vector<int64_t> prob_offsets;
   std::vector<LayerActivations<T>> layers;
   std::vector<T> out, pooled, norms, emb;
+  // When a step runs data-parallel: one workspace and one gradient buffer per text group.
+  std::vector<Workspace<T>> parts;
+  std::vector<std::vector<T>> part_grads;
   // backward scratch
   std::vector<T> dy, dh, dbig, dqkv, dctx, demb, dpooled, tmp;
 };

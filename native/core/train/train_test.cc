@@ -58,7 +58,9 @@ int main() {
   const std::vector<double> a = run_steps(2, 6), b = run_steps(2, 6), c = run_steps(1, 6);
   for (size_t i = 0; i < a.size(); ++i) std::printf("step %zu loss %.9f\n", i, a[i]);
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0, "same seed and threads differ");
-  CHECK(std::memcmp(a.data(), c.data(), a.size() * sizeof(double)) == 0, "1 and 2 threads differ");
+  // Two threads sum two groups' gradients, one thread one: equal up to rounding.
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(std::fabs(a[i] - c[i]) <= 1e-5 * std::fabs(c[i]), "1 and 2 threads differ at step %zu: %.9f %.9f", i, a[i], c[i]);
   CHECK(a.back() < a.front(), "loss did not go down: %f -> %f", a.front(), a.back());
 
   for (float v : {0.f, 1.f, -2.5f, 65504.f, 1e-7f, 6.1e-5f, 0.333333f, 70000.f})
