@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/errors.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
+import { Encoder } from '../../src/native/encoder.js';
 import { EncoderTrainer, trainSelfTest } from '../../src/native/trainer.js';
 import type { PairBatch } from '../../src/native/trainer.js';
 
@@ -106,6 +107,7 @@ describe('EncoderTrainer on svc-small', () => {
 
     const file = join(dir, 'model.fp16.safetensors');
     trainer.save(file);
+    copyFileSync(base.configFile, join(dir, 'config.json'));
     const saved = safetensorsHeader(file);
     const original = safetensorsHeader(base.weightsFile);
     expect(Object.keys(saved).sort()).toEqual(Object.keys(original).sort());
@@ -122,6 +124,16 @@ describe('EncoderTrainer on svc-small', () => {
     }
     expect(reloaded.evaluate(kBatch)).toBeCloseTo(after, 3);
     reloaded.dispose();
+
+    // The engine's encoder loads the exported directory and embeds as the trainer does.
+    const encoder = Encoder.fromPretrained(dir, { threads: 1 });
+    const served = encoder.embedIdsSync(kBatch.ids, kBatch.lengths);
+    encoder.dispose();
+    for (let t = 0; t < kTexts.length; t += 1) {
+      const row = (x: Float32Array) => x.subarray(t * 384, (t + 1) * 384);
+      expect(cosine(row(served), row(trained))).toBeGreaterThan(0.9999);
+      expect(cosine(row(served), row(again))).toBeGreaterThan(0.999999);
+    }
     expect(() => reloaded.embed(kBatch.ids, kBatch.lengths)).toThrow(new SvcError('native_error', 'the trainer is disposed'));
   });
 
