@@ -242,7 +242,8 @@ GradCheck check_whole_model(bool parallel) {
   PairBatch batch{ids.data(), lengths.data(), 4, pa.data(), pb.data(), labels.data(), 4};
   const StepKey key{11, 5, true};
   Workspace<double> ws;
-  std::vector<double> grads(params.size(), 0.0);
+  // Garbage in the gradient buffers: forward_backward must overwrite every entry.
+  std::vector<double> grads(params.size(), 7.0);
   if (!parallel) {
     forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
     compare(r, params, grads,
@@ -252,7 +253,7 @@ GradCheck check_whole_model(bool parallel) {
   // The batch split across three threads (three text groups, gradients summed) against one pass.
   r.name = "toy_encoder_data_parallel";
   Workers workers(3);
-  std::vector<double> split(params.size(), 0.0);
+  std::vector<double> split(params.size(), -3.0);
   forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
   Workspace<double> ws3;
   forward_backward<double>(cfg, emb, params.data(), split.data(), batch, key, ws3, &workers);

@@ -216,6 +216,20 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
   }
 }
 
+// Weight matrices' gradients are written whole by backward; the vectors (biases,
+// LayerNorm) are summed over tokens into place, so only they need zeroing first.
+template <typename T>
+void zero_vector_grads(const EncoderConfig& cfg, T* grads) {
+  const int64_t h = cfg.hidden, f = cfg.ffn;
+  for (int l = 0; l < cfg.layers; ++l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    std::fill(grads + o.bqkv, grads + o.bqkv + 3 * h, T(0));
+    std::fill(grads + o.bo, grads + o.bo + 3 * h, T(0));  // bo, ln1_g, ln1_b are adjacent
+    std::fill(grads + o.bi, grads + o.bi + f, T(0));
+    std::fill(grads + o.bo2, grads + o.bo2 + 3 * h, T(0));  // bo2, ln2_g, ln2_b are adjacent
+  }
+}
+
 // Cuts the batch into at most `parts` groups of consecutive texts with about
 // equal tokens; fewer when there are too few texts.
 std::vector<TextGroup> split_texts(const PairBatch& b, int parts) {
@@ -284,9 +298,10 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
                      ws.demb.begin() + static_cast<int64_t>(groups[i].text0 + groups[i].texts) * h);
     T* target = grads;
     if (i > 0) {
-      ws.part_grads[i].assign(n, T(0));
+      ws.part_grads[i].resize(n);
       target = ws.part_grads[i].data();
     }
+    zero_vector_grads(cfg, target);
     backward_pass(cfg, params, target, groups[i], key, part, inner);
   });
   // Sum the groups' gradients in group order: fixed for a given thread count.

@@ -87,7 +87,7 @@ struct StepKey {
 
 // Runs the forward pass and returns the cosine-similarity loss; ws.emb holds
 // the normalized embeddings. When grads is not null, also runs backward and
-// adds d loss / d params into grads.
+// writes d loss / d params into grads (every entry is overwritten).
 template <typename T>
 T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
                    const PairBatch& batch, const StepKey& key, Workspace<T>& ws, Workers* workers);

@@ -66,7 +66,6 @@ void Trainer::init(const TrainerOptions& o) {
 
 StepResult Trainer::step(const PairBatch& batch) {
   if (batch.pairs < 1) throw std::invalid_argument("a step needs at least one pair");
-  std::fill(grads_.begin(), grads_.end(), 0.f);
   const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true};
   StepResult r;
   r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get());
