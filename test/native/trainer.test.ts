@@ -67,6 +67,7 @@ describe('training core gradient checks', () => {
       'gelu_fp32_vs_double',
       'toy_encoder_2_layers',
       'toy_encoder_data_parallel',
+      'toy_encoder_fp32_vs_double',
     ]);
     for (const [name, error] of Object.entries(errors)) {
       expect({ name, ok: error <= 1e-4 && error > 0 }).toEqual({ name, ok: true });

@@ -206,7 +206,7 @@ GradCheck check_gelu_fp32() {
   return r;
 }
 
-GradCheck check_whole_model(bool parallel) {
+GradCheck check_whole_model(bool parallel, double& fp32_error) {
   GradCheck r{"toy_encoder_2_layers", 0, 0};
   EncoderConfig cfg;
   cfg.layers = 2;
@@ -250,6 +250,30 @@ GradCheck check_whole_model(bool parallel) {
             [&] { return forward_backward<double>(cfg, emb, params.data(), nullptr, batch, key, ws, nullptr); });
     return r;
   }
+  // The fp32 path (engine SGEMM with weights packed once per step, vectorized
+  // element-wise loops, two text groups) against the double one: max |g32 - g64| / max |g64|.
+  {
+    Embeddings<float> emb32;
+    emb32.vocab = emb.vocab;
+    emb32.max_positions = emb.max_positions;
+    auto narrow = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    emb32.word = narrow(emb.word);
+    emb32.position = narrow(emb.position);
+    emb32.token_type = narrow(emb.token_type);
+    emb32.ln_g = narrow(emb.ln_g);
+    emb32.ln_b = narrow(emb.ln_b);
+    std::vector<float> params32 = narrow(params), grads32(params.size(), 5.f);
+    Workers two(2);
+    Workspace<float> ws32;
+    forward_backward<float>(cfg, emb32, params32.data(), grads32.data(), batch, key, ws32, &two);
+    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      scale = std::max(scale, std::fabs(grads[i]));
+      worst = std::max(worst, std::fabs(grads32[i] - grads[i]));
+    }
+    fp32_error = worst / scale;
+  }
   // The batch split across three threads (three text groups, gradients summed) against one pass.
   r.name = "toy_encoder_data_parallel";
   Workers workers(3);
@@ -268,9 +292,13 @@ GradCheck check_whole_model(bool parallel) {
 }  // namespace
 
 std::vector<GradCheck> run_gradient_checks() {
-  return {check_linear(), check_layer_norm(), check_gelu(), check_attention(), check_pool_normalize_loss(),
-          check_gemm_fp32(), check_gelu_fp32(), check_whole_model(false),
-          check_whole_model(true)};
+  double fp32_error = 0;
+  std::vector<GradCheck> out = {check_linear(),      check_layer_norm(),      check_gelu(),
+                                check_attention(),   check_pool_normalize_loss(), check_gemm_fp32(),
+                                check_gelu_fp32(),   check_whole_model(false, fp32_error),
+                                check_whole_model(true, fp32_error)};
+  out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});
+  return out;
 }
 
 std::map<std::string, StoredTensor> toy_checkpoint(const EncoderConfig& cfg, int vocab, int max_positions,

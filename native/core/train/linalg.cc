@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/gemm.h"
 #include "tensor/aligned_buffer.h"
 #include "train/vector_ops.h"
 
@@ -59,9 +58,11 @@ void scale_c(int m, int n, T beta, T* c, int ldc) {
   }
 }
 
+}  // namespace
+
 // Fills the engine's weight panels with W' = op(B)ᵀ (n x k): panel p holds
 // data[(p*k + kk)*nr + j] = op(B)(kk, p*nr + j), zero past column n.
-void pack_op_b(bool tb, const float* b, int ldb, int k, int n, PackedF32& out, Workers* workers) {
+void pack_b(bool tb, const float* b, int ldb, int k, int n, PackedF32& out, Workers* workers) {
   const int nr = gemm_f32_panel_width();
   const int panels = (n + nr - 1) / nr;
   out.n = n;
@@ -98,8 +99,6 @@ void pack_op_b(bool tb, const float* b, int ldb, int k, int n, PackedF32& out, W
   });
 }
 
-}  // namespace
-
 template <>
 void gemm<double>(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
                   double beta, double* c, int ldc, Workers*) {
@@ -132,10 +131,17 @@ void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
     vector_ops().small_gemm(m, n, k, a, lda, ta, rows, ld_rows, c, ldc);
     return;
   }
-  // Buffers per calling thread: the attention of long texts calls in from pool tasks.
+  // Packed B per calling thread: the attention of long texts calls in from pool tasks.
   thread_local PackedF32 panels;
+  pack_b(tb, b, ldb, k, n, panels, workers);
+  gemm_prepacked(ta, m, a, lda, panels, beta, c, ldc, workers);
+}
+
+void gemm_prepacked(bool ta, int m, const float* a, int lda, const PackedF32& b, float beta, float* c, int ldc,
+                    Workers* workers) {
+  if (m <= 0) return;
+  const int k = b.k, n = b.n;
   thread_local AlignedBuffer<float> a_rows, residual, scratch;
-  pack_op_b(tb, b, ldb, k, n, panels, workers);
   GemmArgs args;
   args.a = a;
   args.lda = lda;
@@ -159,7 +165,7 @@ void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
         residual[static_cast<size_t>(i) * ldc + j] = beta * c[static_cast<int64_t>(i) * ldc + j];
     args.residual = residual.data();
   }
-  gemm_f32(args, panels, scratch, workers);
+  gemm_f32(args, b, scratch, workers);
 }
 
 }  // namespace svc::train

@@ -8,6 +8,7 @@
 // count, so results are bitwise reproducible across thread counts.
 #pragma once
 
+#include "kernels/gemm.h"
 #include "train/workers.h"
 
 namespace svc::train {
@@ -16,5 +17,12 @@ namespace svc::train {
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T beta,
           T* c, int ldc, Workers* workers = nullptr);
+
+// op(B) packed once into the engine's panels, for products that reuse it (a
+// weight matrix used by every text group of a step).
+void pack_b(bool trans_b, const float* b, int ldb, int k, int n, PackedF32& out, Workers* workers);
+// C = beta*C + op(A)·op(B) with op(B) already packed by pack_b.
+void gemm_prepacked(bool trans_a, int m, const float* a, int lda, const PackedF32& b, float beta, float* c, int ldc,
+                    Workers* workers);
 
 }  // namespace svc::train

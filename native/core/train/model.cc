@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "train/ops.h"
 
@@ -85,6 +86,9 @@ void add_into(int64_t n, const T* a, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a[i];
 }
 
+// The four weight matrices of a layer: query-key-value, attention output, FFN in, FFN out.
+constexpr int kPanelsPerLayer = 4;
+
 // One group of consecutive texts of the batch: `text0` and `row0` place it in
 // the whole batch, so dropout masks (keyed by global text and row) are the same
 // however the batch is split.
@@ -99,7 +103,7 @@ struct TextGroup {
 // group's normalized embeddings.
 template <typename T>
 void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
-                  const StepKey& key, Workspace<T>& ws, Workers* workers) {
+                  const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
   const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   ws.offsets.resize(g.texts);
@@ -132,6 +136,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   for (int l = 0; l < cfg.layers; ++l) {
     const LayerOffsets o = layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
+    auto packed = [&](int m) { return PackedWeight{panels ? &panels[kPanelsPerLayer * l + m] : nullptr, nullptr}; };
     a.qkv.resize(3 * th);
     a.probs.resize(prob_cells);
     a.ctx.resize(th);
@@ -143,17 +148,18 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
     a.act.resize(tf);
     a.xhat2.resize(th);
     a.rstd2.resize(rows);
-    linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers);
+    linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers,
+                      packed(0));
     attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
                          stream(l, DropSite::kAttentionProbs), p, workers);
-    linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers);
+    linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.x.data(), ws.tmp.data());
     layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.ln_eps, a.h1.data(),
                           a.xhat1.data(), a.rstd1.data());
-    linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers);
+    linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers, packed(2));
     gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
-    linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers);
+    linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers, packed(3));
     dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.h1.data(), ws.tmp.data());
     T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
@@ -172,7 +178,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
 // weight-matrix gradients are written, bias and LayerNorm ones added.
 template <typename T>
 void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
-                   Workspace<T>& ws, Workers* workers) {
+                   Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
   const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   const int rows = ws.tokens;
@@ -191,29 +197,50 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
   for (int l = cfg.layers - 1; l >= 0; --l) {
     const LayerOffsets o = layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
+    auto packed = [&](int m) { return PackedWeight{nullptr, panels ? &panels[kPanelsPerLayer * l + m] : nullptr}; };
     // ws.dy holds d loss / d (layer output).
     layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
                            grads + o.ln2_g, grads + o.ln2_b);
     ws.tmp.assign(ws.dh.begin(), ws.dh.begin() + th);
     dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
-                       grads + o.wo2, grads + o.bo2, workers);
+                       grads + o.wo2, grads + o.bo2, workers, packed(3));
     gelu_backward<T>(tf, a.inter.data(), a.cdf.data(), ws.dbig.data(), ws.dbig.data(), workers);
     // The residual already put d(output LN input) into dh; add the FFN branch.
     linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grads + o.wi,
-                       grads + o.bi, workers);
+                       grads + o.bi, workers, packed(2));
     layer_norm_backward<T>(rows, h, ws.dh.data(), a.xhat1.data(), a.rstd1.data(), params + o.ln1_g, ws.dy.data(),
                            grads + o.ln1_g, grads + o.ln1_b);
     ws.tmp.assign(ws.dy.begin(), ws.dy.begin() + th);
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
-                       grads + o.bo, workers);
+                       grads + o.bo, workers, packed(1));
     attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
                           stream(l, DropSite::kAttentionProbs), p, workers);
     // Frozen embeddings need no gradient, so layer 0 skips d input.
     linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(), l > 0 ? ws.dy.data() : nullptr,
-                       T(1), grads + o.wqkv, grads + o.bqkv, workers);
+                       T(1), grads + o.wqkv, grads + o.bqkv, workers, packed(0));
   }
+}
+
+// Packs every weight matrix once for the step, as y = x·Wᵀ needs it (forward)
+// and as dx = dy·W needs it (backward), one matrix per pool task.
+void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, std::vector<PackedF32>& fwd,
+                  std::vector<PackedF32>& bwd, Workers* workers) {
+  const int h = cfg.hidden, f = cfg.ffn, per = kPanelsPerLayer;
+  fwd.resize(per * cfg.layers);
+  bwd.resize(per * cfg.layers);
+  const int64_t tasks = static_cast<int64_t>(per) * cfg.layers * (backward ? 2 : 1);
+  parallel_for(workers, tasks, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int index = static_cast<int>(t % (per * cfg.layers)), l = index / per, m = index % per;
+      const LayerOffsets o = layer_offsets(cfg, l);
+      const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
+      const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
+      if (t < per * cfg.layers) pack_b(true, params + at[m], ins[m], ins[m], outs[m], fwd[index], nullptr);
+      else pack_b(false, params + at[m], ins[m], outs[m], ins[m], bwd[index], nullptr);
+    }
+  });
 }
 
 // Weight matrices' gradients are written whole by backward; the vectors (biases,
@@ -279,7 +306,14 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     else workers->run(parts, [&](int64_t i, int) { fn(static_cast<int>(i)); });
   };
   Workers* inner = parts == 1 ? workers : nullptr;
-  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner); });
+  const PackedF32* fwd = nullptr;
+  const PackedF32* bwd = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    pack_weights(cfg, params, grads != nullptr, ws.panels_fwd, ws.panels_bwd, workers);
+    fwd = ws.panels_fwd.data();
+    bwd = ws.panels_bwd.data();
+  }
+  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd); });
 
   ws.emb.resize(static_cast<int64_t>(b.texts) * h);
   for (int i = 0; i < parts; ++i)
@@ -302,7 +336,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
       target = ws.part_grads[i].data();
     }
     zero_vector_grads(cfg, target);
-    backward_pass(cfg, params, target, groups[i], key, part, inner);
+    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd);
   });
   // Sum the groups' gradients in group order: fixed for a given thread count.
   if (parts > 1)

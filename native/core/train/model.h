@@ -74,6 +74,8 @@ struct Workspace {
   // When a step runs data-parallel: one workspace and one gradient buffer per text group.
   std::vector<Workspace<T>> parts;
   std::vector<std::vector<T>> part_grads;
+  // fp32: every weight matrix packed once per step for all groups (forward and backward layouts).
+  std::vector<PackedF32> panels_fwd, panels_bwd;
   // backward scratch
   std::vector<T> dy, dh, dbig, dqkv, dctx, demb, dpooled, tmp;
 };

@@ -16,10 +16,23 @@
 
 namespace svc::train {
 
+// Weight matrices packed once per step for every text group: `forward` as op(B)
+// of y = x·Wᵀ, `backward` as op(B) of dx = dy·W. Null: pack inside each product.
+struct PackedWeight {
+  const PackedF32* forward = nullptr;
+  const PackedF32* backward = nullptr;
+};
+
 // y[rows x out] = x[rows x in] · Wᵀ + b, with W in the [out x in] layout of the checkpoint.
 template <typename T>
-void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* b, T* y, Workers* workers) {
-  gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
+void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* b, T* y, Workers* workers,
+                    PackedWeight packed = {}) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed.forward) gemm_prepacked(false, rows, x, in, *packed.forward, 0.f, y, out, workers);
+    else gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
+  } else {
+    gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < out; ++j) y[r * out + j] += b[j];
 }
@@ -27,8 +40,15 @@ void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* 
 // dx = dx_beta*dx + dy·W (skipped when dx is null), dW = dyᵀ·x, db += column sums of dy.
 template <typename T>
 void linear_backward(int rows, int in, int out, const T* x, const T* w, const T* dy, T* dx, T dx_beta, T* dw, T* db,
-                     Workers* workers) {
-  if (dx) gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
+                     Workers* workers, PackedWeight packed = {}) {
+  if (dx) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed.backward) gemm_prepacked(false, rows, dy, out, *packed.backward, dx_beta, dx, in, workers);
+      else gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
+    } else {
+      gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
+    }
+  }
   gemm<T>(true, false, out, in, rows, dy, out, x, in, T(0), dw, in, workers);
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < out; ++j) db[j] += dy[r * out + j];
