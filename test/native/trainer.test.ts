@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/errors.js';
@@ -97,6 +98,23 @@ describe('EncoderTrainer on svc-small', () => {
     expect(run(8).map((s) => s.loss)).not.toEqual(first.map((s) => s.loss));
     // Training pulls same-label pairs together and pushes the others apart.
     expect(first[3]!.loss).toBeLessThan(first[0]!.loss);
+  });
+
+  it('trains inside a worker thread with the same losses as the main thread', async () => {
+    // The worker registers tsx itself (vitest's transform does not reach worker threads).
+    const entry = new URL('./_trainer_worker.ts', import.meta.url).pathname;
+    const worker = new Worker(`require('tsx/cjs/api').require(${JSON.stringify(entry)}, ${JSON.stringify(entry)});`, {
+      eval: true,
+      workerData: { batch: kBatch },
+    });
+    const fromWorker = await new Promise<number[]>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    await worker.terminate();
+    const main = open(7);
+    expect(fromWorker).toEqual([main.step(kBatch).loss, main.step(kBatch).loss]);
+    main.dispose();
   });
 
   it('lowers the loss it optimizes and exports weights the encoder loads like any other', () => {
