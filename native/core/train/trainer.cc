@@ -80,13 +80,25 @@ double Trainer::evaluate(const PairBatch& batch) {
 }
 
 void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float* out) {
-  PairBatch b;
-  b.ids = ids;
-  b.lengths = lengths;
-  b.texts = texts;
+  // The training forward keeps every layer's activations (about 184 KB a token for
+  // svc-small), so embed many texts a slice at a time.
+  constexpr int64_t kSliceTokens = 1024;
   const StepKey key{seed_, 0, false};
-  forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get());
-  std::memcpy(out, ws_.emb.data(), ws_.emb.size() * sizeof(float));
+  const int64_t h = cfg_.hidden;
+  int first = 0;
+  while (first < texts) {
+    int64_t tokens = 0;
+    int end = first;
+    while (end < texts && (end == first || tokens + lengths[end] <= kSliceTokens)) tokens += lengths[end++];
+    PairBatch b;
+    b.ids = ids;
+    b.lengths = lengths + first;
+    b.texts = end - first;
+    forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get());
+    std::memcpy(out + first * h, ws_.emb.data(), sizeof(float) * h * b.texts);
+    ids += tokens;
+    first = end;
+  }
 }
 
 std::vector<std::string> Trainer::fp32_tensor_names() const {

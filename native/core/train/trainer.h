@@ -42,7 +42,8 @@ class Trainer {
   StepResult step(const PairBatch& batch);
   // Loss of a batch without dropout and without updating anything.
   double evaluate(const PairBatch& batch);
-  // Normalized mean-pooled embeddings (no dropout), texts x hidden, into out.
+  // Normalized mean-pooled embeddings (no dropout), texts x hidden, into out;
+  // runs in slices of about 1,024 tokens to bound the activations kept.
   void embed(const int32_t* ids, const int32_t* lengths, int texts, float* out);
   void save(const std::string& path) const;
 
