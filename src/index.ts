@@ -5,3 +5,5 @@ export { cpuInfo } from './native/index.js';
 export type { NativeCpuInfo } from './native/index.js';
 export { Encoder } from './native/encoder.js';
 export type { EncoderOptions, EncoderPrecision } from './native/encoder.js';
+export { Tokenizer } from './native/tokenizer.js';
+export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';

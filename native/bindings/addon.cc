@@ -7,6 +7,7 @@ namespace svc_bindings {
 void InitSystem(Napi::Env env, Napi::Object exports);
 void InitTrainer(Napi::Env env, Napi::Object exports);
 void InitEncoder(Napi::Env env, Napi::Object exports);
+void InitTokenizer(Napi::Env env, Napi::Object exports);
 }  // namespace svc_bindings
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -14,6 +15,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   svc_bindings::InitSystem(env, exports);
   svc_bindings::InitTrainer(env, exports);
   svc_bindings::InitEncoder(env, exports);
+  svc_bindings::InitTokenizer(env, exports);
   return exports;
 }
 

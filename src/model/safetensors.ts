@@ -127,6 +127,8 @@ export class SafetensorsFile {
     const fail = (why: string): never => {
       throw new SvcError('internal', `invalid safetensors (${source}): ${why}`);
     };
+    // A plain Uint8Array view: a Buffer's slice() would share memory instead of copying.
+    buffer = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
     if (buffer.length < 8) fail('shorter than its 8-byte header length');
     const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
     const headerLength = Number(view.getBigUint64(0, true));

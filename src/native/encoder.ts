@@ -6,6 +6,7 @@ import { fromNativeError, SvcError } from '../errors.js';
 import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeEncoder } from './binding.js';
 import { loadAddon } from './load.js';
+import { Tokenizer } from './tokenizer.js';
 
 /** Arithmetic of the encoder: fp32 (exact) or int8 (weights per channel, activations per row; faster). */
 export type EncoderPrecision = 'fp32' | 'int8';
@@ -42,6 +43,7 @@ function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
 interface ModelFiles {
   configFile: string;
   weightsFile: string;
+  tokenizerFile: string;
   maxLength: number;
 }
 
@@ -51,7 +53,12 @@ function findModelFiles(model: string): ModelFiles {
   }
   if (isBaseModelName(model)) {
     const base = resolveBaseModel(model);
-    return { configFile: base.configFile, weightsFile: base.weightsFile, maxLength: base.maxLength };
+    return {
+      configFile: base.configFile,
+      weightsFile: base.weightsFile,
+      tokenizerFile: base.tokenizerFile,
+      maxLength: base.maxLength,
+    };
   }
   const configFile = join(model, 'config.json');
   if (!existsSync(configFile)) {
@@ -65,7 +72,7 @@ function findModelFiles(model: string): ModelFiles {
   if (!weightsFile) {
     throw new SvcError('invalid_request', `no safetensors weights in '${model}'`, { param: 'model' });
   }
-  return { configFile, weightsFile, maxLength: kDefaultMaxLength };
+  return { configFile, weightsFile, tokenizerFile: join(model, 'tokenizer.json'), maxLength: kDefaultMaxLength };
 }
 
 function checkIds(ids: Int32Array, lengths: Int32Array): void {
@@ -87,22 +94,24 @@ function checkIds(ids: Int32Array, lengths: Int32Array): void {
  * ```ts
  * import { Encoder } from 'svc-classify';
  * const encoder = Encoder.fromPretrained('svc-small', { threads: 2 });
- * const ids = Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102); // "This is an example sentence"
- * const embedding = encoder.embedIdsSync(ids, Int32Array.of(ids.length));
+ * const embedding = encoder.embedSync(['This is an example sentence']);
  * embedding.length; // 384
  * Array.from(embedding.slice(0, 4), (x) => +x.toFixed(4)); // [0.0677, 0.0636, 0.0487, 0.0794]
+ * // Pre-tokenized: the same text as ids
+ * encoder.embedIdsSync(Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102), Int32Array.of(7)); // same values
  * encoder.dispose();
  * ```
  */
 export class Encoder {
   #native: NativeEncoder | null;
+  #tokenizer: Tokenizer | undefined;
   readonly #precision: EncoderPrecision;
-  readonly #maxLength: number;
+  readonly #files: ModelFiles;
 
-  private constructor(native: NativeEncoder, precision: EncoderPrecision, maxLength: number) {
+  private constructor(native: NativeEncoder, precision: EncoderPrecision, files: ModelFiles) {
     this.#native = native;
     this.#precision = precision;
-    this.#maxLength = maxLength;
+    this.#files = files;
   }
 
   /**
@@ -121,7 +130,7 @@ export class Encoder {
     const { Encoder: NativeEncoderClass } = loadAddon();
     try {
       const native = new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
-      return new Encoder(native, resolved.precision, files.maxLength);
+      return new Encoder(native, resolved.precision, files);
     } catch (error) {
       throw fromNativeError(error);
     }
@@ -148,7 +157,35 @@ export class Encoder {
 
   /** Tokens kept per text by {@link Encoder.embedSync} (256 for svc-small). */
   get maxLength(): number {
-    return this.#maxLength;
+    return this.#files.maxLength;
+  }
+
+  /**
+   * Embeds texts: tokenized by the native tokenizer (truncated to {@link Encoder.maxLength}
+   * tokens), encoded as one packed batch. Returns `texts.length x dim` floats, row i
+   * for texts[i], each mean-pooled and L2-normalized.
+   *
+   * @example
+   * ```ts
+   * const out = encoder.embedSync(['This is an example sentence', 'Each sentence is converted']);
+   * out.length; // 768
+   * Array.from(out.slice(0, 4), (x) => +x.toFixed(4)); // [0.0677, 0.0636, 0.0487, 0.0794]
+   * ```
+   */
+  embedSync(texts: readonly string[]): Float32Array {
+    this.#live();
+    if (!Array.isArray(texts)) throw new TypeError('texts must be an array of strings');
+    // Loaded on first use, so embedIdsSync users need no tokenizer.json.
+    this.#tokenizer ??= this.#loadTokenizer();
+    const { ids, lengths } = this.#tokenizer.encodeBatch(texts, { maxLength: this.#files.maxLength });
+    return this.embedIdsSync(ids, lengths);
+  }
+
+  #loadTokenizer(): Tokenizer {
+    if (!existsSync(this.#files.tokenizerFile)) {
+      throw new SvcError('invalid_request', `no tokenizer.json next to ${this.#files.configFile}; use embedIdsSync`);
+    }
+    return Tokenizer.fromFile(this.#files.tokenizerFile, { maxLength: this.#files.maxLength });
   }
 
   /**
@@ -201,6 +238,7 @@ export class Encoder {
   dispose(): void {
     this.#native?.dispose();
     this.#native = null;
+    this.#tokenizer = undefined;
   }
 }
 

@@ -1,41 +1,12 @@
 // Shared by the ONNX tests: tokenize with Hugging Face's own tokenizer (the npm `tokenizers`
-// package) and run a graph in onnxruntime-node on batches padded to their longest text.
+// package) and run a graph in onnxruntime-node on batches padded to their longest text, with
+// the same helpers the benchmark's onnxruntime peers use.
 import * as ort from 'onnxruntime-node';
-import { Tokenizer } from 'tokenizers';
 
-import { resolveBaseModel } from '../../src/model/base-models.js';
+import { hfTokenize, paddedFeeds } from '../../bench/_onnx-peers.js';
 
-let tokenizer: Tokenizer | undefined;
-
-/** Token ids per text, truncated to svc-small's 256 tokens, [CLS] ... [SEP]. */
-export async function tokenize(texts: string[]): Promise<number[][]> {
-  if (!tokenizer) {
-    tokenizer = Tokenizer.fromFile(resolveBaseModel('svc-small').tokenizerFile);
-    tokenizer.disablePadding();
-    tokenizer.setTruncation(256);
-  }
-  const encodings = await tokenizer.encodeBatch(texts);
-  return encodings.map((encoding) => encoding.getIds());
-}
-
-/** The three int64 inputs for a batch padded with id 0 to its longest row. */
-export function paddedFeeds(rows: number[][]): Record<string, ort.Tensor> {
-  const seq = Math.max(...rows.map((row) => row.length));
-  const ids = new BigInt64Array(rows.length * seq);
-  const mask = new BigInt64Array(rows.length * seq);
-  rows.forEach((row, r) => {
-    row.forEach((id, t) => {
-      ids[r * seq + t] = BigInt(id);
-      mask[r * seq + t] = 1n;
-    });
-  });
-  const dims = [rows.length, seq];
-  return {
-    input_ids: new ort.Tensor('int64', ids, dims),
-    attention_mask: new ort.Tensor('int64', mask, dims),
-    token_type_ids: new ort.Tensor('int64', new BigInt64Array(rows.length * seq), dims),
-  };
-}
+export { paddedFeeds };
+export const tokenize = hfTokenize;
 
 export function createSession(model: Uint8Array): Promise<ort.InferenceSession> {
   return ort.InferenceSession.create(model, { intraOpNumThreads: 2, interOpNumThreads: 1 });

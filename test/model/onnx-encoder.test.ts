@@ -1,7 +1,13 @@
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import type * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 
+import { resolveBaseModel } from '../../src/model/base-models.js';
 import { buildEncoderOnnx } from '../../src/model/onnx/index.js';
+import { SafetensorsFile } from '../../src/model/safetensors.js';
 import { createSession, maxAbsDiff, paddedFeeds, tokenize } from './_ort.js';
 
 // Built once: the fp32 graph of svc-small (about 90 MB of initializers).
@@ -50,4 +56,63 @@ describe('buildEncoderOnnx (fp32)', () => {
       expect(maxAbsDiff(embedding, single.sentence_embedding.data as Float32Array)).toBeLessThan(1e-5);
     }
   });
+
+  it('with sepTokenId, scores a row cut without [SEP] like the row truncated by Hugging Face', async () => {
+    const closing = await createSession(buildEncoderOnnx('svc-small', { sepTokenId: 102 }));
+    const [ids] = await tokenize(['The food was great, but the service was painfully slow.']);
+    const cut = [...ids.slice(0, 6)]; // what transformers.js keeps at max length 6: no [SEP]
+    const truncated = [...ids.slice(0, 5), 102]; // what Hugging Face truncation keeps
+    // In one padded batch: the cut row, the truncated row, and a complete row that must not change.
+    const out = await closing.run(paddedFeeds([cut, truncated, ids]));
+    const reference = await session.run(paddedFeeds([truncated]));
+    const embeddings = out.sentence_embedding.data as Float32Array;
+    expect(maxAbsDiff(embeddings.subarray(0, 384), reference.sentence_embedding.data as Float32Array)).toBeLessThan(1e-5);
+    const plain = await session.run(paddedFeeds([ids]));
+    expect(maxAbsDiff(embeddings.subarray(768, 1152), plain.sentence_embedding.data as Float32Array)).toBeLessThan(1e-5);
+  });
+
+  it('rejects unknown precisions', () => {
+    expect(() => buildEncoderOnnx('svc-small', { precision: 'fp16' as 'fp32' })).toThrow("options.precision must be 'fp32' or 'int8'");
+    expect(() => buildEncoderOnnx('svc-small', { sepTokenId: -1 })).toThrow('options.sepTokenId must be a non-negative integer');
+  });
 });
+
+/** svc-small re-saved as a task model would save it: fp32, every name under `bert.`. */
+function writeFp32PrefixedCopy(dir: string): string {
+  const source = SafetensorsFile.open(resolveBaseModel('svc-small').weightsFile);
+  const header: Record<string, unknown> = {};
+  const parts: Uint8Array[] = [];
+  let offset = 0;
+  for (const name of source.names) {
+    const { dtype, shape } = source.info(name);
+    const bytes = dtype === 'F16' ? new Uint8Array(source.float32(name).buffer) : source.bytes(name);
+    header[`bert.${name}`] = { dtype: dtype === 'F16' ? 'F32' : dtype, shape, data_offsets: [offset, offset + bytes.length] };
+    parts.push(bytes);
+    offset += bytes.length;
+  }
+  const json = Buffer.from(JSON.stringify(header));
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  const file = join(dir, 'model.safetensors');
+  writeFileSync(file, Buffer.concat([length, json, ...parts]));
+  return file;
+}
+
+describe('buildEncoderOnnx on another checkpoint layout', () => {
+  it('reads fp32 weights saved under a bert. prefix and gives the same embeddings', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-onnx-prefixed-'));
+    try {
+      const base = resolveBaseModel('svc-small');
+      copyFileSync(base.configFile, join(dir, 'config.json'));
+      const model = { ...base, name: 'prefixed', dir, configFile: join(dir, 'config.json'), weightsFile: writeFp32PrefixedCopy(dir) };
+      const prefixed = await createSession(buildEncoderOnnx(model));
+      const rows = await tokenize(['This is an example sentence', 'Another one, a little longer than the first.']);
+      const a = await prefixed.run(paddedFeeds(rows));
+      const b = await session.run(paddedFeeds(rows));
+      expect(a.sentence_embedding.data).toEqual(b.sentence_embedding.data);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+

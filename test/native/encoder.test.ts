@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Encoder, SvcError } from '../../src/index.js';
 import { loadedWeightSets } from '../../src/native/encoder.js';
-import { allUciTexts } from '../../bench/corpora.js';
+import { allUciTexts, emailBodies } from '../../bench/corpora.js';
 import { cosine, maxAbsDiff, referenceIds, row } from './_reference_ids.js';
 
 const kExample = Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102); // "This is an example sentence"
@@ -52,6 +52,18 @@ describe('Encoder (svc-small, fp32)', () => {
     for (let t = 0; t < 7; t++) for (let j = 0; j < 384; j++) pooled[j]! += hidden[t * 384 + j]! / 7;
     const embedded = encoder.embedIdsSync(kExample, Int32Array.of(7));
     expect(cosine(pooled, embedded)).toBeGreaterThan(0.999999);
+  });
+
+  it('embeds texts through the native tokenizer, equal to embedding their ids', async () => {
+    const out = encoder.embedSync(['This is an example sentence', 'Each sentence is converted']);
+    expect(out.length).toBe(2 * 384);
+    expect(Array.from(out.slice(0, 4), (x) => Number(x.toFixed(4)))).toEqual([0.0677, 0.0636, 0.0487, 0.0794]);
+    const texts = [...allUciTexts().slice(100, 110), ...emailBodies(2, 3000)];
+    const { ids, lengths } = await referenceIds(texts);
+    expect(Math.max(...lengths)).toBe(256); // an e-mail is cut at 256 tokens
+    expect(maxAbsDiff(encoder.embedSync(texts), encoder.embedIdsSync(ids, lengths))).toBeLessThan(1e-6);
+    expect(encoder.embedSync([])).toEqual(new Float32Array(0));
+    expect(() => encoder.embedSync('text' as unknown as string[])).toThrow(new TypeError('texts must be an array of strings'));
   });
 
   it('returns an empty array for an empty batch', () => {
@@ -121,20 +133,22 @@ describe('Encoder options and lifecycle', () => {
     a.dispose(); // idempotent
   });
 
-  it('runs inside a worker thread, with the same result as the main thread', async () => {
+  it('runs inside a worker thread, sharing the weights the main thread loaded', async () => {
+    const main = Encoder.fromPretrained('svc-small', { threads: 1 });
+    const before = loadedWeightSets();
     // The worker registers tsx itself (vitest's transform does not reach worker threads).
     const entry = new URL('./_encoder_worker.ts', import.meta.url).pathname;
     const worker = new Worker(
       `require('tsx/cjs/api').require(${JSON.stringify(entry)}, ${JSON.stringify(entry)});`,
       { eval: true, workerData: { ids: kExample } },
     );
-    const fromWorker = await new Promise<Float32Array>((resolve, reject) => {
+    const reply = await new Promise<{ out: Float32Array; weightSets: number }>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
     });
     await worker.terminate();
-    const main = Encoder.fromPretrained('svc-small', { threads: 1 });
-    expect(maxAbsDiff(fromWorker, main.embedIdsSync(kExample, Int32Array.of(7)))).toBeLessThan(1e-6);
+    expect(reply.weightSets).toBe(before); // the worker's encoder reused the main thread's copy
+    expect(maxAbsDiff(reply.out, main.embedIdsSync(kExample, Int32Array.of(7)))).toBeLessThan(1e-6);
     main.dispose();
   });
 });

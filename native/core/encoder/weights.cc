@@ -1,6 +1,9 @@
 #include "encoder/weights.h"
 
 #include <climits>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -112,6 +115,11 @@ std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_pa
     if (auto alive = it->second.lock()) return alive;
   }
   std::shared_ptr<const ModelWeights> loaded = load(config_path, weights_path, precision);
+#if defined(__GLIBC__)
+  // Loading frees as much fp32 scratch as it keeps (unpacked copies, conversion chunks);
+  // hand those pages back so resident memory is the weights alone.
+  malloc_trim(0);
+#endif
   g_cache[key] = loaded;
   return loaded;
 }

@@ -70,6 +70,7 @@ PackedF32 pack_f32(const float* w, const float* bias, int n, int k) {
 }
 
 void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& scratch, ThreadPool* pool) {
+  if (!worth_parallel(args.m, w.n, w.k)) pool = nullptr;
   const detail::GemmKernel& kern = kernel();
   const int mr = kern.mr;
   const int64_t tiles = (args.m + mr - 1) / mr;

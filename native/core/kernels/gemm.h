@@ -40,6 +40,10 @@ struct GemmArgs {
 // scratch holds the packed copy of A between calls (grown as needed).
 void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& scratch, ThreadPool* pool);
 
+// Waking helper threads costs microseconds (far more on a busy machine); a GEMM
+// smaller than about 8M multiply-adds (some 40 us on one core) runs on the caller alone.
+inline bool worth_parallel(int64_t m, int64_t n, int64_t k) { return m * n * k >= (8LL << 20); }
+
 // Panel width the dispatched kernel expects.
 int gemm_f32_panel_width();
 

@@ -26,7 +26,7 @@ void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t
     }
     float* out = c + r * ldc;
     for (int j = 0; j < cols; ++j)
-      out[j] = static_cast<float>(acc[j] - offset[j]) * a_scale[r] * w_scale[j] + bias[j];
+      out[j] = std::fma(static_cast<float>(acc[j] - offset[j]), a_scale[r] * w_scale[j], bias[j]);
   }
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
@@ -105,6 +105,7 @@ PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
 }
 
 void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool) {
+  if (m < 64) pool = nullptr;
   const detail::QGemmKernel& kern = kernel();
   q.m = m;
   q.kp = (k + 3) / 4 * 4;
@@ -122,6 +123,8 @@ void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows&
 }
 
 void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool) {
+  // int8 work is about 4x cheaper per multiply-add than fp32.
+  if (!worth_parallel(a.m, w.n, w.k / 4)) pool = nullptr;
   constexpr int kNr = PackedS8::kNr;
   const detail::QGemmKernel& kern = kernel();
   const int panels = (w.n + kNr - 1) / kNr;

@@ -72,7 +72,10 @@ inline __m512 exp16(__m512 x) {
 inline __m512 gelu16(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
   const __m512 az = _mm512_abs_ps(z);
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(az, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  // 1 / (1 + p|z|) by rcp14 and one Newton step (relative error ~1e-7), cheaper than a divide.
+  const __m512 den = _mm512_fmadd_ps(az, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f));
+  __m512 t = _mm512_rcp14_ps(den);
+  t = _mm512_mul_ps(t, _mm512_fnmadd_ps(den, t, _mm512_set1_ps(2.0f)));
   __m512 y = _mm512_set1_ps(1.061405429f);
   y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(-1.453152027f));
   y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(1.421413741f));

@@ -58,11 +58,25 @@ function dense(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: 
   return linear(g, x, weights.tensor(`${prefix}.weight`), weights.tensor(`${prefix}.bias`), outFeatures, inFeatures, prefix);
 }
 
-function embeddings(g: GraphBuilder, weights: BertWeights): string {
+/**
+ * Replaces the last attended token of each row by `sepTokenId`. transformers.js truncates by
+ * cutting the id list, which drops the closing [SEP]; Hugging Face truncation (and ours) keeps it.
+ * Rows that already end in [SEP] are unchanged; the last token is found from the mask.
+ */
+function closeTruncatedRows(g: GraphBuilder, maskFloat: string, sepTokenId: number): string {
+  const seqLength = g.op('Squeeze', [g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } }), g.int64s('axes_0_squeeze', [0])]);
+  const positions = g.op('Range', [g.int64s('range_start', [0], []), seqLength, g.int64s('range_step', [1], [])]);
+  // Weight each kept token by its 1-based position: the largest marks the last attended token.
+  const oneBased = g.op('Cast', [g.op('Add', [positions, g.int64s('position_one', [1], [])])], { to: { int: OnnxType.FLOAT } });
+  const last = g.op('ArgMax', [g.op('Mul', [maskFloat, oneBased])], { axis: { int: 1 }, keepdims: { int: 1 } });
+  return g.op('Where', [g.op('Equal', [positions, last]), g.int64s('sep_token_id', [sepTokenId], []), 'input_ids']);
+}
+
+function embeddings(g: GraphBuilder, weights: BertWeights, inputIds: string): string {
   const { hiddenSize, vocabSize, maxPositions, typeVocabSize } = weights.config;
   const table = (name: string, rows: number) =>
     g.constant(`embeddings.${name}.weight`, OnnxType.FLOAT, [rows, hiddenSize], weights.tensor(`embeddings.${name}.weight`));
-  const words = g.op('Gather', [table('word_embeddings', vocabSize), 'input_ids'], { axis: { int: 0 } });
+  const words = g.op('Gather', [table('word_embeddings', vocabSize), inputIds], { axis: { int: 0 } });
   const types = g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } });
   // Absolute positions 0..seq-1: the first `seq` rows of the position table, broadcast over the batch.
   const seqLength = g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } });
@@ -102,15 +116,17 @@ function feedForward(g: GraphBuilder, weights: BertWeights, linear: LinearEmitte
 
 /**
  * Adds the three int64 `[batch_size, sequence_length]` inputs and the BERT encoder (embeddings and
- * post-LayerNorm layers with exact GELU) to `g`.
+ * post-LayerNorm layers with exact GELU) to `g`. With `sepTokenId`, each row's last attended token
+ * is forced to [SEP] first (see closeTruncatedRows).
  */
-export function addBertBody(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter): BertBody {
+export function addBertBody(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, sepTokenId?: number): BertBody {
   for (const name of kBertInputs) g.input(name, OnnxType.INT64, [kBatchDim, kSequenceDim]);
   const maskFloat = g.op('Cast', ['attention_mask'], { to: { int: OnnxType.FLOAT } });
   // (1 - mask) · min_fp32, shaped [b, 1, 1, s] to broadcast over heads and query positions.
   const padding = g.op('Sub', [g.floats('one', [1], []), maskFloat]);
   const maskBias = g.op('Unsqueeze', [g.op('Mul', [padding, g.floats('masked_score', [kMaskedScore], [])]), g.int64s('axes_1_2', [1, 2])]);
-  let hidden = embeddings(g, weights);
+  const inputIds = sepTokenId === undefined ? 'input_ids' : closeTruncatedRows(g, maskFloat, sepTokenId);
+  let hidden = embeddings(g, weights, inputIds);
   for (let i = 0; i < weights.config.numLayers; i++) {
     const layer = `encoder.layer.${i}`;
     hidden = feedForward(g, weights, linear, selfAttention(g, weights, linear, hidden, maskBias, layer), layer);

@@ -34,7 +34,16 @@ function positiveInteger(raw: Record<string, unknown>, key: string, source: stri
   return value;
 }
 
-/** Parses the architecture fields of a BERT config.json and rejects what our graph cannot express. */
+/**
+ * Parses the architecture fields of a BERT config.json and rejects what our graph cannot express.
+ *
+ * @example
+ * ```ts
+ * parseBertConfig(JSON.parse(readFileSync(resolveBaseModel('svc-small').configFile, 'utf8')));
+ * // { hiddenSize: 384, numLayers: 6, numHeads: 12, intermediateSize: 1536, layerNormEps: 1e-12,
+ * //   vocabSize: 30522, maxPositions: 512, typeVocabSize: 2 }
+ * ```
+ */
 export function parseBertConfig(raw: Record<string, unknown>, source = 'config.json'): BertConfig {
   if (raw.model_type !== undefined && raw.model_type !== 'bert') {
     throw new SvcError('internal', `${source}: model_type '${String(raw.model_type)}' is not bert`);

@@ -10,6 +10,12 @@ export type OnnxPrecision = 'fp32' | 'int8';
 export interface OnnxExportOptions {
   /** `fp32` (default) keeps the weights as they are; `int8` quantizes every Linear dynamically. */
   precision?: OnnxPrecision;
+  /**
+   * When set, each row's last attended token is replaced by this id ([SEP], 102 for svc-small)
+   * before embedding. transformers.js truncates long texts by cutting their ids, dropping [SEP];
+   * with this the graph sees what Hugging Face truncation gives. Unset for the plain reference.
+   */
+  sepTokenId?: number;
 }
 
 /** A trained linear head on the normalized sentence embedding: score = w·e + b. */
@@ -18,17 +24,26 @@ export interface LinearHead {
   readonly bias: number;
 }
 
-const kDefaultExportOptions: Readonly<Required<OnnxExportOptions>> = Object.freeze({ precision: 'fp32' });
+interface ResolvedExportOptions {
+  readonly precision: OnnxPrecision;
+  readonly sepTokenId: number | undefined;
+}
 
-function resolveOptions(options: OnnxExportOptions | undefined): Required<OnnxExportOptions> {
+const kDefaultPrecision: OnnxPrecision = 'fp32';
+
+function resolveOptions(options: OnnxExportOptions | undefined): ResolvedExportOptions {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw new TypeError('options must be an object');
   }
-  const precision = options?.precision ?? kDefaultExportOptions.precision;
+  const precision = options?.precision ?? kDefaultPrecision;
   if (precision !== 'fp32' && precision !== 'int8') {
     throw new RangeError(`options.precision must be 'fp32' or 'int8'`);
   }
-  return { precision };
+  const sepTokenId = options?.sepTokenId;
+  if (sepTokenId !== undefined && !(Number.isSafeInteger(sepTokenId) && sepTokenId >= 0)) {
+    throw new RangeError('options.sepTokenId must be a non-negative integer');
+  }
+  return { precision, sepTokenId };
 }
 
 // onnxruntime-node 1.30 and the onnxruntime-web build transformers.js v4 uses both run opset 17.
@@ -54,11 +69,11 @@ function linearFor(precision: OnnxPrecision): LinearEmitter {
  * ```
  */
 export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxExportOptions): Uint8Array {
-  const { precision } = resolveOptions(options);
+  const { precision, sepTokenId } = resolveOptions(options);
   const weights = loadBertWeights(baseModel);
   const hiddenSize = weights.config.hiddenSize;
   const g = new GraphBuilder();
-  const body = addBertBody(g, weights, linearFor(precision));
+  const body = addBertBody(g, weights, linearFor(precision), sepTokenId);
   const embedding = addMeanPoolNormalize(g, body);
   g.op('Identity', [body.hidden], {}, 'last_hidden_state');
   g.op('Identity', [embedding], {}, 'sentence_embedding');
@@ -74,12 +89,14 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
  *
  * @example
  * ```ts
- * const bytes = buildClassifierOnnx('svc-small', { weights: new Float32Array(384).fill(0.1), bias: -0.5 });
- * // session.run(...).logits.data for one text: Float32Array [0, 0.21...]
+ * const head = { weights: new Float32Array(384).fill(0.1), bias: -0.5 };
+ * const session = await ort.InferenceSession.create(buildClassifierOnnx('svc-small', head));
+ * // feeds for "This is an example sentence" as in buildEncoderOnnx's example
+ * (await session.run(feeds)).logits.data; // Float32Array [0, -0.4727595]: P(true) = 0.384
  * ```
  */
 export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearHead, options?: OnnxExportOptions): Uint8Array {
-  const { precision } = resolveOptions(options);
+  const { precision, sepTokenId } = resolveOptions(options);
   const weights = loadBertWeights(baseModel);
   const hiddenSize = weights.config.hiddenSize;
   if (!(head?.weights instanceof Float32Array) || head.weights.length !== hiddenSize) {
@@ -89,7 +106,7 @@ export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearH
     throw new TypeError('head.bias must be a finite number');
   }
   const g = new GraphBuilder();
-  const body = addBertBody(g, weights, linearFor(precision));
+  const body = addBertBody(g, weights, linearFor(precision), sepTokenId);
   const embedding = addMeanPoolNormalize(g, body);
   // One MatMul against [hidden, 2] whose first column is zero: the false logit is exactly 0.
   const matrix = new Float32Array(hiddenSize * 2);

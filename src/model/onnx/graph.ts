@@ -1,6 +1,13 @@
 import { ProtoWriter } from './protobuf.js';
 
-/** ONNX TensorProto.DataType values used by our graphs. */
+/**
+ * ONNX TensorProto.DataType values used by our graphs.
+ *
+ * @example
+ * ```ts
+ * g.input('input_ids', OnnxType.INT64, ['batch_size', 'sequence_length']); // OnnxType.INT64 === 7
+ * ```
+ */
 export const OnnxType = Object.freeze({
   FLOAT: 1,
   UINT8: 2,
