@@ -3,9 +3,8 @@
 // (iterations x examples x 2), batches of 16 pairs, each distinct text encoded once per
 // batch. Side by side in one process: the same batches with every pair's two texts
 // encoded separately (32 texts a batch, as sentence-transformers feeds them).
-import { Tokenizer } from 'tokenizers';
-
 import { resolveBaseModel } from '../src/model/base-models.js';
+import { Tokenizer } from '../src/native/tokenizer.js';
 import { EncoderTrainer } from '../src/native/trainer.js';
 import type { PairBatch } from '../src/native/trainer.js';
 import { packPairBatch, samplePairs } from '../src/train/pairs.js';
@@ -71,11 +70,9 @@ export async function run(args: string[]): Promise<void> {
     ...Array.from({ length: half }, (_, i) => positives[Math.floor((i * positives.length) / half)]!),
     ...Array.from({ length: half }, (_, i) => negatives[Math.floor((i * negatives.length) / half)]!),
   ];
-  const tokenizer = Tokenizer.fromFile(base.tokenizerFile);
-  tokenizer.disablePadding();
-  tokenizer.setTruncation(base.maxLength);
-  const encodings = await tokenizer.encodeBatch(chosen.map((r) => r.text));
-  const tokens = encodings.map((e) => Int32Array.from(e.getIds()));
+  const encoded = Tokenizer.fromPretrained('svc-small').encodeBatch(chosen.map((r) => r.text));
+  let offset = 0;
+  const tokens = Array.from(encoded.lengths, (n) => encoded.ids.slice(offset, (offset += n)));
   const pairs = samplePairs(chosen.map((r) => r.label), { iterations, seed: 42 });
   const totalSteps = Math.ceil(pairs.a.length / kBatchPairs);
   const steps = Math.min(totalSteps, Number(option(args, 'steps', String(totalSteps))));
