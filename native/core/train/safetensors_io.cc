@@ -5,6 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "tensor/safetensors.h"
+
 namespace svc::train {
 namespace {
 
@@ -89,27 +91,6 @@ int64_t StoredTensor::elements() const {
   return n;
 }
 
-float half_to_float_bits(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalize
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) { mant <<= 1; --exp; }
-      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 uint16_t float_to_half(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
@@ -141,12 +122,7 @@ std::vector<float> StoredTensor::to_f32() const {
     for (int64_t i = 0; i < n; ++i) {
       uint16_t v;
       std::memcpy(&v, bytes.data() + 2 * i, 2);
-      if (dtype == "F16") {
-        out[i] = half_to_float_bits(v);
-      } else {
-        const uint32_t bits = static_cast<uint32_t>(v) << 16;
-        std::memcpy(&out[i], &bits, 4);
-      }
+      out[i] = dtype == "F16" ? svc::half_to_float(v) : svc::bfloat16_to_float(v);
     }
   } else {
     throw std::runtime_error("tensor dtype " + dtype + " is not a float type");

@@ -25,8 +25,7 @@ struct StoredTensor {
 std::map<std::string, StoredTensor> read_safetensors(const std::string& path);
 void write_safetensors(const std::string& path, const std::map<std::string, StoredTensor>& tensors);
 
-uint16_t float_to_half(float f);   // round to nearest even, overflow to infinity
-float half_to_float_bits(uint16_t h);
+uint16_t float_to_half(float f);   // round to nearest even, overflow to infinity (widening: tensor/safetensors.h)
 StoredTensor f16_tensor(const std::vector<int64_t>& shape, const float* data);
 
 }  // namespace svc::train

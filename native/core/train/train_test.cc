@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/safetensors.h"
 #include "train/gradcheck.h"
 #include "train/trainer.h"
 
@@ -94,9 +95,9 @@ int main() {
   }
 
   for (float v : {0.f, 1.f, -2.5f, 65504.f, 1e-7f, 6.1e-5f, 0.333333f, 70000.f})
-    std::printf("half(%g) = %g\n", v, half_to_float_bits(float_to_half(v)));
-  CHECK(half_to_float_bits(float_to_half(0.333333f)) == 0.333251953125f, "fp16 rounding");
-  CHECK(std::isinf(half_to_float_bits(float_to_half(70000.f))), "fp16 overflow");
+    std::printf("half(%g) = %g\n", v, svc::half_to_float(float_to_half(v)));
+  CHECK(svc::half_to_float(float_to_half(0.333333f)) == 0.333251953125f, "fp16 rounding");
+  CHECK(std::isinf(svc::half_to_float(float_to_half(70000.f))), "fp16 overflow");
 
   std::printf(failures ? "%d FAILED\n" : "all passed\n", failures);
   return failures ? 1 : 0;
