@@ -12,6 +12,38 @@ export interface NativeCpuInfo {
   avx512vnni: boolean;
 }
 
+/** Options of the native `Trainer` constructor; unset numbers take the training core's defaults. */
+export interface NativeTrainerOptions {
+  heads: number;
+  lnEps: number;
+  dropout: number;
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  warmupRatio: number;
+  totalSteps: number;
+  seed: number;
+  threads: number;
+}
+
+/** native/bindings/trainer_wrap.cc: contrastive fine-tuning of a BERT encoder. */
+export interface NativeTrainer {
+  /** One optimizer step on a packed batch of texts and the pairs over them; returns [loss, lr, stepsDone]. */
+  step(ids: Int32Array, lengths: Int32Array, pairA: Int32Array, pairB: Int32Array, labels: Float32Array): Float64Array;
+  /** The loss of a batch without dropout and without an update. */
+  evaluate(ids: Int32Array, lengths: Int32Array, pairA: Int32Array, pairB: Int32Array, labels: Float32Array): number;
+  /** Normalized mean-pooled embeddings of the current weights into out (lengths.length x dim). */
+  embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
+  /** Writes the encoder as fp16 safetensors with the checkpoint's tensor names. */
+  save(path: string): void;
+  /** Frees the weights, optimizer state and threads now; later calls throw. */
+  dispose(): void;
+  readonly stepsDone: number;
+  readonly dim: number;
+}
+
 /** A loaded encoder (native/core/encoder). Weights are shared process-wide per (file, precision). */
 export interface NativeEncoder {
   readonly dim: number;
@@ -34,6 +66,9 @@ export interface NativeEncoderConstructor {
 export interface NativeAddon {
   cpuInfo(): NativeCpuInfo;
   napiVersion: number;
+  Trainer: new (weightsFile: string, options: NativeTrainerOptions) => NativeTrainer;
+  /** Max relative error of each training-core gradient check against finite differences. */
+  trainSelfTest(): Record<string, number>;
   Encoder: NativeEncoderConstructor;
   /** Distinct weight sets currently loaded in this process. */
   loadedWeightSets(): number;

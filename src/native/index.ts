@@ -2,7 +2,9 @@ import { loadAddon } from './load.js';
 import type { NativeCpuInfo } from './binding.js';
 
 export { loadAddon, packageRoot } from './load.js';
-export type { NativeAddon, NativeCpuInfo } from './binding.js';
+export type { NativeAddon, NativeCpuInfo, NativeTrainer, NativeTrainerOptions } from './binding.js';
+export { EncoderTrainer, trainSelfTest } from './trainer.js';
+export type { EncoderTrainerOptions, PairBatch, TrainStep } from './trainer.js';
 
 /**
  * What the native core detected about this CPU, and so which kernels it runs.

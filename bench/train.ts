@@ -1,0 +1,125 @@
+// `npm run bench -- train [--threads 2] [--task imdb] [--examples 20] [--iterations 20] [--steps N] [--json]`
+// Contrastive fine-tuning speed on UCI sentences as the library runs it: SetFit pairs
+// (iterations x examples x 2), batches of 16 pairs, each distinct text encoded once per
+// batch. Side by side in one process: the same batches with every pair's two texts
+// encoded separately (32 texts a batch, as sentence-transformers feeds them).
+import { resolveBaseModel } from '../src/model/base-models.js';
+import { Tokenizer } from '../src/native/tokenizer.js';
+import { EncoderTrainer } from '../src/native/trainer.js';
+import type { PairBatch } from '../src/native/trainer.js';
+import { packPairBatch, samplePairs } from '../src/train/pairs.js';
+import type { Pairs } from '../src/train/pairs.js';
+import { uciSentences } from './corpora.js';
+import type { UciTask } from './corpora.js';
+
+const kBatchPairs = 16;
+
+function option(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+}
+
+// Every pair's texts as their own rows: pair p uses texts 2p and 2p + 1.
+function unpacked(tokens: readonly Int32Array[], pairs: Pairs, start: number): PairBatch {
+  const end = Math.min(pairs.a.length, start + kBatchPairs);
+  const rows: Int32Array[] = [];
+  for (let p = start; p < end; p += 1) rows.push(tokens[pairs.a[p]!]!, tokens[pairs.b[p]!]!);
+  const ids = new Int32Array(rows.reduce((n, r) => n + r.length, 0));
+  let offset = 0;
+  for (const r of rows) {
+    ids.set(r, offset);
+    offset += r.length;
+  }
+  const count = end - start;
+  return {
+    ids,
+    lengths: Int32Array.from(rows, (r) => r.length),
+    pairA: Int32Array.from({ length: count }, (_, i) => 2 * i),
+    pairB: Int32Array.from({ length: count }, (_, i) => 2 * i + 1),
+    labels: pairs.labels.slice(start, end),
+  };
+}
+
+interface Result {
+  impl: string;
+  threads: number;
+  steps: number;
+  textsPerStep: number;
+  tokensPerStep: number;
+  secondsPerStep: number;
+  /** CPU seconds (all threads) per step: steadier than wall time on a shared machine. */
+  cpuSecondsPerStep: number;
+  projectedSeconds: number;
+  finalLoss: number;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const threads = Number(option(args, 'threads', '2'));
+  const task = option(args, 'task', 'imdb') as UciTask;
+  const examples = Number(option(args, 'examples', '20'));
+  const iterations = Number(option(args, 'iterations', '20'));
+  const json = args.includes('--json');
+  const base = resolveBaseModel('svc-small');
+
+  // 10 + 10 examples of the task, spread over the file, the same every run.
+  const rows = uciSentences(task);
+  const positives = rows.filter((r) => r.label);
+  const negatives = rows.filter((r) => !r.label);
+  const half = examples / 2;
+  const chosen = [
+    ...Array.from({ length: half }, (_, i) => positives[Math.floor((i * positives.length) / half)]!),
+    ...Array.from({ length: half }, (_, i) => negatives[Math.floor((i * negatives.length) / half)]!),
+  ];
+  const encoded = Tokenizer.fromPretrained('svc-small').encodeBatch(chosen.map((r) => r.text));
+  let offset = 0;
+  const tokens = Array.from(encoded.lengths, (n) => encoded.ids.slice(offset, (offset += n)));
+  const pairs = samplePairs(chosen.map((r) => r.label), { iterations, seed: 42 });
+  const totalSteps = Math.ceil(pairs.a.length / kBatchPairs);
+  const steps = Math.min(totalSteps, Number(option(args, 'steps', String(totalSteps))));
+
+  const results: Result[] = [];
+  for (const impl of ['distinct texts', 'two texts per pair'] as const) {
+    const loadStart = performance.now();
+    const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps, threads, seed: 42 });
+    const loadSeconds = (performance.now() - loadStart) / 1000;
+    let texts = 0;
+    let tokenCount = 0;
+    let loss = 0;
+    const start = performance.now();
+    const cpuStart = process.cpuUsage();
+    for (let s = 0; s < steps; s += 1) {
+      const batch = impl === 'distinct texts' ? packPairBatch(tokens, pairs, s * kBatchPairs, kBatchPairs) : unpacked(tokens, pairs, s * kBatchPairs);
+      texts += batch.lengths.length;
+      tokenCount += batch.ids.length;
+      loss = trainer.step(batch).loss;
+    }
+    const secondsPerStep = (performance.now() - start) / 1000 / steps;
+    const cpu = process.cpuUsage(cpuStart);
+    trainer.dispose();
+    results.push({
+      impl,
+      threads,
+      steps,
+      textsPerStep: texts / steps,
+      tokensPerStep: tokenCount / steps,
+      secondsPerStep,
+      cpuSecondsPerStep: (cpu.user + cpu.system) / 1e6 / steps,
+      projectedSeconds: loadSeconds + secondsPerStep * totalSteps,
+      finalLoss: loss,
+    });
+  }
+  const peakRssMB = process.resourceUsage().maxRSS / 1024;
+  if (json) {
+    console.log(JSON.stringify({ task, examples, pairs: pairs.a.length, totalSteps, peakRssMB, results }));
+    return;
+  }
+  console.log(`fine-tuning svc-small on UCI ${task}: ${examples} examples, ${pairs.a.length} pairs, ${totalSteps} steps of ${kBatchPairs} pairs, ${threads} threads`);
+  for (const r of results) {
+    console.log(
+      `${r.impl.padEnd(20)} ${r.textsPerStep.toFixed(1).padStart(5)} texts/step ${r.tokensPerStep.toFixed(0).padStart(5)} tokens/step ` +
+        `${(r.secondsPerStep * 1000).toFixed(0).padStart(6)} ms/step ${(r.cpuSecondsPerStep * 1000).toFixed(0).padStart(6)} cpu-ms/step  ${totalSteps} steps (with load): ${r.projectedSeconds.toFixed(1)} s  loss after ${r.steps}: ${r.finalLoss.toFixed(4)}`,
+    );
+  }
+  console.log(`distinct texts / two texts per pair speed: ${(results[1]!.secondsPerStep / results[0]!.secondsPerStep).toFixed(2)}x`);
+  console.log(`peak RSS ${peakRssMB.toFixed(0)} MB`);
+}

@@ -1,0 +1,110 @@
+// Multi-head self-attention over a packed batch: each text attends only to its
+// own tokens, per head, so no padding and no mask. Q, K, V sit side by side in
+// one [tokens x 3·hidden] matrix (the fused projection's output); head h owns
+// columns [h·d, (h+1)·d) of each. The softmax output P (before dropout) is kept
+// per text and head for backward; dropout masks are recomputed from the RNG.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "train/linalg.h"
+#include "train/rng.h"
+#include "train/workers.h"
+
+namespace svc::train {
+
+struct PackedLayout {
+  int texts = 0;
+  const int32_t* offsets = nullptr;       // first token row of each text
+  const int32_t* lengths = nullptr;
+  const int64_t* prob_offsets = nullptr;  // start of each text's heads x n x n block of P
+  int text0 = 0;                          // batch index of the first text: dropout masks are keyed by it
+};
+
+inline uint64_t attention_drop_index(int text, int head, int64_t cell) {
+  return (static_cast<uint64_t>(text) << 40) ^ (static_cast<uint64_t>(head) << 32) ^ static_cast<uint64_t>(cell);
+}
+
+// ctx[tokens x hidden] = softmax(Q·Kᵀ/√d) (dropped out) · V, per text and head.
+template <typename T>
+void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* qkv, T* probs, T* ctx,
+                       const DropoutStream& drop, double p_drop, Workers* workers) {
+  const int d = hidden / heads, ld = 3 * hidden;
+  const T scale = T(1) / std::sqrt(T(d));
+  parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
+    std::vector<T> dropped;
+    for (int64_t w = w0; w < w1; ++w) {
+      const int t = static_cast<int>(w / heads), h = static_cast<int>(w % heads);
+      const int n = lay.lengths[t];
+      const T* q = qkv + static_cast<int64_t>(lay.offsets[t]) * ld + h * d;
+      T* pr = probs + lay.prob_offsets[t] + static_cast<int64_t>(h) * n * n;
+      gemm<T>(false, true, n, n, d, q, ld, q + hidden, ld, T(0), pr, n);
+      for (int i = 0; i < n; ++i) {
+        T* row = pr + static_cast<int64_t>(i) * n;
+        T mx = row[0] * scale;
+        for (int j = 0; j < n; ++j) mx = row[j] * scale > mx ? row[j] * scale : mx;
+        T sum = 0;
+        for (int j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] * scale - mx));
+        for (int j = 0; j < n; ++j) row[j] /= sum;
+      }
+      const T* pv = pr;
+      if (drop.active) {
+        dropped.assign(pr, pr + static_cast<int64_t>(n) * n);
+        const T keep_scale = T(1) / T(1 - p_drop);
+        for (int64_t c = 0; c < static_cast<int64_t>(n) * n; ++c)
+          dropped[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dropped[c] * keep_scale : T(0);
+        pv = dropped.data();
+      }
+      gemm<T>(false, false, n, d, n, pv, n, q + 2 * hidden, ld, T(0),
+              ctx + static_cast<int64_t>(lay.offsets[t]) * hidden + h * d, hidden);
+    }
+  });
+}
+
+// From d ctx to d qkv (overwritten): dV = P̃ᵀ·dC, dP̃ = dC·Vᵀ, dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √d,
+// dQ = dS·K, dK = dSᵀ·Q, where P̃ is P after dropout.
+template <typename T>
+void attention_backward(const PackedLayout& lay, int heads, int hidden, const T* qkv, const T* probs, const T* dctx,
+                        T* dqkv, const DropoutStream& drop, double p_drop, Workers* workers) {
+  const int d = hidden / heads, ld = 3 * hidden;
+  const T scale = T(1) / std::sqrt(T(d));
+  parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
+    std::vector<T> dropped, dp;
+    for (int64_t w = w0; w < w1; ++w) {
+      const int t = static_cast<int>(w / heads), h = static_cast<int>(w % heads);
+      const int n = lay.lengths[t];
+      const int64_t nn = static_cast<int64_t>(n) * n;
+      const int64_t row0 = lay.offsets[t];
+      const T* q = qkv + row0 * ld + h * d;
+      T* dq = dqkv + row0 * ld + h * d;
+      const T* dc = dctx + row0 * hidden + h * d;
+      const T* pr = probs + lay.prob_offsets[t] + static_cast<int64_t>(h) * nn;
+      const T keep_scale = drop.active ? T(1) / T(1 - p_drop) : T(1);
+      const T* pv = pr;
+      if (drop.active) {
+        dropped.assign(pr, pr + nn);
+        for (int64_t c = 0; c < nn; ++c)
+          dropped[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dropped[c] * keep_scale : T(0);
+        pv = dropped.data();
+      }
+      gemm<T>(true, false, n, d, n, pv, n, dc, hidden, T(0), dq + 2 * hidden, ld);  // dV
+      dp.resize(nn);
+      gemm<T>(false, true, n, n, d, dc, hidden, q + 2 * hidden, ld, T(0), dp.data(), n);  // dP̃
+      for (int64_t c = 0; c < nn; ++c)
+        if (drop.active) dp[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dp[c] * keep_scale : T(0);
+      for (int i = 0; i < n; ++i) {
+        const T* prow = pr + static_cast<int64_t>(i) * n;
+        T* drow = dp.data() + static_cast<int64_t>(i) * n;
+        T dot = 0;
+        for (int j = 0; j < n; ++j) dot += prow[j] * drow[j];
+        for (int j = 0; j < n; ++j) drow[j] = prow[j] * (drow[j] - dot) * scale;
+      }
+      gemm<T>(false, false, n, d, n, dp.data(), n, q + hidden, ld, T(0), dq, ld);           // dQ = dS·K
+      gemm<T>(true, false, n, d, n, dp.data(), n, q, ld, T(0), dq + hidden, ld);            // dK = dSᵀ·Q
+    }
+  });
+}
+
+}  // namespace svc::train

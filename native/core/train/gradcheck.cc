@@ -1,0 +1,332 @@
+#include "train/gradcheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#include "train/attention.h"
+#include "train/ops.h"
+
+namespace svc::train {
+namespace {
+
+// Deterministic values in [-scale, scale).
+struct Rand {
+  uint64_t state;
+  double next(double scale = 1.0) {
+    return scale * (static_cast<double>(mix64(state++) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+  }
+  std::vector<double> vec(size_t n, double scale = 1.0) {
+    std::vector<double> v(n);
+    for (double& x : v) x = next(scale);
+    return v;
+  }
+};
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Below this magnitude a gradient is compared on an absolute scale: the key
+// biases' gradient is exactly zero (softmax ignores a constant added to a row)
+// and central differences of an O(1) loss carry ~1e-11 of rounding noise.
+constexpr double kGradFloor = 1e-6;
+
+// Compares analytic gradients of f with respect to x against (f(x+h) - f(x-h)) / 2h.
+void compare(GradCheck& out, std::vector<double>& x, const std::vector<double>& analytic,
+             const std::function<double()>& f, double h = 1e-4) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + h;
+    const double up = f();
+    x[i] = keep - h;
+    const double down = f();
+    x[i] = keep;
+    const double numeric = (up - down) / (2 * h);
+    const double denom = std::max({std::fabs(analytic[i]), std::fabs(numeric), kGradFloor});
+    if (std::getenv("SVC_GRADCHECK_DEBUG") && std::fabs(analytic[i] - numeric) / denom > 1e-5)
+      std::fprintf(stderr, "%s[%zu]: analytic %.10e numeric %.10e\n", out.name.c_str(), i, analytic[i], numeric);
+    out.max_rel_error = std::max(out.max_rel_error, std::fabs(analytic[i] - numeric) / denom);
+    ++out.compared;
+  }
+}
+
+GradCheck check_linear() {
+  GradCheck r{"linear", 0, 0};
+  Rand rng{1};
+  const int rows = 5, in = 7, out = 6;
+  auto x = rng.vec(rows * in), w = rng.vec(out * in), b = rng.vec(out), wy = rng.vec(rows * out);
+  std::vector<double> y(rows * out);
+  auto loss = [&] {
+    linear_forward<double>(rows, in, out, x.data(), w.data(), b.data(), y.data(), nullptr);
+    return dot(y, wy);
+  };
+  std::vector<double> dx(rows * in), dw(out * in, 0.0), db(out, 0.0);
+  linear_backward<double>(rows, in, out, x.data(), w.data(), wy.data(), dx.data(), 0.0, dw.data(), db.data(), nullptr);
+  compare(r, x, dx, loss);
+  compare(r, w, dw, loss);
+  compare(r, b, db, loss);
+  return r;
+}
+
+GradCheck check_layer_norm() {
+  GradCheck r{"layer_norm", 0, 0};
+  Rand rng{2};
+  const int rows = 4, cols = 9;
+  auto x = rng.vec(rows * cols, 2.0), g = rng.vec(cols), b = rng.vec(cols), wy = rng.vec(rows * cols);
+  std::vector<double> y(rows * cols), xhat(rows * cols), rstd(rows);
+  auto loss = [&] {
+    layer_norm_forward<double>(rows, cols, x.data(), g.data(), b.data(), 1e-12, y.data(), xhat.data(), rstd.data());
+    return dot(y, wy);
+  };
+  loss();
+  std::vector<double> dx(rows * cols), dg(cols, 0.0), db(cols, 0.0);
+  layer_norm_backward<double>(rows, cols, wy.data(), xhat.data(), rstd.data(), g.data(), dx.data(), dg.data(), db.data());
+  compare(r, x, dx, loss);
+  compare(r, g, dg, loss);
+  compare(r, b, db, loss);
+  return r;
+}
+
+GradCheck check_gelu() {
+  GradCheck r{"gelu", 0, 0};
+  Rand rng{3};
+  const int n = 64;
+  auto x = rng.vec(n, 4.0), wy = rng.vec(n);
+  std::vector<double> y(n), cdf(n), dx(n);
+  auto loss = [&] {
+    gelu_forward<double>(n, x.data(), y.data(), cdf.data(), nullptr);
+    return dot(y, wy);
+  };
+  loss();
+  gelu_backward<double>(n, x.data(), cdf.data(), wy.data(), dx.data(), nullptr);
+  compare(r, x, dx, loss);
+  return r;
+}
+
+GradCheck check_attention() {
+  GradCheck r{"attention", 0, 0};
+  Rand rng{4};
+  const int hidden = 8, heads = 2;
+  const std::vector<int32_t> lengths = {3, 5, 1, 4};
+  std::vector<int32_t> offsets;
+  std::vector<int64_t> prob_offsets;
+  int tokens = 0;
+  int64_t cells = 0;
+  for (int32_t n : lengths) {
+    offsets.push_back(tokens);
+    prob_offsets.push_back(cells);
+    tokens += n;
+    cells += static_cast<int64_t>(heads) * n * n;
+  }
+  const PackedLayout lay{static_cast<int>(lengths.size()), offsets.data(), lengths.data(), prob_offsets.data()};
+  const double p = 0.1;
+  const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
+  auto qkv = rng.vec(static_cast<size_t>(tokens) * 3 * hidden, 1.5), wy = rng.vec(static_cast<size_t>(tokens) * hidden);
+  std::vector<double> probs(cells), ctx(static_cast<size_t>(tokens) * hidden), dqkv(qkv.size());
+  auto loss = [&] {
+    attention_forward<double>(lay, heads, hidden, qkv.data(), probs.data(), ctx.data(), drop, p, nullptr);
+    return dot(ctx, wy);
+  };
+  loss();
+  attention_backward<double>(lay, heads, hidden, qkv.data(), probs.data(), wy.data(), dqkv.data(), drop, p, nullptr);
+  compare(r, qkv, dqkv, loss);
+  return r;
+}
+
+GradCheck check_pool_normalize_loss() {
+  GradCheck r{"pool_normalize_cosine_loss", 0, 0};
+  Rand rng{5};
+  const int cols = 6;
+  const std::vector<int32_t> lengths = {2, 4, 3}, offsets = {0, 2, 6};
+  const std::vector<int32_t> pa = {0, 1, 0, 2}, pb = {1, 2, 2, 2};
+  const std::vector<float> labels = {1, 0, 0, 1};
+  auto x = rng.vec(9 * cols);
+  std::vector<double> pooled(3 * cols), e(3 * cols), norms(3), de(3 * cols), du(3 * cols), dx(9 * cols);
+  auto loss = [&] {
+    mean_pool_forward<double>(3, offsets.data(), lengths.data(), cols, x.data(), pooled.data());
+    l2_normalize_forward<double>(3, cols, pooled.data(), e.data(), norms.data());
+    return cosine_loss<double>(3, cols, e.data(), 4, pa.data(), pb.data(), labels.data(), nullptr);
+  };
+  loss();
+  cosine_loss<double>(3, cols, e.data(), 4, pa.data(), pb.data(), labels.data(), de.data());
+  l2_normalize_backward<double>(3, cols, e.data(), norms.data(), de.data(), du.data());
+  mean_pool_backward<double>(3, offsets.data(), lengths.data(), cols, du.data(), dx.data());
+  compare(r, x, dx, loss);
+  return r;
+}
+
+// The fp32 GEMM (packed, vectorized, threaded) against the double reference, all transposes.
+GradCheck check_gemm_fp32() {
+  GradCheck r{"gemm_fp32_vs_double", 0, 0};
+  Rand rng{6};
+  Workers workers(2);
+  const int m = 77, n = 131, k = 300;
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool ta = variant & 1, tb = variant & 2;
+    auto a = rng.vec(static_cast<size_t>(m) * k), b = rng.vec(static_cast<size_t>(k) * n), c = rng.vec(m * n);
+    std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), cf(c.begin(), c.end());
+    std::vector<double> ar(af.begin(), af.end()), br(bf.begin(), bf.end()), cr(cf.begin(), cf.end());
+    const int lda = ta ? m : k, ldb = tb ? k : n;
+    gemm<float>(ta, tb, m, n, k, af.data(), lda, bf.data(), ldb, 0.5f, cf.data(), n, &workers);
+    gemm<double>(ta, tb, m, n, k, ar.data(), lda, br.data(), ldb, 0.5, cr.data(), n);
+    double scale = 0;
+    for (double v : cr) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < cr.size(); ++i) {
+      r.max_rel_error = std::max(r.max_rel_error, std::fabs(cf[i] - cr[i]) / scale);
+      ++r.compared;
+    }
+  }
+  return r;
+}
+
+// The fp32 GELU (polynomial erf and exp, vectorized) against the double one, forward and backward.
+GradCheck check_gelu_fp32() {
+  GradCheck r{"gelu_fp32_vs_double", 0, 0};
+  Rand rng{8};
+  const int n = 4099;
+  auto x = rng.vec(n, 6.0), dy = rng.vec(n);
+  std::vector<double> y(n), cdf(n), dx(n);
+  gelu_forward<double>(n, x.data(), y.data(), cdf.data(), nullptr);
+  gelu_backward<double>(n, x.data(), cdf.data(), dy.data(), dx.data(), nullptr);
+  std::vector<float> xf(x.begin(), x.end()), dyf(dy.begin(), dy.end()), yf(n), cdff(n), dxf(n);
+  gelu_forward<float>(n, xf.data(), yf.data(), cdff.data(), nullptr);
+  gelu_backward<float>(n, xf.data(), cdff.data(), dyf.data(), dxf.data(), nullptr);
+  for (int i = 0; i < n; ++i) {
+    // Relative, with an absolute floor of 1: the polynomial erf is accurate to 1.5e-7 absolute.
+    r.max_rel_error = std::max(r.max_rel_error, std::fabs(yf[i] - y[i]) / std::max(std::fabs(y[i]), 1.0));
+    r.max_rel_error = std::max(r.max_rel_error, std::fabs(dxf[i] - dx[i]) / std::max(std::fabs(dx[i]), 1.0));
+    r.compared += 2;
+  }
+  return r;
+}
+
+GradCheck check_whole_model(bool parallel, double& fp32_error) {
+  GradCheck r{"toy_encoder_2_layers", 0, 0};
+  EncoderConfig cfg;
+  cfg.layers = 2;
+  cfg.hidden = 8;
+  cfg.heads = 2;
+  cfg.ffn = 16;
+  cfg.dropout = 0.1;
+  const int vocab = 20, max_positions = 16;
+  Rand rng{7};
+  Embeddings<double> emb;
+  emb.vocab = vocab;
+  emb.max_positions = max_positions;
+  emb.word = rng.vec(static_cast<size_t>(vocab) * cfg.hidden);
+  emb.position = rng.vec(static_cast<size_t>(max_positions) * cfg.hidden, 0.3);
+  emb.token_type = rng.vec(cfg.hidden, 0.1);
+  emb.ln_g = rng.vec(cfg.hidden, 0.2);
+  for (double& g : emb.ln_g) g += 1;
+  emb.ln_b = rng.vec(cfg.hidden, 0.1);
+  auto params = rng.vec(param_count(cfg), 0.5);
+  for (int l = 0; l < cfg.layers; ++l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    for (int j = 0; j < cfg.hidden; ++j) {
+      params[o.ln1_g + j] += 1;
+      params[o.ln2_g + j] += 1;
+    }
+  }
+  const std::vector<int32_t> lengths = {3, 5, 2, 4};
+  std::vector<int32_t> ids;
+  for (int32_t n : lengths)
+    for (int i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>(mix64(ids.size() + 99) % vocab));
+  const std::vector<int32_t> pa = {0, 2, 0, 1}, pb = {1, 3, 3, 2};
+  const std::vector<float> labels = {1, 0, 0, 1};
+  PairBatch batch{ids.data(), lengths.data(), 4, pa.data(), pb.data(), labels.data(), 4};
+  const StepKey key{11, 5, true};
+  Workspace<double> ws;
+  // Garbage in the gradient buffers: forward_backward must overwrite every entry.
+  std::vector<double> grads(params.size(), 7.0);
+  if (!parallel) {
+    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+    compare(r, params, grads,
+            [&] { return forward_backward<double>(cfg, emb, params.data(), nullptr, batch, key, ws, nullptr); });
+    return r;
+  }
+  // The fp32 path (engine SGEMM with weights packed once per step, vectorized
+  // element-wise loops, two text groups) against the double one: max |g32 - g64| / max |g64|.
+  {
+    Embeddings<float> emb32;
+    emb32.vocab = emb.vocab;
+    emb32.max_positions = emb.max_positions;
+    auto narrow = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    emb32.word = narrow(emb.word);
+    emb32.position = narrow(emb.position);
+    emb32.token_type = narrow(emb.token_type);
+    emb32.ln_g = narrow(emb.ln_g);
+    emb32.ln_b = narrow(emb.ln_b);
+    std::vector<float> params32 = narrow(params), grads32(params.size(), 5.f);
+    Workers two(2);
+    Workspace<float> ws32;
+    forward_backward<float>(cfg, emb32, params32.data(), grads32.data(), batch, key, ws32, &two);
+    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      scale = std::max(scale, std::fabs(grads[i]));
+      worst = std::max(worst, std::fabs(grads32[i] - grads[i]));
+    }
+    fp32_error = worst / scale;
+  }
+  // The batch split across three threads (three text groups, gradients summed) against one pass.
+  r.name = "toy_encoder_data_parallel";
+  Workers workers(3);
+  std::vector<double> split(params.size(), -3.0);
+  forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+  Workspace<double> ws3;
+  forward_backward<double>(cfg, emb, params.data(), split.data(), batch, key, ws3, &workers);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const double denom = std::max({std::fabs(grads[i]), std::fabs(split[i]), kGradFloor});
+    r.max_rel_error = std::max(r.max_rel_error, std::fabs(grads[i] - split[i]) / denom);
+    ++r.compared;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<GradCheck> run_gradient_checks() {
+  double fp32_error = 0;
+  std::vector<GradCheck> out = {check_linear(),      check_layer_norm(),      check_gelu(),
+                                check_attention(),   check_pool_normalize_loss(), check_gemm_fp32(),
+                                check_gelu_fp32(),   check_whole_model(false, fp32_error),
+                                check_whole_model(true, fp32_error)};
+  out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});
+  return out;
+}
+
+std::map<std::string, StoredTensor> toy_checkpoint(const EncoderConfig& cfg, int vocab, int max_positions,
+                                                   uint64_t seed) {
+  Rand rng{seed};
+  std::map<std::string, StoredTensor> out;
+  auto put = [&](const std::string& name, std::vector<int64_t> shape, double scale, double shift) {
+    StoredTensor t;
+    t.dtype = "F32";
+    t.shape = std::move(shape);
+    std::vector<float> v(t.elements());
+    for (float& x : v) x = static_cast<float>(rng.next(scale) + shift);
+    t.bytes.resize(v.size() * 4);
+    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    out[name] = std::move(t);
+  };
+  const int64_t h = cfg.hidden;
+  put("embeddings.word_embeddings.weight", {vocab, h}, 1.0, 0);
+  put("embeddings.position_embeddings.weight", {max_positions, h}, 0.3, 0);
+  put("embeddings.token_type_embeddings.weight", {2, h}, 0.1, 0);
+  put("embeddings.LayerNorm.weight", {h}, 0.1, 1);
+  put("embeddings.LayerNorm.bias", {h}, 0.1, 0);
+  for (const ParamTensor& p : param_tensors(cfg)) {
+    const bool ln = p.name.find("LayerNorm") != std::string::npos;
+    const bool is_weight = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0;
+    put(p.name, p.shape, ln ? 0.1 : 0.3, ln && is_weight ? 1 : 0);
+  }
+  return out;
+}
+
+}  // namespace svc::train

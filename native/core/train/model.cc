@@ -1,0 +1,357 @@
+#include "train/model.h"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <type_traits>
+
+#include "train/ops.h"
+
+namespace svc::train {
+
+int64_t layer_param_count(const EncoderConfig& c) {
+  const int64_t h = c.hidden, f = c.ffn;
+  return 3 * h * h + 3 * h + h * h + h + 2 * h + f * h + f + h * f + h + 2 * h;
+}
+
+int64_t param_count(const EncoderConfig& c) { return layer_param_count(c) * c.layers; }
+
+LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
+  const int64_t h = c.hidden, f = c.ffn;
+  LayerOffsets o;
+  int64_t at = layer_param_count(c) * layer;
+  auto take = [&](int64_t n) { const int64_t here = at; at += n; return here; };
+  o.wqkv = take(3 * h * h);
+  o.bqkv = take(3 * h);
+  o.wo = take(h * h);
+  o.bo = take(h);
+  o.ln1_g = take(h);
+  o.ln1_b = take(h);
+  o.wi = take(f * h);
+  o.bi = take(f);
+  o.wo2 = take(h * f);
+  o.bo2 = take(h);
+  o.ln2_g = take(h);
+  o.ln2_b = take(h);
+  return o;
+}
+
+std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
+  std::vector<ParamTensor> out;
+  const int64_t h = c.hidden, f = c.ffn;
+  for (int l = 0; l < c.layers; ++l) {
+    const LayerOffsets o = layer_offsets(c, l);
+    const std::string p = "encoder.layer." + std::to_string(l) + ".";
+    const char* qkv[3] = {"query", "key", "value"};
+    for (int i = 0; i < 3; ++i) {
+      out.push_back({p + "attention.self." + qkv[i] + ".weight", o.wqkv + i * h * h, {h, h}, true});
+      out.push_back({p + "attention.self." + qkv[i] + ".bias", o.bqkv + i * h, {h}, false});
+    }
+    out.push_back({p + "attention.output.dense.weight", o.wo, {h, h}, true});
+    out.push_back({p + "attention.output.dense.bias", o.bo, {h}, false});
+    out.push_back({p + "attention.output.LayerNorm.weight", o.ln1_g, {h}, false});
+    out.push_back({p + "attention.output.LayerNorm.bias", o.ln1_b, {h}, false});
+    out.push_back({p + "intermediate.dense.weight", o.wi, {f, h}, true});
+    out.push_back({p + "intermediate.dense.bias", o.bi, {f}, false});
+    out.push_back({p + "output.dense.weight", o.wo2, {h, f}, true});
+    out.push_back({p + "output.dense.bias", o.bo2, {h}, false});
+    out.push_back({p + "output.LayerNorm.weight", o.ln2_g, {h}, false});
+    out.push_back({p + "output.LayerNorm.bias", o.ln2_b, {h}, false});
+  }
+  return out;
+}
+
+namespace {
+
+template <typename T>
+void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const PairBatch& b, const Workspace<T>& ws,
+                  T* x) {
+  const int h = cfg.hidden;
+  std::vector<T> sum(h), rstd(1);
+  for (int t = 0; t < b.texts; ++t) {
+    for (int i = 0; i < b.lengths[t]; ++i) {
+      const int64_t row = ws.offsets[t] + i;
+      const int32_t id = b.ids[row];
+      for (int j = 0; j < h; ++j)
+        sum[j] = emb.word[static_cast<int64_t>(id) * h + j] + emb.position[static_cast<int64_t>(i) * h + j] +
+                 emb.token_type[j];
+      layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.ln_eps, x + row * h, nullptr,
+                            rstd.data());
+    }
+  }
+}
+
+template <typename T>
+void add_into(int64_t n, const T* a, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a[i];
+}
+
+// The four weight matrices of a layer: query-key-value, attention output, FFN in, FFN out.
+constexpr int kPanelsPerLayer = 4;
+
+// One group of consecutive texts of the batch: `text0` and `row0` place it in
+// the whole batch, so dropout masks (keyed by global text and row) are the same
+// however the batch is split.
+struct TextGroup {
+  const int32_t* ids;
+  const int32_t* lengths;
+  int texts, text0;
+  int64_t row0;
+};
+
+// Forward over one group: keeps what backward needs in ws; ws.emb gets the
+// group's normalized embeddings.
+template <typename T>
+void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
+                  const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
+  const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
+  const double p = key.training ? cfg.dropout : 0.0;
+  ws.offsets.resize(g.texts);
+  ws.prob_offsets.resize(g.texts);
+  int64_t tokens = 0, prob_cells = 0;
+  for (int t = 0; t < g.texts; ++t) {
+    const int n = g.lengths[t];
+    ws.offsets[t] = static_cast<int32_t>(tokens);
+    ws.prob_offsets[t] = prob_cells;
+    tokens += n;
+    prob_cells += static_cast<int64_t>(heads) * n * n;
+  }
+  const int rows = static_cast<int>(tokens);
+  const int64_t th = tokens * h, tf = tokens * f;
+  ws.tokens = rows;
+  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, ws.prob_offsets.data(), g.text0};
+  auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
+
+  ws.layers.resize(cfg.layers);
+  ws.tmp.resize(th);
+  ws.out.resize(th);
+  ws.layers[0].x.resize(th);
+  PairBatch sub;
+  sub.ids = g.ids;
+  sub.lengths = g.lengths;
+  sub.texts = g.texts;
+  embed_tokens(cfg, emb, sub, ws, ws.layers[0].x.data());
+  dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.layers[0].x.data());
+
+  for (int l = 0; l < cfg.layers; ++l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    LayerActivations<T>& a = ws.layers[l];
+    auto packed = [&](int m) { return PackedWeight{panels ? &panels[kPanelsPerLayer * l + m] : nullptr, nullptr}; };
+    a.qkv.resize(3 * th);
+    a.probs.resize(prob_cells);
+    a.ctx.resize(th);
+    a.xhat1.resize(th);
+    a.rstd1.resize(rows);
+    a.h1.resize(th);
+    a.inter.resize(tf);
+    a.cdf.resize(tf);
+    a.act.resize(tf);
+    a.xhat2.resize(th);
+    a.rstd2.resize(rows);
+    linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers,
+                      packed(0));
+    attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
+                         stream(l, DropSite::kAttentionProbs), p, workers);
+    linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
+    dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
+    add_into(th, a.x.data(), ws.tmp.data());
+    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.ln_eps, a.h1.data(),
+                          a.xhat1.data(), a.rstd1.data());
+    linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers, packed(2));
+    gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
+    linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers, packed(3));
+    dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
+    add_into(th, a.h1.data(), ws.tmp.data());
+    T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
+    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln2_g, params + o.ln2_b, cfg.ln_eps, next,
+                          a.xhat2.data(), a.rstd2.data());
+  }
+
+  ws.pooled.resize(static_cast<int64_t>(g.texts) * h);
+  ws.emb.resize(static_cast<int64_t>(g.texts) * h);
+  ws.norms.resize(g.texts);
+  mean_pool_forward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.out.data(), ws.pooled.data());
+  l2_normalize_forward<T>(g.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
+}
+
+// Backward over one group from d loss / d (its normalized embeddings) in ws.demb;
+// weight-matrix gradients are written, bias and LayerNorm ones added.
+template <typename T>
+void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
+                   Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
+  const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
+  const double p = key.training ? cfg.dropout : 0.0;
+  const int rows = ws.tokens;
+  const int64_t th = static_cast<int64_t>(rows) * h, tf = static_cast<int64_t>(rows) * f;
+  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, ws.prob_offsets.data(), g.text0};
+  auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
+  ws.dpooled.resize(ws.emb.size());
+  ws.dy.resize(th);
+  ws.dh.resize(th);
+  ws.dctx.resize(th);
+  ws.dqkv.resize(3 * th);
+  ws.dbig.resize(tf);
+  l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
+  mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
+
+  for (int l = cfg.layers - 1; l >= 0; --l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    LayerActivations<T>& a = ws.layers[l];
+    auto packed = [&](int m) { return PackedWeight{nullptr, panels ? &panels[kPanelsPerLayer * l + m] : nullptr}; };
+    // ws.dy holds d loss / d (layer output).
+    layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
+                           grads + o.ln2_g, grads + o.ln2_b);
+    ws.tmp.assign(ws.dh.begin(), ws.dh.begin() + th);
+    dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
+    linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
+                       grads + o.wo2, grads + o.bo2, workers, packed(3));
+    gelu_backward<T>(tf, a.inter.data(), a.cdf.data(), ws.dbig.data(), ws.dbig.data(), workers);
+    // The residual already put d(output LN input) into dh; add the FFN branch.
+    linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grads + o.wi,
+                       grads + o.bi, workers, packed(2));
+    layer_norm_backward<T>(rows, h, ws.dh.data(), a.xhat1.data(), a.rstd1.data(), params + o.ln1_g, ws.dy.data(),
+                           grads + o.ln1_g, grads + o.ln1_b);
+    ws.tmp.assign(ws.dy.begin(), ws.dy.begin() + th);
+    dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
+    linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
+                       grads + o.bo, workers, packed(1));
+    attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
+                          stream(l, DropSite::kAttentionProbs), p, workers);
+    // Frozen embeddings need no gradient, so layer 0 skips d input.
+    linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(), l > 0 ? ws.dy.data() : nullptr,
+                       T(1), grads + o.wqkv, grads + o.bqkv, workers, packed(0));
+  }
+}
+
+// Packs every weight matrix once for the step, as y = x·Wᵀ needs it (forward)
+// and as dx = dy·W needs it (backward), one matrix per pool task.
+void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, std::vector<PackedF32>& fwd,
+                  std::vector<PackedF32>& bwd, Workers* workers) {
+  const int h = cfg.hidden, f = cfg.ffn, per = kPanelsPerLayer;
+  fwd.resize(per * cfg.layers);
+  bwd.resize(per * cfg.layers);
+  const int64_t tasks = static_cast<int64_t>(per) * cfg.layers * (backward ? 2 : 1);
+  parallel_for(workers, tasks, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int index = static_cast<int>(t % (per * cfg.layers)), l = index / per, m = index % per;
+      const LayerOffsets o = layer_offsets(cfg, l);
+      const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
+      const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
+      if (t < per * cfg.layers) pack_b(true, params + at[m], ins[m], ins[m], outs[m], fwd[index], nullptr);
+      else pack_b(false, params + at[m], ins[m], outs[m], ins[m], bwd[index], nullptr);
+    }
+  });
+}
+
+// Weight matrices' gradients are written whole by backward; the vectors (biases,
+// LayerNorm) are summed over tokens into place, so only they need zeroing first.
+template <typename T>
+void zero_vector_grads(const EncoderConfig& cfg, T* grads) {
+  const int64_t h = cfg.hidden, f = cfg.ffn;
+  for (int l = 0; l < cfg.layers; ++l) {
+    const LayerOffsets o = layer_offsets(cfg, l);
+    std::fill(grads + o.bqkv, grads + o.bqkv + 3 * h, T(0));
+    std::fill(grads + o.bo, grads + o.bo + 3 * h, T(0));  // bo, ln1_g, ln1_b are adjacent
+    std::fill(grads + o.bi, grads + o.bi + f, T(0));
+    std::fill(grads + o.bo2, grads + o.bo2 + 3 * h, T(0));  // bo2, ln2_g, ln2_b are adjacent
+  }
+}
+
+// Cuts the batch into at most `parts` groups of consecutive texts with about
+// equal tokens; fewer when there are too few texts.
+std::vector<TextGroup> split_texts(const PairBatch& b, int parts) {
+  int64_t total = 0;
+  for (int t = 0; t < b.texts; ++t) total += b.lengths[t];
+  std::vector<TextGroup> groups;
+  int t = 0;
+  int64_t row = 0;
+  for (int part = 0; part < parts && t < b.texts; ++part) {
+    const int64_t target = total * (part + 1) / parts;
+    TextGroup g{b.ids + row, b.lengths + t, 0, t, row};
+    while (t < b.texts && (g.texts == 0 || row + b.lengths[t] / 2 <= target || part == parts - 1)) {
+      row += b.lengths[t++];
+      ++g.texts;
+    }
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+}  // namespace
+
+template <typename T>
+T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
+                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers) {
+  const int h = cfg.hidden;
+  int64_t tokens = 0;
+  for (int t = 0; t < b.texts; ++t) {
+    if (b.lengths[t] <= 0 || b.lengths[t] > emb.max_positions) throw std::invalid_argument("text length out of range");
+    tokens += b.lengths[t];
+  }
+  for (int64_t i = 0; i < tokens; ++i)
+    if (b.ids[i] < 0 || b.ids[i] >= emb.vocab) throw std::invalid_argument("token id out of range");
+  for (int i = 0; i < b.pairs; ++i)
+    if (b.pair_a[i] < 0 || b.pair_a[i] >= b.texts || b.pair_b[i] < 0 || b.pair_b[i] >= b.texts)
+      throw std::invalid_argument("pair index out of range");
+
+  // Data parallel across threads: each runs whole layers on its own texts with
+  // single-threaded kernels, meeting only for the loss and the gradient sum, so
+  // a step synchronizes three times instead of at every kernel.
+  const int threads = workers ? workers->size() : 1;
+  const std::vector<TextGroup> groups = split_texts(b, threads);
+  const int parts = static_cast<int>(groups.size());
+  ws.parts.resize(parts);
+  auto each_group = [&](const std::function<void(int)>& fn) {
+    if (parts == 1) fn(0);
+    else workers->run(parts, [&](int64_t i, int) { fn(static_cast<int>(i)); });
+  };
+  Workers* inner = parts == 1 ? workers : nullptr;
+  const PackedF32* fwd = nullptr;
+  const PackedF32* bwd = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    pack_weights(cfg, params, grads != nullptr, ws.panels_fwd, ws.panels_bwd, workers);
+    fwd = ws.panels_fwd.data();
+    bwd = ws.panels_bwd.data();
+  }
+  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd); });
+
+  ws.emb.resize(static_cast<int64_t>(b.texts) * h);
+  for (int i = 0; i < parts; ++i)
+    std::copy(ws.parts[i].emb.begin(), ws.parts[i].emb.end(), ws.emb.begin() + static_cast<int64_t>(groups[i].text0) * h);
+  if (b.pairs == 0) return T(0);
+  ws.demb.resize(ws.emb.size());
+  const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,
+                                grads ? ws.demb.data() : nullptr);
+  if (!grads) return loss;
+
+  const int64_t n = param_count(cfg);
+  ws.part_grads.resize(parts);
+  each_group([&](int i) {
+    Workspace<T>& part = ws.parts[i];
+    part.demb.assign(ws.demb.begin() + static_cast<int64_t>(groups[i].text0) * h,
+                     ws.demb.begin() + static_cast<int64_t>(groups[i].text0 + groups[i].texts) * h);
+    T* target = grads;
+    if (i > 0) {
+      ws.part_grads[i].resize(n);
+      target = ws.part_grads[i].data();
+    }
+    zero_vector_grads(cfg, target);
+    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd);
+  });
+  // Sum the groups' gradients in group order: fixed for a given thread count.
+  if (parts > 1)
+    parallel_for_grain(workers, n, 4096, [&](int64_t i0, int64_t i1) {
+      for (int i = 1; i < parts; ++i) {
+        const T* src = ws.part_grads[i].data();
+        for (int64_t j = i0; j < i1; ++j) grads[j] += src[j];
+      }
+    });
+  return loss;
+}
+
+template float forward_backward<float>(const EncoderConfig&, const Embeddings<float>&, const float*, float*,
+                                       const PairBatch&, const StepKey&, Workspace<float>&, Workers*);
+template double forward_backward<double>(const EncoderConfig&, const Embeddings<double>&, const double*, double*,
+                                         const PairBatch&, const StepKey&, Workspace<double>&, Workers*);
+
+}  // namespace svc::train

@@ -1,0 +1,134 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace svc::train {
+
+Trainer::Trainer(const std::string& weights_path, const TrainerOptions& options)
+    : checkpoint_(read_safetensors(weights_path)) {
+  init(options);
+}
+
+Trainer::Trainer(std::map<std::string, StoredTensor> checkpoint, const TrainerOptions& options)
+    : checkpoint_(std::move(checkpoint)) {
+  init(options);
+}
+
+void Trainer::init(const TrainerOptions& o) {
+  if (o.threads < 1) throw std::invalid_argument("threads must be a positive integer");
+  if (o.adam.total_steps < 1) throw std::invalid_argument("total steps must be a positive integer");
+  prefix_ = checkpoint_.count("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  auto tensor = [&](const std::string& name) -> const StoredTensor& {
+    auto it = checkpoint_.find(prefix_ + name);
+    if (it == checkpoint_.end()) throw std::runtime_error("checkpoint has no tensor " + prefix_ + name);
+    return it->second;
+  };
+  const StoredTensor& word = tensor("embeddings.word_embeddings.weight");
+  if (word.shape.size() != 2) throw std::runtime_error("word embeddings must be 2-D");
+  cfg_.hidden = static_cast<int>(word.shape[1]);
+  cfg_.ffn = static_cast<int>(tensor("encoder.layer.0.intermediate.dense.weight").shape[0]);
+  cfg_.layers = 0;
+  while (checkpoint_.count(prefix_ + "encoder.layer." + std::to_string(cfg_.layers) + ".output.dense.weight"))
+    ++cfg_.layers;
+  cfg_.heads = o.heads;
+  cfg_.ln_eps = o.ln_eps;
+  cfg_.dropout = o.dropout;
+  if (o.heads < 1 || cfg_.hidden % o.heads) throw std::invalid_argument("hidden size must divide into the heads");
+
+  emb_.word = word.to_f32();
+  emb_.vocab = static_cast<int>(word.shape[0]);
+  const StoredTensor& pos = tensor("embeddings.position_embeddings.weight");
+  emb_.position = pos.to_f32();
+  emb_.max_positions = static_cast<int>(pos.shape[0]);
+  emb_.token_type = tensor("embeddings.token_type_embeddings.weight").to_f32();
+  emb_.ln_g = tensor("embeddings.LayerNorm.weight").to_f32();
+  emb_.ln_b = tensor("embeddings.LayerNorm.bias").to_f32();
+
+  params_.assign(param_count(cfg_), 0.f);
+  grads_.assign(params_.size(), 0.f);
+  std::vector<uint8_t> decay(params_.size(), 0);
+  for (const ParamTensor& p : param_tensors(cfg_)) {
+    const StoredTensor& t = tensor(p.name);
+    if (t.shape != p.shape) throw std::runtime_error("tensor " + p.name + " has an unexpected shape");
+    const std::vector<float> values = t.to_f32();
+    std::copy(values.begin(), values.end(), params_.begin() + p.offset);
+    std::fill(decay.begin() + p.offset, decay.begin() + p.offset + t.elements(), p.decay ? 1 : 0);
+  }
+  adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
+  // Embeddings and encoder layers now live as fp32; keep only their names and
+  // shapes for save(), and the bytes of everything else (position ids, pooler).
+  for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
+  workers_ = std::make_unique<Workers>(o.threads);
+  seed_ = o.seed;
+}
+
+StepResult Trainer::step(const PairBatch& batch) {
+  if (batch.pairs < 1) throw std::invalid_argument("a step needs at least one pair");
+  const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true};
+  StepResult r;
+  r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get());
+  r.lr = adam_->step(params_.data(), grads_.data(), workers_.get());
+  r.step = adam_->steps_done();
+  return r;
+}
+
+double Trainer::evaluate(const PairBatch& batch) {
+  const StepKey key{seed_, 0, false};
+  return forward_backward<float>(cfg_, emb_, params_.data(), nullptr, batch, key, ws_, workers_.get());
+}
+
+void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float* out) {
+  // The training forward keeps every layer's activations (about 184 KB a token for
+  // svc-small), so embed many texts a slice at a time.
+  constexpr int64_t kSliceTokens = 1024;
+  const StepKey key{seed_, 0, false};
+  const int64_t h = cfg_.hidden;
+  int first = 0;
+  while (first < texts) {
+    int64_t tokens = 0;
+    int end = first;
+    while (end < texts && (end == first || tokens + lengths[end] <= kSliceTokens)) tokens += lengths[end++];
+    PairBatch b;
+    b.ids = ids;
+    b.lengths = lengths + first;
+    b.texts = end - first;
+    forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get());
+    std::memcpy(out + first * h, ws_.emb.data(), sizeof(float) * h * b.texts);
+    ids += tokens;
+    first = end;
+  }
+}
+
+std::vector<std::string> Trainer::fp32_tensor_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, source] : fp32_sources()) names.push_back(name);
+  return names;
+}
+
+std::map<std::string, const float*> Trainer::fp32_sources() const {
+  std::map<std::string, const float*> sources = {
+      {prefix_ + "embeddings.word_embeddings.weight", emb_.word.data()},
+      {prefix_ + "embeddings.position_embeddings.weight", emb_.position.data()},
+      {prefix_ + "embeddings.token_type_embeddings.weight", emb_.token_type.data()},
+      {prefix_ + "embeddings.LayerNorm.weight", emb_.ln_g.data()},
+      {prefix_ + "embeddings.LayerNorm.bias", emb_.ln_b.data()},
+  };
+  for (const ParamTensor& p : param_tensors(cfg_)) sources[prefix_ + p.name] = params_.data() + p.offset;
+  return sources;
+}
+
+void Trainer::save(const std::string& path) const {
+  const std::map<std::string, const float*> sources = fp32_sources();
+  std::map<std::string, StoredTensor> out;
+  for (const auto& [name, t] : checkpoint_) {
+    const auto it = sources.find(name);
+    if (it != sources.end()) out[name] = f16_tensor(t.shape, it->second);
+    else if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32") out[name] = f16_tensor(t.shape, t.to_f32().data());
+    else out[name] = t;  // integer tensors (position ids) as they came in
+  }
+  write_safetensors(path, out);
+}
+
+}  // namespace svc::train

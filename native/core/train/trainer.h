@@ -1,0 +1,71 @@
+// The fine-tuning session: fp32 master weights loaded from the base model's
+// safetensors, AdamW state, and the threads; each step() runs one batch of
+// pairs forward and backward and updates the weights. save() writes the
+// trained encoder as fp16 safetensors with the checkpoint's own tensor names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/adamw.h"
+#include "train/model.h"
+#include "train/safetensors_io.h"
+#include "train/workers.h"
+
+namespace svc::train {
+
+struct TrainerOptions {
+  int heads = 12;              // from config.json; shapes come from the weights
+  double ln_eps = 1e-12;
+  double dropout = 0.1;
+  AdamWOptions adam;           // adam.total_steps drives the schedule
+  uint64_t seed = 42;
+  int threads = 1;
+};
+
+struct StepResult {
+  double loss = 0;
+  double lr = 0;               // the learning rate this step applied
+  int64_t step = 0;            // steps done after this one
+};
+
+class Trainer {
+ public:
+  // Loads a BERT checkpoint (names with or without a "bert." prefix).
+  Trainer(const std::string& weights_path, const TrainerOptions& options);
+  // From tensors already in memory (tests build toy encoders this way).
+  Trainer(std::map<std::string, StoredTensor> checkpoint, const TrainerOptions& options);
+
+  StepResult step(const PairBatch& batch);
+  // Loss of a batch without dropout and without updating anything.
+  double evaluate(const PairBatch& batch);
+  // Normalized mean-pooled embeddings (no dropout), texts x hidden, into out;
+  // runs in slices of about 1,024 tokens to bound the activations kept.
+  void embed(const int32_t* ids, const int32_t* lengths, int texts, float* out);
+  void save(const std::string& path) const;
+
+  const EncoderConfig& config() const { return cfg_; }
+  int64_t steps_done() const { return adam_->steps_done(); }
+  const std::vector<float>& params() const { return params_; }
+
+ private:
+  void init(const TrainerOptions& options);
+  // Checkpoint tensors held as fp32 here, and where: the frozen embeddings and every layer.
+  std::map<std::string, const float*> fp32_sources() const;
+  std::vector<std::string> fp32_tensor_names() const;
+
+  std::map<std::string, StoredTensor> checkpoint_;  // original tensors, for the names and frozen parts
+  std::string prefix_;
+  EncoderConfig cfg_;
+  Embeddings<float> emb_;
+  std::vector<float> params_, grads_;
+  std::unique_ptr<AdamW> adam_;
+  std::unique_ptr<Workers> workers_;
+  Workspace<float> ws_;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace svc::train

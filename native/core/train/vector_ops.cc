@@ -1,0 +1,22 @@
+#include "train/vector_ops.h"
+
+#include "cpu_features.h"
+#include "train/vector_ops_impl.h"
+
+namespace svc::train {
+
+namespace detail {
+VectorOps vector_ops_scalar() { return make_vector_ops(); }
+}  // namespace detail
+
+const VectorOps& vector_ops() {
+  static const VectorOps table = [] {
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512) return detail::vector_ops_avx512();
+    if (f.avx2) return detail::vector_ops_avx2();
+    return detail::vector_ops_scalar();
+  }();
+  return table;
+}
+
+}  // namespace svc::train

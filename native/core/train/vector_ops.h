@@ -1,0 +1,39 @@
+// The element-wise fp32 loops of a training step (GELU forward and backward,
+// dropout masks, the AdamW update), compiled once per ISA from the same plain
+// code (vector_ops_impl.h) and picked at run time like the engine's kernels.
+// They use the engine's polynomial exp/erf (kernels/vec_math.h), so they
+// vectorize; the double-precision path of the gradient checks uses libm.
+#pragma once
+
+#include <cstdint>
+
+namespace svc::train {
+
+struct AdamWStep {
+  float beta1, beta2, step_size, inv_sqrt_bc2, eps, decay;
+};
+
+struct VectorOps {
+  // y = x·Φ(x) and cdf = Φ(x).
+  void (*gelu_forward)(int64_t n, const float* x, float* y, float* cdf);
+  // dx = dy·(Φ(x) + x·φ(x)); dx may alias dy.
+  void (*gelu_backward)(int64_t n, const float* x, const float* cdf, const float* dy, float* dx);
+  // x[i] *= keep(index0 + i) ? scale : 0, with keep() as DropoutStream::keep.
+  void (*dropout)(uint64_t key, uint32_t threshold, float scale, uint64_t index0, int64_t n, float* x);
+  // c[m x n] += op(a)[m x k] · b[k x n], for the small per-head attention products.
+  void (*small_gemm)(int m, int n, int k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
+                     float* c, int64_t ldc);
+  // One AdamW update of n parameters (torch.optim.AdamW arithmetic).
+  void (*adamw)(int64_t n, float* p, const float* g, float* m, float* v, const uint8_t* decay_mask,
+                const AdamWStep& s);
+};
+
+const VectorOps& vector_ops();
+
+namespace detail {
+VectorOps vector_ops_scalar();
+VectorOps vector_ops_avx2();
+VectorOps vector_ops_avx512();
+}  // namespace detail
+
+}  // namespace svc::train

@@ -1,0 +1,119 @@
+// SetFit's pairs for contrastive fine-tuning, and their packing into the
+// batches the native trainer steps on.
+import type { PairBatch } from '../native/trainer.js';
+
+/** Pairs over a set of examples: indices into the examples, and 1 (same label) or 0. */
+export interface Pairs {
+  readonly a: Int32Array;
+  readonly b: Int32Array;
+  readonly labels: Float32Array;
+}
+
+export interface PairOptions {
+  /** Rounds over the examples; each round gives every example one positive and one negative pair. Default 20. */
+  iterations?: number;
+  /** Seeds the choice and order of pairs. Default 42. */
+  seed?: number;
+}
+
+// mulberry32: small, fast, and the same sequence on every platform.
+function rng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * SetFit's pair sampling: in each of `iterations` rounds, every example is paired
+ * once with another example of its label (1) and once with an example of another
+ * label (0), so positives and negatives are balanced; then the pairs are shuffled.
+ * 20 examples and 20 iterations give 800 pairs.
+ *
+ * @example
+ * ```ts
+ * const pairs = samplePairs([true, false, true, false], { iterations: 1, seed: 1 });
+ * pairs.a.length; // 8
+ * Array.from(pairs.labels).filter((y) => y === 1).length; // 4
+ * ```
+ */
+export function samplePairs(labels: readonly (boolean | number)[], options: PairOptions = {}): Pairs {
+  const iterations = options.iterations ?? 20;
+  const seed = options.seed ?? 42;
+  if (!Number.isInteger(iterations) || iterations < 1) throw new RangeError('options.iterations must be a positive integer');
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError('options.seed must be a non-negative integer');
+  const byLabel = new Map<boolean | number, number[]>();
+  labels.forEach((label, i) => byLabel.set(label, [...(byLabel.get(label) ?? []), i]));
+  if (byLabel.size < 2) throw new RangeError('labels must hold at least two classes');
+  const random = rng(seed);
+  const pick = (list: readonly number[]) => list[Math.floor(random() * list.length)]!;
+  const a: number[] = [];
+  const b: number[] = [];
+  const y: number[] = [];
+  for (let round = 0; round < iterations; round += 1) {
+    labels.forEach((label, i) => {
+      const same = byLabel.get(label)!;
+      const partners = same.length > 1 ? same.filter((j) => j !== i) : same;
+      a.push(i, i);
+      b.push(pick(partners), pick(labels.flatMap((other, j) => (other === label ? [] : [j]))));
+      y.push(1, 0);
+    });
+  }
+  // Fisher-Yates with the same generator, so the order is seeded too.
+  const order = a.map((_, i) => i);
+  for (let i = order.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return {
+    a: Int32Array.from(order, (i) => a[i]!),
+    b: Int32Array.from(order, (i) => b[i]!),
+    labels: Float32Array.from(order, (i) => y[i]!),
+  };
+}
+
+/**
+ * Packs pairs [start, start + size) into one trainer batch. Each distinct text is
+ * encoded once however many of the batch's pairs use it, so a batch of 16 pairs
+ * over 20 examples runs about 16 texts through the encoder instead of 32.
+ *
+ * @example
+ * ```ts
+ * const tokens = [Int32Array.of(101, 7592, 102), Int32Array.of(101, 2088, 102)];
+ * const batch = packPairBatch(tokens, { a: Int32Array.of(0, 1), b: Int32Array.of(1, 1), labels: Float32Array.of(0, 1) }, 0, 2);
+ * Array.from(batch.lengths); // [3, 3]
+ * Array.from(batch.pairB); // [1, 1]
+ * ```
+ */
+export function packPairBatch(tokens: readonly Int32Array[], pairs: Pairs, start: number, size: number): PairBatch {
+  const end = Math.min(pairs.a.length, start + size);
+  const slot = new Map<number, number>();
+  const texts: number[] = [];
+  const at = (example: number) => {
+    let index = slot.get(example);
+    if (index === undefined) {
+      index = texts.length;
+      slot.set(example, index);
+      texts.push(example);
+    }
+    return index;
+  };
+  const pairA = new Int32Array(end - start);
+  const pairB = new Int32Array(end - start);
+  for (let p = start; p < end; p += 1) {
+    pairA[p - start] = at(pairs.a[p]!);
+    pairB[p - start] = at(pairs.b[p]!);
+  }
+  const lengths = Int32Array.from(texts, (t) => tokens[t]!.length);
+  const ids = new Int32Array(lengths.reduce((sum, n) => sum + n, 0));
+  let offset = 0;
+  for (const t of texts) {
+    ids.set(tokens[t]!, offset);
+    offset += tokens[t]!.length;
+  }
+  return { ids, lengths, pairA, pairB, labels: pairs.labels.slice(start, end) };
+}

@@ -1,0 +1,178 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { SvcError } from '../../src/errors.js';
+import { resolveBaseModel } from '../../src/model/base-models.js';
+import { Encoder } from '../../src/native/encoder.js';
+import { EncoderTrainer, trainSelfTest } from '../../src/native/trainer.js';
+import type { PairBatch } from '../../src/native/trainer.js';
+
+const base = resolveBaseModel('svc-small');
+const dir = mkdtempSync(join(tmpdir(), 'svc-trainer-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// "This is an example sentence" and four more texts of word-piece ids.
+const kExample = [101, 2023, 2003, 2019, 2742, 6251, 102];
+const kTexts = [
+  kExample,
+  [101, 1045, 2293, 2023, 3185, 1012, 102],
+  [101, 2023, 2001, 1996, 5409, 7954, 2412, 1012, 102],
+  [101, 2200, 2204, 2833, 1998, 2326, 102],
+  [101, 1996, 3185, 2001, 11771, 1998, 2146, 102],
+];
+const kBatch: PairBatch = {
+  ids: Int32Array.from(kTexts.flat()),
+  lengths: Int32Array.from(kTexts, (t) => t.length),
+  pairA: Int32Array.of(0, 1, 2, 3, 0, 1),
+  pairB: Int32Array.of(1, 3, 4, 4, 2, 2),
+  labels: Float32Array.of(1, 1, 1, 0, 0, 0),
+};
+
+function open(seed: number, threads = 2): EncoderTrainer {
+  return EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 10, threads, seed, lr: 1e-4 });
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  let ab = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < a.length; i += 1) {
+    ab += a[i]! * b[i]!;
+    aa += a[i]! * a[i]!;
+    bb += b[i]! * b[i]!;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+function safetensorsHeader(file: string): Record<string, { dtype: string; shape: number[]; data_offsets: number[] }> {
+  const bytes = readFileSync(file);
+  const length = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + length).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: number[] }>;
+  delete header.__metadata__;
+  return header;
+}
+
+describe('training core gradient checks', () => {
+  it('matches central finite differences in double precision for every backward kernel and a toy encoder', () => {
+    const errors = trainSelfTest();
+    expect(Object.keys(errors)).toEqual([
+      'linear',
+      'layer_norm',
+      'gelu',
+      'attention',
+      'pool_normalize_cosine_loss',
+      'gemm_fp32_vs_double',
+      'gelu_fp32_vs_double',
+      'toy_encoder_2_layers',
+      'toy_encoder_data_parallel',
+      'toy_encoder_fp32_vs_double',
+    ]);
+    for (const [name, error] of Object.entries(errors)) {
+      expect({ name, ok: error <= 1e-4 && error > 0 }).toEqual({ name, ok: true });
+    }
+  });
+});
+
+describe('EncoderTrainer on svc-small', () => {
+  it('embeds with the master weights as the published model does', () => {
+    const trainer = open(1);
+    expect(trainer.dim).toBe(384);
+    const e = trainer.embed(Int32Array.from(kExample), Int32Array.of(kExample.length));
+    expect(Array.from(e.subarray(0, 4), (v) => Number(v.toFixed(4)))).toEqual([0.0677, 0.0636, 0.0487, 0.0794]);
+  });
+
+  it('gives bitwise the same losses for the same seed and threads, other losses for another seed', () => {
+    const run = (seed: number) => {
+      const trainer = open(seed);
+      return [1, 2, 3, 4].map(() => trainer.step(kBatch));
+    };
+    const first = run(7);
+    const again = run(7);
+    expect(again).toEqual(first);
+    expect(first.map((s) => s.step)).toEqual([1, 2, 3, 4]);
+    // Warm-up is ceil(10% of 10) = 1 step (lr 0), then linear decay from 1e-4: x 9/9, 8/9, 7/9.
+    expect(first.map((s) => Number(s.lr.toExponential(6)))).toEqual([0, 1e-4, 8.888889e-5, 7.777778e-5]);
+    expect(run(8).map((s) => s.loss)).not.toEqual(first.map((s) => s.loss));
+    // Training pulls same-label pairs together and pushes the others apart.
+    expect(first[3]!.loss).toBeLessThan(first[0]!.loss);
+  });
+
+  it('trains inside a worker thread with the same losses as the main thread', async () => {
+    // The worker registers tsx itself (vitest's transform does not reach worker threads).
+    const entry = new URL('./_trainer_worker.ts', import.meta.url).pathname;
+    const worker = new Worker(`require('tsx/cjs/api').require(${JSON.stringify(entry)}, ${JSON.stringify(entry)});`, {
+      eval: true,
+      workerData: { batch: kBatch },
+    });
+    const fromWorker = await new Promise<number[]>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    await worker.terminate();
+    const main = open(7);
+    expect(fromWorker).toEqual([main.step(kBatch).loss, main.step(kBatch).loss]);
+    main.dispose();
+  });
+
+  it('lowers the loss it optimizes and exports weights the encoder loads like any other', () => {
+    const trainer = open(3);
+    const before = trainer.evaluate(kBatch);
+    for (let i = 0; i < 6; i += 1) trainer.step(kBatch);
+    const after = trainer.evaluate(kBatch);
+    expect(after).toBeLessThan(before * 0.8);
+
+    const file = join(dir, 'model.fp16.safetensors');
+    trainer.save(file);
+    copyFileSync(base.configFile, join(dir, 'config.json'));
+    const saved = safetensorsHeader(file);
+    const original = safetensorsHeader(base.weightsFile);
+    expect(Object.keys(saved).sort()).toEqual(Object.keys(original).sort());
+    for (const [name, info] of Object.entries(original)) expect(saved[name]).toEqual({ ...info, data_offsets: saved[name]!.data_offsets });
+
+    const reloaded = EncoderTrainer.open(file, base.configFile, { totalSteps: 1 });
+    const trained = trainer.embed(kBatch.ids, kBatch.lengths);
+    const again = reloaded.embed(kBatch.ids, kBatch.lengths);
+    const fresh = open(3).embed(kBatch.ids, kBatch.lengths);
+    for (let t = 0; t < kTexts.length; t += 1) {
+      const row = (x: Float32Array) => x.subarray(t * 384, (t + 1) * 384);
+      expect(cosine(row(trained), row(again))).toBeGreaterThan(0.9999);
+      expect(cosine(row(trained), row(fresh))).toBeLessThan(0.9999);
+    }
+    expect(reloaded.evaluate(kBatch)).toBeCloseTo(after, 3);
+    reloaded.dispose();
+
+    // The engine's encoder loads the exported directory and embeds as the trainer does.
+    const encoder = Encoder.fromPretrained(dir, { threads: 1 });
+    const served = encoder.embedIdsSync(kBatch.ids, kBatch.lengths);
+    encoder.dispose();
+    for (let t = 0; t < kTexts.length; t += 1) {
+      const row = (x: Float32Array) => x.subarray(t * 384, (t + 1) * 384);
+      expect(cosine(row(served), row(trained))).toBeGreaterThan(0.9999);
+      expect(cosine(row(served), row(again))).toBeGreaterThan(0.999999);
+    }
+    expect(() => reloaded.embed(kBatch.ids, kBatch.lengths)).toThrow(new SvcError('native_error', 'the trainer is disposed'));
+  });
+
+  it('rejects bad options and bad batches with exact messages', () => {
+    const bad = (options: object) => () => EncoderTrainer.open(base.weightsFile, base.configFile, options as never);
+    expect(bad({ totalSteps: 0 })).toThrow(new RangeError('options.totalSteps must be a positive integer'));
+    expect(bad({ totalSteps: 5, threads: 1.5 })).toThrow(new TypeError('options.threads must be a positive integer'));
+    expect(bad({ totalSteps: 5, seed: -1 })).toThrow(new TypeError('options.seed must be a non-negative integer'));
+    expect(bad({ totalSteps: 5, lr: 2 })).toThrow(new RangeError('options.lr must be in [0, 1)'));
+    const trainer = open(1, 1);
+    expect(() => trainer.step({ ...kBatch, pairB: Int32Array.of(1, 3, 4, 4, 2, 9) })).toThrow(
+      new SvcError('native_error', 'pair index out of range'),
+    );
+    expect(() => trainer.step({ ...kBatch, lengths: Int32Array.of(7, 7, 9, 7, 7) })).toThrow(
+      'lengths must add up to ids.length',
+    );
+    expect(() => trainer.step({ ...kBatch, ids: Int32Array.from(kTexts.flat(), (id) => id + 30000) })).toThrow(
+      'token id out of range',
+    );
+    const missing = () => EncoderTrainer.open(join(dir, 'none.safetensors'), base.configFile, { totalSteps: 1 });
+    expect(missing).toThrow(`safetensors ${join(dir, 'none.safetensors')}: cannot open`);
+  });
+});
