@@ -3,6 +3,8 @@ export { SvcError } from './errors.js';
 export type { SvcErrorCode } from './errors.js';
 export { cpuInfo } from './native/index.js';
 export type { NativeCpuInfo } from './native/index.js';
+export { Encoder } from './native/encoder.js';
+export type { EncoderOptions, EncoderPrecision } from './native/encoder.js';
 export { train } from './train/train.js';
 export type { TrainOptions, TrainProgress } from './train/train.js';
 export { validateTrainRequest, trainRequestSchema, kMinExamples, kMaxExamples, kMaxTextLength } from './train/request.js';
