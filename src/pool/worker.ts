@@ -11,6 +11,7 @@ import { Encoder } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitLogisticRegression, sigmoid } from '../train/logistic.js';
+import { embedTexts } from './embed-texts.js';
 import { kWorkerError } from './tasks.js';
 import type { EmbedTask, FitResult, FitTask, PingResult, PoolTask, PredictTask, SaveTask, WorkerSettings } from './tasks.js';
 
@@ -28,12 +29,12 @@ function encoderFor(baseModel: string): Encoder {
 }
 
 function embed(task: EmbedTask): Float32Array {
-  return encoderFor(task.baseModel).embedSync(task.texts);
+  return embedTexts(encoderFor(task.baseModel), task.texts);
 }
 
 function predict(task: PredictTask): Float32Array {
   const encoder = encoderFor(task.baseModel);
-  const embeddings = encoder.embedSync(task.texts);
+  const embeddings = embedTexts(encoder, task.texts);
   return scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
 }
 
