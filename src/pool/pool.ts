@@ -1,9 +1,10 @@
 // The one piscina pool that runs all native work. Only this module decides which thread runs
 // what; everything else awaits `runTask`.
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { debuglog } from 'node:util';
 
 import { Piscina } from 'piscina';
@@ -74,7 +75,11 @@ export function workerEntry(): { filename: string; execArgv: string[] } {
   const self = fileURLToPath(import.meta.url);
   const dir = dirname(self);
   const extension = extname(self);
-  if (extension === '.ts') return { filename: join(dir, 'worker.ts'), execArgv: ['--import', 'tsx'] };
+  if (extension === '.ts') {
+    // Resolved from here, so the worker finds tsx whatever the current directory is.
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    return { filename: join(dir, 'worker.ts'), execArgv: ['--import', tsx] };
+  }
   const filename = join(dir, `worker${extension === '.cjs' ? '.cjs' : '.js'}`);
   if (!existsSync(filename)) throw new SvcError('internal', `svc-classify: the pool worker ${filename} is missing`);
   return { filename, execArgv: [] };
@@ -87,7 +92,8 @@ function startPool(): Piscina {
   debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
   return new Piscina({
     filename,
-    execArgv: [...process.execArgv.filter((arg) => arg !== '--import' && arg !== 'tsx'), ...execArgv],
+    // Not the parent's flags: a CLI's own loaders (tsx, vitest) are no business of the worker.
+    execArgv,
     workerData,
     minThreads: options.workers,
     maxThreads: options.workers,

@@ -1,4 +1,6 @@
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
+import { pathToFileURL } from 'node:url';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -13,7 +15,7 @@ describe('pool', () => {
   it('runs the TypeScript worker through tsx when running from sources', () => {
     const entry = workerEntry();
     expect(entry.filename.endsWith('/src/pool/worker.ts')).toBe(true);
-    expect(entry.execArgv).toEqual(['--import', 'tsx']);
+    expect(entry.execArgv).toEqual(['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]);
   });
 
   it('defaults to one worker with every core as engine threads', () => {
