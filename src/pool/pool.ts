@@ -38,6 +38,9 @@ function defaultPoolOptions(): ResolvedPoolOptions {
   return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
 }
 
+/** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
+const kWorkerNiceness = 5;
+
 let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
 
@@ -92,7 +95,7 @@ export function workerEntry(): { filename: string; execArgv: string[] } {
 function startPool(): Piscina {
   const options = poolOptions();
   const { filename, execArgv } = workerEntry();
-  const workerData: WorkerSettings = { engineThreads: options.engineThreads };
+  const workerData: WorkerSettings = { engineThreads: options.engineThreads, niceness: kWorkerNiceness };
   debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
   return new Piscina({
     filename,
