@@ -41,12 +41,12 @@ function encoderFor(baseModel: string): Encoder {
 }
 
 function embed(task: EmbedTask): Float32Array {
-  return embedTexts(encoderFor(task.baseModel), task.texts);
+  return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts);
 }
 
 function predict(task: PredictTask): Float32Array {
   const encoder = encoderFor(task.baseModel);
-  const embeddings = embedTexts(encoder, task.texts);
+  const embeddings = embedTexts(task.baseModel, encoder, task.texts);
   return scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
 }
 
