@@ -63,6 +63,82 @@ function objective(theta: Float64Array, d: number, z: Float64Array, y: ArrayLike
   return 0.5 * penalty + C * loss;
 }
 
+/** Examples per block of the Hessian's accumulation. */
+const kBlock = 32;
+
+/**
+ * Adds the log-loss gradient and the Hessian's upper triangle (C * X~' D X~, X~ = [X 1]) over
+ * all examples. Examples go in blocks of kBlock, stored feature-major, so each Hessian entry
+ * is read and written once per block (not once per example) and the inner loop is a
+ * contiguous dot product: the O(n d^2) part runs several times faster. Fixed order, so
+ * deterministic.
+ */
+function accumulate(
+  x: ArrayLike<number>,
+  n: number,
+  d: number,
+  z: Float64Array,
+  labels: Float64Array,
+  C: number,
+  gradient: Float64Array,
+  hessian: Float64Array,
+  block: Float64Array,
+  weighted: Float64Array,
+): void {
+  const m = d + 1;
+  for (let start = 0; start < n; start += kBlock) {
+    const count = Math.min(kBlock, n - start);
+    block.fill(0);
+    weighted.fill(0);
+    for (let b = 0; b < count; b++) {
+      const i = start + b;
+      const p = sigmoid(z[i]);
+      const residual = C * (p - labels[i]);
+      const weight = C * p * (1 - p);
+      const row = i * d;
+      for (let j = 0; j < d; j++) {
+        const xj = x[row + j];
+        gradient[j] += residual * xj;
+        block[j * kBlock + b] = xj;
+        weighted[j * kBlock + b] = weight * xj;
+      }
+      gradient[d] += residual;
+      block[d * kBlock + b] = 1;
+      weighted[d * kBlock + b] = weight;
+    }
+    for (let j = 0; j < m; j++) {
+      const wj = j * kBlock;
+      const hRow = j * m;
+      let k = j;
+      // Four columns at a time: each weighted value is loaded once for four products.
+      for (; k + 3 < m; k += 4) {
+        const x0 = k * kBlock;
+        let s0 = 0;
+        let s1 = 0;
+        let s2 = 0;
+        let s3 = 0;
+        for (let b = 0; b < count; b++) {
+          const w = weighted[wj + b];
+          s0 += w * block[x0 + b];
+          s1 += w * block[x0 + kBlock + b];
+          s2 += w * block[x0 + 2 * kBlock + b];
+          s3 += w * block[x0 + 3 * kBlock + b];
+        }
+        hessian[hRow + k] += s0;
+        hessian[hRow + k + 1] += s1;
+        hessian[hRow + k + 2] += s2;
+        hessian[hRow + k + 3] += s3;
+      }
+      for (; k < m; k++) {
+        const xk = k * kBlock;
+        let sum = 0;
+        for (let b = 0; b < count; b++) sum += weighted[wj + b] * block[xk + b];
+        hessian[hRow + k] += sum;
+      }
+    }
+  }
+}
+
 /**
  * Solves A x = b in place for symmetric positive definite A (m x m, row-major, upper
  * triangle read). A is overwritten by its Cholesky factor; b by the solution.
@@ -123,6 +199,8 @@ export function fitLogisticRegression(
   const trialZ = new Float64Array(n);
   const gradient = new Float64Array(m);
   const hessian = new Float64Array(m * m);
+  const block = new Float64Array(kBlock * m);
+  const weighted = new Float64Array(kBlock * m);
   margins(x, n, d, theta, z);
   let value = objective(theta, d, z, labels, C);
   let gradientNorm = Infinity;
@@ -133,22 +211,7 @@ export function fitLogisticRegression(
     // Gradient and Hessian (upper triangle) at theta.
     gradient.fill(0);
     hessian.fill(0);
-    for (let i = 0; i < n; i++) {
-      const p = sigmoid(z[i]);
-      const residual = C * (p - labels[i]);
-      const weight = C * p * (1 - p);
-      const row = i * d;
-      for (let j = 0; j < d; j++) {
-        const xj = x[row + j];
-        gradient[j] += residual * xj;
-        const wxj = weight * xj;
-        const hRow = j * m;
-        for (let k = j; k < d; k++) hessian[hRow + k] += wxj * x[row + k];
-        hessian[hRow + d] += wxj;
-      }
-      gradient[d] += residual;
-      hessian[d * m + d] += weight;
-    }
+    accumulate(x, n, d, z, labels, C, gradient, hessian, block, weighted);
     let squared = 0;
     for (let j = 0; j < m; j++) {
       if (j < d) {
