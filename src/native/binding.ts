@@ -12,7 +12,29 @@ export interface NativeCpuInfo {
   avx512vnni: boolean;
 }
 
+/** A loaded encoder (native/core/encoder). Weights are shared process-wide per (file, precision). */
+export interface NativeEncoder {
+  readonly dim: number;
+  /** Threads of its pool, the calling thread included. */
+  readonly threads: number;
+  /** Resident bytes of the (shared) weights it uses. */
+  readonly weightBytes: number;
+  /** Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). */
+  embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
+  /** Final hidden states of every token into `out` (ids.length x dim). */
+  hiddenStates(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
+  /** Frees the pool and drops the reference to the shared weights; later calls throw. */
+  dispose(): void;
+}
+
+export interface NativeEncoderConstructor {
+  new (configPath: string, weightsPath: string, precision: 'fp32' | 'int8', threads: number): NativeEncoder;
+}
+
 export interface NativeAddon {
   cpuInfo(): NativeCpuInfo;
   napiVersion: number;
+  Encoder: NativeEncoderConstructor;
+  /** Distinct weight sets currently loaded in this process. */
+  loadedWeightSets(): number;
 }
