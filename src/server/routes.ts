@@ -28,6 +28,8 @@ export interface SvcRoutesOptions {
    * with `{ service }` as options. They authenticate with `service.authenticate`.
    */
   proxy?: FastifyPluginAsync<{ service: SvcService }>;
+  /** More options for the proxy plugin (provider URLs and keys), passed next to `service`. */
+  proxyOptions?: Record<string, unknown>;
 }
 
 declare module 'fastify' {
@@ -132,5 +134,5 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
     );
   });
 
-  if (options.proxy !== undefined) await app.register(options.proxy, { service });
+  if (options.proxy !== undefined) await app.register(options.proxy, { ...options.proxyOptions, service });
 };

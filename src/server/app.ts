@@ -1,0 +1,89 @@
+import { join } from 'node:path';
+
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+
+import { configurePool, type PoolOptions } from '../pool/pool.js';
+import { LibraryRuntime } from '../service/library-runtime.js';
+import { SvcService } from '../service/service.js';
+import { SqliteStore } from '../store/sqlite.js';
+import { hubRoutes } from './hub-routes.js';
+import { svcRoutes } from './routes.js';
+
+/** Options of {@link startServer}; all optional. */
+export interface ServerOptions {
+  /** Data directory: the SQLite file and the hub (`<data>/hub/<org>/<model_id>`). Default `./svc-data`. */
+  dataDir?: string;
+  port?: number;
+  host?: string;
+  /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
+  proxyModels?: readonly string[];
+  pool?: PoolOptions;
+  bodyLimit?: number;
+  proxy?: FastifyPluginAsync<{ service: SvcService }>;
+  proxyOptions?: Record<string, unknown>;
+}
+
+export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1' });
+
+export interface RunningServer {
+  app: FastifyInstance;
+  service: SvcService;
+  /** `http://127.0.0.1:8080` */
+  url: string;
+  /** Stops taking connections, lets in-flight requests finish, puts running jobs back in the queue. */
+  close(): Promise<void>;
+}
+
+/** The proxy models from `SVC_PROXY_MODELS` (`provider-a:gpt-4o-mini,provider-b:mistral-small`). */
+export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.SVC_PROXY_MODELS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+/** Opens the store and runtime of a data directory as a service (the job runner not yet started). */
+export function openService(dataDir: string, proxyModels: readonly string[] = proxyModelsFromEnv()): SvcService {
+  const store = SqliteStore.open(dataDir);
+  const runtime = new LibraryRuntime({ hubRoot: join(dataDir, 'hub') });
+  return new SvcService({ store, runtime, proxyModels });
+}
+
+/**
+ * The stand-alone service (`svc serve`): the /v2 routes and the hub routes on
+ * one Fastify server over a data directory, jobs left from a previous run resumed.
+ *
+ * @example
+ * ```ts
+ * const server = await startServer({ dataDir: './svc-data', port: 8080 });
+ * server.url; // 'http://127.0.0.1:8080'
+ * await server.close();
+ * ```
+ */
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const dataDir = options.dataDir ?? kServerDefaults.dataDir;
+  if (options.pool) configurePool(options.pool);
+  const service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
+  const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  app.get('/health', async () => ({ ok: true }));
+  await app.register(svcRoutes, {
+    prefix: '/v2',
+    service,
+    bodyLimit: options.bodyLimit,
+    proxy: options.proxy,
+    proxyOptions: options.proxyOptions,
+  });
+  await app.register(hubRoutes, { prefix: '/hub', service });
+  await service.start();
+  const address = await app.listen({ port: options.port ?? kServerDefaults.port, host: options.host ?? kServerDefaults.host });
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    service,
+    url: address,
+    close: () => {
+      closing ??= (async () => {
+        await app.close();
+        await service.close();
+      })();
+      return closing;
+    },
+  };
+}
