@@ -48,7 +48,9 @@ const exampleSchema = z
     label: z.boolean({ error: typeError('a boolean') }),
     label_text: z
       .string({ error: typeError('a non-empty string') })
-      .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' }),
+      .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
+      // config.json's id2label names the false class 'false'.
+      .refine((value) => value !== 'false', { error: "must not be 'false' (that names the other class)" }),
   })
   .strict();
 

@@ -1,13 +1,14 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { split } from '../../bench/_draw.js';
 import { uciSentences } from '../../bench/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
-import { closePool } from '../../src/pool/pool.js';
+import { closePool, runTask } from '../../src/pool/pool.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
@@ -96,6 +97,15 @@ describe('save and load', () => {
       code: 'not_found',
       message: "model 'acme/svc-small-000000000000' is not in the hub",
     });
+  });
+
+  it('loads a format-1 directory and predicts with its head', async () => {
+    const old = await Classifier.load(join(dirname(fileURLToPath(import.meta.url)), '..', 'model', 'fixtures', 'format-1'));
+    const probability = (await old.predict(texts[0])).probability;
+    const embedding = await runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: [texts[0]] });
+    const { weights, bias } = old.head;
+    const z = weights.reduce((sum, w, j) => sum + w * embedding[j], bias);
+    expect(probability).toBeCloseTo(1 / (1 + Math.exp(-z)), 6);
   });
 
   it('refuses to work once disposed', async () => {

@@ -62,6 +62,11 @@ describe('validateTrainRequest', () => {
     ],
     [withExample3({ label_text: '  ' }), 'examples[3].label_text must be a non-empty string', 'examples[3].label_text'],
     [withExample3({ label_text: 1 }), 'examples[3].label_text must be a non-empty string', 'examples[3].label_text'],
+    [
+      withExample3({ label_text: 'false' }),
+      "examples[3].label_text must not be 'false' (that names the other class)",
+      'examples[3].label_text',
+    ],
     [withExample3({ score: 1 }), "examples[3] has unknown field 'score'", 'examples[3]'],
     [withExample3({ label_text: 'negative' }), 'all examples must share one label_text', 'examples'],
     [request({ extra: true }), "the request has unknown field 'extra'", null],

@@ -7,3 +7,4 @@ export { loadBertWeights, parseBertConfig, type BertConfig, type BertWeights } f
 export { GraphBuilder, OnnxType, type OnnxAttribute, type OnnxDim, type OnnxTensor } from './graph.js';
 export { ProtoWriter } from './protobuf.js';
 export { quantizePerOutputChannel, type QuantizedWeight } from './quantize.js';
+export { writeTransformersJsModelDir, type TransformersJsDirOptions } from './transformers-dir.js';
