@@ -1,8 +1,5 @@
 import { SvcError } from '../errors.js';
 import { cpuInfo } from '../native/index.js';
-import { predictCommand, pullCommand, trainCommand } from './client.js';
-import { keysCommand, orgsCommand, projectsCommand, proxyCommand } from './operator.js';
-import { serveCommand } from './serve.js';
 
 const kUsage = `usage: svc <command> [options]
 
@@ -29,15 +26,18 @@ other:
   info      show the native build and the CPU kernels in use
 `;
 
-const kCommands: Readonly<Record<string, (args: string[]) => Promise<number>>> = Object.freeze({
-  serve: serveCommand,
-  orgs: orgsCommand,
-  keys: keysCommand,
-  projects: projectsCommand,
-  proxy: proxyCommand,
-  train: trainCommand,
-  predict: predictCommand,
-  pull: pullCommand,
+type Command = (args: string[]) => Promise<number>;
+
+// Loaded on demand: `svc keys create` should not pay for Fastify, nor `svc predict` for SQLite.
+const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freeze({
+  serve: async () => (await import('./serve.js')).serveCommand,
+  orgs: async () => (await import('./operator.js')).orgsCommand,
+  keys: async () => (await import('./operator.js')).keysCommand,
+  projects: async () => (await import('./operator.js')).projectsCommand,
+  proxy: async () => (await import('./operator.js')).proxyCommand,
+  train: async () => (await import('./client.js')).trainCommand,
+  predict: async () => (await import('./client.js')).predictCommand,
+  pull: async () => (await import('./client.js')).pullCommand,
 });
 
 /** Runs one `svc` command line; resolves to the process exit code. */
@@ -51,13 +51,13 @@ export async function runCli(argv: string[]): Promise<number> {
     console.log(kUsage);
     return command === undefined ? 2 : 0;
   }
-  const run = Object.hasOwn(kCommands, command) ? kCommands[command] : undefined;
-  if (run === undefined) {
+  const load = Object.hasOwn(kCommands, command) ? kCommands[command] : undefined;
+  if (load === undefined) {
     console.error(`svc: unknown command '${command}'\n\n${kUsage}`);
     return 2;
   }
   try {
-    return await run(args);
+    return await (await load())(args);
   } catch (error) {
     // Bad flags (parseArgs), service errors and failed calls: one line, no stack.
     const message = error instanceof Error ? error.message : String(error);

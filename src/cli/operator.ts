@@ -2,11 +2,10 @@
 // them run while `svc serve` is up), so the first organization and key need no server.
 import { parseArgs } from 'node:util';
 
-import { openService } from '../server/app.js';
-import { kServerDefaults } from '../server/app.js';
+import { openService } from '../service/open.js';
 import type { SvcService } from '../service/service.js';
 
-const kDataOption = { data: { type: 'string', default: kServerDefaults.dataDir } } as const;
+const kDataOption = { data: { type: 'string', default: './svc-data' } } as const;
 
 async function withService(dataDir: string, work: (service: SvcService) => Promise<void>): Promise<void> {
   const service = openService(dataDir);

@@ -1,11 +1,8 @@
-import { join } from 'node:path';
-
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
-import { LibraryRuntime } from '../service/library-runtime.js';
+import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
-import { SqliteStore } from '../store/sqlite.js';
 import { hubRoutes } from './hub-routes.js';
 import { svcRoutes } from './routes.js';
 
@@ -32,18 +29,6 @@ export interface RunningServer {
   url: string;
   /** Stops taking connections, lets in-flight requests finish, puts running jobs back in the queue. */
   close(): Promise<void>;
-}
-
-/** The proxy models from `SVC_PROXY_MODELS` (`provider-a:gpt-4o-mini,provider-b:mistral-small`). */
-export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.SVC_PROXY_MODELS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-}
-
-/** Opens the store and runtime of a data directory as a service (the job runner not yet started). */
-export function openService(dataDir: string, proxyModels: readonly string[] = proxyModelsFromEnv()): SvcService {
-  const store = SqliteStore.open(dataDir);
-  const runtime = new LibraryRuntime({ hubRoot: join(dataDir, 'hub') });
-  return new SvcService({ store, runtime, proxyModels });
 }
 
 /**
