@@ -96,7 +96,8 @@ export async function trainCommand(args: string[]): Promise<number> {
       report(progress);
       if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
     }
-    if (process.stderr.isTTY) process.stderr.write('\n');
+    const bar = model.status === 'trained' ? '#'.repeat(20) : '-'.repeat(20);
+    process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}[${bar}] ${model.status}\n`);
   }
   console.log(JSON.stringify(model, null, 2));
   return model.status === 'failed' ? 1 : 0;
