@@ -114,7 +114,7 @@ describe('svc serve', () => {
       env.remoteHost = `${server.url}/hub/`;
       env.cacheDir = cache;
       // transformers.js sends HF_TOKEN only to huggingface.co; its fetch hook sends it to us too.
-      env.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+      env.fetch = (input: string | URL | Request, init?: RequestInit) => {
         const headers = new Headers(init?.headers);
         headers.set('authorization', `Bearer ${process.env.HF_TOKEN}`);
         return fetch(input, { ...init, headers });

@@ -50,7 +50,7 @@ beforeAll(async () => {
 
   app = Fastify();
   // The host's own route, validated by Fastify's default (ajv) compiler, with its own error handler.
-  app.setErrorHandler((error, _request, reply) => {
+  app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
     void reply.code(error.statusCode ?? 500).send({ host: true, message: error.message });
   });
   app.post('/host', { schema: { body: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } } }, async (request) => ({
