@@ -56,8 +56,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     proxyOptions: options.proxyOptions,
   });
   await app.register(hubRoutes, { prefix: '/hub', service });
-  await service.start();
-  const address = await app.listen({ port: options.port ?? kServerDefaults.port, host: options.host ?? kServerDefaults.host });
+  let address: string;
+  try {
+    await service.start();
+    address = await app.listen({ port: options.port ?? kServerDefaults.port, host: options.host ?? kServerDefaults.host });
+  } catch (error) {
+    // A port in use or a store that will not open: leave nothing running behind.
+    await app.close().catch(() => {});
+    await service.close().catch(() => {});
+    throw error;
+  }
   let closing: Promise<void> | undefined;
   return {
     app,

@@ -56,7 +56,20 @@ beforeAll(async () => {
   app.post('/host', { schema: { body: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } } }, async (request) => ({
     got: request.body,
   }));
-  await app.register(svcRoutes, { prefix: '/v2', service, bodyLimit: 64 * 1024 });
+  await app.register(svcRoutes, {
+    prefix: '/v2',
+    service,
+    bodyLimit: 64 * 1024,
+    proxyOptions: { upstream: 'http://127.0.0.1:1' },
+    // Stands in for the provider proxy's plugin: mounted inside, with the service and its own options.
+    proxy: async (scope, opts) => {
+      scope.get('/:project_id/whoami', async (request) => {
+        const principal = await opts.service.authenticate(request.headers['x-api-key'] as string | undefined);
+        const { project_id: projectId } = request.params as { project_id: string };
+        return { principal, project: await opts.service.authorizeProxy(principal, projectId), options: Object.keys(opts) };
+      });
+    },
+  });
   await app.register(hubRoutes, { prefix: '/hub', service });
   await app.ready();
 });
@@ -193,6 +206,7 @@ describe('/v2', () => {
     expect(doc.openapi).toBe('3.0.3');
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v2/models', '/v2/models/{model_id}', '/v2/models/{model_id}/progress', '/v2/openapi.json', '/v2/predict', '/v2/train',
+      '/v2/{project_id}/whoami', // the proxy's routes are documented too
     ]);
     expect(Object.keys(doc.paths['/v2/models/{model_id}']).sort()).toEqual(['delete', 'get']);
     expect(doc.paths['/v2/predict'].post.requestBody?.content['application/json'].schema).toEqual({
@@ -204,6 +218,21 @@ describe('/v2', () => {
       required: ['model', 'inputs'],
       additionalProperties: false,
     });
+  });
+});
+
+describe('the proxy option', () => {
+  it('mounts the proxy routes under the same prefix with the service, its own auth and the plugin error shape', async () => {
+    const project = await service.createProject('acme', 'bot');
+    await service.setProxyAccess('acme', true);
+    const ok = await app.inject({ method: 'GET', url: `/v2/${project.id}/whoami`, headers: { 'x-api-key': key } });
+    const keyId = (await service.authenticate(key)).keyId;
+    expect(ok.json()).toEqual({ principal: { orgId: 'acme', keyId }, project: { ...project }, options: ['upstream', 'service'] });
+    const denied = await app.inject({ method: 'GET', url: `/v2/${project.id}/whoami`, headers: { 'x-api-key': otherKey } });
+    expect([denied.statusCode, denied.json()]).toEqual([
+      403, err('permission_error', `This API key's organization does not own the project '${project.id}'`, 'project_id', 'permission'),
+    ]);
+    await service.setProxyAccess('acme', false);
   });
 });
 
