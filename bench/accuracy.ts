@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
-import type { Classifier, TrainOptions } from '../src/index.js';
+import type { Classifier, TrainOptions, TrainRequest } from '../src/index.js';
 import { kPerClass, split } from './_draw.js';
 import { uciSentences } from './corpora.js';
 import type { LabelledText, UciTask } from './corpora.js';
@@ -48,7 +48,7 @@ async function evaluate(method: Method, rows: LabelledText[], seed: number): Pro
       task_type: 'binary-classification',
       examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: kLabelText })),
       ...method.request,
-    },
+    } as TrainRequest,
     method.options,
   );
   const seconds = (performance.now() - started) / 1000;

@@ -17,6 +17,8 @@ export { kManifestFormatVersion } from './model/manifest.js';
 export type { Manifest, TrainingMetrics, TrainingSettings } from './model/manifest.js';
 export { configurePool, closePool } from './pool/pool.js';
 export type { PoolOptions } from './pool/pool.js';
+export { Tokenizer } from './native/tokenizer.js';
+export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
 export { svcRoutes, kDefaultBodyLimit } from './server/routes.js';
 export type { SvcRoutesOptions } from './server/routes.js';
 export { hubRoutes } from './server/hub-routes.js';

@@ -1,6 +1,7 @@
 // manifest.json: what a model directory holds, how it was trained, and in which format.
 // Readers accept every format version written so far, upgrading old ones on load.
 import { SvcError } from '../errors.js';
+import { baseModelNames, isBaseModelName } from './base-models.js';
 
 /** The format version this build writes. Bump it (and add an upgrade) when the layout changes. */
 export const kManifestFormatVersion = 1;
@@ -107,6 +108,10 @@ export function parseManifest(text: string, dir: string): Manifest {
   const metrics = field<Record<string, unknown>>(manifest, dir, 'metrics', isObject);
   const taskType = field<string>(manifest, dir, 'task_type', isString);
   if (taskType !== 'binary-classification') throw invalid(dir, `task_type '${taskType}' is not supported`);
+  const baseModel = field<string>(manifest, dir, 'base_model', isString);
+  if (!isBaseModelName(baseModel)) {
+    throw invalid(dir, `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')})`);
+  }
   const body = field<string>(manifest, dir, 'body', isString);
   if (body !== 'frozen') throw invalid(dir, `body '${body}' is not supported by this svc-classify; upgrade it`);
   return {
@@ -114,7 +119,7 @@ export function parseManifest(text: string, dir: string): Manifest {
     id: field(manifest, dir, 'id', isString),
     created_at: field(manifest, dir, 'created_at', isNumber),
     task_type: 'binary-classification',
-    base_model: field(manifest, dir, 'base_model', isString),
+    base_model: baseModel,
     label_text: field(manifest, dir, 'label_text', isString),
     body: 'frozen',
     head_file: field(manifest, dir, 'head_file', isString),

@@ -37,4 +37,27 @@ export interface NativeAddon {
   Encoder: NativeEncoderConstructor;
   /** Distinct weight sets currently loaded in this process. */
   loadedWeightSets(): number;
+  Tokenizer: NativeTokenizerConstructor;
+}
+
+/** The addon's `Tokenizer` class (native/bindings/tokenizer_wrap.cc). */
+export interface NativeTokenizer {
+  /** Ids of one text, special tokens included, at most `maxLength` of them. */
+  encode(text: string, maxLength: number): Int32Array;
+  /** All ids concatenated, one length per text; offsets are UTF-16 [start, end) pairs per id. */
+  encodeBatch(
+    texts: readonly string[],
+    maxLength: number,
+    withOffsets: boolean,
+  ): { ids: Int32Array; lengths: Int32Array; offsets?: Int32Array };
+  tokenId(token: string): number | null;
+  /** Special tokens the post-processor adds around a text ([CLS] and [SEP]: 2). */
+  readonly specialTokenCount: number;
+  /** truncation.max_length in the file, 0 when it sets none. */
+  readonly fileMaxLength: number;
+}
+
+export interface NativeTokenizerConstructor {
+  /** Loads a tokenizer.json; throws an Error with the reason when it cannot. */
+  new (path: string): NativeTokenizer;
 }

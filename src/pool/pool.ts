@@ -27,12 +27,19 @@ export interface PoolOptions {
 export type ResolvedPoolOptions = Required<PoolOptions>;
 
 /**
- * One worker using every core: a single engine batch then uses all cores, and concurrent
- * requests are merged into that batch rather than split over workers (see README, "Threads").
+ * Two workers (one on a single core), each engine on its share of the cores. With two, a long
+ * task (saving a model builds its ONNX file, ~0.8 s) never holds up predictions, and on a
+ * busy machine one-thread engines beat two threads that wait on each other; `npm run bench --
+ * pool` measured both layouts (README, "Threads").
  */
 function defaultPoolOptions(): ResolvedPoolOptions {
-  return { workers: 1, engineThreads: availableParallelism() };
+  const cores = availableParallelism();
+  const workers = Math.min(2, cores);
+  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
 }
+
+/** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
+const kWorkerNiceness = 5;
 
 let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
@@ -88,7 +95,7 @@ export function workerEntry(): { filename: string; execArgv: string[] } {
 function startPool(): Piscina {
   const options = poolOptions();
   const { filename, execArgv } = workerEntry();
-  const workerData: WorkerSettings = { engineThreads: options.engineThreads };
+  const workerData: WorkerSettings = { engineThreads: options.engineThreads, niceness: kWorkerNiceness };
   debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
   return new Piscina({
     filename,

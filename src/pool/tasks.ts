@@ -67,6 +67,8 @@ export type PoolTask = EmbedTask | PredictTask | FitTask | SaveTask | PingTask;
 /** What the worker is started with. */
 export interface WorkerSettings {
   engineThreads: number;
+  /** Nice value for the worker's threads (Linux), so the host's event loop comes first. */
+  niceness: number;
 }
 
 /** Key of the value a worker returns in place of throwing an SvcError. */

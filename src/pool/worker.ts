@@ -1,6 +1,7 @@
 // The piscina worker entry (tsup builds it to dist/worker.js): all native work runs here,
 // never on the main thread. Each worker keeps one encoder per base model, shared by every
 // classifier on it; results go back transferred, not copied.
+import { setPriority } from 'node:os';
 import { threadId } from 'node:worker_threads';
 
 import { move, workerData } from 'piscina';
@@ -16,6 +17,17 @@ import { kWorkerError } from './tasks.js';
 import type { EmbedTask, FitResult, FitTask, PingResult, PoolTask, PredictTask, SaveTask, WorkerSettings } from './tasks.js';
 
 const settings = workerData as WorkerSettings;
+
+// On Linux a nice value belongs to a thread: lowering this worker's (before the engine starts
+// its threads, which inherit it) lets the host's event loop win a busy CPU. Elsewhere it is
+// process-wide or refused, so it is only applied where it is per thread.
+if (process.platform === 'linux' && settings.niceness > 0) {
+  try {
+    setPriority(settings.niceness);
+  } catch {
+    // not permitted: keep the normal priority
+  }
+}
 const encoders = new Map<string, Encoder>();
 
 function encoderFor(baseModel: string): Encoder {
@@ -29,12 +41,12 @@ function encoderFor(baseModel: string): Encoder {
 }
 
 function embed(task: EmbedTask): Float32Array {
-  return embedTexts(encoderFor(task.baseModel), task.texts);
+  return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts);
 }
 
 function predict(task: PredictTask): Float32Array {
   const encoder = encoderFor(task.baseModel);
-  const embeddings = embedTexts(encoder, task.texts);
+  const embeddings = embedTexts(task.baseModel, encoder, task.texts);
   return scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
 }
 

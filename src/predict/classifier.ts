@@ -45,11 +45,12 @@ function toPrediction(probability: number): Prediction {
  * @example
  * ```ts
  * import { Classifier } from 'svc-classify';
+ * // trained on 20 UCI IMDB sentences (10 positive, 10 negative), label_text 'positive review'
  * const classifier = await Classifier.load('./positive-review');
  * await classifier.predict('A wonderful, moving film.');
- * // { label: true, probability: 0.6662545800209045 }
+ * // { label: true, probability: 0.5832293629646301 }
  * await classifier.predict(['Loved it', 'Two hours I will never get back']);
- * // [{ label: true, probability: 0.6414... }, { label: false, probability: 0.3518... }]
+ * // [{ label: true, probability: 0.5366119146347046 }, { label: false, probability: 0.4272533655166626 }]
  * ```
  */
 export class Classifier {

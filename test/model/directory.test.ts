@@ -67,6 +67,7 @@ describe('model directory', () => {
     [(m: Record<string, unknown>) => delete m.format_version, 'format_version is missing: not a svc-classify model format'],
     [(m: Record<string, unknown>) => (m.format_version = '1'), 'format_version "1": not a svc-classify model format'],
     [(m: Record<string, unknown>) => delete m.label_text, 'label_text is missing or malformed'],
+    [(m: Record<string, unknown>) => (m.base_model = 'svc-huge'), "base_model 'svc-huge' is not one this svc-classify has (svc-small)"],
     [(m: Record<string, unknown>) => (m.body = 'finetuned'), "body 'finetuned' is not supported by this svc-classify; upgrade it"],
     [(m: Record<string, unknown>) => (m.head_file = '../head.json'), "head_file '../head.json' is not a plain file name"],
   ])('refuses a malformed manifest %#', async (change, message) => {

@@ -29,7 +29,7 @@ describe('a saved model directory in transformers.js', () => {
     const classifier = await train(
       {
         model: 'svc-small',
-        task_type: 'binary-classification',
+        task_type: 'binary-classification' as const,
         examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
       },
       { hub, id },

@@ -14,7 +14,7 @@ afterAll(async () => {
 
 const request = (seed: number) => ({
   model: 'svc-small',
-  task_type: 'binary-classification',
+  task_type: 'binary-classification' as const,
   examples: split(uciSentences('yelp'), seed).trainSet.map((row) => ({
     text: row.text,
     label: row.label,

@@ -18,8 +18,11 @@ describe('pool', () => {
     expect(entry.execArgv).toEqual(['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]);
   });
 
-  it('defaults to one worker with every core as engine threads', () => {
-    expect(poolOptions()).toEqual({ workers: 1, engineThreads: availableParallelism() });
+  it('defaults to two workers sharing the cores', () => {
+    const cores = availableParallelism();
+    const workers = Math.min(2, cores);
+    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers) });
+    expect(poolOptions().workers * poolOptions().engineThreads).toBeLessThanOrEqual(cores);
   });
 
   it('validates its options', () => {

@@ -17,7 +17,7 @@ const imdb = split(uciSentences('imdb'), 1);
 const yelp = split(uciSentences('yelp'), 2);
 const requestOf = (rows: typeof imdb.trainSet, labelText: string) => ({
   model: 'svc-small',
-  task_type: 'binary-classification',
+  task_type: 'binary-classification' as const,
   examples: rows.map((row) => ({ text: row.text, label: row.label, label_text: labelText })),
 });
 const texts = imdb.testSet.slice(0, 60).map((row) => row.text);

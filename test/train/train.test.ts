@@ -15,7 +15,7 @@ afterAll(async () => {
 const { trainSet, testSet } = split(uciSentences('imdb'), 1);
 const request = {
   model: 'svc-small',
-  task_type: 'binary-classification',
+  task_type: 'binary-classification' as const,
   examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
 };
 
