@@ -1,0 +1,127 @@
+import type { ProviderName } from './types.js';
+
+/**
+ * A dialect is the API a client speaks to one of our routes: its error shape (so the official SDK raises its
+ * own typed error), its stream error event, where usage sits, and how a complete stream ends.
+ * The route fixes the dialect; the model prefix picks the provider that serves it.
+ */
+export interface Dialect {
+  /** Route under `/v2/{project_id}`. */
+  readonly route: string;
+  /** Providers whose API speaks this dialect, with the path appended to the provider's base URL. */
+  readonly upstreamPaths: Partial<Record<ProviderName, string>>;
+  errorBody(status: number, message: string): unknown;
+  /** One complete SSE event that makes the client's SDK raise an error. */
+  streamErrorEvent(status: number, message: string): string;
+  /** Whether a block of complete SSE events holds the stream's final event. */
+  isTerminal(events: string): boolean;
+  /** Tokens from a non-streaming JSON response body. */
+  usageFromBody(body: unknown): Usage;
+  /** Folds one streamed event's JSON data into the usage seen so far. */
+  usageFromEvent(data: unknown, usage: Usage): Usage;
+}
+
+export interface Usage {
+  tokensIn: number | null;
+  tokensOut: number | null;
+}
+
+export type DialectName = 'openai' | 'mistral' | 'anthropic';
+
+const kOpenAiTypes: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+  502: 'upstream_error',
+  504: 'upstream_timeout',
+};
+
+const kAnthropicTypes: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  504: 'timeout_error',
+};
+
+function count(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function record(value: unknown): Record<string, unknown> | null {
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : null;
+}
+
+function chatUsage(body: unknown, previous: Usage): Usage {
+  const usage = record(record(body)?.usage);
+  if (!usage) return previous;
+  return {
+    tokensIn: count(usage.prompt_tokens) ?? previous.tokensIn,
+    tokensOut: count(usage.completion_tokens) ?? previous.tokensOut,
+  };
+}
+
+const kDonePattern = /^data: ?\[DONE\][ \t]*\r?$/m;
+const kNoUsage: Usage = Object.freeze({ tokensIn: null, tokensOut: null });
+
+const openai: Dialect = {
+  route: '/chat/completions',
+  upstreamPaths: { 'provider-a': '/chat/completions', 'provider-b': '/v1/chat/completions' },
+  errorBody(status, message) {
+    const type = kOpenAiTypes[status] ?? 'api_error';
+    return { error: { message, type, param: null, code: type } };
+  },
+  streamErrorEvent(status, message) {
+    return `data: ${JSON.stringify(this.errorBody(status, message))}\n\n`;
+  },
+  isTerminal: (events) => kDonePattern.test(events),
+  usageFromBody: (body) => chatUsage(body, kNoUsage),
+  usageFromEvent: (data, usage) => chatUsage(data, usage),
+};
+
+const mistral: Dialect = {
+  route: '/v1/chat/completions',
+  upstreamPaths: openai.upstreamPaths,
+  errorBody(status, message) {
+    return { object: 'error', message, type: kOpenAiTypes[status] ?? 'api_error', param: null, code: String(status) };
+  },
+  streamErrorEvent(status, message) {
+    return `data: ${JSON.stringify(this.errorBody(status, message))}\n\n`;
+  },
+  isTerminal: openai.isTerminal,
+  usageFromBody: openai.usageFromBody,
+  usageFromEvent: openai.usageFromEvent,
+};
+
+const anthropic: Dialect = {
+  route: '/v1/messages',
+  upstreamPaths: { 'provider-c': '/v1/messages' },
+  errorBody(status, message) {
+    return { type: 'error', error: { type: kAnthropicTypes[status] ?? 'api_error', message } };
+  },
+  streamErrorEvent(status, message) {
+    return `event: error\ndata: ${JSON.stringify(this.errorBody(status, message))}\n\n`;
+  },
+  isTerminal: (events) => /^event: ?message_stop[ \t]*\r?$/m.test(events),
+  usageFromBody(body) {
+    const usage = record(record(body)?.usage);
+    return { tokensIn: count(usage?.input_tokens), tokensOut: count(usage?.output_tokens) };
+  },
+  usageFromEvent(data, previous) {
+    const event = record(data);
+    // message_start carries the input count; message_delta the cumulative output (and, lately, input) count.
+    const usage = record(event?.type === 'message_start' ? record(event.message)?.usage : event?.usage);
+    if (!usage) return previous;
+    return {
+      tokensIn: count(usage.input_tokens) ?? previous.tokensIn,
+      tokensOut: count(usage.output_tokens) ?? previous.tokensOut,
+    };
+  },
+};
+
+export const kDialects: Readonly<Record<DialectName, Dialect>> = Object.freeze({ openai, mistral, anthropic });
