@@ -140,7 +140,7 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
       const reason = (error as NodeJS.ErrnoException).code ?? error.message;
       sendError(502, `${provider} is unreachable (${reason})`);
     } else {
-      sendError(502, `${provider} failed mid-response (${(error as NodeJS.ErrnoException).code ?? error.message})`);
+      sendError(502, `${provider} closed the connection mid-response`);
     }
   };
 
