@@ -48,6 +48,9 @@ export interface ForwardSettings {
 // The log keeps 64 KiB after redaction; capture twice that so redaction never shortens it below the limit.
 const kCaptureLimitBytes = 128 * 1024;
 
+// Non-streaming bodies up to this size are parsed for their usage; larger ones are relayed without it.
+const kUsageBodyLimitBytes = 16 * 1024 * 1024;
+
 class UpstreamTimeout extends Error {}
 
 /**
@@ -204,14 +207,19 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
     stopPing();
     statusSent = status;
     res.writeHead(status, downstreamHeaders(upstream.headers, false));
+    // Usage sits at the end of the JSON: keep the whole body (bounded) to read it.
+    const whole: Buffer[] = [];
+    let wholeBytes = 0;
     upstream.on('data', (chunk: Buffer) => {
       capture(chunk);
+      if (wholeBytes <= kUsageBodyLimitBytes) whole.push(chunk);
+      wholeBytes += chunk.length;
       relay(upstream, chunk);
     });
     upstream.on('end', () => {
       if (finished) return;
       if (ttfbMs === null) markFirstByte();
-      if (status < 300 && capturedBytes < kCaptureLimitBytes) usage = dialect.usageFromBody(parseJson(captured));
+      if (status < 300 && wholeBytes <= kUsageBodyLimitBytes) usage = dialect.usageFromBody(parseJson(whole));
       res.end();
       finish(status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(captured).toString('utf8'))}` : null);
     });
