@@ -4,10 +4,9 @@
  * and an SVG chart of latency and tokens over time.
  */
 export function dashboardPage(projectId: string): string {
-  return kPage.replace('__PROJECT_JSON__', JSON.stringify(projectId).replace(/</g, '\\u003c')).replace(
-    '__PROJECT_TEXT__',
-    escapeHtml(projectId),
-  );
+  return kPage
+    .replace('__PROJECT_JSON__', JSON.stringify(projectId).replace(/</g, '\\u003c'))
+    .replaceAll('__PROJECT_TEXT__', escapeHtml(projectId));
 }
 
 function escapeHtml(text: string): string {
@@ -41,6 +40,7 @@ const kPage = `<!doctype html>
   #detail h3 { margin:0 0 6px; font-size:13px; color:var(--muted); }
   pre { margin:0; max-height:320px; overflow:auto; background:#0f1729; color:#e6edf3; padding:10px; border-radius:6px; font-size:12px; white-space:pre-wrap; word-break:break-all; }
   #status { color:var(--muted); } .legend span { margin-right:14px; } .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:middle; }
+  .scroll { overflow-x:auto; } main > * { min-width:0; }
   svg text { font-size:11px; fill:var(--muted); }
 </style>
 </head>
@@ -65,10 +65,10 @@ const kPage = `<!doctype html>
       <label>Status <select id="f-status"><option value="">all</option></select></label>
       <span id="count"></span>
     </div>
-    <table>
+    <div class="scroll"><table>
       <thead><tr><th>Time</th><th>Provider</th><th>Model</th><th>Stream</th><th>Status</th><th class="num">TTFB ms</th><th class="num">Total ms</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th>Error</th></tr></thead>
       <tbody id="rows"></tbody>
-    </table>
+    </table></div>
   </section>
   <section class="card" id="detail">
     <div><h3>Request body</h3><pre id="request-body"></pre></div>
@@ -164,6 +164,13 @@ function chart(visible) {
   const axis = document.createElementNS(ns, "line");
   Object.entries({ x1: pad, y1: H - pad, x2: W - pad, y2: H - pad, stroke: "#d0d5dd" }).forEach(([k, v]) => axis.setAttribute(k, v));
   svg.append(axis);
+  for (const [t, anchor] of [[t0, "start"], [t1, "end"]]) {
+    const label = document.createElementNS(ns, "text");
+    label.setAttribute("x", anchor === "start" ? pad : W - pad); label.setAttribute("y", H - 6);
+    label.setAttribute("text-anchor", anchor);
+    label.textContent = new Date(t).toLocaleTimeString();
+    svg.append(label);
+  }
   series.forEach((s, i) => {
     const pts = points.map((r) => [r.created_at_ms, s.value(r)]).filter((p) => p[1] !== null);
     if (pts.length === 0) return;
