@@ -67,13 +67,16 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
 /** Validates the plugin options and fills in defaults. */
 export function resolveProxyOptions(options: ProxyRoutesOptions): ResolvedProxyOptions {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  if (!options.store || typeof options.store.insertRequestLog !== 'function') {
-    throw new TypeError('options.store must be a Store');
-  }
-  if (typeof options.authenticate !== 'function') throw new TypeError('options.authenticate must be a function');
+  const service = options.service;
+  const store = options.store ?? service?.store;
+  if (!store || typeof store.insertRequestLog !== 'function') throw new TypeError('options.store must be a Store');
+  const authenticate = options.authenticate ?? (service ? (key: string) => service.authenticate(key) : undefined);
+  if (typeof authenticate !== 'function') throw new TypeError('options.authenticate must be a function');
+  const authorizeProxy = service?.authorizeProxy?.bind(service) ?? null;
   return {
-    store: options.store,
-    authenticate: options.authenticate,
+    store,
+    authenticate,
+    authorizeProxy,
     providers: resolveProviderConfig(options.providers, options.env ?? process.env),
     upstreamTimeoutMs: positiveInteger(options.upstreamTimeoutMs, 'upstreamTimeoutMs', kDefaults.upstreamTimeoutMs),
     pingIntervalMs: positiveInteger(options.pingIntervalMs, 'pingIntervalMs', kDefaults.pingIntervalMs),

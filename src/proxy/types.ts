@@ -28,11 +28,27 @@ export interface KeyIdentity {
  */
 export type Authenticate = (authorizationHeaderOrKey: string) => Promise<KeyIdentity> | KeyIdentity;
 
-/** Options of the `proxyRoutes` Fastify plugin. */
-export interface ProxyRoutesOptions {
-  /** Projects, organizations (proxy access) and the request log. */
+/**
+ * The part of the service the proxy uses (`SvcService` has this shape): its store, its key check and, when it has
+ * one, its proxy access rule.
+ */
+export interface ProxyService {
   store: Store;
-  authenticate: Authenticate;
+  authenticate(authorizationHeaderOrKey: string): Promise<KeyIdentity> | KeyIdentity;
+  /** Resolves when the caller's organization owns the project and has proxy access; throws SvcError otherwise. */
+  authorizeProxy?(principal: KeyIdentity, projectId: string): Promise<unknown>;
+}
+
+/**
+ * Options of the `proxyRoutes` Fastify plugin: either `service` (as the /v2 plugin passes it) or `store` and
+ * `authenticate`.
+ */
+export interface ProxyRoutesOptions {
+  service?: ProxyService;
+  /** Projects, organizations (proxy access) and the request log. Defaults to `service.store`. */
+  store?: Store;
+  /** Defaults to `service.authenticate`. */
+  authenticate?: Authenticate;
   /** Upstream URLs and keys; missing settings come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}` or the public API addresses. */
   providers?: ProviderOptions;
   /** Give up on an upstream that sends nothing for this long: 504 before the reply started, an error event after. Default 600000. */
@@ -49,6 +65,7 @@ export interface ProxyRoutesOptions {
 export interface ResolvedProxyOptions {
   store: Store;
   authenticate: Authenticate;
+  authorizeProxy: ((principal: KeyIdentity, projectId: string) => Promise<unknown>) | null;
   providers: ProviderConfig;
   upstreamTimeoutMs: number;
   pingIntervalMs: number;

@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SvcError } from '../errors.js';
+import { authorizeProject } from '../proxy/access.js';
 import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
 import { createUpstreamAgents, forwardCall, type ForwardSettings } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
-import type { KeyIdentity, ProviderName, ProxyRoutesOptions, ResolvedProxyOptions } from '../proxy/types.js';
+import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { RequestLogRow } from '../store/types.js';
 import { dashboardPage } from './dashboard-page.js';
 
@@ -69,7 +70,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
       `/:project_id${dialect.route}`,
       { bodyLimit: resolved.bodyLimit, config: { svcDialect: name } },
       async (request, reply) => {
-        const identity = await authorizeProject(resolved, request, true);
+        const identity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
         const clientBody = request.body.toString('utf8');
         const parsed = parseBody(clientBody);
         const clientModel = parsed.model;
@@ -101,7 +102,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
     '/:project_id/requests',
     async (request) => {
-      await authorizeProject(resolved, request, false);
+      await authorizeProject(resolved, credential(request), request.params.project_id, 'read-log');
       const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
       const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
       const rows = await resolved.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });
@@ -135,46 +136,6 @@ function credential(request: FastifyRequest): string | null {
   const apiKey = request.headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
   return null;
-}
-
-async function authorizeProject(
-  options: ResolvedProxyOptions,
-  request: FastifyRequest<{ Params: ProjectParams }>,
-  needsProxyAccess: boolean,
-): Promise<KeyIdentity> {
-  const key = credential(request);
-  if (key === null) {
-    throw new SvcError('authentication', 'missing API key: send Authorization: Bearer <key> or x-api-key: <key>');
-  }
-  let identity: KeyIdentity;
-  try {
-    identity = await options.authenticate(key);
-  } catch (error) {
-    if (error instanceof SvcError && error.code !== 'authentication') throw error;
-    throw new SvcError('authentication', error instanceof SvcError ? error.message : 'invalid API key', {
-      cause: error,
-    });
-  }
-  const projectId = request.params.project_id;
-  const project = await options.store.getProject(projectId);
-  if (!project) throw new SvcError('not_found', `project ${projectId} does not exist`);
-  if (project.orgId !== identity.orgId) {
-    throw new SvcError(
-      'permission',
-      `project ${projectId} belongs to another organization; ask the operator for access to it`,
-    );
-  }
-  if (needsProxyAccess) {
-    const organization = await options.store.getOrganization(identity.orgId);
-    if (!organization?.proxyAccess) {
-      throw new SvcError(
-        'permission',
-        `organization ${identity.orgId} has no access to the provider proxy; ask the operator to grant it ` +
-          `(svc proxy grant --org ${identity.orgId})`,
-      );
-    }
-  }
-  return identity;
 }
 
 function parseBody(text: string): Record<string, unknown> & { model?: unknown; stream?: unknown } {

@@ -44,11 +44,11 @@ describe('access', () => {
     const unknown = new OpenAI({ baseURL: h.sdkBase, apiKey: 'svc_not_a_key', maxRetries: 0 });
     const error = await caught(unknown.chat.completions.create({ model: 'provider-a:x', messages }));
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
-    expect(error.error).toEqual({ message: 'invalid API key', type: 'authentication_error', param: null, code: 'authentication_error' });
+    expect(error.error).toEqual({ message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication_error' });
     const response = await fetch(`${h.sdkBase}chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(response.status).toBe(401);
     expect(await response.json()).toEqual({
-      error: { message: 'missing API key: send Authorization: Bearer <key> or x-api-key: <key>', type: 'authentication_error', param: null, code: 'authentication_error' },
+      error: { message: "Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'", type: 'authentication_error', param: null, code: 'authentication_error' },
     });
   });
 
@@ -56,7 +56,7 @@ describe('access', () => {
     const globex = new OpenAI({ baseURL: `${h.base}/v2/${h.globexProjectId}/`, apiKey: h.globexKey, maxRetries: 0 });
     const error = await caught(globex.chat.completions.create({ model: 'provider-a:x', messages }));
     expect(error).toBeInstanceOf(OpenAI.PermissionDeniedError);
-    expect(error.message).toBe('403 organization globex has no access to the provider proxy; ask the operator to grant it (svc proxy grant --org globex)');
+    expect(error.message).toBe("403 The organization 'globex' has no proxy access; request access from the operator");
   });
 
   it("403 on another organization's project, 404 on an unknown project, in the anthropic shape", async () => {
@@ -65,12 +65,12 @@ describe('access', () => {
     expect(forbidden).toBeInstanceOf(Anthropic.PermissionDeniedError);
     expect(forbidden.error).toEqual({
       type: 'error',
-      error: { type: 'permission_error', message: 'project proj_globex00001 belongs to another organization; ask the operator for access to it' },
+      error: { type: 'permission_error', message: "This API key's organization does not own the project 'proj_globex00001'" },
     });
     const missing = new Anthropic({ baseURL: `${h.base}/v2/proj_nothere0000/`, apiKey: h.acmeKey, maxRetries: 0 });
     const notFound = await caught(missing.messages.create({ model: 'provider-c:x', max_tokens: 8, messages }));
     expect(notFound).toBeInstanceOf(Anthropic.NotFoundError);
-    expect(notFound.error).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'project proj_nothere0000 does not exist' } });
+    expect(notFound.error).toEqual({ type: 'error', error: { type: 'not_found_error', message: "The project 'proj_nothere0000' does not exist" } });
   });
 
   it('400 naming the known prefixes when the model has none the route serves', async () => {

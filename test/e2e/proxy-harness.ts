@@ -49,7 +49,7 @@ function storeAuthenticate(store: SqliteStore) {
   return async (header: string): Promise<KeyIdentity> => {
     const key = header.replace(/^Bearer\s+/i, '').trim();
     const record = await store.findApiKeyByHash(sha256(key));
-    if (!record || record.revokedAt !== null) throw new SvcError('authentication', 'invalid API key');
+    if (!record || record.revokedAt !== null) throw new SvcError('authentication', 'Invalid API key');
     return { orgId: record.orgId, keyId: record.id };
   };
 }

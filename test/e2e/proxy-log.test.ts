@@ -52,7 +52,7 @@ describe('GET /v2/{project_id}/requests', () => {
 
   it('answers 401, 403 and 400 in the service error shape', async () => {
     expect(await list('', 'svc_nope')).toEqual({
-      status: 401, body: { error: { message: 'invalid API key', type: 'authentication_error', param: null, code: 'authentication_error' } },
+      status: 401, body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication_error' } },
     });
     expect((await list('', h.globexKey)).status).toBe(403);
     expect(await list('?limit=0')).toEqual({
