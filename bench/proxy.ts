@@ -3,10 +3,13 @@
 // called directly, side by side in one process. Latency phase: direct and proxied requests interleaved at a fixed
 // rate each (default 200/s) with at most C in flight per side; added latency = proxied percentile - direct
 // percentile. Throughput phase: C concurrent clients as fast as they go, proxied vs direct, as a ratio.
+// Client, proxy and fake upstream run in three threads of this process (bench/_proxy-threads.ts).
+import { once } from 'node:events';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { kFakeKeys } from '../test/e2e/fake-provider.js';
-import { startProxyHarness } from '../test/e2e/proxy-harness.js';
+import { Worker } from 'node:worker_threads';
+import { type FakeProvider, kFakeKeys } from '../test/e2e/fake-provider.js';
+import type { ProxyThreadReady } from './_proxy-threads.js';
 
 interface Target {
   url: URL;
@@ -98,8 +101,15 @@ export async function run(args: string[]): Promise<void> {
   const count = option(args, 'requests', 1000);
   const rate = option(args, 'rate', 200);
   const concurrency = option(args, 'concurrency', 8);
-  // No pings in the way, no timeouts in the way.
-  const h = await startProxyHarness({ pingIntervalMs: 60_000, upstreamTimeoutMs: 60_000 });
+  const threadFile = new URL('./_proxy-threads.ts', import.meta.url);
+  // Workers do not inherit tsx's loader from `npm run bench`: each registers it before loading the thread file.
+  const tsxApi = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(threadFile.href)}); })`;
+  const fakeThread = new Worker(boot, { eval: true, workerData: { role: 'fake' } });
+  const [fakeUrls] = (await once(fakeThread, 'message')) as [FakeProvider['urls']];
+  const proxyThread = new Worker(boot, { eval: true, workerData: { role: 'proxy', fakeUrls } });
+  const [h] = (await once(proxyThread, 'message')) as [ProxyThreadReady];
+  let logged = 0;
   const agents: [http.Agent, http.Agent] = [
     new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 }),
     new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 }),
@@ -116,7 +126,7 @@ export async function run(args: string[]): Promise<void> {
           }),
         );
       const direct: Target = {
-        url: new URL(`${h.fake.urls.a}/chat/completions`),
+        url: new URL(`${fakeUrls.a}/chat/completions`),
         headers: { 'content-type': 'application/json', authorization: `Bearer ${kFakeKeys.a}` },
         body: payload('bench'),
       };
@@ -144,17 +154,24 @@ export async function run(args: string[]): Promise<void> {
         throughputRatio: Math.round((proxyRps / directRps) * 100) / 100,
       });
     }
-    await h.logRows(count);
   } finally {
     for (const agent of agents) agent.destroy();
-    await h.close();
+    // Every proxied request left its log row: warm-up, latency and throughput phases, both modes.
+    proxyThread.postMessage(rows.length * (200 + count * 2));
+    [logged] = (await once(proxyThread, 'message')) as [number];
+    fakeThread.postMessage('close');
+    await once(fakeThread, 'message');
+    await Promise.all([proxyThread.terminate(), fakeThread.terminate()]);
   }
 
   if (json) {
-    console.log(JSON.stringify({ requests: count, rate, concurrency, rows }, null, 2));
+    console.log(JSON.stringify({ requests: count, rate, concurrency, logged, rows }, null, 2));
     return;
   }
-  console.log(`proxy vs direct: ${count} requests per side at ${rate}/s each, at most ${concurrency} in flight; throughput with ${concurrency} clients`);
+  console.log(
+    `proxy vs direct: ${count} requests per side at ${rate}/s each, at most ${concurrency} in flight; ` +
+      `throughput with ${concurrency} clients; ${logged} request-log rows written`,
+  );
   console.log('| mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 / p99 ms | direct req/s | proxied req/s | throughput ratio |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) {

@@ -10,15 +10,21 @@ export interface Dialect {
   readonly route: string;
   /** Providers whose API speaks this dialect, with the path appended to the provider's base URL. */
   readonly upstreamPaths: Partial<Record<ProviderName, string>>;
-  errorBody(status: number, message: string): unknown;
+  errorBody(status: number, message: string, detail?: ErrorDetail): unknown;
   /** One complete SSE event that makes the client's SDK raise an error. */
-  streamErrorEvent(status: number, message: string): string;
+  streamErrorEvent(status: number, message: string, detail?: ErrorDetail): string;
   /** Whether a block of complete SSE events holds the stream's final event. */
   isTerminal(events: string): boolean;
   /** Tokens from a non-streaming JSON response body. */
   usageFromBody(body: unknown): Usage;
   /** Folds one streamed event's JSON data into the usage seen so far. */
   usageFromEvent(data: unknown, usage: Usage): Usage;
+}
+
+/** The stable `SvcError` code and the request field an error is about, when known. */
+export interface ErrorDetail {
+  code?: string | null;
+  param?: string | null;
 }
 
 export interface Usage {
@@ -28,16 +34,23 @@ export interface Usage {
 
 export type DialectName = 'openai' | 'mistral' | 'anthropic';
 
+// The service's error types, so /v2 answers alike on every route.
 const kOpenAiTypes: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
   403: 'permission_error',
   404: 'not_found_error',
-  413: 'invalid_request_error',
+  409: 'conflict',
+  413: 'request_too_large',
+  415: 'invalid_request_error',
   429: 'rate_limit_error',
   502: 'upstream_error',
-  504: 'upstream_timeout',
+  504: 'timeout_error',
 };
+
+function openAiType(status: number): string {
+  return kOpenAiTypes[status] ?? (status < 500 ? 'invalid_request_error' : 'api_error');
+}
 
 const kAnthropicTypes: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
@@ -72,12 +85,11 @@ const kNoUsage: Usage = Object.freeze({ tokensIn: null, tokensOut: null });
 const openai: Dialect = {
   route: '/chat/completions',
   upstreamPaths: { 'provider-a': '/chat/completions', 'provider-b': '/v1/chat/completions' },
-  errorBody(status, message) {
-    const type = kOpenAiTypes[status] ?? 'api_error';
-    return { error: { message, type, param: null, code: type } };
+  errorBody(status, message, detail = {}) {
+    return { error: { message, type: openAiType(status), param: detail.param ?? null, code: detail.code ?? null } };
   },
-  streamErrorEvent(status, message) {
-    return `data: ${JSON.stringify(this.errorBody(status, message))}\n\n`;
+  streamErrorEvent(status, message, detail) {
+    return `data: ${JSON.stringify(this.errorBody(status, message, detail))}\n\n`;
   },
   isTerminal: (events) => kDonePattern.test(events),
   usageFromBody: (body) => chatUsage(body, kNoUsage),
@@ -87,11 +99,11 @@ const openai: Dialect = {
 const mistral: Dialect = {
   route: '/v1/chat/completions',
   upstreamPaths: openai.upstreamPaths,
-  errorBody(status, message) {
-    return { object: 'error', message, type: kOpenAiTypes[status] ?? 'api_error', param: null, code: String(status) };
+  errorBody(status, message, detail = {}) {
+    return { object: 'error', message, type: openAiType(status), param: detail.param ?? null, code: String(status) };
   },
-  streamErrorEvent(status, message) {
-    return `data: ${JSON.stringify(this.errorBody(status, message))}\n\n`;
+  streamErrorEvent(status, message, detail) {
+    return `data: ${JSON.stringify(this.errorBody(status, message, detail))}\n\n`;
   },
   isTerminal: openai.isTerminal,
   usageFromBody: openai.usageFromBody,

@@ -51,6 +51,9 @@ const kCaptureLimitBytes = 128 * 1024;
 // Non-streaming bodies up to this size are parsed for their usage; larger ones are relayed without it.
 const kUsageBodyLimitBytes = 16 * 1024 * 1024;
 
+// SvcError codes for the errors the proxy itself reports.
+const kCodeByStatus: Readonly<Record<number, string>> = { 429: 'rate_limited', 502: 'upstream_error', 504: 'upstream_timeout' };
+
 class UpstreamTimeout extends Error {}
 
 /**
@@ -108,13 +111,14 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
   };
 
   const sendError = (status: number, message: string): void => {
+    const detail = { code: kCodeByStatus[status] ?? (status >= 500 ? 'upstream_error' : 'invalid_request') };
     if (sseOpen) {
-      const event = Buffer.from(dialect.streamErrorEvent(status, message));
+      const event = Buffer.from(dialect.streamErrorEvent(status, message, detail));
       capture(event);
       markFirstByte();
       res.end(event);
     } else if (!res.headersSent) {
-      const body = Buffer.from(JSON.stringify(dialect.errorBody(status, message)));
+      const body = Buffer.from(JSON.stringify(dialect.errorBody(status, message, detail)));
       capture(body);
       statusSent = status;
       markFirstByte();

@@ -60,8 +60,9 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     const dialect = kDialects[request.routeOptions.config?.svcDialect ?? 'openai'];
     const status = error instanceof SvcError ? error.status : error.statusCode ?? 500;
     if (status >= 500) request.log.error(error);
-    const message = status >= 500 && !(error instanceof SvcError) ? 'internal error' : error.message;
-    reply.code(status).send(dialect.errorBody(status, message));
+    const message = status >= 500 && !(error instanceof SvcError) ? 'Internal error' : error.message;
+    const detail = error instanceof SvcError ? { code: error.code, param: error.param } : { code: fastifyCode(status) };
+    reply.code(status).send(dialect.errorBody(status, message, detail));
   });
 
   for (const name of Object.keys(kDialects) as DialectName[]) {
@@ -127,6 +128,12 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
       )
       .send(dashboardPage(request.params.project_id));
   });
+}
+
+/** SvcError codes for Fastify's own errors (body too large, bad JSON, unsupported media type). */
+function fastifyCode(status: number): string {
+  if (status === 413) return 'payload_too_large';
+  return status < 500 ? 'invalid_request' : 'internal';
 }
 
 /** The caller's key from `Authorization: Bearer ...` or, as the Anthropic SDK may send it, `x-api-key`. */

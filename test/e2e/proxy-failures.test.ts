@@ -44,11 +44,11 @@ describe('access', () => {
     const unknown = new OpenAI({ baseURL: h.sdkBase, apiKey: 'svc_not_a_key', maxRetries: 0 });
     const error = await caught(unknown.chat.completions.create({ model: 'provider-a:x', messages }));
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
-    expect(error.error).toEqual({ message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication_error' });
+    expect(error.error).toEqual({ message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' });
     const response = await fetch(`${h.sdkBase}chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(response.status).toBe(401);
     expect(await response.json()).toEqual({
-      error: { message: "Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'", type: 'authentication_error', param: null, code: 'authentication_error' },
+      error: { message: "Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'", type: 'authentication_error', param: null, code: 'authentication' },
     });
   });
 
@@ -78,7 +78,7 @@ describe('access', () => {
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.error).toEqual({
       message: "model 'gpt-4o' has no known provider prefix; known prefixes: provider-a:, provider-b:",
-      type: 'invalid_request_error', param: null, code: 'invalid_request_error',
+      type: 'invalid_request_error', param: 'model', code: 'invalid_request',
     });
     const wrongRoute = await caught(anthropic.messages.create({ model: 'provider-a:gpt-4o', max_tokens: 8, messages }));
     expect(wrongRoute).toBeInstanceOf(Anthropic.BadRequestError);
@@ -88,7 +88,7 @@ describe('access', () => {
     expect(mistralError.statusCode).toBe(400);
     expect(JSON.parse(mistralError.body)).toEqual({
       object: 'error', message: "model 'mistral-small' has no known provider prefix; known prefixes: provider-a:, provider-b:",
-      type: 'invalid_request_error', param: null, code: '400',
+      type: 'invalid_request_error', param: 'model', code: '400',
     });
   });
 });
@@ -122,7 +122,7 @@ describe('upstream errors pass through', () => {
     const error = await caught(openai.chat.completions.create({ model: 'provider-a:hang', messages }));
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error.status).toBe(504);
-    expect(error.error).toEqual({ message: 'provider-a sent nothing for 1000 ms', type: 'upstream_timeout', param: null, code: 'upstream_timeout' });
+    expect(error.error).toEqual({ message: 'provider-a sent nothing for 1000 ms', type: 'timeout_error', param: null, code: 'upstream_timeout' });
     const closed = await h.fake.closed('hang');
     expect(closed.closedEarly).toBe(true);
   });

@@ -54,8 +54,12 @@ function storeAuthenticate(store: SqliteStore) {
   };
 }
 
-export async function startProxyHarness(overrides: Partial<ProxyRoutesOptions> = {}): Promise<ProxyHarness> {
-  const fake = await startFakeProvider();
+/** `fake`: an already running fake provider (e.g. in another thread) to use instead of starting one. */
+export async function startProxyHarness(
+  overrides: Partial<ProxyRoutesOptions> = {},
+  given?: FakeProvider,
+): Promise<ProxyHarness> {
+  const fake = given ?? (await startFakeProvider());
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-proxy-'));
   const store = SqliteStore.open(dataDir);
   await store.createOrganization('acme');
@@ -100,7 +104,7 @@ export async function startProxyHarness(overrides: Partial<ProxyRoutesOptions> =
     sdkBase: `${base}/v2/${projectId}/`,
     async logRows(count, project = projectId) {
       for (let i = 0; i < 200; i++) {
-        const rows = await store.listRequestLog(project, { limit: 1000 });
+        const rows = await store.listRequestLog(project, { limit: Math.max(1000, count) });
         if (rows.length >= count) return rows;
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
@@ -117,7 +121,7 @@ export async function startProxyHarness(overrides: Partial<ProxyRoutesOptions> =
     },
     async close() {
       await app.close();
-      await fake.close();
+      if (!given) await fake.close();
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

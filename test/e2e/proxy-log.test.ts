@@ -52,11 +52,11 @@ describe('GET /v2/{project_id}/requests', () => {
 
   it('answers 401, 403 and 400 in the service error shape', async () => {
     expect(await list('', 'svc_nope')).toEqual({
-      status: 401, body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication_error' } },
+      status: 401, body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' } },
     });
     expect((await list('', h.globexKey)).status).toBe(403);
     expect(await list('?limit=0')).toEqual({
-      status: 400, body: { error: { message: 'limit must be an integer from 1 to 500', type: 'invalid_request_error', param: null, code: 'invalid_request_error' } },
+      status: 400, body: { error: { message: 'limit must be an integer from 1 to 500', type: 'invalid_request_error', param: 'limit', code: 'invalid_request' } },
     });
   });
 });
