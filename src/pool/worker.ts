@@ -1,7 +1,105 @@
-// The piscina worker entry: native work runs here, never on the main thread.
-import { loadAddon } from '../native/load.js';
+// The piscina worker entry (tsup builds it to dist/worker.js): all native work runs here,
+// never on the main thread. Each worker keeps one encoder per base model, shared by every
+// classifier on it; results go back transferred, not copied.
+import { setPriority } from 'node:os';
+import { threadId } from 'node:worker_threads';
 
-/** Loads the addon in this worker; task handlers are added by the pool module. */
-export default function ping(): string {
-  return loadAddon().cpuInfo().level;
+import { move, workerData } from 'piscina';
+
+import { SvcError } from '../errors.js';
+import { writeModelDir } from '../model/write.js';
+import { Encoder } from '../native/encoder.js';
+import { cpuInfo } from '../native/index.js';
+import { scoreSegments } from '../predict/head.js';
+import { fitLogisticRegression, sigmoid } from '../train/logistic.js';
+import { embedTexts } from './embed-texts.js';
+import { kWorkerError } from './tasks.js';
+import type { EmbedTask, FitResult, FitTask, PingResult, PoolTask, PredictTask, SaveTask, WorkerSettings } from './tasks.js';
+
+const settings = workerData as WorkerSettings;
+
+// On Linux a nice value belongs to a thread: lowering this worker's (before the engine starts
+// its threads, which inherit it) lets the host's event loop win a busy CPU. Elsewhere it is
+// process-wide or refused, so it is only applied where it is per thread.
+if (process.platform === 'linux' && settings.niceness > 0) {
+  try {
+    setPriority(settings.niceness);
+  } catch {
+    // not permitted: keep the normal priority
+  }
+}
+const encoders = new Map<string, Encoder>();
+
+function encoderFor(baseModel: string): Encoder {
+  let encoder = encoders.get(baseModel);
+  if (!encoder) {
+    // fp32: probabilities must match the exported ONNX model within 1e-3.
+    encoder = Encoder.fromPretrained(baseModel, { precision: 'fp32', threads: settings.engineThreads });
+    encoders.set(baseModel, encoder);
+  }
+  return encoder;
+}
+
+function embed(task: EmbedTask): Float32Array {
+  return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts);
+}
+
+function predict(task: PredictTask): Float32Array {
+  const encoder = encoderFor(task.baseModel);
+  const embeddings = embedTexts(task.baseModel, encoder, task.texts);
+  return scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
+}
+
+function fit(task: FitTask): FitResult {
+  const { embeddings, labels, dim, C } = task;
+  const result = fitLogisticRegression(embeddings, labels, dim, { C });
+  let correct = 0;
+  for (let i = 0; i < labels.length; i++) {
+    let z = result.bias;
+    for (let j = 0; j < dim; j++) z += result.weights[j] * embeddings[i * dim + j];
+    if (sigmoid(z) >= 0.5 === (labels[i] === 1)) correct++;
+  }
+  return {
+    weights: result.weights,
+    bias: result.bias,
+    iterations: result.iterations,
+    gradientNorm: result.gradientNorm,
+    trainAccuracy: correct / labels.length,
+  };
+}
+
+async function save(task: SaveTask): Promise<void> {
+  await writeModelDir(task.dir, task.manifest, { weights: task.weights, bias: task.bias });
+}
+
+function ping(): PingResult {
+  return { threadId, engineThreads: settings.engineThreads, cpuLevel: cpuInfo().level };
+}
+
+async function dispatch(task: PoolTask): Promise<unknown> {
+  switch (task.kind) {
+    case 'embed':
+      return move(embed(task));
+    case 'predict':
+      return move(predict(task));
+    case 'fit':
+      return fit(task);
+    case 'save':
+      return save(task);
+    case 'ping':
+      return ping();
+  }
+}
+
+/**
+ * Runs one pool task. An SvcError comes back as a value, because errors lose their extra
+ * fields (code, param) when they cross threads.
+ */
+export default async function run(task: PoolTask): Promise<unknown> {
+  try {
+    return await dispatch(task);
+  } catch (error) {
+    if (error instanceof SvcError) return { [kWorkerError]: { code: error.code, message: error.message, param: error.param } };
+    throw error;
+  }
 }

@@ -1,0 +1,115 @@
+// Exposes svc::Encoder as the addon class `Encoder`. Arguments arrive as
+// primitives and typed arrays; the output Float32Array is allocated by the caller
+// and written in place (no copy back).
+#include <napi.h>
+
+#include <memory>
+#include <string>
+
+#include "addon_data.h"
+#include "encoder/encoder.h"
+#include "encoder/weights.h"
+
+namespace svc_bindings {
+
+namespace {
+
+class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Encoder",
+                       {InstanceMethod<&EncoderWrap::Embed>("embed"),
+                        InstanceMethod<&EncoderWrap::HiddenStates>("hiddenStates"),
+                        InstanceMethod<&EncoderWrap::Dispose>("dispose"),
+                        InstanceAccessor<&EncoderWrap::Dim>("dim"),
+                        InstanceAccessor<&EncoderWrap::Threads>("threads"),
+                        InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes")});
+  }
+
+  // new Encoder(configPath: string, weightsPath: string, precision: 'fp32' | 'int8', threads: number)
+  explicit EncoderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EncoderWrap>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() != 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
+        !info[3].IsNumber())
+      throw Napi::TypeError::New(env, "Encoder(configPath, weightsPath, precision, threads)");
+    const std::string precision = info[2].As<Napi::String>().Utf8Value();
+    if (precision != "fp32" && precision != "int8")
+      throw Napi::TypeError::New(env, "precision must be 'fp32' or 'int8'");
+    const int threads = info[3].As<Napi::Number>().Int32Value();
+    try {
+      auto weights = svc::acquire_weights(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
+                                          precision == "int8" ? svc::Precision::kInt8 : svc::Precision::kF32);
+      encoder_ = std::make_unique<svc::Encoder>(std::move(weights), threads);
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, e.what());
+    }
+  }
+
+ private:
+  svc::Encoder& live(Napi::Env env) {
+    if (!encoder_) throw Napi::Error::New(env, "the encoder has been disposed");
+    return *encoder_;
+  }
+
+  template <bool kPooled>
+  Napi::Value Run(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    svc::Encoder& enc = live(env);
+    if (info.Length() != 3 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsTypedArray())
+      throw Napi::TypeError::New(env, "expected (ids: Int32Array, lengths: Int32Array, out: Float32Array)");
+    auto ids = info[0].As<Napi::TypedArray>();
+    auto lengths = info[1].As<Napi::TypedArray>();
+    auto out = info[2].As<Napi::TypedArray>();
+    if (ids.TypedArrayType() != napi_int32_array || lengths.TypedArrayType() != napi_int32_array ||
+        out.TypedArrayType() != napi_float32_array)
+      throw Napi::TypeError::New(env, "expected (ids: Int32Array, lengths: Int32Array, out: Float32Array)");
+    auto ids32 = ids.As<Napi::Int32Array>();
+    auto len32 = lengths.As<Napi::Int32Array>();
+    auto outf = out.As<Napi::Float32Array>();
+    const size_t rows = kPooled ? len32.ElementLength() : ids32.ElementLength();
+    if (outf.ElementLength() != rows * static_cast<size_t>(enc.dim()))
+      throw Napi::RangeError::New(env, "out has the wrong length");
+    try {
+      if (kPooled)
+        enc.embed(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data());
+      else
+        enc.hidden_states(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data());
+    } catch (const std::invalid_argument& e) {
+      throw Napi::RangeError::New(env, e.what());
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, e.what());
+    }
+    return env.Undefined();
+  }
+
+  Napi::Value Embed(const Napi::CallbackInfo& info) { return Run<true>(info); }
+  Napi::Value HiddenStates(const Napi::CallbackInfo& info) { return Run<false>(info); }
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    encoder_.reset();  // drops this instance's reference to the shared weights
+    return info.Env().Undefined();
+  }
+  Napi::Value Dim(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), live(info.Env()).dim()); }
+  Napi::Value Threads(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), live(info.Env()).threads());
+  }
+  Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(live(info.Env()).weights().bytes));
+  }
+
+  std::unique_ptr<svc::Encoder> encoder_;
+};
+
+Napi::Value LoadedWeightSets(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), svc::loaded_weight_sets());
+}
+
+}  // namespace
+
+void InitEncoder(Napi::Env env, Napi::Object exports) {
+  Napi::Function ctor = EncoderWrap::Define(env);
+  addon_data(env).constructors["Encoder"] = Napi::Persistent(ctor);
+  exports.Set("Encoder", ctor);
+  exports.Set("loadedWeightSets", Napi::Function::New(env, LoadedWeightSets, "loadedWeightSets"));
+}
+
+}  // namespace svc_bindings

@@ -1,0 +1,134 @@
+#include "encoder/encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/ops.h"
+
+namespace svc {
+
+Encoder::Encoder(std::shared_ptr<const ModelWeights> weights, int threads)
+    : weights_(std::move(weights)), pool_(std::max(1, threads)) {}
+
+void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual,
+                     Epilogue ep) {
+  GemmArgs args;
+  args.a = a;
+  args.lda = k;
+  args.m = m;
+  args.c = c;
+  args.ldc = l.n();
+  args.residual = residual;
+  args.epilogue = ep;
+  if (weights_->precision == Precision::kInt8) {
+    quantize_rows(a, k, m, k, quant_, &pool_);
+    gemm_s8(quant_, args, l.s8, &pool_);
+  } else {
+    gemm_f32(args, l.f32, &pool_);
+  }
+}
+
+void Encoder::layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma, const AlignedBuffer<float>& beta) {
+  const int h = dim();
+  const float eps = weights_->config.layer_norm_eps;
+  constexpr int64_t kRowsPerTask = 16;
+  pool_.run((m + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t, int) {
+    const int64_t r0 = t * kRowsPerTask, rows = std::min(kRowsPerTask, m - r0);
+    ops().layer_norm(x + r0 * h, h, rows, h, gamma.data(), beta.data(), eps);
+  });
+}
+
+void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts) {
+  const EncoderConfig& c = weights_->config;
+  const ModelWeights& w = *weights_;
+  const int H = c.hidden, I = c.intermediate, dh = c.head_dim();
+  offsets_.assign(static_cast<std::size_t>(n_texts) + 1, 0);
+  int max_len = 0;
+  for (int64_t t = 0; t < n_texts; ++t) {
+    if (lengths[t] < 1 || lengths[t] > c.max_positions)
+      throw std::invalid_argument("lengths[" + std::to_string(t) + "] is " + std::to_string(lengths[t]) +
+                                  ", must be between 1 and " + std::to_string(c.max_positions));
+    offsets_[t + 1] = offsets_[t] + lengths[t];
+    max_len = std::max(max_len, lengths[t]);
+  }
+  const int64_t M = offsets_[n_texts];
+  if (M != n_ids)
+    throw std::invalid_argument("ids has " + std::to_string(n_ids) + " entries but lengths add up to " +
+                                std::to_string(M));
+  for (int64_t i = 0; i < M; ++i)
+    if (ids[i] < 0 || ids[i] >= c.vocab)
+      throw std::invalid_argument("ids[" + std::to_string(i) + "] is " + std::to_string(ids[i]) +
+                                  ", outside the vocabulary of " + std::to_string(c.vocab));
+
+  x_.resize(M * H);
+  tmp_.resize(M * H);
+  ctx_.resize(M * H);
+  qkv_.resize(M * 3 * H);
+  inter_.resize(M * I);
+  const int64_t scratch_per_thread = (static_cast<int64_t>(dh) + 1) * max_len + 16;
+  scratch_.resize(scratch_per_thread * pool_.size());
+
+  // Embeddings: word + position (restarting per text) + token type 0, then LayerNorm.
+  pool_.run(n_texts, [&](int64_t t, int) {
+    for (int64_t i = offsets_[t]; i < offsets_[t + 1]; ++i) {
+      const float* word = w.word.data() + static_cast<int64_t>(ids[i]) * H;
+      const float* pos = w.position.data() + (i - offsets_[t]) * H;
+      float* row = x_.data() + i * H;
+      for (int j = 0; j < H; ++j) row[j] = word[j] + pos[j] + w.token_type0[j];
+    }
+  });
+  layer_norm(x_.data(), M, w.emb_ln_gamma, w.emb_ln_beta);
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  for (const LayerWeights& l : w.layers) {
+    linear(l.qkv, x_.data(), M, H, qkv_.data(), nullptr, Epilogue::kNone);
+    // Attention per (text, head); longer texts first would balance better, but texts
+    // in one batch are similar and tasks are handed out dynamically.
+    pool_.run(n_texts * c.heads, [&](int64_t task, int thread) {
+      const int64_t t = task / c.heads;
+      const int head = static_cast<int>(task % c.heads);
+      const int64_t row0 = offsets_[t];
+      const int len = static_cast<int>(offsets_[t + 1] - row0);
+      const float* q = qkv_.data() + row0 * 3 * H + head * dh;
+      ops().attention_head(q, q + H, q + 2 * H, 3 * H, len, dh, scale, ctx_.data() + row0 * H + head * dh, H,
+                           scratch_.data() + thread * scratch_per_thread);
+    });
+    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone);
+    layer_norm(tmp_.data(), M, l.ln1_gamma, l.ln1_beta);
+    linear(l.inter, tmp_.data(), M, H, inter_.data(), nullptr, Epilogue::kGelu);
+    linear(l.out, inter_.data(), M, I, x_.data(), tmp_.data(), Epilogue::kNone);
+    layer_norm(x_.data(), M, l.ln2_gamma, l.ln2_beta);
+  }
+}
+
+void Encoder::embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (n_texts == 0) return;
+  forward(ids, n_ids, lengths, n_texts);
+  const int H = dim();
+  pool_.run(n_texts, [&](int64_t t, int) {
+    float* o = out + t * H;
+    std::fill(o, o + H, 0.0f);
+    for (int64_t i = offsets_[t]; i < offsets_[t + 1]; ++i) ops().add_into(o, x_.data() + i * H, H);
+    const float inv_len = 1.0f / static_cast<float>(offsets_[t + 1] - offsets_[t]);
+    double norm = 0;
+    for (int j = 0; j < H; ++j) {
+      o[j] *= inv_len;
+      norm += static_cast<double>(o[j]) * o[j];
+    }
+    // sentence-transformers' Normalize: x / max(||x||, 1e-12).
+    const float inv_norm = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
+    for (int j = 0; j < H; ++j) o[j] *= inv_norm;
+  });
+}
+
+void Encoder::hidden_states(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (n_texts == 0) return;
+  forward(ids, n_ids, lengths, n_texts);
+  std::copy(x_.data(), x_.data() + offsets_[n_texts] * dim(), out);
+}
+
+}  // namespace svc

@@ -1,0 +1,49 @@
+// BERT encoder forward pass over a packed batch: the tokens of all texts stacked
+// in one [total_tokens x hidden] matrix with no padding, attention computed per
+// text and head, then mean pooling per text and L2 normalization.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "encoder/weights.h"
+#include "kernels/qgemm.h"
+#include "tensor/aligned_buffer.h"
+#include "thread_pool.h"
+
+namespace svc {
+
+class Encoder {
+ public:
+  // threads >= 1: the pool size including the calling thread.
+  Encoder(std::shared_ptr<const ModelWeights> weights, int threads);
+
+  int dim() const { return weights_->config.hidden; }
+  int max_positions() const { return weights_->config.max_positions; }
+  int threads() const { return pool_.size(); }
+  const ModelWeights& weights() const { return *weights_; }
+
+  // ids holds sum(lengths) token ids, text after text; out receives n_texts x dim floats.
+  // Throws std::invalid_argument on an id outside the vocabulary or a length outside [1, max_positions].
+  void embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out);
+
+  // Same forward, but writes the final hidden states (sum(lengths) x dim) instead of pooling.
+  void hidden_states(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out);
+
+ private:
+  void forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts);
+  void linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep);
+  void layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma, const AlignedBuffer<float>& beta);
+
+  std::shared_ptr<const ModelWeights> weights_;
+  ThreadPool pool_;
+  std::mutex mutex_;  // one forward at a time per Encoder: scratch buffers are per instance
+  std::vector<int64_t> offsets_;
+  AlignedBuffer<float> x_, tmp_, qkv_, ctx_, inter_, scratch_;
+  QuantizedRows quant_;
+};
+
+}  // namespace svc

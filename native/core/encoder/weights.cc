@@ -1,0 +1,129 @@
+#include "encoder/weights.h"
+
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "tensor/safetensors.h"
+
+namespace svc {
+
+namespace {
+
+class Loader {
+ public:
+  Loader(const SafeTensorsFile& file, const EncoderConfig& c) : file_(file), c_(c) {
+    // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
+    for (const char* prefix : {"", "bert.", "model."}) {
+      if (file.has(std::string(prefix) + "embeddings.word_embeddings.weight")) {
+        prefix_ = prefix;
+        return;
+      }
+    }
+    throw std::runtime_error("weights have no embeddings.word_embeddings.weight (with or without a bert. prefix)");
+  }
+
+  AlignedBuffer<float> read(const std::string& name, std::vector<int64_t> shape) const {
+    return file_.read_f32(prefix_ + name, shape);
+  }
+
+  Linear linear(const std::vector<std::string>& names, int in, Precision precision) const {
+    // Several nn.Linear stacked along the output dimension (Q, K, V) become one.
+    std::vector<AlignedBuffer<float>> ws, bs;
+    int n = 0;
+    for (const std::string& name : names) {
+      const int64_t out = file_.info(prefix_ + name + ".weight").shape.at(0);
+      ws.push_back(read(name + ".weight", {out, in}));
+      bs.push_back(read(name + ".bias", {out}));
+      n += static_cast<int>(out);
+    }
+    AlignedBuffer<float> w(static_cast<std::size_t>(n) * in), b(static_cast<std::size_t>(n));
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < ws.size(); ++i) {
+      const std::size_t rows = bs[i].size();
+      std::copy(ws[i].data(), ws[i].data() + rows * in, w.data() + row * in);
+      std::copy(bs[i].data(), bs[i].data() + rows, b.data() + row);
+      row += rows;
+    }
+    Linear l;
+    if (precision == Precision::kInt8) l.s8 = pack_s8(w.data(), b.data(), n, in);
+    else l.f32 = pack_f32(w.data(), b.data(), n, in);
+    return l;
+  }
+
+ private:
+  const SafeTensorsFile& file_;
+  const EncoderConfig& c_;
+  std::string prefix_;
+};
+
+std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::string& weights_path,
+                                   Precision precision) {
+  auto m = std::make_shared<ModelWeights>();
+  m->config = read_encoder_config(config_path);
+  m->precision = precision;
+  const EncoderConfig& c = m->config;
+  SafeTensorsFile file(weights_path);
+  Loader ld(file, c);
+  const int64_t H = c.hidden, I = c.intermediate;
+  m->word = ld.read("embeddings.word_embeddings.weight", {c.vocab, H});
+  m->position = ld.read("embeddings.position_embeddings.weight", {c.max_positions, H});
+  AlignedBuffer<float> types = ld.read("embeddings.token_type_embeddings.weight", {c.type_vocab, H});
+  m->token_type0.resize(H);
+  std::copy(types.data(), types.data() + H, m->token_type0.data());
+  m->emb_ln_gamma = ld.read("embeddings.LayerNorm.weight", {H});
+  m->emb_ln_beta = ld.read("embeddings.LayerNorm.bias", {H});
+  m->bytes = (m->word.size() + m->position.size() + 3 * H) * sizeof(float);
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.qkv = ld.linear({p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
+                      static_cast<int>(H), precision);
+    l.attn_out = ld.linear({p + "attention.output.dense"}, static_cast<int>(H), precision);
+    l.inter = ld.linear({p + "intermediate.dense"}, static_cast<int>(H), precision);
+    l.out = ld.linear({p + "output.dense"}, static_cast<int>(I), precision);
+    if (l.inter.n() != I) throw std::runtime_error(weights_path + ": intermediate.dense does not match intermediate_size");
+    l.ln1_gamma = ld.read(p + "attention.output.LayerNorm.weight", {H});
+    l.ln1_beta = ld.read(p + "attention.output.LayerNorm.bias", {H});
+    l.ln2_gamma = ld.read(p + "output.LayerNorm.weight", {H});
+    l.ln2_beta = ld.read(p + "output.LayerNorm.bias", {H});
+    for (const Linear* lin : {&l.qkv, &l.attn_out, &l.inter, &l.out}) m->bytes += lin->f32.bytes() + lin->s8.bytes();
+    m->bytes += 4 * H * sizeof(float);
+    m->layers.push_back(std::move(l));
+  }
+  return m;
+}
+
+std::mutex g_cache_mutex;
+std::map<std::string, std::weak_ptr<const ModelWeights>> g_cache;
+
+}  // namespace
+
+std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
+                                                    Precision precision) {
+  char resolved[PATH_MAX];
+  const std::string real = ::realpath(weights_path.c_str(), resolved) ? std::string(resolved) : weights_path;
+  const std::string key = real + (precision == Precision::kInt8 ? "#int8" : "#fp32");
+  // Loading happens under the lock: a second caller waits for the first load instead of doing its own.
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  if (auto it = g_cache.find(key); it != g_cache.end()) {
+    if (auto alive = it->second.lock()) return alive;
+  }
+  std::shared_ptr<const ModelWeights> loaded = load(config_path, weights_path, precision);
+  g_cache[key] = loaded;
+  return loaded;
+}
+
+int loaded_weight_sets() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  int n = 0;
+  for (auto it = g_cache.begin(); it != g_cache.end();) {
+    if (it->second.expired()) it = g_cache.erase(it);
+    else ++n, ++it;
+  }
+  return n;
+}
+
+}  // namespace svc

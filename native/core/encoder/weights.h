@@ -1,0 +1,49 @@
+// An encoder's weights in the layout the kernels want: embeddings as fp32 tables,
+// every linear layer pre-packed (fp32 panels, or int8 per-output-channel), Q, K and
+// V fused into one [3H x H] projection. Loaded once per (file, precision) per
+// process and shared: every Encoder and every worker thread holds a reference.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "encoder/config.h"
+#include "kernels/gemm.h"
+#include "kernels/qgemm.h"
+#include "tensor/aligned_buffer.h"
+
+namespace svc {
+
+enum class Precision { kF32, kInt8 };
+
+// A linear layer in exactly one of the two packed forms, chosen by precision.
+struct Linear {
+  PackedF32 f32;
+  PackedS8 s8;
+  int n() const { return f32.n ? f32.n : s8.n; }
+};
+
+struct LayerWeights {
+  Linear qkv, attn_out, inter, out;
+  AlignedBuffer<float> ln1_gamma, ln1_beta, ln2_gamma, ln2_beta;
+};
+
+struct ModelWeights {
+  EncoderConfig config;
+  Precision precision = Precision::kF32;
+  AlignedBuffer<float> word, position, token_type0;  // token_type0: the row for type id 0
+  AlignedBuffer<float> emb_ln_gamma, emb_ln_beta;
+  std::vector<LayerWeights> layers;
+  std::size_t bytes = 0;  // resident size of everything above
+};
+
+// Returns the shared copy for (weights file, precision), loading it on first use.
+// Thread-safe; the copy is freed when the last holder lets go.
+std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
+                                                    Precision precision);
+
+// How many distinct weight sets are loaded in this process right now (for tests).
+int loaded_weight_sets();
+
+}  // namespace svc

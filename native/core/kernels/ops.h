@@ -1,0 +1,28 @@
+// The non-GEMM kernels of a BERT layer, dispatched once per process to the best
+// ISA build (the same plain-loop code compiled with scalar, AVX2 or AVX-512 flags).
+#pragma once
+
+#include <cstdint>
+
+namespace svc {
+
+struct OpsTable {
+  // In place over `rows` rows of `n` floats (stride ld): y = (x - mean) / sqrt(var + eps) * gamma + beta.
+  void (*layer_norm)(float* x, int64_t ld, int64_t rows, int n, const float* gamma, const float* beta, float eps);
+  // Self-attention of one head of one text. q, k, v point at the head's first column in a
+  // [len x ld] matrix; out is [len x ldo]; scratch holds len * len + dh * len floats.
+  void (*attention_head)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
+                         float* out, int64_t ldo, float* scratch);
+  // out[j] += x[j] for n entries (mean pooling accumulates rows).
+  void (*add_into)(float* out, const float* x, int n);
+};
+
+const OpsTable& ops();
+
+namespace detail {
+OpsTable ops_scalar();
+OpsTable ops_avx2();
+OpsTable ops_avx512();
+}  // namespace detail
+
+}  // namespace svc

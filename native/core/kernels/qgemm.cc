@@ -1,0 +1,133 @@
+#include "kernels/qgemm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu_features.h"
+#include "kernels/gemm_tile.h"
+#include "thread_pool.h"
+
+namespace svc {
+
+namespace detail {
+namespace {
+void qtile_scalar(const uint8_t* a, int64_t lda, const float* a_scale, int rows, const int8_t* panel,
+                  const float* w_scale, const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc,
+                  int cols, const float* residual, Epilogue epilogue) {
+  constexpr int kNr = PackedS8::kNr;
+  for (int r = 0; r < rows; ++r) {
+    int32_t acc[kNr] = {0};
+    const uint8_t* ar = a + r * lda;
+    for (int g = 0; g < kp / 4; ++g) {
+      const int8_t* b = panel + static_cast<int64_t>(g) * kNr * 4;
+      for (int j = 0; j < kNr; ++j)
+        for (int t = 0; t < 4; ++t) acc[j] += static_cast<int32_t>(ar[4 * g + t]) * b[j * 4 + t];
+    }
+    float* out = c + r * ldc;
+    for (int j = 0; j < cols; ++j)
+      out[j] = static_cast<float>(acc[j] - offset[j]) * a_scale[r] * w_scale[j] + bias[j];
+  }
+  finish_tile(c, ldc, rows, cols, residual, epilogue);
+}
+}  // namespace
+QGemmKernel qgemm_kernel_scalar() { return {4, qtile_scalar}; }
+}  // namespace detail
+
+namespace {
+const detail::QGemmKernel& kernel() {
+  static const detail::QGemmKernel k = [] {
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512) return detail::qgemm_kernel_avx512(f.avx512vnni);
+    if (f.avx2) return detail::qgemm_kernel_avx2();
+    return detail::qgemm_kernel_scalar();
+  }();
+  return k;
+}
+}  // namespace
+
+PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
+  constexpr int kNr = PackedS8::kNr;
+  PackedS8 p;
+  p.n = n;
+  p.k = k;
+  p.kp = (k + 3) / 4 * 4;
+  const int panels = (n + kNr - 1) / kNr;
+  p.data.resize(static_cast<std::size_t>(panels) * kNr * p.kp);
+  p.data.zero();
+  for (auto* buf : {&p.scale, &p.bias}) {
+    buf->resize(static_cast<std::size_t>(panels) * kNr);
+    buf->zero();
+  }
+  p.offset.resize(static_cast<std::size_t>(panels) * kNr);
+  p.offset.zero();
+  for (int col = 0; col < n; ++col) {
+    const float* src = w + static_cast<int64_t>(col) * k;
+    float amax = 0;
+    for (int kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(src[kk]));
+    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    const int panel = col / kNr, j = col % kNr;
+    int8_t* dst = p.data.data() + static_cast<int64_t>(panel) * kNr * p.kp;
+    int32_t colsum = 0;
+    for (int kk = 0; kk < k; ++kk) {
+      const int q = static_cast<int>(std::lrint(src[kk] / scale));
+      const int8_t v = static_cast<int8_t>(std::clamp(q, -127, 127));
+      dst[(static_cast<int64_t>(kk / 4) * kNr + j) * 4 + kk % 4] = v;
+      colsum += v;
+    }
+    p.scale[col] = scale;
+    p.offset[col] = 128 * colsum;
+    p.bias[col] = bias ? bias[col] : 0.0f;
+  }
+  return p;
+}
+
+void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool) {
+  q.m = m;
+  q.kp = (k + 3) / 4 * 4;
+  q.data.resize(static_cast<std::size_t>(m) * q.kp);
+  q.scale.resize(static_cast<std::size_t>(m));
+  constexpr int64_t kRowsPerTask = 32;
+  auto task = [&](int64_t t, int) {
+    const int64_t r1 = std::min(m, (t + 1) * kRowsPerTask);
+    for (int64_t r = t * kRowsPerTask; r < r1; ++r) {
+      const float* src = a + r * lda;
+      float amax = 0;
+      for (int kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(src[kk]));
+      const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+      const float inv = 1.0f / scale;
+      uint8_t* dst = q.data.data() + r * q.kp;
+      for (int kk = 0; kk < k; ++kk) dst[kk] = static_cast<uint8_t>(static_cast<int>(std::nearbyint(src[kk] * inv)) + 128);
+      for (int kk = k; kk < q.kp; ++kk) dst[kk] = 128;
+      q.scale[r] = scale;
+    }
+  };
+  const int64_t tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  if (pool) pool->run(tasks, task);
+  else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+}
+
+void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool) {
+  constexpr int kNr = PackedS8::kNr;
+  const detail::QGemmKernel& kern = kernel();
+  const int panels = (w.n + kNr - 1) / kNr;
+  const int64_t row_block = static_cast<int64_t>(kern.mr) * 4;
+  const int64_t row_blocks = (a.m + row_block - 1) / row_block;
+  auto task = [&](int64_t t, int) {
+    const int64_t rb = t / panels;
+    const int p = static_cast<int>(t % panels);
+    const int64_t row0 = rb * row_block, row1 = std::min(a.m, row0 + row_block);
+    const int col0 = p * kNr, cols = std::min(kNr, w.n - col0);
+    const int8_t* panel = w.data.data() + static_cast<int64_t>(p) * kNr * w.kp;
+    for (int64_t r = row0; r < row1; r += kern.mr) {
+      const int rows = static_cast<int>(std::min<int64_t>(kern.mr, row1 - r));
+      kern.tile(a.data.data() + r * a.kp, a.kp, a.scale.data() + r, rows, panel, w.scale.data() + col0,
+                w.offset.data() + col0, w.bias.data() + col0, w.kp, args.c + r * args.ldc + col0, args.ldc, cols,
+                args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
+    }
+  };
+  const int64_t tasks = row_blocks * panels;
+  if (pool) pool->run(tasks, task);
+  else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+}
+
+}  // namespace svc

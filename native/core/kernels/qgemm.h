@@ -1,0 +1,55 @@
+// Int8 GEMM for linear layers: weights quantized symmetrically per output channel
+// at load time (s8), activations quantized per row at run time (s8 shifted to u8 by
+// +128, the operand order of VNNI's vpdpbusd). The +128 shift is undone with a
+// precomputed 128 * column-sum of the weights:
+//   C[r][j] = (sum_k u8[r][k] * w8[j][k] - 128 * colsum[j]) * a_scale[r] * w_scale[j] + bias[j].
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm.h"
+#include "tensor/aligned_buffer.h"
+
+namespace svc {
+
+struct PackedS8 {
+  static constexpr int kNr = 32;  // columns per panel
+  int n = 0;
+  int k = 0;
+  int kp = 0;                       // k rounded up to a multiple of 4
+  AlignedBuffer<int8_t> data;       // panel p, group g: data[((p * kp / 4 + g) * kNr + j) * 4 + t] = W8[p*kNr+j][4g+t]
+  AlignedBuffer<float> scale;       // per column, padded to kNr
+  AlignedBuffer<int32_t> offset;    // 128 * sum_k W8[j][k], padded
+  AlignedBuffer<float> bias;        // padded
+  std::size_t bytes() const { return data.size() + (scale.size() + offset.size() + bias.size()) * 4; }
+};
+
+PackedS8 pack_s8(const float* w, const float* bias, int n, int k);
+
+// Activations of one GEMM, quantized: rows of kp bytes and a scale per row.
+struct QuantizedRows {
+  AlignedBuffer<uint8_t> data;
+  AlignedBuffer<float> scale;
+  int64_t m = 0;
+  int kp = 0;
+};
+
+// Quantizes A (m x k, stride lda) into q, parallel over rows. Then C as in GemmArgs.
+void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool);
+void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool);
+
+namespace detail {
+// rows <= mr rows of quantized A against one panel; writes cols (<= 32) columns of C.
+using QTileFn = void (*)(const uint8_t* a, int64_t lda, const float* a_scale, int rows, const int8_t* panel,
+                         const float* w_scale, const int32_t* offset, const float* bias, int kp, float* c,
+                         int64_t ldc, int cols, const float* residual, Epilogue epilogue);
+struct QGemmKernel {
+  int mr;
+  QTileFn tile;
+};
+QGemmKernel qgemm_kernel_scalar();
+QGemmKernel qgemm_kernel_avx2();
+QGemmKernel qgemm_kernel_avx512(bool vnni);
+}  // namespace detail
+
+}  // namespace svc

@@ -1,0 +1,328 @@
+#include "tokenizer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <tuple>
+
+namespace svc::tok {
+
+namespace {
+
+// Decodes one UTF-8 sequence; malformed input (not produced by V8, but
+// possible from C++ callers) decodes as U+FFFD one byte at a time.
+inline size_t decode_utf8(const unsigned char* p, size_t n, char32_t* cp) {
+  const unsigned char c = p[0];
+  if (c >= 0xC2 && c <= 0xDF && n >= 2 && (p[1] & 0xC0) == 0x80) {
+    *cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+    return 2;
+  }
+  if (c >= 0xE0 && c <= 0xEF && n >= 3 && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80) {
+    const char32_t v = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    if (v >= 0x800 && (v < 0xD800 || v > 0xDFFF)) {
+      *cp = v;
+      return 3;
+    }
+  }
+  if (c >= 0xF0 && c <= 0xF4 && n >= 4 && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80) {
+    const char32_t v = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+    if (v >= 0x10000 && v <= 0x10FFFF) {
+      *cp = v;
+      return 4;
+    }
+  }
+  *cp = 0xFFFD;
+  return 1;
+}
+
+inline void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// UTF-16 length of valid UTF-8: one unit per sequence, two for 4-byte ones.
+inline uint32_t utf16_length(const unsigned char* p, size_t n) {
+  uint32_t units = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if ((p[i] & 0xC0) != 0x80) units += p[i] >= 0xF0 ? 2 : 1;
+  }
+  return units;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(TokenizerSpec spec)
+    : model_(spec.vocab, spec.unk_token, spec.continuing_subword_prefix, spec.max_input_chars_per_word),
+      normalizer_(spec.has_normalizer, spec.normalizer),
+      added_(std::move(spec.added_tokens)),
+      prefix_ids_(std::move(spec.prefix_ids)),
+      suffix_ids_(std::move(spec.suffix_ids)),
+      truncation_max_length_(spec.truncation_max_length) {
+  std::stable_sort(added_.begin(), added_.end(),
+                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  for (const AddedToken& t : added_) added_first_byte_[static_cast<unsigned char>(t.content[0])] = true;
+}
+
+std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view json) {
+  return std::make_shared<const Tokenizer>(parse_tokenizer_json(json));
+}
+
+std::shared_ptr<const Tokenizer> Tokenizer::from_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw std::runtime_error("cannot read tokenizer file " + path + ": " + ec.message());
+  const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
+  using Key = std::tuple<std::string, uintmax_t, long long>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<const Tokenizer>> cache;
+  const Key key{path, size, static_cast<long long>(mtime)};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = cache.find(key); found != cache.end()) {
+      if (auto alive = found->second.lock()) return alive;
+    }
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read tokenizer file " + path);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::shared_ptr<const Tokenizer> built;
+  try {
+    built = from_json(buffer.str());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  // Drop entries whose tokenizers are gone, then remember this one.
+  for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
+  cache[key] = built;
+  return built;
+}
+
+int32_t Tokenizer::token_id(std::string_view token) const {
+  for (const AddedToken& t : added_) {
+    if (t.content == token) return t.id;
+  }
+  return model_.token_id(token);
+}
+
+const AddedToken* Tokenizer::match_added(const unsigned char* p, size_t n) const {
+  for (const AddedToken& t : added_) {
+    if (t.content.size() <= n && std::memcmp(p, t.content.data(), t.content.size()) == 0) return &t;
+  }
+  return nullptr;
+}
+
+size_t Tokenizer::encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
+                         std::vector<int32_t>* offsets) const {
+  return offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets)
+                 : encode_impl<false>(text, max_length, scratch, ids, nullptr);
+}
+
+template <bool kOffsets>
+size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeScratch& s, std::vector<int32_t>& ids,
+                              std::vector<int32_t>* offsets) const {
+  const size_t first = ids.size();
+  const size_t specials = special_token_count();
+  // Special tokens never get truncated away; the text gets what is left.
+  const size_t budget = max_length > specials ? max_length - specials : 0;
+  for (int32_t id : prefix_ids_) {
+    ids.push_back(id);
+    if constexpr (kOffsets) offsets->insert(offsets->end(), {0, 0});
+  }
+  size_t produced = 0;
+  std::string& word = s.word;
+  word.clear();
+  size_t word_chars = 0;
+  if constexpr (kOffsets) {
+    s.src_begin.clear();
+    s.src_end.clear();
+  }
+
+  // The current run of nonzero-class combining marks in `word`, kept sorted
+  // by class as NFD's canonical ordering does (see NormalizedChar).
+  struct Mark {
+    uint32_t pos;
+    uint32_t len;
+    uint8_t ccc;
+  };
+  constexpr int kMaxRun = 32;
+  Mark run[kMaxRun];
+  int run_len = 0;
+
+  // Ends the current word: WordPiece it and emit pieces until the budget is
+  // spent. Returns whether more tokens may follow.
+  auto flush = [&]() -> bool {
+    if (word.empty()) return true;
+    s.pieces.clear();
+    model_.tokenize(word.data(), word.size(), word_chars, s.pieces);
+    for (const Piece& piece : s.pieces) {
+      if (produced == budget) break;
+      ids.push_back(piece.id);
+      ++produced;
+      if constexpr (kOffsets) {
+        offsets->push_back(static_cast<int32_t>(s.src_begin[piece.begin]));
+        offsets->push_back(static_cast<int32_t>(s.src_end[piece.end - 1]));
+      }
+    }
+    word.clear();
+    word_chars = 0;
+    run_len = 0;
+    if constexpr (kOffsets) {
+      s.src_begin.clear();
+      s.src_end.clear();
+    }
+    return produced < budget;
+  };
+  auto append = [&](char32_t cp, uint32_t begin, uint32_t end) {
+    const size_t before = word.size();
+    append_utf8(word, cp);
+    ++word_chars;
+    if constexpr (kOffsets) {
+      s.src_begin.insert(s.src_begin.end(), word.size() - before, begin);
+      s.src_end.insert(s.src_end.end(), word.size() - before, end);
+    }
+  };
+
+  // Adds a combining mark after the marks of its class or lower in the run, before higher ones.
+  auto append_mark = [&](char32_t cp, uint8_t ccc, uint32_t begin, uint32_t end) {
+    int k = run_len;
+    while (k > 0 && run[k - 1].ccc > ccc) --k;
+    const auto pos = static_cast<uint32_t>(k == run_len ? word.size() : run[k].pos);
+    const size_t before = word.size();
+    append(cp, begin, end);
+    const auto len = static_cast<uint32_t>(word.size() - before);
+    if (pos != before) {
+      std::rotate(word.begin() + pos, word.begin() + before, word.end());
+      if constexpr (kOffsets) {
+        std::rotate(s.src_begin.begin() + pos, s.src_begin.begin() + before, s.src_begin.end());
+        std::rotate(s.src_end.begin() + pos, s.src_end.begin() + before, s.src_end.end());
+      }
+      for (int m = k; m < run_len; ++m) run[m].pos += len;
+    }
+    if (run_len == kMaxRun) return;  // longer runs than any real text: keep the order seen
+    for (int m = run_len; m > k; --m) run[m] = run[m - 1];
+    run[k] = Mark{pos, len, ccc};
+    ++run_len;
+  };
+
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  uint32_t u16 = 0;  // UTF-16 position of p[i] in the caller's string
+  bool more = budget > 0;
+  while (more && i < n) {
+    const unsigned char c = p[i];
+    if (added_first_byte_[c]) {
+      if (const AddedToken* t = match_added(p + i, n - i)) {
+        const uint32_t units = utf16_length(p + i, t->content.size());
+        if (!flush()) break;
+        ids.push_back(t->id);
+        ++produced;
+        if constexpr (kOffsets) offsets->insert(offsets->end(), {static_cast<int32_t>(u16), static_cast<int32_t>(u16 + units)});
+        i += t->content.size();
+        u16 += units;
+        more = produced < budget;
+        continue;
+      }
+    }
+    if (c < 0x80) {
+      const Normalizer::AsciiEntry& e = normalizer_.ascii(c);
+      switch (e.kind) {
+        case SplitKind::kWord:
+          word.push_back(e.byte);
+          ++word_chars;
+          run_len = 0;
+          if constexpr (kOffsets) {
+            s.src_begin.push_back(u16);
+            s.src_end.push_back(u16 + 1);
+          }
+          break;
+        case SplitKind::kSpace:
+          more = flush();
+          break;
+        case SplitKind::kPunct:
+          if ((more = flush())) {
+            append(static_cast<unsigned char>(e.byte), u16, u16 + 1);
+            more = flush();
+          }
+          break;
+        case SplitKind::kDrop:
+          break;
+      }
+      ++i;
+      ++u16;
+      continue;
+    }
+    char32_t cp;
+    const size_t len = decode_utf8(p + i, n - i, &cp);
+    const uint32_t units = cp >= 0x10000 ? 2 : 1;
+    NormalizedChar expanded[kMaxExpansion];
+    bool isolate = false;
+    const int count = normalizer_.expand(cp, expanded, &isolate);
+    if (isolate) more = flush();
+    for (int j = 0; j < count && more; ++j) {
+      const NormalizedChar& x = expanded[j];
+      if (x.cp == kRunBreak) {
+        run_len = 0;
+        continue;
+      }
+      switch (Normalizer::split_kind(x.cp)) {
+        case SplitKind::kWord:
+          if (x.ccc == 0) {
+            run_len = 0;
+            append(x.cp, u16, u16 + units);
+          } else {
+            append_mark(x.cp, x.ccc, u16, u16 + units);
+          }
+          break;
+        case SplitKind::kSpace:
+          more = flush();
+          break;
+        case SplitKind::kPunct:
+          if ((more = flush())) {
+            append(x.cp, u16, u16 + units);
+            more = flush();
+          }
+          break;
+        case SplitKind::kDrop:
+          break;
+      }
+    }
+    if (isolate && more) more = flush();
+    i += len;
+    u16 += units;
+  }
+  if (more) flush();
+  for (int32_t id : suffix_ids_) {
+    ids.push_back(id);
+    if constexpr (kOffsets) offsets->insert(offsets->end(), {0, 0});
+  }
+  return ids.size() - first;
+}
+
+template size_t Tokenizer::encode_impl<true>(std::string_view, size_t, EncodeScratch&, std::vector<int32_t>&,
+                                             std::vector<int32_t>*) const;
+template size_t Tokenizer::encode_impl<false>(std::string_view, size_t, EncodeScratch&, std::vector<int32_t>&,
+                                              std::vector<int32_t>*) const;
+
+}  // namespace svc::tok

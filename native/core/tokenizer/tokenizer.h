@@ -1,0 +1,88 @@
+// A BERT-family tokenizer read from a Hugging Face tokenizer.json: added
+// tokens matched on the raw text, BertNormalizer, BertPreTokenizer, WordPiece,
+// and the post-processor's special tokens. Encoding truncates to a maximum
+// length that includes the special tokens; padding is never applied.
+//
+// A Tokenizer is immutable once built, so one instance serves any number of
+// threads; each thread brings its own EncodeScratch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "normalizer.h"
+#include "wordpiece.h"
+
+namespace svc::tok {
+
+struct AddedToken {
+  std::string content;
+  int32_t id;
+};
+
+struct TokenizerSpec {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  std::string unk_token = "[UNK]";
+  std::string continuing_subword_prefix = "##";
+  size_t max_input_chars_per_word = 100;
+  bool has_normalizer = false;
+  BertNormalizerOptions normalizer;
+  std::vector<AddedToken> added_tokens;
+  std::vector<int32_t> prefix_ids;  // special tokens before the text ([CLS])
+  std::vector<int32_t> suffix_ids;  // special tokens after it ([SEP])
+  size_t truncation_max_length = 0; // the file's own setting (0: none); callers pass their own
+};
+
+// Reads the parts of a tokenizer.json this tokenizer understands; throws
+// std::runtime_error naming the first unsupported or malformed part.
+TokenizerSpec parse_tokenizer_json(std::string_view json);
+
+// Buffers reused from one text to the next, so encoding allocates nothing
+// once they have grown.
+struct EncodeScratch {
+  std::string word;                // the current normalized word, UTF-8
+  std::vector<uint32_t> src_begin; // per byte of `word`: UTF-16 start of its source character
+  std::vector<uint32_t> src_end;   // per byte of `word`: UTF-16 end of its source character
+  std::vector<Piece> pieces;
+};
+
+class Tokenizer {
+ public:
+  explicit Tokenizer(TokenizerSpec spec);
+
+  static std::shared_ptr<const Tokenizer> from_json(std::string_view json);
+  // Loads a file; instances are shared process-wide while in use (same path,
+  // size and modification time), so worker threads do not each hold a copy.
+  static std::shared_ptr<const Tokenizer> from_file(const std::string& path);
+
+  // Appends the ids of one UTF-8 text, special tokens included, at most
+  // `max_length` of them; with `offsets`, appends one UTF-16 [start, end) pair
+  // per id (special tokens get [0, 0]). Returns the number of ids appended.
+  size_t encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
+                std::vector<int32_t>* offsets) const;
+
+  size_t special_token_count() const { return prefix_ids_.size() + suffix_ids_.size(); }
+  size_t truncation_max_length() const { return truncation_max_length_; }
+  int32_t token_id(std::string_view token) const;
+
+ private:
+  template <bool kOffsets>
+  size_t encode_impl(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
+                     std::vector<int32_t>* offsets) const;
+  // The longest added token at the start of `p`, or nullptr.
+  const AddedToken* match_added(const unsigned char* p, size_t n) const;
+
+  WordPiece model_;
+  Normalizer normalizer_;
+  std::vector<AddedToken> added_;  // longest first, so the first match is the longest
+  bool added_first_byte_[256] = {};
+  std::vector<int32_t> prefix_ids_;
+  std::vector<int32_t> suffix_ids_;
+  size_t truncation_max_length_;
+};
+
+}  // namespace svc::tok

@@ -1,0 +1,150 @@
+// The hub: where trained model directories are published and found again by id
+// (`<org>/<model_id>`, as on the Hugging Face hub).
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+
+import { SvcError } from '../errors.js';
+
+/** A hub id split in its parts. */
+export interface HubId {
+  org: string;
+  modelId: string;
+}
+
+// Letters, digits, '.', '_' and '-', not starting with a dot: no segment can be '..' or hidden.
+const kSegment = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
+
+/** True for strings shaped like `<org>/<model_id>`. */
+export function isHubId(id: string): boolean {
+  const parts = id.split('/');
+  return parts.length === 2 && parts.every((part) => kSegment.test(part));
+}
+
+/**
+ * Splits `<org>/<model_id>`; throws `SvcError('invalid_request')` for anything else.
+ *
+ * @example
+ * ```ts
+ * parseHubId('acme/svc-small-1a2b3c4d5e6f'); // { org: 'acme', modelId: 'svc-small-1a2b3c4d5e6f' }
+ * ```
+ */
+export function parseHubId(id: string): HubId {
+  if (typeof id !== 'string' || !isHubId(id)) {
+    throw new SvcError('invalid_request', `'${String(id)}' is not a hub id (expected <org>/<model_id>)`, {
+      param: 'id',
+    });
+  }
+  const [org, modelId] = id.split('/');
+  return { org, modelId };
+}
+
+/** Where models are published and found by id. Implementations: {@link DirectoryHub}. */
+export interface Hub {
+  /** A local directory holding the model; rejects with `SvcError('not_found')` if there is none. */
+  resolve(id: string): Promise<string>;
+  /**
+   * Publishes a model: `write` fills a fresh, empty directory, which then replaces
+   * `<org>/<model_id>` in one step, so readers see the old model or the new one, never half.
+   */
+  publish(id: string, write: (dir: string) => Promise<void>): Promise<void>;
+  /** Removes a model; resolves to false when there was none. */
+  remove(id: string): Promise<boolean>;
+  /** The model's files as relative paths with `/`, sorted (for serving them one by one). */
+  files(id: string): Promise<string[]>;
+  /** The local path of one of the model's files; rejects with `not_found` for anything else. */
+  file(id: string, path: string): Promise<string>;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function listFiles(root: string, dir: string, out: string[]): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) await listFiles(root, full, out);
+    else if (entry.isFile()) out.push(relative(root, full).split(sep).join('/'));
+  }
+}
+
+/**
+ * A hub in a local folder: model `<org>/<model_id>` lives in `<root>/<org>/<model_id>/`.
+ *
+ * @example
+ * ```ts
+ * const hub = new DirectoryHub('./hub');
+ * await classifier.save(hub.pathOf('acme/svc-small-1a2b3c4d5e6f'));
+ * const again = await Classifier.load('acme/svc-small-1a2b3c4d5e6f', { hub });
+ * await hub.files('acme/svc-small-1a2b3c4d5e6f');
+ * // ['config.json', 'head.json', 'manifest.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']
+ * ```
+ */
+export class DirectoryHub implements Hub {
+  readonly root: string;
+
+  constructor(root: string) {
+    if (typeof root !== 'string' || root.length === 0) throw new TypeError('root must be a non-empty string');
+    this.root = resolve(root);
+  }
+
+  /** The directory a model with this id lives in (whether it exists or not). */
+  pathOf(id: string): string {
+    const { org, modelId } = parseHubId(id);
+    return join(this.root, org, modelId);
+  }
+
+  async resolve(id: string): Promise<string> {
+    const dir = this.pathOf(id);
+    if (!(await exists(dir))) throw new SvcError('not_found', `model '${id}' is not in the hub`, { param: 'model' });
+    return dir;
+  }
+
+  async publish(id: string, write: (dir: string) => Promise<void>): Promise<void> {
+    const dir = this.pathOf(id);
+    const { org, modelId } = parseHubId(id);
+    // Staging and trash folders start with a dot, which no hub id segment can.
+    const staging = join(this.root, org, `.staging-${modelId}-${randomBytes(4).toString('hex')}`);
+    await mkdir(staging, { recursive: true });
+    try {
+      await write(staging);
+      const trash = join(this.root, org, `.old-${modelId}-${randomBytes(4).toString('hex')}`);
+      const replaced = await rename(dir, trash).then(
+        () => true,
+        () => false,
+      );
+      await rename(staging, dir);
+      if (replaced) await rm(trash, { recursive: true, force: true });
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  async remove(id: string): Promise<boolean> {
+    const dir = this.pathOf(id);
+    if (!(await exists(dir))) return false;
+    await rm(dir, { recursive: true, force: true });
+    return true;
+  }
+
+  async files(id: string): Promise<string[]> {
+    const dir = await this.resolve(id);
+    const out: string[] = [];
+    await listFiles(dir, dir, out);
+    return out.sort();
+  }
+
+  async file(id: string, path: string): Promise<string> {
+    const dir = await this.resolve(id);
+    const segments = typeof path === 'string' ? path.split('/') : [];
+    const safe = segments.length > 0 && segments.every((segment) => kSegment.test(segment));
+    const full = join(dir, ...segments);
+    const info = safe ? await stat(full).catch(() => null) : null;
+    if (!info?.isFile()) throw new SvcError('not_found', `model '${id}' has no file '${String(path)}'`);
+    return full;
+  }
+}

@@ -1,0 +1,133 @@
+// manifest.json: what a model directory holds, how it was trained, and in which format.
+// Readers accept every format version written so far, upgrading old ones on load.
+import { SvcError } from '../errors.js';
+import { baseModelNames, isBaseModelName } from './base-models.js';
+
+/** The format version this build writes. Bump it (and add an upgrade) when the layout changes. */
+export const kManifestFormatVersion = 1;
+export const kManifestFile = 'manifest.json';
+export const kHeadFile = 'head.json';
+
+/** How the classifier's encoder relates to its base model. `frozen`: the base encoder, shared. */
+export type BodyKind = 'frozen';
+
+export interface TrainingSettings {
+  /** `frozen-logistic`: embeddings of the frozen base encoder, then a logistic-regression head. */
+  method: 'frozen-logistic';
+  /** Inverse L2 regularization strength of the head. */
+  C: number;
+  solver: 'newton-cholesky';
+  /** Newton steps the head took to converge. */
+  iterations: number;
+  /** Tokens kept per text. */
+  max_length: number;
+  examples: number;
+  true_examples: number;
+  false_examples: number;
+}
+
+export interface TrainingMetrics {
+  /** Share of training examples the trained classifier labels correctly. */
+  train_accuracy: number;
+  /** Wall time from the first embedding to the fitted head. */
+  train_seconds: number;
+}
+
+/** The parsed manifest.json of the current format version. */
+export interface Manifest {
+  format_version: number;
+  /** The model id, e.g. `svc-small-1a2b3c4d5e6f`. */
+  id: string;
+  /** Unix seconds. */
+  created_at: number;
+  task_type: 'binary-classification';
+  base_model: string;
+  label_text: string;
+  body: BodyKind;
+  /** The head's file, relative to the directory. */
+  head_file: string;
+  training: TrainingSettings;
+  metrics: TrainingMetrics;
+  /** The svc-classify version that wrote it. */
+  library_version: string;
+}
+
+// Upgrades from each old format version to the next, applied in order on load.
+// Version 1 is the first format, so none exist yet; version 2 adds `2: (v1) => v2` here.
+const kUpgrades: Readonly<Record<number, (old: Record<string, unknown>) => Record<string, unknown>>> = Object.freeze(
+  {},
+);
+
+function invalid(dir: string, message: string): SvcError {
+  return new SvcError('invalid_request', `${dir}/${kManifestFile}: ${message}`);
+}
+
+function field<T>(raw: Record<string, unknown>, dir: string, name: string, check: (v: unknown) => boolean): T {
+  const value = raw[name];
+  if (!check(value)) throw invalid(dir, `${name} is missing or malformed`);
+  return value as T;
+}
+
+const isString = (v: unknown) => typeof v === 'string' && v.length > 0;
+const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Parses a manifest.json's text, upgrading older format versions. Unknown (newer or
+ * invalid) versions are refused with an error that says what to do.
+ *
+ * @example
+ * ```ts
+ * parseManifest(readFileSync('model/manifest.json', 'utf8'), 'model').label_text; // 'positive review'
+ * parseManifest('{"format_version": 9}', 'model');
+ * // throws SvcError: model/manifest.json: format_version 9 is newer than this svc-classify reads (1); upgrade svc-classify
+ * ```
+ */
+export function parseManifest(text: string, dir: string): Manifest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw invalid(dir, 'is not valid JSON');
+  }
+  if (!isObject(raw)) throw invalid(dir, 'is not a JSON object');
+  let manifest = raw as Record<string, unknown>;
+  const version = manifest.format_version;
+  if (!Number.isInteger(version) || (version as number) < 1) {
+    throw invalid(dir, `format_version ${JSON.stringify(version) ?? 'is missing'}: not a svc-classify model format`);
+  }
+  if ((version as number) > kManifestFormatVersion) {
+    throw invalid(
+      dir,
+      `format_version ${version} is newer than this svc-classify reads (${kManifestFormatVersion}); upgrade svc-classify`,
+    );
+  }
+  for (let v = version as number; v < kManifestFormatVersion; v++) manifest = kUpgrades[v + 1](manifest);
+
+  const training = field<Record<string, unknown>>(manifest, dir, 'training', isObject);
+  const metrics = field<Record<string, unknown>>(manifest, dir, 'metrics', isObject);
+  const taskType = field<string>(manifest, dir, 'task_type', isString);
+  if (taskType !== 'binary-classification') throw invalid(dir, `task_type '${taskType}' is not supported`);
+  const baseModel = field<string>(manifest, dir, 'base_model', isString);
+  if (!isBaseModelName(baseModel)) {
+    throw invalid(dir, `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')})`);
+  }
+  const body = field<string>(manifest, dir, 'body', isString);
+  if (body !== 'frozen') throw invalid(dir, `body '${body}' is not supported by this svc-classify; upgrade it`);
+  return {
+    format_version: kManifestFormatVersion,
+    id: field(manifest, dir, 'id', isString),
+    created_at: field(manifest, dir, 'created_at', isNumber),
+    task_type: 'binary-classification',
+    base_model: baseModel,
+    label_text: field(manifest, dir, 'label_text', isString),
+    body: 'frozen',
+    head_file: field(manifest, dir, 'head_file', isString),
+    training: training as unknown as TrainingSettings,
+    metrics: {
+      train_accuracy: field(metrics, dir, 'train_accuracy', isNumber),
+      train_seconds: field(metrics, dir, 'train_seconds', isNumber),
+    },
+    library_version: typeof manifest.library_version === 'string' ? manifest.library_version : 'unknown',
+  };
+}

@@ -1,0 +1,133 @@
+import { type GraphBuilder, OnnxType } from './graph.js';
+import type { BertWeights } from './bert-weights.js';
+
+/**
+ * Emits `y = x · Wᵀ + b` for a PyTorch Linear weight `[outFeatures, inFeatures]` and returns y's
+ * name. The fp32 and int8 graphs differ only in this function.
+ */
+export type LinearEmitter = (
+  g: GraphBuilder,
+  x: string,
+  weight: Float32Array,
+  bias: Float32Array,
+  outFeatures: number,
+  inFeatures: number,
+  name: string,
+) => string;
+
+/** Transposes a row-major `[rows, cols]` matrix into `[cols, rows]`. */
+export function transposeMatrix(matrix: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(matrix.length);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = matrix[r * cols + c];
+  }
+  return out;
+}
+
+/** fp32 Linear: MatMul with the transposed weight, then Add the bias. */
+export const fp32Linear: LinearEmitter = (g, x, weight, bias, outFeatures, inFeatures, name) => {
+  const w = g.constant(`${name}.weight_t`, OnnxType.FLOAT, [inFeatures, outFeatures], transposeMatrix(weight, outFeatures, inFeatures));
+  const b = g.constant(`${name}.bias`, OnnxType.FLOAT, [outFeatures], bias);
+  return g.op('Add', [g.op('MatMul', [x, w]), b]);
+};
+
+/** Names of the graph inputs, as BERT tokenizers (and transformers.js) name them. */
+export const kBertInputs = Object.freeze(['input_ids', 'attention_mask', 'token_type_ids'] as const);
+export const kBatchDim = 'batch_size';
+export const kSequenceDim = 'sequence_length';
+
+// Additive attention bias for padded keys, as Hugging Face's BERT uses: the most negative fp32.
+const kMaskedScore = -3.4028234663852886e38;
+
+/** What the body leaves for the heads: the last hidden state and the attention mask as fp32. */
+export interface BertBody {
+  /** `[batch, seq, hidden]` */
+  readonly hidden: string;
+  /** `[batch, seq]`, 1 for tokens and 0 for padding. */
+  readonly maskFloat: string;
+}
+
+function layerNorm(g: GraphBuilder, weights: BertWeights, x: string, prefix: string): string {
+  const scale = g.constant(`${prefix}.weight`, OnnxType.FLOAT, [weights.config.hiddenSize], weights.tensor(`${prefix}.weight`));
+  const bias = g.constant(`${prefix}.bias`, OnnxType.FLOAT, [weights.config.hiddenSize], weights.tensor(`${prefix}.bias`));
+  return g.op('LayerNormalization', [x, scale, bias], { axis: { int: -1 }, epsilon: { float: weights.config.layerNormEps } });
+}
+
+function dense(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: string, prefix: string): string {
+  const [outFeatures, inFeatures] = weights.shape(`${prefix}.weight`);
+  return linear(g, x, weights.tensor(`${prefix}.weight`), weights.tensor(`${prefix}.bias`), outFeatures, inFeatures, prefix);
+}
+
+function embeddings(g: GraphBuilder, weights: BertWeights): string {
+  const { hiddenSize, vocabSize, maxPositions, typeVocabSize } = weights.config;
+  const table = (name: string, rows: number) =>
+    g.constant(`embeddings.${name}.weight`, OnnxType.FLOAT, [rows, hiddenSize], weights.tensor(`embeddings.${name}.weight`));
+  const words = g.op('Gather', [table('word_embeddings', vocabSize), 'input_ids'], { axis: { int: 0 } });
+  const types = g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } });
+  // Absolute positions 0..seq-1: the first `seq` rows of the position table, broadcast over the batch.
+  const seqLength = g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } });
+  const positions = g.op('Slice', [table('position_embeddings', maxPositions), g.int64s('zero_start', [0]), seqLength, g.int64s('axis_0', [0])]);
+  const sum = g.op('Add', [g.op('Add', [words, types]), positions]);
+  return layerNorm(g, weights, sum, 'embeddings.LayerNorm');
+}
+
+function selfAttention(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: string, maskBias: string, layer: string): string {
+  const { hiddenSize, numHeads } = weights.config;
+  const headSize = hiddenSize / numHeads;
+  const splitShape = g.int64s(`${layer}.split_heads_shape`, [0, 0, numHeads, headSize]);
+  const heads = (name: string, perm: number[]) =>
+    g.op('Transpose', [g.op('Reshape', [dense(g, weights, linear, x, `${layer}.attention.self.${name}`), splitShape])], {
+      perm: { ints: perm },
+    });
+  const query = heads('query', [0, 2, 1, 3]); // [b, h, s, d]
+  const keyT = heads('key', [0, 2, 3, 1]); // [b, h, d, s]
+  const value = heads('value', [0, 2, 1, 3]); // [b, h, s, d]
+  const scale = g.floats(`${layer}.attention_scale`, [Math.sqrt(headSize)], []);
+  const scores = g.op('Add', [g.op('Div', [g.op('MatMul', [query, keyT]), scale]), maskBias]);
+  const probs = g.op('Softmax', [scores], { axis: { int: -1 } });
+  const context = g.op('Transpose', [g.op('MatMul', [probs, value])], { perm: { ints: [0, 2, 1, 3] } });
+  const merged = g.op('Reshape', [context, g.int64s(`${layer}.merge_heads_shape`, [0, 0, hiddenSize])]);
+  const projected = dense(g, weights, linear, merged, `${layer}.attention.output.dense`);
+  return layerNorm(g, weights, g.op('Add', [projected, x]), `${layer}.attention.output.LayerNorm`);
+}
+
+function feedForward(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: string, layer: string): string {
+  const h = dense(g, weights, linear, x, `${layer}.intermediate.dense`);
+  // Exact GELU, 0.5·h·(1 + erf(h/√2)), in the node order onnxruntime's Gelu fusion recognizes.
+  const erf = g.op('Erf', [g.op('Div', [h, g.floats(`${layer}.sqrt2`, [Math.SQRT2], [])])]);
+  const gelu = g.op('Mul', [g.op('Mul', [h, g.op('Add', [erf, g.floats(`${layer}.one`, [1], [])])]), g.floats(`${layer}.half`, [0.5], [])]);
+  const out = dense(g, weights, linear, gelu, `${layer}.output.dense`);
+  return layerNorm(g, weights, g.op('Add', [out, x]), `${layer}.output.LayerNorm`);
+}
+
+/**
+ * Adds the three int64 `[batch_size, sequence_length]` inputs and the BERT encoder (embeddings and
+ * post-LayerNorm layers with exact GELU) to `g`.
+ */
+export function addBertBody(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter): BertBody {
+  for (const name of kBertInputs) g.input(name, OnnxType.INT64, [kBatchDim, kSequenceDim]);
+  const maskFloat = g.op('Cast', ['attention_mask'], { to: { int: OnnxType.FLOAT } });
+  // (1 - mask) · min_fp32, shaped [b, 1, 1, s] to broadcast over heads and query positions.
+  const padding = g.op('Sub', [g.floats('one', [1], []), maskFloat]);
+  const maskBias = g.op('Unsqueeze', [g.op('Mul', [padding, g.floats('masked_score', [kMaskedScore], [])]), g.int64s('axes_1_2', [1, 2])]);
+  let hidden = embeddings(g, weights);
+  for (let i = 0; i < weights.config.numLayers; i++) {
+    const layer = `encoder.layer.${i}`;
+    hidden = feedForward(g, weights, linear, selfAttention(g, weights, linear, hidden, maskBias, layer), layer);
+  }
+  return { hidden, maskFloat };
+}
+
+/**
+ * Mean over the tokens the mask keeps, then L2 normalization, as sentence-transformers' Pooling
+ * (token count clamped at 1e-9) and Normalize (norm clamped at 1e-12) do. Returns `[batch, hidden]`.
+ */
+export function addMeanPoolNormalize(g: GraphBuilder, body: BertBody): string {
+  const mask3 = g.op('Unsqueeze', [body.maskFloat, g.int64s('axes_2', [2])]);
+  const axis1 = g.int64s('axes_1', [1]);
+  const summed = g.op('ReduceSum', [g.op('Mul', [body.hidden, mask3]), axis1], { keepdims: { int: 0 } });
+  const counts = g.op('Max', [g.op('ReduceSum', [body.maskFloat, axis1], { keepdims: { int: 1 } }), g.floats('min_count', [1e-9], [])]);
+  const mean = g.op('Div', [summed, counts]);
+  const norm = g.op('Max', [g.op('ReduceL2', [mean], { axes: { ints: [1] }, keepdims: { int: 1 } }), g.floats('min_norm', [1e-12], [])]);
+  return g.op('Div', [mean, norm]);
+}

@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+
+import { SvcError } from '../../errors.js';
+import { type BaseModel, resolveBaseModel } from '../base-models.js';
+import { SafetensorsFile } from '../safetensors.js';
+
+/** The BERT architecture numbers an encoder graph needs, read from config.json. */
+export interface BertConfig {
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly intermediateSize: number;
+  readonly layerNormEps: number;
+  readonly vocabSize: number;
+  readonly maxPositions: number;
+  readonly typeVocabSize: number;
+}
+
+/** A BERT checkpoint: its config, its raw config.json, and fp32 access to its weights by HF name. */
+export interface BertWeights {
+  readonly baseModel: BaseModel;
+  readonly config: BertConfig;
+  readonly rawConfig: Readonly<Record<string, unknown>>;
+  /** A weight as fp32 in its stored shape; `name` is without any `bert.` prefix. */
+  tensor(name: string): Float32Array;
+  shape(name: string): readonly number[];
+}
+
+function positiveInteger(raw: Record<string, unknown>, key: string, source: string): number {
+  const value = raw[key];
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    throw new SvcError('internal', `${source}: ${key} must be a positive integer`);
+  }
+  return value;
+}
+
+/** Parses the architecture fields of a BERT config.json and rejects what our graph cannot express. */
+export function parseBertConfig(raw: Record<string, unknown>, source = 'config.json'): BertConfig {
+  if (raw.model_type !== undefined && raw.model_type !== 'bert') {
+    throw new SvcError('internal', `${source}: model_type '${String(raw.model_type)}' is not bert`);
+  }
+  const act = raw.hidden_act ?? 'gelu';
+  if (act !== 'gelu') throw new SvcError('internal', `${source}: hidden_act '${String(act)}' is not supported (gelu only)`);
+  const positions = raw.position_embedding_type ?? 'absolute';
+  if (positions !== 'absolute') {
+    throw new SvcError('internal', `${source}: position_embedding_type '${String(positions)}' is not supported`);
+  }
+  const config: BertConfig = {
+    hiddenSize: positiveInteger(raw, 'hidden_size', source),
+    numLayers: positiveInteger(raw, 'num_hidden_layers', source),
+    numHeads: positiveInteger(raw, 'num_attention_heads', source),
+    intermediateSize: positiveInteger(raw, 'intermediate_size', source),
+    layerNormEps: typeof raw.layer_norm_eps === 'number' ? raw.layer_norm_eps : 1e-12,
+    vocabSize: positiveInteger(raw, 'vocab_size', source),
+    maxPositions: positiveInteger(raw, 'max_position_embeddings', source),
+    typeVocabSize: typeof raw.type_vocab_size === 'number' ? raw.type_vocab_size : 2,
+  };
+  if (config.hiddenSize % config.numHeads !== 0) {
+    throw new SvcError('internal', `${source}: hidden_size is not a multiple of num_attention_heads`);
+  }
+  return Object.freeze(config);
+}
+
+/** Resolves a base model name (or passes a BaseModel through). */
+export function toBaseModel(baseModel: string | BaseModel): BaseModel {
+  return typeof baseModel === 'string' ? resolveBaseModel(baseModel) : baseModel;
+}
+
+/**
+ * Opens a base model's config.json and safetensors. Checkpoints saved from `BertModel` name
+ * weights `embeddings.*`, those saved from a task model `bert.embeddings.*`; both are accepted.
+ *
+ * @example
+ * ```ts
+ * const weights = loadBertWeights('svc-small');
+ * weights.config.numLayers; // 6
+ * weights.shape('encoder.layer.0.intermediate.dense.weight'); // [1536, 384]
+ * ```
+ */
+export function loadBertWeights(baseModel: string | BaseModel): BertWeights {
+  const model = toBaseModel(baseModel);
+  const rawConfig = JSON.parse(readFileSync(model.configFile, 'utf8')) as Record<string, unknown>;
+  const config = parseBertConfig(rawConfig, model.configFile);
+  const file = SafetensorsFile.open(model.weightsFile);
+  const prefix = ['', 'bert.'].find((p) => file.has(`${p}embeddings.word_embeddings.weight`));
+  if (prefix === undefined) {
+    throw new SvcError('internal', `${model.weightsFile} has no embeddings.word_embeddings.weight (with or without bert.)`);
+  }
+  return {
+    baseModel: model,
+    config,
+    rawConfig: Object.freeze({ ...rawConfig }),
+    tensor: (name) => file.float32(prefix + name),
+    shape: (name) => file.info(prefix + name).shape,
+  };
+}

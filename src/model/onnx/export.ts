@@ -1,0 +1,102 @@
+import type { BaseModel } from '../base-models.js';
+import { addBertBody, addMeanPoolNormalize, fp32Linear, kBatchDim, kSequenceDim, type LinearEmitter } from './bert-graph.js';
+import { loadBertWeights } from './bert-weights.js';
+import { GraphBuilder, OnnxType } from './graph.js';
+import { int8Linear } from './quantize.js';
+
+/** Weight precision of an exported graph. */
+export type OnnxPrecision = 'fp32' | 'int8';
+
+export interface OnnxExportOptions {
+  /** `fp32` (default) keeps the weights as they are; `int8` quantizes every Linear dynamically. */
+  precision?: OnnxPrecision;
+}
+
+/** A trained linear head on the normalized sentence embedding: score = w·e + b. */
+export interface LinearHead {
+  readonly weights: Float32Array;
+  readonly bias: number;
+}
+
+const kDefaultExportOptions: Readonly<Required<OnnxExportOptions>> = Object.freeze({ precision: 'fp32' });
+
+function resolveOptions(options: OnnxExportOptions | undefined): Required<OnnxExportOptions> {
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new TypeError('options must be an object');
+  }
+  const precision = options?.precision ?? kDefaultExportOptions.precision;
+  if (precision !== 'fp32' && precision !== 'int8') {
+    throw new RangeError(`options.precision must be 'fp32' or 'int8'`);
+  }
+  return { precision };
+}
+
+// onnxruntime-node 1.30 and the onnxruntime-web build transformers.js v4 uses both run opset 17.
+function linearFor(precision: OnnxPrecision): LinearEmitter {
+  return precision === 'int8' ? int8Linear : fp32Linear;
+}
+
+/**
+ * Builds the sentence encoder of a base model as an ONNX ModelProto: inputs `input_ids`,
+ * `attention_mask`, `token_type_ids` (int64 `[batch_size, sequence_length]`), outputs
+ * `last_hidden_state` (`[batch_size, sequence_length, hidden]`) and `sentence_embedding`
+ * (`[batch_size, hidden]`, mean over the attention mask, L2-normalized).
+ *
+ * @example
+ * ```ts
+ * import * as ort from 'onnxruntime-node';
+ * const session = await ort.InferenceSession.create(buildEncoderOnnx('svc-small'));
+ * const ids = new ort.Tensor('int64', [101n, 2023n, 2003n, 2019n, 2742n, 6251n, 102n], [1, 7]);
+ * const ones = new ort.Tensor('int64', new BigInt64Array(7).fill(1n), [1, 7]);
+ * const zeros = new ort.Tensor('int64', new BigInt64Array(7), [1, 7]);
+ * const out = await session.run({ input_ids: ids, attention_mask: ones, token_type_ids: zeros });
+ * out.sentence_embedding.data.slice(0, 4); // Float32Array [0.0677, 0.0636, 0.0487, 0.0794] (rounded)
+ * ```
+ */
+export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxExportOptions): Uint8Array {
+  const { precision } = resolveOptions(options);
+  const weights = loadBertWeights(baseModel);
+  const hiddenSize = weights.config.hiddenSize;
+  const g = new GraphBuilder();
+  const body = addBertBody(g, weights, linearFor(precision));
+  const embedding = addMeanPoolNormalize(g, body);
+  g.op('Identity', [body.hidden], {}, 'last_hidden_state');
+  g.op('Identity', [embedding], {}, 'sentence_embedding');
+  g.output('last_hidden_state', OnnxType.FLOAT, [kBatchDim, kSequenceDim, hiddenSize]);
+  g.output('sentence_embedding', OnnxType.FLOAT, [kBatchDim, hiddenSize]);
+  return g.toModel({ graphName: `${weights.baseModel.name}-encoder-${precision}`, docString: `${weights.baseModel.name} sentence encoder` });
+}
+
+/**
+ * Builds a binary classifier: the encoder, mean pooling, L2 normalization and a linear head.
+ * Output `logits` `[batch_size, 2]` holds `[0, w·e + b]` per row, so softmax gives
+ * `[P(false), P(true)]` with P(true) = sigmoid(w·e + b).
+ *
+ * @example
+ * ```ts
+ * const bytes = buildClassifierOnnx('svc-small', { weights: new Float32Array(384).fill(0.1), bias: -0.5 });
+ * // session.run(...).logits.data for one text: Float32Array [0, 0.21...]
+ * ```
+ */
+export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearHead, options?: OnnxExportOptions): Uint8Array {
+  const { precision } = resolveOptions(options);
+  const weights = loadBertWeights(baseModel);
+  const hiddenSize = weights.config.hiddenSize;
+  if (!(head?.weights instanceof Float32Array) || head.weights.length !== hiddenSize) {
+    throw new TypeError(`head.weights must be a Float32Array of length ${hiddenSize}`);
+  }
+  if (typeof head.bias !== 'number' || !Number.isFinite(head.bias)) {
+    throw new TypeError('head.bias must be a finite number');
+  }
+  const g = new GraphBuilder();
+  const body = addBertBody(g, weights, linearFor(precision));
+  const embedding = addMeanPoolNormalize(g, body);
+  // One MatMul against [hidden, 2] whose first column is zero: the false logit is exactly 0.
+  const matrix = new Float32Array(hiddenSize * 2);
+  for (let i = 0; i < hiddenSize; i++) matrix[i * 2 + 1] = head.weights[i];
+  const w = g.constant('classifier.weight_t', OnnxType.FLOAT, [hiddenSize, 2], matrix);
+  const b = g.constant('classifier.bias', OnnxType.FLOAT, [2], new Float32Array([0, head.bias]));
+  g.op('Add', [g.op('MatMul', [embedding, w]), b], {}, 'logits');
+  g.output('logits', OnnxType.FLOAT, [kBatchDim, 2]);
+  return g.toModel({ graphName: `${weights.baseModel.name}-classifier-${precision}`, docString: `${weights.baseModel.name} binary classifier` });
+}

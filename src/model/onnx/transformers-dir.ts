@@ -1,0 +1,130 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import type { BaseModel } from '../base-models.js';
+import { toBaseModel } from './bert-weights.js';
+import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type OnnxPrecision } from './export.js';
+
+/** What `writeTransformersJsModelDir` writes. */
+export interface TransformersJsDirOptions {
+  /** `'svc-small'` or a resolved base model. */
+  baseModel: string | BaseModel;
+  /** `feature-extraction`: the encoder; `text-classification`: encoder + pooling + `head`. */
+  task: 'feature-extraction' | 'text-classification';
+  /** The name of the true label (classification only), e.g. `'positive'`. */
+  labelText?: string;
+  /** The trained head (classification only). */
+  head?: LinearHead;
+  /** `int8` also writes `onnx/model_quantized.onnx`, which transformers.js loads for `dtype: 'q8'`. */
+  precision?: OnnxPrecision;
+}
+
+/** Token budget per text, as sentence-transformers' all-MiniLM-L6-v2 truncates. */
+const kModelMaxLength = 256;
+const kFalseLabel = 'false';
+
+function validate(options: TransformersJsDirOptions): void {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  if (options.task !== 'feature-extraction' && options.task !== 'text-classification') {
+    throw new RangeError(`options.task must be 'feature-extraction' or 'text-classification'`);
+  }
+  if (options.precision !== undefined && options.precision !== 'fp32' && options.precision !== 'int8') {
+    throw new RangeError(`options.precision must be 'fp32' or 'int8'`);
+  }
+  if (options.task === 'text-classification') {
+    if (typeof options.labelText !== 'string' || options.labelText.length === 0) {
+      throw new TypeError('options.labelText must be a non-empty string');
+    }
+    if (options.labelText === kFalseLabel) throw new RangeError(`options.labelText must not be '${kFalseLabel}'`);
+    if (!options.head) throw new TypeError('options.head is required for text-classification');
+  } else if (options.head !== undefined) {
+    throw new TypeError('options.head is only used for text-classification');
+  }
+}
+
+/** The base config.json, plus the label maps transformers.js and Hugging Face read for classifiers. */
+function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJsDirOptions): Record<string, unknown> {
+  if (options.task === 'feature-extraction') return { ...baseConfig, architectures: ['BertModel'] };
+  const labelText = options.labelText as string;
+  return {
+    ...baseConfig,
+    architectures: ['BertForSequenceClassification'],
+    // single_label: transformers.js applies softmax over the two logits [0, score] -> sigmoid(score).
+    problem_type: 'single_label_classification',
+    num_labels: 2,
+    id2label: { 0: kFalseLabel, 1: labelText },
+    label2id: { [kFalseLabel]: 0, [labelText]: 1 },
+  };
+}
+
+function tokenizerConfig(): Record<string, unknown> {
+  return {
+    tokenizer_class: 'BertTokenizer',
+    do_lower_case: true,
+    tokenize_chinese_chars: true,
+    strip_accents: null,
+    clean_up_tokenization_spaces: true,
+    model_max_length: kModelMaxLength,
+    cls_token: '[CLS]',
+    sep_token: '[SEP]',
+    pad_token: '[PAD]',
+    unk_token: '[UNK]',
+    mask_token: '[MASK]',
+  };
+}
+
+/**
+ * The base tokenizer.json with its truncation set to our 256 tokens and its fixed padding removed
+ * (the shipped file pads everything to 128, which Python's `tokenizers` would honor).
+ */
+function tokenizerJson(raw: Record<string, unknown>): Record<string, unknown> {
+  const truncation = raw.truncation as Record<string, unknown> | null | undefined;
+  return {
+    ...raw,
+    truncation: { ...(truncation ?? { strategy: 'LongestFirst', stride: 0 }), max_length: kModelMaxLength },
+    padding: null,
+  };
+}
+
+/**
+ * Writes a model directory that transformers.js (v4) loads with `pipeline(task, dir)`:
+ * `config.json`, `tokenizer.json`, `tokenizer_config.json` and `onnx/model.onnx` (plus
+ * `onnx/model_quantized.onnx` for `precision: 'int8'`). Resolves to the relative paths written.
+ *
+ * @example
+ * ```ts
+ * await writeTransformersJsModelDir('/models/acme/spam', {
+ *   baseModel: 'svc-small', task: 'text-classification', labelText: 'spam',
+ *   head: { weights, bias: -0.3 },
+ * });
+ * // ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx']
+ * const classify = await pipeline('text-classification', '/models/acme/spam');
+ * await classify('WIN A FREE CRUISE'); // [{ label: 'spam', score: 0.93 }]
+ * ```
+ */
+export async function writeTransformersJsModelDir(outDir: string, options: TransformersJsDirOptions): Promise<string[]> {
+  validate(options);
+  const baseModel = toBaseModel(options.baseModel);
+  const precision = options.precision ?? 'fp32';
+  const build = (p: OnnxPrecision): Uint8Array =>
+    options.task === 'text-classification'
+      ? buildClassifierOnnx(baseModel, options.head as LinearHead, { precision: p })
+      : buildEncoderOnnx(baseModel, { precision: p });
+
+  const baseConfig = JSON.parse(await readFile(baseModel.configFile, 'utf8')) as Record<string, unknown>;
+  const tokenizer = JSON.parse(await readFile(baseModel.tokenizerFile, 'utf8')) as Record<string, unknown>;
+  const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+  await mkdir(join(outDir, 'onnx'), { recursive: true });
+  const written: string[] = [];
+  const write = async (file: string, data: string | Uint8Array): Promise<void> => {
+    await writeFile(join(outDir, file), data);
+    written.push(file);
+  };
+  await write('config.json', json(modelConfig(baseConfig, options)));
+  await write('tokenizer.json', JSON.stringify(tokenizerJson(tokenizer)));
+  await write('tokenizer_config.json', json(tokenizerConfig()));
+  await write('onnx/model.onnx', build('fp32'));
+  if (precision === 'int8') await write('onnx/model_quantized.onnx', build('int8'));
+  return written;
+}

@@ -1,0 +1,210 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+
+import { fromNativeError, SvcError } from '../errors.js';
+import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
+import type { NativeEncoder } from './binding.js';
+import { loadAddon } from './load.js';
+
+/** Arithmetic of the encoder: fp32 (exact) or int8 (weights per channel, activations per row; faster). */
+export type EncoderPrecision = 'fp32' | 'int8';
+
+export interface EncoderOptions {
+  /** Default `'fp32'`. */
+  precision?: EncoderPrecision;
+  /** Threads the encoder computes on, the calling thread included. Default: `os.availableParallelism()`. */
+  threads?: number;
+}
+
+interface ResolvedEncoderOptions {
+  precision: EncoderPrecision;
+  threads: number;
+}
+
+const kPrecisions: readonly EncoderPrecision[] = Object.freeze(['fp32', 'int8']);
+// Weight files looked for in a model directory, in order.
+const kWeightFiles = Object.freeze(['model.safetensors', 'model.fp16.safetensors']);
+// sentence-transformers' max_seq_length for models given as a directory.
+const kDefaultMaxLength = 256;
+
+function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const precision = options.precision ?? 'fp32';
+  if (!kPrecisions.includes(precision)) throw new TypeError("options.precision must be 'fp32' or 'int8'");
+  const threads = options.threads ?? availableParallelism();
+  if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 1 || threads > 1024) {
+    throw new TypeError('options.threads must be a positive integer');
+  }
+  return { precision, threads };
+}
+
+interface ModelFiles {
+  configFile: string;
+  weightsFile: string;
+  maxLength: number;
+}
+
+function findModelFiles(model: string): ModelFiles {
+  if (typeof model !== 'string' || model.length === 0) {
+    throw new TypeError("model must be a base model name such as 'svc-small' or a model directory");
+  }
+  if (isBaseModelName(model)) {
+    const base = resolveBaseModel(model);
+    return { configFile: base.configFile, weightsFile: base.weightsFile, maxLength: base.maxLength };
+  }
+  const configFile = join(model, 'config.json');
+  if (!existsSync(configFile)) {
+    throw new SvcError('invalid_request', `'${model}' is neither a base model nor a directory with config.json`, {
+      param: 'model',
+    });
+  }
+  const named = kWeightFiles.map((f) => join(model, f)).find((f) => existsSync(f));
+  const any = readdirSync(model).filter((f) => f.endsWith('.safetensors'));
+  const weightsFile = named ?? (any.length === 1 ? join(model, any[0]!) : undefined);
+  if (!weightsFile) {
+    throw new SvcError('invalid_request', `no safetensors weights in '${model}'`, { param: 'model' });
+  }
+  return { configFile, weightsFile, maxLength: kDefaultMaxLength };
+}
+
+function checkIds(ids: Int32Array, lengths: Int32Array): void {
+  if (!(ids instanceof Int32Array)) throw new TypeError('ids must be an Int32Array');
+  if (!(lengths instanceof Int32Array)) throw new TypeError('lengths must be an Int32Array');
+  let total = 0;
+  for (const n of lengths) total += n;
+  if (total !== ids.length) {
+    throw new RangeError(`ids has ${ids.length} entries but lengths add up to ${total}`);
+  }
+}
+
+/**
+ * The svc-small sentence encoder (or any BERT-family model directory), running on
+ * the native engine: a packed batch (no padding), its own threads, weights shared by
+ * every Encoder of the process. Calls are synchronous: run them in a worker thread.
+ *
+ * @example
+ * ```ts
+ * import { Encoder } from 'svc-classify';
+ * const encoder = Encoder.fromPretrained('svc-small', { threads: 2 });
+ * const ids = Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102); // "This is an example sentence"
+ * const embedding = encoder.embedIdsSync(ids, Int32Array.of(ids.length));
+ * embedding.length; // 384
+ * Array.from(embedding.slice(0, 4), (x) => +x.toFixed(4)); // [0.0677, 0.0636, 0.0487, 0.0794]
+ * encoder.dispose();
+ * ```
+ */
+export class Encoder {
+  #native: NativeEncoder | null;
+  readonly #precision: EncoderPrecision;
+  readonly #maxLength: number;
+
+  private constructor(native: NativeEncoder, precision: EncoderPrecision, maxLength: number) {
+    this.#native = native;
+    this.#precision = precision;
+    this.#maxLength = maxLength;
+  }
+
+  /**
+   * Loads an encoder: `'svc-small'` or a directory with `config.json` and safetensors weights.
+   * The first load of a weight file in the process reads it; later ones share it.
+   *
+   * @example
+   * ```ts
+   * const encoder = Encoder.fromPretrained('svc-small', { precision: 'int8', threads: 1 });
+   * encoder.dim; // 384
+   * ```
+   */
+  static fromPretrained(model: string, options: EncoderOptions = {}): Encoder {
+    const resolved = resolveOptions(options);
+    const files = findModelFiles(model);
+    const { Encoder: NativeEncoderClass } = loadAddon();
+    try {
+      const native = new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
+      return new Encoder(native, resolved.precision, files.maxLength);
+    } catch (error) {
+      throw fromNativeError(error);
+    }
+  }
+
+  #live(): NativeEncoder {
+    if (!this.#native) throw new SvcError('invalid_request', 'the encoder has been disposed');
+    return this.#native;
+  }
+
+  /** Embedding size (384 for svc-small). */
+  get dim(): number {
+    return this.#live().dim;
+  }
+
+  get precision(): EncoderPrecision {
+    return this.#precision;
+  }
+
+  /** Threads the encoder computes on, the calling thread included. */
+  get threads(): number {
+    return this.#live().threads;
+  }
+
+  /** Tokens kept per text by {@link Encoder.embedSync} (256 for svc-small). */
+  get maxLength(): number {
+    return this.#maxLength;
+  }
+
+  /**
+   * Embeds pre-tokenized texts: `ids` holds every text's token ids one after the
+   * other (with [CLS] and [SEP]), `lengths` the token count of each text.
+   * Returns `lengths.length x dim` floats, each row mean-pooled and L2-normalized.
+   *
+   * @example
+   * ```ts
+   * const out = encoder.embedIdsSync(Int32Array.of(101, 7592, 102, 101, 2088, 102), Int32Array.of(3, 3));
+   * out.length; // 768: two texts x 384
+   * ```
+   */
+  embedIdsSync(ids: Int32Array, lengths: Int32Array): Float32Array {
+    const native = this.#live();
+    checkIds(ids, lengths);
+    const out = new Float32Array(lengths.length * native.dim);
+    this.#call(() => native.embed(ids, lengths, out));
+    return out;
+  }
+
+  /**
+   * The last hidden state of every token (`ids.length x dim`), before pooling: what an
+   * ONNX export's `last_hidden_state` holds, without the padding.
+   *
+   * @example
+   * ```ts
+   * encoder.hiddenStatesSync(Int32Array.of(101, 7592, 102), Int32Array.of(3)).length; // 1152
+   * ```
+   */
+  hiddenStatesSync(ids: Int32Array, lengths: Int32Array): Float32Array {
+    const native = this.#live();
+    checkIds(ids, lengths);
+    const out = new Float32Array(ids.length * native.dim);
+    this.#call(() => native.hiddenStates(ids, lengths, out));
+    return out;
+  }
+
+  #call(fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      // The engine reports bad ids or lengths as RangeError: the caller's mistake, kept as is.
+      if (error instanceof RangeError || error instanceof TypeError) throw error;
+      throw fromNativeError(error);
+    }
+  }
+
+  /** Frees the threads and this encoder's hold on the shared weights. Idempotent. */
+  dispose(): void {
+    this.#native?.dispose();
+    this.#native = null;
+  }
+}
+
+/** Distinct weight sets loaded in this process right now (each shared by all its encoders). */
+export function loadedWeightSets(): number {
+  return loadAddon().loadedWeightSets();
+}

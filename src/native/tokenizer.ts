@@ -1,0 +1,168 @@
+import { existsSync } from 'node:fs';
+
+import { fromNativeError, SvcError } from '../errors.js';
+import { resolveBaseModel } from '../model/base-models.js';
+import type { NativeTokenizer } from './binding.js';
+import { loadAddon } from './load.js';
+
+/** Options of {@link Tokenizer.encode}. */
+export interface EncodeOptions {
+  /** Most ids returned, special tokens included (2 to 100000). Default: the tokenizer's `maxLength`. */
+  maxLength?: number;
+}
+
+/** Options of {@link Tokenizer.encodeBatch}. */
+export interface EncodeBatchOptions extends EncodeOptions {
+  /** Also return each token's UTF-16 [start, end) in its text. Default false. */
+  offsets?: boolean;
+}
+
+/** Options of {@link Tokenizer.fromFile}. */
+export interface TokenizerFileOptions {
+  /** The default `maxLength` of encode calls. Default: the file's truncation.max_length, else 512. */
+  maxLength?: number;
+}
+
+/** A packed batch: no padding, one length per text. */
+export interface EncodedBatch {
+  /** Every text's ids, one text after the other, special tokens included. */
+  ids: Int32Array;
+  /** How many ids each text has, in input order. */
+  lengths: Int32Array;
+  /** With `offsets: true`: two numbers per id, its UTF-16 start and end in its text ([0, 0] for special tokens). */
+  offsets?: Int32Array;
+}
+
+const kMinMaxLength = 2;
+const kMaxMaxLength = 100_000;
+// A tokenizer.json without a truncation setting gets BERT's position limit.
+const kFallbackMaxLength = 512;
+
+function checkOptions(options: unknown): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  return options as Record<string, unknown>;
+}
+
+function checkMaxLength(value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  const message = `options.maxLength must be an integer from ${kMinMaxLength} to ${kMaxMaxLength}`;
+  if (typeof value !== 'number') throw new TypeError(message);
+  if (!Number.isInteger(value) || value < kMinMaxLength || value > kMaxMaxLength) throw new RangeError(message);
+  return value;
+}
+
+/**
+ * A native WordPiece tokenizer for BERT-family models, read from a Hugging
+ * Face `tokenizer.json`. It returns the same ids as Hugging Face's
+ * `tokenizers`, truncates to `maxLength` ids including `[CLS]` and `[SEP]`,
+ * and never pads. Calls are synchronous; use one instance per thread (each
+ * worker loads its own; the parsed vocabulary is shared between them).
+ *
+ * @example
+ * ```ts
+ * import { Tokenizer } from 'svc-classify';
+ * const tokenizer = Tokenizer.fromPretrained('svc-small');
+ * tokenizer.encode('This is an example sentence');
+ * // Int32Array(7) [101, 2023, 2003, 2019, 2742, 6251, 102]
+ * ```
+ */
+export class Tokenizer {
+  readonly #native: NativeTokenizer;
+  /** The default `maxLength` of encode calls. */
+  readonly maxLength: number;
+
+  private constructor(native: NativeTokenizer, maxLength: number) {
+    this.#native = native;
+    this.maxLength = maxLength;
+  }
+
+  /**
+   * Loads a `tokenizer.json` (BertNormalizer, BertPreTokenizer, WordPiece).
+   *
+   * @example
+   * ```ts
+   * const tokenizer = Tokenizer.fromFile('/models/minilm/tokenizer.json', { maxLength: 256 });
+   * tokenizer.maxLength; // 256
+   * ```
+   */
+  static fromFile(path: string, options?: TokenizerFileOptions): Tokenizer {
+    if (typeof path !== 'string' || path.length === 0) throw new TypeError('path must be a non-empty string');
+    const opts = checkOptions(options);
+    if (!existsSync(path)) throw new SvcError('not_found', `tokenizer file not found: ${path}`);
+    let native: NativeTokenizer;
+    try {
+      native = new (loadAddon().Tokenizer)(path);
+    } catch (error) {
+      throw fromNativeError(error);
+    }
+    const fileMax = native.fileMaxLength;
+    const fallback = fileMax >= kMinMaxLength && fileMax <= kMaxMaxLength ? fileMax : kFallbackMaxLength;
+    return new Tokenizer(native, checkMaxLength(opts.maxLength, fallback));
+  }
+
+  /**
+   * The tokenizer of a base model, with that model's sequence length as default `maxLength`.
+   *
+   * @example
+   * ```ts
+   * Tokenizer.fromPretrained('svc-small').maxLength; // 256
+   * ```
+   */
+  static fromPretrained(name: string): Tokenizer {
+    if (typeof name !== 'string') throw new TypeError('name must be a string');
+    const model = resolveBaseModel(name);
+    return Tokenizer.fromFile(model.tokenizerFile, { maxLength: model.maxLength });
+  }
+
+  /**
+   * The ids of one text, `[CLS]` and `[SEP]` included.
+   *
+   * @example
+   * ```ts
+   * tokenizer.encode('Hello, world!', { maxLength: 4 }); // Int32Array(4) [101, 7592, 1010, 102]
+   * ```
+   */
+  encode(text: string, options?: EncodeOptions): Int32Array {
+    if (typeof text !== 'string') throw new TypeError('text must be a string');
+    const maxLength = checkMaxLength(checkOptions(options).maxLength, this.maxLength);
+    return this.#native.encode(text, maxLength);
+  }
+
+  /**
+   * The ids of many texts, packed: `ids` holds them one after the other and
+   * `lengths[i]` says how many belong to `texts[i]`.
+   *
+   * @example
+   * ```ts
+   * tokenizer.encodeBatch(['Hi!', 'Good morning'], { offsets: true });
+   * // { ids: Int32Array(8) [101, 7632, 999, 102, 101, 2204, 2851, 102],
+   * //   lengths: Int32Array(2) [4, 4],
+   * //   offsets: Int32Array(16) [0, 0, 0, 2, 2, 3, 0, 0, 0, 0, 0, 4, 5, 12, 0, 0] }
+   * ```
+   */
+  encodeBatch(texts: readonly string[], options?: EncodeBatchOptions): EncodedBatch {
+    if (!Array.isArray(texts)) throw new TypeError('texts must be an array of strings');
+    const opts = checkOptions(options);
+    const maxLength = checkMaxLength(opts.maxLength, this.maxLength);
+    if (opts.offsets !== undefined && typeof opts.offsets !== 'boolean') {
+      throw new TypeError('options.offsets must be a boolean');
+    }
+    // The addon checks each element and throws `texts[i] must be a string`.
+    const out = this.#native.encodeBatch(texts, maxLength, opts.offsets === true);
+    return out.offsets ? { ids: out.ids, lengths: out.lengths, offsets: out.offsets } : { ids: out.ids, lengths: out.lengths };
+  }
+
+  /**
+   * The id of a token of the vocabulary (or an added token), or null.
+   *
+   * @example
+   * ```ts
+   * tokenizer.tokenId('[CLS]'); // 101
+   * ```
+   */
+  tokenId(token: string): number | null {
+    if (typeof token !== 'string') throw new TypeError('token must be a string');
+    return this.#native.tokenId(token);
+  }
+}

@@ -1,0 +1,17 @@
+// Sentence embeddings of texts on a worker's encoder: the native tokenizer packs the batch
+// (truncated to the base model's 256 tokens), the encoder embeds it.
+import type { Encoder } from '../native/encoder.js';
+import { Tokenizer } from '../native/tokenizer.js';
+
+// One tokenizer per base model in this worker, like the encoders.
+const tokenizers = new Map<string, Tokenizer>();
+
+export function embedTexts(baseModel: string, encoder: Encoder, texts: string[]): Float32Array {
+  let tokenizer = tokenizers.get(baseModel);
+  if (!tokenizer) {
+    tokenizer = Tokenizer.fromPretrained(baseModel);
+    tokenizers.set(baseModel, tokenizer);
+  }
+  const { ids, lengths } = tokenizer.encodeBatch(texts, { maxLength: encoder.maxLength });
+  return encoder.embedIdsSync(ids, lengths);
+}

@@ -1,0 +1,147 @@
+// The one piscina pool that runs all native work. Only this module decides which thread runs
+// what; everything else awaits `runTask`.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { debuglog } from 'node:util';
+
+import { Piscina } from 'piscina';
+
+import { SvcError, fromNativeError } from '../errors.js';
+import type { SvcErrorCode } from '../errors.js';
+import { kWorkerError } from './tasks.js';
+import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
+
+const debug = debuglog('svc');
+
+/** Options of {@link configurePool}; all optional. */
+export interface PoolOptions {
+  /** Worker threads, each with its own encoders. */
+  workers?: number;
+  /** Threads each worker's engine uses. Keep workers x engineThreads <= cores. */
+  engineThreads?: number;
+}
+
+export type ResolvedPoolOptions = Required<PoolOptions>;
+
+/**
+ * Two workers (one on a single core), each engine on its share of the cores. With two, a long
+ * task (saving a model builds its ONNX file, ~0.8 s) never holds up predictions, and on a
+ * busy machine one-thread engines beat two threads that wait on each other; `npm run bench --
+ * pool` measured both layouts (README, "Threads").
+ */
+function defaultPoolOptions(): ResolvedPoolOptions {
+  const cores = availableParallelism();
+  const workers = Math.min(2, cores);
+  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
+}
+
+/** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
+const kWorkerNiceness = 5;
+
+let configured: ResolvedPoolOptions | undefined;
+let pool: Piscina | undefined;
+
+function checkCount(value: unknown, name: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`${name} must be a positive integer`);
+  if (value < 1) throw new RangeError(`${name} must be a positive integer`);
+}
+
+/**
+ * Sets the pool's size before its first task. Calling it once the pool runs is an error
+ * (call {@link closePool} first).
+ *
+ * @example
+ * ```ts
+ * import { configurePool } from 'svc-classify';
+ * configurePool({ workers: 2, engineThreads: 1 });
+ * ```
+ */
+export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
+  checkCount(options.workers, 'options.workers');
+  checkCount(options.engineThreads, 'options.engineThreads');
+  if (pool) throw new Error('configurePool must be called before the pool starts (call closePool first)');
+  configured = { ...defaultPoolOptions(), ...options };
+  return configured;
+}
+
+/** The pool's size as it is or will be. */
+export function poolOptions(): ResolvedPoolOptions {
+  return configured ?? defaultPoolOptions();
+}
+
+/**
+ * Where the worker entry is. Built: dist/worker.js (or .cjs) next to the bundle that runs
+ * this code. From the TypeScript sources (tests, `tsx`): src/pool/worker.ts, run through
+ * tsx's loader in the worker.
+ */
+export function workerEntry(): { filename: string; execArgv: string[] } {
+  const self = fileURLToPath(import.meta.url);
+  const dir = dirname(self);
+  const extension = extname(self);
+  if (extension === '.ts') {
+    // Resolved from here, so the worker finds tsx whatever the current directory is.
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    return { filename: join(dir, 'worker.ts'), execArgv: ['--import', tsx] };
+  }
+  const filename = join(dir, `worker${extension === '.cjs' ? '.cjs' : '.js'}`);
+  if (!existsSync(filename)) throw new SvcError('internal', `svc-classify: the pool worker ${filename} is missing`);
+  return { filename, execArgv: [] };
+}
+
+function startPool(): Piscina {
+  const options = poolOptions();
+  const { filename, execArgv } = workerEntry();
+  const workerData: WorkerSettings = { engineThreads: options.engineThreads, niceness: kWorkerNiceness };
+  debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
+  return new Piscina({
+    filename,
+    // Not the parent's flags: a CLI's own loaders (tsx, vitest) are no business of the worker.
+    execArgv,
+    workerData,
+    minThreads: options.workers,
+    maxThreads: options.workers,
+    // Workers hold loaded encoders: keep them while the pool lives.
+    idleTimeout: Infinity,
+  });
+}
+
+function currentPool(): Piscina {
+  pool ??= startPool();
+  return pool;
+}
+
+/** Runs one task in the pool. A task aborted while running ends its worker (piscina's rule). */
+export async function runTask<T>(task: PoolTask, signal?: AbortSignal): Promise<T> {
+  let result: unknown;
+  try {
+    result = await currentPool().run(task, signal ? { signal } : {});
+  } catch (error) {
+    if (signal?.aborted) throw new SvcError('aborted', 'the operation was aborted', { cause: error });
+    // A plain Error from the worker: a native failure (the C++ message) or a bug.
+    throw fromNativeError(error);
+  }
+  const failure = (result as Partial<WorkerError> | null)?.[kWorkerError];
+  if (failure) {
+    throw new SvcError(failure.code as SvcErrorCode, failure.message, failure.param ? { param: failure.param } : {});
+  }
+  return result as T;
+}
+
+/**
+ * Stops the pool's workers (after their current tasks). The next task starts a new pool.
+ *
+ * @example
+ * ```ts
+ * import { closePool } from 'svc-classify';
+ * process.once('SIGTERM', () => void closePool());
+ * ```
+ */
+export async function closePool(): Promise<void> {
+  const closing = pool;
+  pool = undefined;
+  if (closing) await closing.close();
+}

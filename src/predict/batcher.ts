@@ -1,0 +1,231 @@
+// Micro-batching: concurrent predict calls on classifiers that share a base model are merged
+// into one engine batch. A call waits at most `waitMs` for company, or less when the batch
+// fills its text or token budget; while every worker is busy, calls keep gathering and go
+// out together as soon as one frees up.
+import { debuglog } from 'node:util';
+
+import { SvcError } from '../errors.js';
+import type { LogisticHead } from '../model/directory.js';
+import { poolOptions, runTask } from '../pool/pool.js';
+import type { PredictTask } from '../pool/tasks.js';
+
+const debug = debuglog('svc');
+
+/** How long a call waits for others to share its batch. */
+export const kBatchWaitMs = 2;
+/** Most texts in one engine batch. */
+export const kMaxBatchTexts = 256;
+/** Most (estimated) tokens in one engine batch. */
+export const kMaxBatchTokens = 32_768;
+/** Tokens kept per text by the base models. */
+const kMaxTokensPerText = 256;
+
+/**
+ * A cheap token estimate that needs no tokenizer on the main thread: about four characters
+ * per WordPiece token in English, plus [CLS] and [SEP], capped at the truncation length.
+ */
+export function estimateTokens(text: string): number {
+  return Math.min(kMaxTokensPerText, Math.ceil(text.length / 4) + 2);
+}
+
+interface Entry {
+  texts: string[];
+  tokens: number;
+  head: LogisticHead;
+  resolve(probabilities: Float32Array): void;
+  reject(error: unknown): void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+/** Counters for observing the batching (tests and `NODE_DEBUG=svc`). */
+export interface BatchStats {
+  /** Predict requests received (a call larger than one batch counts once per part). */
+  requests: number;
+  /** Engine batches sent to the pool. */
+  batches: number;
+  /** Texts scored. */
+  texts: number;
+}
+
+const stats: BatchStats = { requests: 0, batches: 0, texts: 0 };
+
+/** A copy of the batching counters since the process started. */
+export function batchStats(): BatchStats {
+  return { ...stats };
+}
+
+class BaseModelQueue {
+  readonly #baseModel: string;
+  #pending: Entry[] = [];
+  #pendingTexts = 0;
+  #pendingTokens = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #inFlight = 0;
+
+  constructor(baseModel: string) {
+    this.#baseModel = baseModel;
+  }
+
+  add(entry: Entry): void {
+    this.#pending.push(entry);
+    this.#pendingTexts += entry.texts.length;
+    this.#pendingTokens += entry.tokens;
+    if (this.#pendingTexts >= kMaxBatchTexts || this.#pendingTokens >= kMaxBatchTokens) this.#flush();
+    else this.#timer ??= setTimeout(() => this.#flush(), kBatchWaitMs);
+  }
+
+  remove(entry: Entry): boolean {
+    const index = this.#pending.indexOf(entry);
+    if (index < 0) return false;
+    this.#pending.splice(index, 1);
+    this.#pendingTexts -= entry.texts.length;
+    this.#pendingTokens -= entry.tokens;
+    return true;
+  }
+
+  #flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    // Every worker busy: keep gathering; the batch that finishes first sends the rest.
+    while (this.#pending.length > 0 && this.#inFlight < poolOptions().workers) this.#send(this.#take());
+  }
+
+  /** Takes entries from the front while they fit the budget (always at least one). */
+  #take(): Entry[] {
+    const batch: Entry[] = [];
+    let texts = 0;
+    let tokens = 0;
+    while (this.#pending.length > 0) {
+      const next = this.#pending[0];
+      const fits = texts + next.texts.length <= kMaxBatchTexts && tokens + next.tokens <= kMaxBatchTokens;
+      if (batch.length > 0 && !fits) break;
+      this.remove(next);
+      batch.push(next);
+      texts += next.texts.length;
+      tokens += next.tokens;
+    }
+    return batch;
+  }
+
+  #send(batch: Entry[]): void {
+    const heads = new Map<LogisticHead, number>();
+    for (const entry of batch) if (!heads.has(entry.head)) heads.set(entry.head, heads.size);
+    const dim = batch[0].head.weights.length;
+    const weights = new Float64Array(heads.size * dim);
+    const biases = new Float64Array(heads.size);
+    for (const [head, index] of heads) {
+      weights.set(head.weights, index * dim);
+      biases[index] = head.bias;
+    }
+    const task: PredictTask = {
+      kind: 'predict',
+      baseModel: this.#baseModel,
+      texts: batch.flatMap((entry) => entry.texts),
+      counts: Int32Array.from(batch, (entry) => entry.texts.length),
+      heads: Int32Array.from(batch, (entry) => heads.get(entry.head) ?? 0),
+      weights,
+      biases,
+    };
+    stats.batches++;
+    stats.texts += task.texts.length;
+    debug('predict batch: %d call(s), %d text(s), %d head(s)', batch.length, task.texts.length, heads.size);
+    this.#inFlight++;
+    runTask<Float32Array>(task).then(
+      (probabilities) => {
+        let offset = 0;
+        for (const entry of batch) {
+          settle(entry, () => entry.resolve(probabilities.subarray(offset, offset + entry.texts.length)));
+          offset += entry.texts.length;
+        }
+        this.#done();
+      },
+      (error: unknown) => {
+        for (const entry of batch) settle(entry, () => entry.reject(error));
+        this.#done();
+      },
+    );
+  }
+
+  #done(): void {
+    this.#inFlight--;
+    if (this.#pending.length > 0) this.#flush();
+  }
+}
+
+function settle(entry: Entry, action: () => void): void {
+  if (entry.onAbort) entry.signal?.removeEventListener('abort', entry.onAbort);
+  action();
+}
+
+const queues = new Map<string, BaseModelQueue>();
+
+function abortError(): SvcError {
+  return new SvcError('aborted', 'the prediction was aborted');
+}
+
+/**
+ * Scores `texts` with `head` on `baseModel`'s embeddings, batched with whatever else is
+ * being predicted on that base model. Resolves to P(true) per text, in order.
+ */
+export function scoreTexts(
+  baseModel: string,
+  head: LogisticHead,
+  texts: readonly string[],
+  signal?: AbortSignal,
+): Promise<Float32Array> {
+  if (texts.length === 0) return Promise.resolve(new Float32Array(0));
+  if (signal?.aborted) return Promise.reject(abortError());
+  let queue = queues.get(baseModel);
+  if (!queue) {
+    queue = new BaseModelQueue(baseModel);
+    queues.set(baseModel, queue);
+  }
+  // Cut large calls into parts that fit one batch each.
+  const parts: Promise<Float32Array>[] = [];
+  let start = 0;
+  while (start < texts.length) {
+    let tokens = 0;
+    let end = start;
+    while (end < texts.length && end - start < kMaxBatchTexts) {
+      const next = estimateTokens(texts[end]);
+      if (end > start && tokens + next > kMaxBatchTokens) break;
+      tokens += next;
+      end++;
+    }
+    parts.push(enqueue(queue, texts.slice(start, end), tokens, head, signal));
+    start = end;
+  }
+  if (parts.length === 1) return parts[0];
+  return Promise.all(parts).then((results) => {
+    const out = new Float32Array(texts.length);
+    let offset = 0;
+    for (const result of results) {
+      out.set(result, offset);
+      offset += result.length;
+    }
+    return out;
+  });
+}
+
+function enqueue(
+  queue: BaseModelQueue,
+  texts: string[],
+  tokens: number,
+  head: LogisticHead,
+  signal?: AbortSignal,
+): Promise<Float32Array> {
+  stats.requests++;
+  return new Promise((resolve, reject) => {
+    const entry: Entry = { texts, tokens, head, resolve, reject, signal };
+    if (signal) {
+      // Still waiting: leave the queue. Already in a batch: the batch runs on, the caller stops waiting.
+      entry.onAbort = () => {
+        queue.remove(entry);
+        reject(abortError());
+      };
+      signal.addEventListener('abort', entry.onAbort, { once: true });
+    }
+    queue.add(entry);
+  });
+}

@@ -1,0 +1,167 @@
+// Classifier: a trained head on a base encoder. Predicting, saving and loading; the encoder
+// itself lives in the pool's workers, one per base model, shared by every classifier.
+import { resolve as resolvePath } from 'node:path';
+
+import { SvcError } from '../errors.js';
+import { readModelDir } from '../model/directory.js';
+import type { LogisticHead } from '../model/directory.js';
+import { isHubId } from '../model/hub.js';
+import type { Hub } from '../model/hub.js';
+import type { Manifest, TrainingMetrics } from '../model/manifest.js';
+import { runTask } from '../pool/pool.js';
+import { scoreTexts } from './batcher.js';
+
+/** One prediction: `probability` is P(label = true); `label` is `probability >= 0.5`. */
+export interface Prediction {
+  label: boolean;
+  probability: number;
+}
+
+export interface PredictOptions {
+  /** Stops waiting for the result (and drops the texts if they are not in a batch yet). */
+  signal?: AbortSignal;
+}
+
+export interface LoadOptions {
+  /** Where to find models given by hub id (`<org>/<model_id>`). */
+  hub?: Hub;
+}
+
+function checkTexts(texts: unknown): asserts texts is string | readonly string[] {
+  if (typeof texts === 'string') return;
+  if (!Array.isArray(texts)) throw new TypeError('texts must be a string or an array of strings');
+  for (let i = 0; i < texts.length; i++) {
+    if (typeof texts[i] !== 'string') throw new TypeError(`texts[${i}] must be a string`);
+  }
+}
+
+function toPrediction(probability: number): Prediction {
+  return { label: probability >= 0.5, probability };
+}
+
+/**
+ * A trained binary text classifier. Get one from `train()` or `Classifier.load()`.
+ *
+ * @example
+ * ```ts
+ * import { Classifier } from 'svc-classify';
+ * // trained on 20 UCI IMDB sentences (10 positive, 10 negative), label_text 'positive review'
+ * const classifier = await Classifier.load('./positive-review');
+ * await classifier.predict('A wonderful, moving film.');
+ * // { label: true, probability: 0.5832293629646301 }
+ * await classifier.predict(['Loved it', 'Two hours I will never get back']);
+ * // [{ label: true, probability: 0.5366119146347046 }, { label: false, probability: 0.4272533655166626 }]
+ * ```
+ */
+export class Classifier {
+  readonly #manifest: Manifest;
+  readonly #head: LogisticHead;
+  #disposed = false;
+
+  /** @internal Use `train()` or `Classifier.load()`. */
+  constructor(manifest: Manifest, head: LogisticHead) {
+    this.#manifest = Object.freeze({ ...manifest });
+    this.#head = head;
+  }
+
+  /** The model id, e.g. `svc-small-1a2b3c4d5e6f`. */
+  get id(): string {
+    return this.#manifest.id;
+  }
+
+  /** What `label: true` means, as given in the training examples. */
+  get labelText(): string {
+    return this.#manifest.label_text;
+  }
+
+  /** The base encoder's name, e.g. `svc-small`. */
+  get baseModel(): string {
+    return this.#manifest.base_model;
+  }
+
+  /** Unix seconds. */
+  get createdAt(): number {
+    return this.#manifest.created_at;
+  }
+
+  get metrics(): TrainingMetrics {
+    return { ...this.#manifest.metrics };
+  }
+
+  /** The manifest as written to manifest.json. */
+  get manifest(): Manifest {
+    return structuredClone(this.#manifest);
+  }
+
+  /** The head's coefficients and bias (a copy). */
+  get head(): { weights: Float64Array; bias: number } {
+    return { weights: this.#head.weights.slice(), bias: this.#head.bias };
+  }
+
+  /** Predicts one text. */
+  predict(text: string, options?: PredictOptions): Promise<Prediction>;
+  /** Predicts several texts; the result is in input order. */
+  predict(texts: readonly string[], options?: PredictOptions): Promise<Prediction[]>;
+  async predict(texts: string | readonly string[], options: PredictOptions = {}): Promise<Prediction | Prediction[]> {
+    checkTexts(texts);
+    this.#checkLive();
+    const batch = typeof texts === 'string' ? [texts] : texts;
+    const probabilities = await scoreTexts(this.#manifest.base_model, this.#head, batch, options.signal);
+    if (typeof texts === 'string') return toPrediction(probabilities[0]);
+    return Array.from(probabilities, toPrediction);
+  }
+
+  /**
+   * Writes the model directory (created if missing): manifest, head, and the files
+   * transformers.js loads. The work runs in the pool.
+   *
+   * @example
+   * ```ts
+   * await classifier.save('./positive-review');
+   * // ./positive-review: config.json head.json manifest.json onnx/model.onnx tokenizer.json tokenizer_config.json
+   * ```
+   */
+  async save(dir: string): Promise<void> {
+    if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    this.#checkLive();
+    await runTask({
+      kind: 'save',
+      dir: resolvePath(dir),
+      manifest: this.#manifest,
+      weights: this.#head.weights,
+      bias: this.#head.bias,
+    });
+  }
+
+  /**
+   * Loads a model directory, or with `options.hub` a model by hub id.
+   *
+   * @example
+   * ```ts
+   * const hub = new DirectoryHub('./hub');
+   * const classifier = await Classifier.load('acme/svc-small-1a2b3c4d5e6f', { hub });
+   * classifier.labelText; // 'positive review'
+   * ```
+   */
+  static async load(dirOrHubId: string, options: LoadOptions = {}): Promise<Classifier> {
+    if (typeof dirOrHubId !== 'string' || dirOrHubId.length === 0) {
+      throw new TypeError('dirOrHubId must be a non-empty string');
+    }
+    const { hub } = options;
+    if (hub !== undefined && (typeof hub !== 'object' || typeof hub.resolve !== 'function')) {
+      throw new TypeError('options.hub must be a Hub');
+    }
+    const dir = hub && isHubId(dirOrHubId) ? await hub.resolve(dirOrHubId) : dirOrHubId;
+    const { manifest, head } = await readModelDir(dir);
+    return new Classifier(manifest, head);
+  }
+
+  /** Releases the classifier; its base encoder stays loaded for the others. Predicting afterwards throws. */
+  dispose(): void {
+    this.#disposed = true;
+  }
+
+  #checkLive(): void {
+    if (this.#disposed) throw new SvcError('invalid_request', `classifier ${this.id} was disposed`);
+  }
+}

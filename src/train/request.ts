@@ -1,0 +1,135 @@
+// The train request: its zod schema and the one function that turns any input into a
+// validated request or an SvcError whose message names the field and index at fault.
+import { z } from 'zod';
+
+import { SvcError } from '../errors.js';
+import { baseModelNames, isBaseModelName } from '../model/base-models.js';
+
+/** Fewest examples a classifier is trained from. */
+export const kMinExamples = 20;
+/** Most examples one training request may carry. */
+export const kMaxExamples = 10_000;
+/** Longest example text, in UTF-16 code units (JavaScript string length). */
+export const kMaxTextLength = 100_000;
+/** The only task type there is so far. */
+export const kTaskTypes = ['binary-classification'] as const;
+
+export type TaskType = (typeof kTaskTypes)[number];
+
+/** One labelled example. `label_text` names what `label: true` means, e.g. "positive review". */
+export interface TrainExample {
+  text: string;
+  label: boolean;
+  label_text: string;
+}
+
+/** What `train()` and `POST /v2/train` accept. */
+export interface TrainRequest {
+  /** Base encoder, e.g. `svc-small`. */
+  model: string;
+  task_type: TaskType;
+  examples: TrainExample[];
+}
+
+/** A type error that says "is required" when the field is missing altogether. */
+const typeError = (what: string) => (issue: { input?: unknown }) =>
+  issue.input === undefined ? 'is required' : `must be ${what}`;
+
+// Messages are written without the field name; `validateTrainRequest` puts the path in front
+// (`examples[3].label must be a boolean`). Issues flagged `whole` are complete sentences.
+const exampleSchema = z
+  .object({
+    text: z
+      .string({ error: typeError('a string') })
+      .min(1, { error: 'must not be empty' })
+      .max(kMaxTextLength, {
+        error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
+      }),
+    label: z.boolean({ error: typeError('a boolean') }),
+    label_text: z
+      .string({ error: typeError('a non-empty string') })
+      .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
+      // config.json's id2label names the false class 'false'.
+      .refine((value) => value !== 'false', { error: "must not be 'false' (that names the other class)" }),
+  })
+  .strict();
+
+/**
+ * The zod schema of a train request (strict: unknown fields are rejected). Prefer
+ * {@link validateTrainRequest}, which turns the first issue into a readable SvcError.
+ */
+export const trainRequestSchema = z
+  .object({
+    model: z
+      .string({ error: typeError('a string') })
+      .refine(isBaseModelName, {
+        error: (issue) => `must be one of ${baseModelNames.join(', ')} (got '${String(issue.input)}')`,
+      }),
+    task_type: z.enum(kTaskTypes, {
+      error: (issue) =>
+        issue.input === undefined ? 'is required' : `must be 'binary-classification' (got ${JSON.stringify(issue.input)})`,
+    }),
+    examples: z.array(exampleSchema, { error: typeError('an array') }),
+  })
+  .strict()
+  .superRefine((request, ctx) => {
+    const whole = (message: string) =>
+      ctx.addIssue({ code: 'custom', message, path: ['examples'], params: { whole: true } });
+    const { examples } = request;
+    if (examples.length < kMinExamples) {
+      whole(`at least ${kMinExamples} examples are required (got ${examples.length})`);
+      return;
+    }
+    if (examples.length > kMaxExamples) {
+      whole(`at most ${kMaxExamples} examples are allowed (got ${examples.length})`);
+      return;
+    }
+    const trueCount = examples.filter((example) => example.label).length;
+    if (trueCount === 0 || trueCount === examples.length) {
+      whole('examples need at least one true and one false label');
+      return;
+    }
+    if (examples.some((example) => example.label_text !== examples[0].label_text)) {
+      whole('all examples must share one label_text');
+    }
+  });
+
+/** `['examples', 3, 'label']` -> `examples[3].label`. */
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+function describe(issue: z.core.$ZodIssue): { message: string; param: string | null } {
+  const param = formatPath(issue.path);
+  if (issue.code === 'custom' && issue.params?.whole) return { message: issue.message, param };
+  if (issue.code === 'unrecognized_keys') {
+    const fields = issue.keys.map((key) => `'${key}'`).join(', ');
+    return { message: `${param === '' ? 'the request' : param} has unknown field ${fields}`, param: param || null };
+  }
+  if (issue.code === 'invalid_type' && issue.expected === 'object') {
+    return { message: `${param === '' ? 'the request' : param} must be an object`, param: param || null };
+  }
+  return { message: param === '' ? issue.message : `${param} ${issue.message}`, param: param || null };
+}
+
+/**
+ * Checks a train request and returns it typed; throws `SvcError('invalid_request')` for the
+ * first problem, with `param` naming the field.
+ *
+ * @example
+ * ```ts
+ * validateTrainRequest({ model: 'svc-small', task_type: 'binary-classification', examples: [] });
+ * // throws SvcError: at least 20 examples are required (got 0)   (code 'invalid_request', param 'examples')
+ * ```
+ */
+export function validateTrainRequest(input: unknown): TrainRequest {
+  const result = trainRequestSchema.safeParse(input);
+  if (result.success) return result.data;
+  const { message, param } = describe(result.error.issues[0]);
+  throw new SvcError('invalid_request', message, param ? { param } : {});
+}

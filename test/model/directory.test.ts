@@ -1,0 +1,92 @@
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { readModelDir, writeManifestAndHead } from '../../src/model/directory.js';
+import { kManifestFormatVersion } from '../../src/model/manifest.js';
+
+const formatOne = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'format-1');
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-model-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function withManifest(change: (manifest: Record<string, unknown>) => void): Promise<string> {
+  await cp(formatOne, dir, { recursive: true });
+  const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
+  change(manifest);
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  return dir;
+}
+
+describe('model directory', () => {
+  // A directory as format version 1 wrote it, kept verbatim: every later version must read it.
+  it('reads a format-1 directory', async () => {
+    const { manifest, head } = await readModelDir(formatOne);
+    expect(manifest).toMatchObject({
+      format_version: kManifestFormatVersion,
+      id: 'svc-small-0123456789ab',
+      created_at: 1763769600,
+      base_model: 'svc-small',
+      label_text: 'positive review',
+      body: 'frozen',
+      metrics: { train_accuracy: 1, train_seconds: 0.25 },
+    });
+    expect(manifest.training).toMatchObject({ method: 'frozen-logistic', C: 1, examples: 20 });
+    expect(head.weights.length).toBe(384);
+    expect(Array.from(head.weights.subarray(0, 4))).toEqual([-0.11, 0.03, -0.06, 0.08]);
+    expect(head.bias).toBe(-0.125);
+  });
+
+  it('writes what it reads, bit for bit', async () => {
+    const { manifest } = await readModelDir(formatOne);
+    const weights = Float64Array.from({ length: 384 }, (_, j) => Math.sin(j) / 3);
+    await writeManifestAndHead(dir, manifest, { weights, bias: Math.PI / 7 });
+    const again = await readModelDir(dir);
+    expect(again.manifest).toEqual(manifest);
+    expect(again.head.weights).toEqual(weights);
+    expect(again.head.bias).toBe(Math.PI / 7);
+  });
+
+  it('refuses a newer format version with advice', async () => {
+    await withManifest((m) => (m.format_version = 2));
+    await expect(readModelDir(dir)).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: `${dir}/manifest.json: format_version 2 is newer than this svc-classify reads (1); upgrade svc-classify`,
+    });
+  });
+
+  it.each([
+    [(m: Record<string, unknown>) => delete m.format_version, 'format_version is missing: not a svc-classify model format'],
+    [(m: Record<string, unknown>) => (m.format_version = '1'), 'format_version "1": not a svc-classify model format'],
+    [(m: Record<string, unknown>) => delete m.label_text, 'label_text is missing or malformed'],
+    [(m: Record<string, unknown>) => (m.base_model = 'svc-huge'), "base_model 'svc-huge' is not one this svc-classify has (svc-small)"],
+    [(m: Record<string, unknown>) => (m.body = 'finetuned'), "body 'finetuned' is not supported by this svc-classify; upgrade it"],
+    [(m: Record<string, unknown>) => (m.head_file = '../head.json'), "head_file '../head.json' is not a plain file name"],
+  ])('refuses a malformed manifest %#', async (change, message) => {
+    await withManifest(change);
+    await expect(readModelDir(dir)).rejects.toMatchObject({ message: `${dir}/manifest.json: ${message}` });
+  });
+
+  it('says when a folder is no model directory', async () => {
+    await expect(readModelDir(dir)).rejects.toMatchObject({
+      code: 'not_found',
+      message: `${dir} is not a svc-classify model directory (no manifest.json)`,
+    });
+  });
+
+  it('refuses a head of the wrong shape', async () => {
+    await cp(formatOne, dir, { recursive: true });
+    await writeFile(join(dir, 'head.json'), JSON.stringify({ kind: 'logistic-regression', dim: 2, weights: [1], bias: 0 }));
+    await expect(readModelDir(dir)).rejects.toMatchObject({
+      message: `${join(dir, 'head.json')} is not a logistic-regression head`,
+    });
+  });
+});

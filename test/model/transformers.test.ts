@@ -1,0 +1,76 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { env, pipeline } from '@huggingface/transformers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { split } from '../../bench/_draw.js';
+import { uciSentences } from '../../bench/corpora.js';
+import { DirectoryHub } from '../../src/model/hub.js';
+import { closePool } from '../../src/pool/pool.js';
+import { train } from '../../src/train/train.js';
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'svc-transformers-'));
+});
+afterAll(async () => {
+  await closePool();
+  await rm(root, { recursive: true, force: true });
+});
+
+const { trainSet, testSet } = split(uciSentences('imdb'), 1);
+
+describe('a saved model directory in transformers.js', () => {
+  it('loads with pipeline("text-classification") and gives our probabilities within 1e-3 on 200 texts', async () => {
+    const hub = new DirectoryHub(root);
+    const id = 'acme/svc-small-00112233aabb';
+    const classifier = await train(
+      {
+        model: 'svc-small',
+        task_type: 'binary-classification' as const,
+        examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
+      },
+      { hub, id },
+    );
+    expect(await hub.files(id)).toEqual([
+      'config.json',
+      'head.json',
+      'manifest.json',
+      'onnx/model.onnx',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
+    const config = JSON.parse(await readFile(await hub.file(id, 'config.json'), 'utf8'));
+    expect(config).toMatchObject({
+      architectures: ['BertForSequenceClassification'],
+      id2label: { 0: 'false', 1: 'positive' },
+      label2id: { false: 0, positive: 1 },
+    });
+    const tokenizerConfig = JSON.parse(await readFile(await hub.file(id, 'tokenizer_config.json'), 'utf8'));
+    expect(tokenizerConfig.model_max_length).toBe(256);
+
+    // The hub's layout is the Hugging Face one: <root>/<org>/<model_id>.
+    env.allowRemoteModels = false;
+    env.allowLocalModels = true;
+    env.localModelPath = root;
+    const classify = await pipeline('text-classification', id, { dtype: 'fp32' });
+    const texts = testSet.slice(0, 200).map((row) => row.text);
+    const ours = await classifier.predict(texts);
+    let largest = 0;
+    for (let start = 0; start < texts.length; start += 25) {
+      const outputs = (await classify(texts.slice(start, start + 25), { top_k: null })) as {
+        label: string;
+        score: number;
+      }[][];
+      outputs.forEach((labels, k) => {
+        const positive = labels.find((entry) => entry.label === 'positive');
+        expect(positive).toBeDefined();
+        largest = Math.max(largest, Math.abs((positive?.score ?? NaN) - ours[start + k].probability));
+      });
+    }
+    expect(largest).toBeLessThan(1e-3);
+    await classify.dispose();
+  });
+});

@@ -1,0 +1,175 @@
+// Our tokenizer against the reference, Hugging Face's Rust `tokenizers`:
+// ids (and offsets) equal for every text of every corpus, zero mismatches.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Tokenizer as HfTokenizer } from 'tokenizers';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { allUciTexts, emailBodies } from '../../bench/corpora.js';
+import { resolveBaseModel } from '../../src/model/base-models.js';
+import { Tokenizer } from '../../src/native/tokenizer.js';
+import { hardCorpus } from '../fixtures/hard-corpus.js';
+
+const kNoTruncation = 100_000;
+const file = resolveBaseModel('svc-small').tokenizerFile;
+
+async function referenceEncodings(path: string, texts: string[], maxLength: number) {
+  const hf = HfTokenizer.fromFile(path);
+  hf.disablePadding();
+  if (maxLength >= kNoTruncation) hf.disableTruncation();
+  else hf.setTruncation(maxLength);
+  return hf.encodeBatch(texts);
+}
+
+// UTF-16 offsets -> code point offsets (what the reference reports).
+function codePointIndex(text: string): Int32Array {
+  const index = new Int32Array(text.length + 1);
+  let cp = 0;
+  for (let i = 0; i < text.length; i++) {
+    index[i] = cp;
+    const c = text.charCodeAt(i);
+    const next = text.charCodeAt(i + 1);
+    if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      index[i + 1] = cp;
+      i++;
+    }
+    cp++;
+  }
+  index[text.length] = cp;
+  return index;
+}
+
+interface Mismatch {
+  index: number;
+  text: string;
+  ours: number[];
+  theirs: number[];
+}
+
+async function compare(texts: string[], maxLength: number, withOffsets: boolean, path = file, tokenizer?: Tokenizer) {
+  const ours = (tokenizer ?? Tokenizer.fromFile(path)).encodeBatch(texts, { maxLength, offsets: withOffsets });
+  const theirs = await referenceEncodings(path, texts, maxLength);
+  const idMismatches: Mismatch[] = [];
+  let offsetMismatches = 0;
+  let tokens = 0;
+  let at = 0;
+  texts.forEach((text, i) => {
+    const length = ours.lengths[i] as number;
+    const ids = Array.from(ours.ids.subarray(at, at + length));
+    const reference = theirs[i]!;
+    const expected = reference.getIds();
+    if (ids.length !== expected.length || ids.some((id, k) => id !== expected[k])) {
+      idMismatches.push({ index: i, text, ours: ids, theirs: expected });
+    } else if (withOffsets) {
+      const cps = codePointIndex(text);
+      const theirOffsets = reference.getOffsets();
+      for (let k = 0; k < length; k++) {
+        const start = ours.offsets![2 * (at + k)] as number;
+        const end = ours.offsets![2 * (at + k) + 1] as number;
+        const isSpecial = k === 0 || k === length - 1;
+        const mine = isSpecial ? [0, 0] : [cps[start], cps[end]];
+        if (mine[0] !== theirOffsets[k]![0] || mine[1] !== theirOffsets[k]![1]) offsetMismatches++;
+      }
+    }
+    tokens += length;
+    at += length;
+  });
+  return { idMismatches: idMismatches.slice(0, 3), mismatchCount: idMismatches.length, offsetMismatches, tokens };
+}
+
+describe('Tokenizer parity with HF tokenizers (svc-small tokenizer.json)', () => {
+  const uci = allUciTexts();
+  const emails = emailBodies(3000);
+  const hard = hardCorpus();
+  const ours = Tokenizer.fromFile(file);
+
+  it('uses corpora of the expected size', () => {
+    expect(uci.length).toBe(3003);
+    expect(emails.length).toBe(3000);
+    expect(hard.length).toBe(450);
+  });
+
+  for (const maxLength of [256, kNoTruncation]) {
+    it(`equals the reference on every UCI sentence at maxLength ${maxLength}, offsets included`, async () => {
+      const result = await compare(uci, maxLength, true, file, ours);
+      expect(result.idMismatches).toEqual([]);
+      expect(result.mismatchCount).toBe(0);
+      expect(result.offsetMismatches).toBe(0);
+      expect(result.tokens).toBeGreaterThan(3000 * 3);
+    });
+
+    it(`equals the reference on 3000 e-mail bodies at maxLength ${maxLength}`, async () => {
+      const result = await compare(emails, maxLength, maxLength === 256, file, ours);
+      expect(result.idMismatches).toEqual([]);
+      expect(result.mismatchCount).toBe(0);
+      expect(result.offsetMismatches).toBe(0);
+    });
+
+    it(`equals the reference on the hard corpus at maxLength ${maxLength}, offsets included`, async () => {
+      const result = await compare(hard, maxLength, true, file, ours);
+      expect(result.idMismatches).toEqual([]);
+      expect(result.mismatchCount).toBe(0);
+      expect(result.offsetMismatches).toBe(0);
+    });
+  }
+
+  it('equals the reference at small maximum lengths, where truncation cuts inside words', async () => {
+    const sample = [...uci.slice(0, 300), ...hard.slice(0, 60)];
+    for (const maxLength of [2, 3, 5, 17]) {
+      const result = await compare(sample, maxLength, false, file, ours);
+      expect(result.mismatchCount).toBe(0);
+    }
+  });
+});
+
+// Every code point, as its own WordPiece token: a vocabulary that holds each
+// character (and its ## form) makes any normalization or splitting difference
+// show up as a different id. Planes 0-3 in full, the tag/selector block, and
+// a sample of the private-use planes.
+describe('Tokenizer parity on every code point', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-tok-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  function sweptCodePoints(): number[] {
+    const cps: number[] = [];
+    for (let cp = 0; cp <= 0x3ffff; cp++) if (cp < 0xd800 || cp > 0xdfff) cps.push(cp);
+    for (let cp = 0xe0000; cp <= 0xe01ff; cp++) cps.push(cp);
+    for (let cp = 0xf0000; cp <= 0x10ffff; cp += 97) cps.push(cp);
+    return cps;
+  }
+
+  it('normalizes, splits and looks up each one like the reference', async () => {
+    const base = JSON.parse(readFileSync(file, 'utf8'));
+    const cps = sweptCodePoints();
+    const vocab: Record<string, number> = { '[PAD]': 0, '[UNK]': 1, '[CLS]': 2, '[SEP]': 3, '[MASK]': 4 };
+    let id = 5;
+    for (const cp of cps) {
+      const c = String.fromCodePoint(cp);
+      if (!(c in vocab)) vocab[c] = id++;
+      vocab[`##${c}`] = id++;
+    }
+    base.model.vocab = vocab;
+    base.added_tokens = base.added_tokens.map((t: { content: string }) => ({ ...t, id: vocab[t.content] }));
+    base.post_processor.special_tokens['[CLS]'].ids = [2];
+    base.post_processor.special_tokens['[SEP]'].ids = [3];
+    const path = join(dir, 'every-char.json');
+    writeFileSync(path, JSON.stringify(base));
+
+    // Each character between two letters: dropped, split off, or joined, and how it normalizes.
+    const texts: string[] = [];
+    for (let i = 0; i < cps.length; i += 2048) {
+      texts.push(cps.slice(i, i + 2048).map((cp) => `x${String.fromCodePoint(cp)}y`).join(' '));
+    }
+    // Sequences where canonical reordering would matter (marks of different combining classes).
+    texts.push(
+      'x\u{1D16D}\u{1D165}y x\u{1D165}\u{1D16D}y a\u0328\u0301b \u302E\u302Fz \u0F72\u0F71 ' +
+        // a removed control character does not end a run of marks; a removed class-0 mark does
+        'x\u{1D16D}\u0001\u{1D165}y x\u{1D16D}\u0900\u{1D165}y x\u{1D16D}\u0301\u{1D165}\u{1D16E}y',
+    );
+    const result = await compare(texts, kNoTruncation, false, path);
+    expect(cps.length).toBe(0x40000 - 0x800 + 0x200 + Math.ceil(0x20000 / 97));
+    expect(result.idMismatches).toEqual([]);
+    expect(result.mismatchCount).toBe(0);
+  });
+});

@@ -1,0 +1,48 @@
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { pathToFileURL } from 'node:url';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { closePool, configurePool, poolOptions, runTask, workerEntry } from '../../src/pool/pool.js';
+import type { PingResult } from '../../src/pool/tasks.js';
+
+afterAll(async () => {
+  await closePool();
+});
+
+describe('pool', () => {
+  it('runs the TypeScript worker through tsx when running from sources', () => {
+    const entry = workerEntry();
+    expect(entry.filename.endsWith('/src/pool/worker.ts')).toBe(true);
+    expect(entry.execArgv).toEqual(['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]);
+  });
+
+  it('defaults to two workers sharing the cores', () => {
+    const cores = availableParallelism();
+    const workers = Math.min(2, cores);
+    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers) });
+    expect(poolOptions().workers * poolOptions().engineThreads).toBeLessThanOrEqual(cores);
+  });
+
+  it('validates its options', () => {
+    expect(() => configurePool({ workers: 0 })).toThrow(new RangeError('options.workers must be a positive integer'));
+    expect(() => configurePool({ engineThreads: 1.5 })).toThrow(
+      new TypeError('options.engineThreads must be a positive integer'),
+    );
+  });
+
+  it('runs tasks off the main thread with the configured engine threads', async () => {
+    configurePool({ workers: 2, engineThreads: 1 });
+    const results = await Promise.all([runTask<PingResult>({ kind: 'ping' }), runTask<PingResult>({ kind: 'ping' })]);
+    for (const result of results) {
+      expect(result.threadId).toBeGreaterThan(0);
+      expect(result.engineThreads).toBe(1);
+    }
+    expect(() => configurePool({ workers: 1 })).toThrow(
+      'configurePool must be called before the pool starts (call closePool first)',
+    );
+    await closePool();
+    expect(configurePool({ workers: 1, engineThreads: 2 })).toEqual({ workers: 1, engineThreads: 2 });
+  });
+});

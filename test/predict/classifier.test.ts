@@ -1,0 +1,119 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { split } from '../../bench/_draw.js';
+import { uciSentences } from '../../bench/corpora.js';
+import { DirectoryHub } from '../../src/model/hub.js';
+import { closePool, runTask } from '../../src/pool/pool.js';
+import { batchStats } from '../../src/predict/batcher.js';
+import { Classifier } from '../../src/predict/classifier.js';
+import { train } from '../../src/train/train.js';
+
+const imdb = split(uciSentences('imdb'), 1);
+const yelp = split(uciSentences('yelp'), 2);
+const requestOf = (rows: typeof imdb.trainSet, labelText: string) => ({
+  model: 'svc-small',
+  task_type: 'binary-classification' as const,
+  examples: rows.map((row) => ({ text: row.text, label: row.label, label_text: labelText })),
+});
+const texts = imdb.testSet.slice(0, 60).map((row) => row.text);
+
+let root: string;
+let classifier: Classifier;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'svc-classifier-'));
+  classifier = await train(requestOf(imdb.trainSet, 'positive'));
+});
+afterAll(async () => {
+  await closePool();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('Classifier.predict', () => {
+  it('gives one prediction for a string and an array in input order for an array', async () => {
+    const batch = await classifier.predict(texts.slice(0, 3));
+    expect(batch).toHaveLength(3);
+    const single = await classifier.predict(texts[1]);
+    expect(single).toEqual({ label: single.probability >= 0.5, probability: single.probability });
+    expect(single.probability).toBeCloseTo(batch[1].probability, 6);
+    for (const p of batch) expect(p.label).toBe(p.probability >= 0.5);
+    expect(await classifier.predict([])).toEqual([]);
+  });
+
+  it('merges concurrent calls into few engine batches, across classifiers of one base model', async () => {
+    const other = await train(requestOf(yelp.trainSet, 'good service'));
+    const alone = await classifier.predict(texts);
+    const otherAlone = await other.predict(texts);
+    const before = batchStats();
+    const calls = texts.map((text, i) => (i % 2 === 0 ? classifier : other).predict(text));
+    const results = await Promise.all(calls);
+    const after = batchStats();
+    expect(after.requests - before.requests).toBe(60);
+    expect(after.texts - before.texts).toBe(60);
+    expect(after.batches - before.batches).toBeLessThanOrEqual(3);
+    results.forEach((p, i) => expect(p.probability).toBeCloseTo((i % 2 === 0 ? alone : otherAlone)[i].probability, 6));
+  });
+
+  it('checks its input', async () => {
+    await expect(classifier.predict(5 as never)).rejects.toThrow(new TypeError('texts must be a string or an array of strings'));
+    await expect(classifier.predict(['a', null] as never)).rejects.toThrow(new TypeError('texts[1] must be a string'));
+  });
+
+  it('stops waiting when aborted', async () => {
+    await expect(classifier.predict('x', { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'aborted' });
+  });
+});
+
+describe('save and load', () => {
+  it('round-trips to identical probabilities', async () => {
+    const dir = join(root, 'positive');
+    await classifier.save(dir);
+    expect(await readdir(dir)).toEqual(expect.arrayContaining(['head.json', 'manifest.json']));
+    const loaded = await Classifier.load(dir);
+    expect(loaded.manifest).toEqual(classifier.manifest);
+    expect(loaded.head.weights).toEqual(classifier.head.weights);
+    expect(await loaded.predict(texts)).toEqual(await classifier.predict(texts));
+  });
+
+  it('publishes to a hub while training and loads by hub id', async () => {
+    const hub = new DirectoryHub(join(root, 'hub'));
+    const id = 'acme/svc-small-1a2b3c4d5e6f';
+    const stages: string[] = [];
+    const trained = await train(requestOf(imdb.trainSet, 'positive'), {
+      hub,
+      id,
+      onProgress: (event) => stages.push(`${event.stage} ${event.done}/${event.total}`),
+    });
+    expect(stages.slice(-2)).toEqual(['save 0/1', 'save 1/1']);
+    expect(trained.id).toBe('svc-small-1a2b3c4d5e6f');
+    const loaded = await Classifier.load(id, { hub });
+    expect(loaded.id).toBe('svc-small-1a2b3c4d5e6f');
+    expect(await loaded.predict(texts)).toEqual(await trained.predict(texts));
+    await expect(Classifier.load('acme/svc-small-000000000000', { hub })).rejects.toMatchObject({
+      code: 'not_found',
+      message: "model 'acme/svc-small-000000000000' is not in the hub",
+    });
+  });
+
+  it('loads a format-1 directory and predicts with its head', async () => {
+    const old = await Classifier.load(join(dirname(fileURLToPath(import.meta.url)), '..', 'model', 'fixtures', 'format-1'));
+    const probability = (await old.predict(texts[0])).probability;
+    const embedding = await runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: [texts[0]] });
+    const { weights, bias } = old.head;
+    const z = weights.reduce((sum, w, j) => sum + w * embedding[j], bias);
+    expect(probability).toBeCloseTo(1 / (1 + Math.exp(-z)), 6);
+  });
+
+  it('refuses to work once disposed', async () => {
+    const loaded = await Classifier.load(join(root, 'positive'));
+    loaded.dispose();
+    await expect(loaded.predict('x')).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: `classifier ${loaded.id} was disposed`,
+    });
+  });
+});

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+
+import { SvcError } from '../../src/errors.js';
+import { validateTrainRequest } from '../../src/train/request.js';
+
+const example = (i: number, extra: Record<string, unknown> = {}) => ({
+  text: `example ${i}`,
+  label: i % 2 === 0,
+  label_text: 'positive',
+  ...extra,
+});
+const examples = (n: number) => Array.from({ length: n }, (_, i) => example(i));
+const request = (overrides: Record<string, unknown> = {}) => ({
+  model: 'svc-small',
+  task_type: 'binary-classification',
+  examples: examples(20),
+  ...overrides,
+});
+/** examples(20) with example 3 replaced. */
+const withExample3 = (extra: Record<string, unknown>) => {
+  const list: unknown[] = examples(20);
+  list[3] = example(3, extra);
+  return request({ examples: list });
+};
+
+function failure(input: unknown): { message: string; param: string | null; code: string } {
+  try {
+    validateTrainRequest(input);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SvcError);
+    const { message, param, code } = error as SvcError;
+    return { message, param, code };
+  }
+  throw new Error('expected validation to fail');
+}
+
+describe('validateTrainRequest', () => {
+  it('returns a valid request as is', () => {
+    const input = request();
+    expect(validateTrainRequest(input)).toEqual(input);
+  });
+
+  it.each([
+    [5, 'the request must be an object', null],
+    [null, 'the request must be an object', null],
+    [request({ model: undefined }), 'model is required', 'model'],
+    [request({ model: 7 }), 'model must be a string', 'model'],
+    [request({ model: 'svc-huge' }), "model must be one of svc-small (got 'svc-huge')", 'model'],
+    [request({ task_type: undefined }), 'task_type is required', 'task_type'],
+    [request({ task_type: 'regression' }), `task_type must be 'binary-classification' (got "regression")`, 'task_type'],
+    [request({ examples: 'many' }), 'examples must be an array', 'examples'],
+    [request({ examples: examples(12) }), 'at least 20 examples are required (got 12)', 'examples'],
+    [request({ examples: examples(10_001) }), 'at most 10000 examples are allowed (got 10001)', 'examples'],
+    [withExample3({ label: 'yes' }), 'examples[3].label must be a boolean', 'examples[3].label'],
+    [withExample3({ label: undefined }), 'examples[3].label is required', 'examples[3].label'],
+    [withExample3({ text: 42 }), 'examples[3].text must be a string', 'examples[3].text'],
+    [withExample3({ text: '' }), 'examples[3].text must not be empty', 'examples[3].text'],
+    [
+      withExample3({ text: 'a'.repeat(100_001) }),
+      'examples[3].text must be at most 100000 characters (got 100001)',
+      'examples[3].text',
+    ],
+    [withExample3({ label_text: '  ' }), 'examples[3].label_text must be a non-empty string', 'examples[3].label_text'],
+    [withExample3({ label_text: 1 }), 'examples[3].label_text must be a non-empty string', 'examples[3].label_text'],
+    [
+      withExample3({ label_text: 'false' }),
+      "examples[3].label_text must not be 'false' (that names the other class)",
+      'examples[3].label_text',
+    ],
+    [withExample3({ score: 1 }), "examples[3] has unknown field 'score'", 'examples[3]'],
+    [withExample3({ label_text: 'negative' }), 'all examples must share one label_text', 'examples'],
+    [request({ extra: true }), "the request has unknown field 'extra'", null],
+    [
+      request({ examples: examples(20).map((e) => ({ ...e, label: true })) }),
+      'examples need at least one true and one false label',
+      'examples',
+    ],
+  ])('rejects %#: %s', (input, message, param) => {
+    expect(failure(input)).toEqual({ message, param, code: 'invalid_request' });
+  });
+
+  it('accepts 100,000-character texts and 10,000 examples', () => {
+    const list = examples(10_000);
+    list[0] = example(0, { text: 'b'.repeat(100_000) });
+    expect(validateTrainRequest(request({ examples: list })).examples).toHaveLength(10_000);
+  });
+
+  it('names the first example at fault', () => {
+    const list: unknown[] = examples(20);
+    list[5] = null;
+    list[9] = example(9, { label: 1 });
+    expect(failure(request({ examples: list }))).toEqual({
+      message: 'examples[5] must be an object',
+      param: 'examples[5]',
+      code: 'invalid_request',
+    });
+  });
+});

@@ -1,0 +1,102 @@
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { split } from '../../bench/_draw.js';
+import { uciSentences } from '../../bench/corpora.js';
+import { SvcError } from '../../src/errors.js';
+import { closePool, runTask } from '../../src/pool/pool.js';
+import { train } from '../../src/train/train.js';
+import type { TrainProgress } from '../../src/train/train.js';
+
+afterAll(async () => {
+  await closePool();
+});
+
+// 10 positive + 10 negative IMDB sentences (UCI), drawn with seed 1 as the accuracy report does.
+const { trainSet, testSet } = split(uciSentences('imdb'), 1);
+const request = {
+  model: 'svc-small',
+  task_type: 'binary-classification' as const,
+  examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
+};
+
+describe('train', () => {
+  it('trains on 20 UCI examples, reporting progress, and predicts', async () => {
+    const events: TrainProgress[] = [];
+    const classifier = await train(request, { onProgress: (event) => events.push(event) });
+    expect(events).toEqual([
+      { stage: 'embed', done: 0, total: 20 },
+      { stage: 'embed', done: 20, total: 20 },
+      { stage: 'fit', done: 0, total: 1 },
+      { stage: 'fit', done: 1, total: 1 },
+    ]);
+    expect(classifier.id).toMatch(/^svc-small-[0-9a-f]{12}$/);
+    expect(classifier.labelText).toBe('positive');
+    expect(classifier.baseModel).toBe('svc-small');
+    expect(classifier.metrics.train_accuracy).toBe(1);
+    expect(classifier.manifest.training).toEqual({
+      method: 'frozen-logistic',
+      C: 1,
+      solver: 'newton-cholesky',
+      iterations: 4,
+      max_length: 256,
+      examples: 20,
+      true_examples: 10,
+      false_examples: 10,
+    });
+    // scikit-learn 1.2.1 LogisticRegression(C=1, solver='newton-cholesky', tol=1e-14) fitted on the
+    // same 20 embeddings gives intercept -0.013493926275392351 and these P(true) on the first test texts.
+    expect(classifier.head.bias).toBeCloseTo(-0.0134939, 6);
+    const predictions = await classifier.predict(testSet.slice(0, 4).map((row) => row.text));
+    const sklearn = [0.51772739, 0.4619991, 0.50224029, 0.43255613];
+    expect(predictions.map((p) => p.label)).toEqual([true, false, true, false]);
+    predictions.forEach((p, i) => expect(p.probability).toBeCloseTo(sklearn[i], 5));
+  });
+
+  it('fits the head to a zero gradient, the same bits every time', async () => {
+    const [a, b] = [await train(request), await train(request)];
+    expect(a.head.weights).toEqual(b.head.weights);
+    expect(a.head.bias).toBe(b.head.bias);
+    expect(a.id).not.toBe(b.id);
+    // The gradient of 0.5 |w|^2 + C sum log-loss, from the embeddings, in this test's own code.
+    const embeddings = await runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: trainSet.map((r) => r.text) });
+    const { weights, bias } = a.head;
+    const gradient = [...weights, 0];
+    trainSet.forEach((row, i) => {
+      let z = bias;
+      for (let j = 0; j < 384; j++) z += weights[j] * embeddings[i * 384 + j];
+      const residual = 1 / (1 + Math.exp(-z)) - (row.label ? 1 : 0);
+      for (let j = 0; j < 384; j++) gradient[j] += residual * embeddings[i * 384 + j];
+      gradient[384] += residual;
+    });
+    expect(Math.hypot(...gradient)).toBeLessThan(1e-8);
+  });
+
+  it('passes validation errors on as SvcError', async () => {
+    await expect(train({ ...request, examples: request.examples.slice(0, 12) })).rejects.toMatchObject({
+      code: 'invalid_request',
+      param: 'examples',
+      message: 'at least 20 examples are required (got 12)',
+    });
+  });
+
+  it('stops when aborted', async () => {
+    const controller = new AbortController();
+    const training = train(request, {
+      signal: controller.signal,
+      onProgress: (event) => {
+        if (event.stage === 'embed' && event.done === 0) controller.abort();
+      },
+    });
+    await expect(training).rejects.toEqual(new SvcError('aborted', 'training was aborted'));
+    await expect(train(request, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'aborted' });
+  });
+
+  it('checks its options', async () => {
+    await expect(train(request, { onProgress: 1 as never })).rejects.toThrow(
+      new TypeError('options.onProgress must be a function'),
+    );
+    await expect(train(request, { hub: { publish: async () => {} } as never })).rejects.toThrow(
+      new TypeError('options.id is required with options.hub'),
+    );
+  });
+});
