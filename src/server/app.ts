@@ -3,7 +3,9 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
+import type { ProviderOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
+import { proxyRoutes } from './proxy-routes.js';
 import { svcRoutes } from './routes.js';
 
 /** Options of {@link startServer}; all optional. */
@@ -16,7 +18,11 @@ export interface ServerOptions {
   proxyModels?: readonly string[];
   pool?: PoolOptions;
   bodyLimit?: number;
-  proxy?: FastifyPluginAsync<{ service: SvcService }>;
+  /** Provider URLs and keys for the proxy; missing ones come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}`. */
+  providers?: ProviderOptions;
+  /** The proxy plugin (default: svc-classify's `proxyRoutes`); `false` serves no proxy routes. */
+  proxy?: FastifyPluginAsync<{ service: SvcService }> | false;
+  /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
   proxyOptions?: Record<string, unknown>;
 }
 
@@ -52,8 +58,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     prefix: '/v2',
     service,
     bodyLimit: options.bodyLimit,
-    proxy: options.proxy,
-    proxyOptions: options.proxyOptions,
+    proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
+    proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
   });
   await app.register(hubRoutes, { prefix: '/hub', service });
   let address: string;
