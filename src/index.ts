@@ -35,3 +35,5 @@ export type { ModelRuntime, RuntimeTrainJob, RuntimePrediction, TrainingProgress
 export { openService, proxyModelsFromEnv } from './service/open.js';
 export { SqliteStore } from './store/sqlite.js';
 export type { Store } from './store/types.js';
+export { proxyRoutes } from './server/proxy-routes.js';
+export type { ProxyRoutesOptions, ProviderOptions } from './proxy/types.js';
