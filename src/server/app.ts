@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
+import { lockDataDir } from '../service/data-lock.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions } from '../proxy/types.js';
@@ -52,6 +53,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
   const service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
+  let release: () => void;
+  try {
+    release = lockDataDir(dataDir);
+  } catch (error) {
+    await service.close();
+    throw error;
+  }
   const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
   app.get('/health', async () => ({ ok: true }));
   await app.register(svcRoutes, {
@@ -70,6 +78,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // A port in use or a store that will not open: leave nothing running behind.
     await app.close().catch(() => {});
     await service.close().catch(() => {});
+    release();
     throw error;
   }
   let closing: Promise<void> | undefined;
@@ -81,6 +90,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       closing ??= (async () => {
         await app.close();
         await service.close();
+        release();
       })();
       return closing;
     },
