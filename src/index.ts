@@ -35,3 +35,15 @@ export type { ModelRuntime, RuntimeTrainJob, RuntimePrediction, TrainingProgress
 export { openService, proxyModelsFromEnv } from './service/open.js';
 export { SqliteStore } from './store/sqlite.js';
 export type { Store } from './store/types.js';
+export { proxyRoutes } from './server/proxy-routes.js';
+export { resolveProviderConfig, kDefaultProviderUrls } from './proxy/config.js';
+export type {
+  Authenticate,
+  KeyIdentity,
+  ProviderConfig,
+  ProviderEndpoint,
+  ProviderName,
+  ProviderOptions,
+  ProxyRoutesOptions,
+  ProxyService,
+} from './proxy/types.js';
