@@ -30,6 +30,8 @@ interface Row {
   throughputRatio: number;
 }
 
+const kWarmup = 600;
+
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
   if (i < 0) return fallback;
@@ -135,8 +137,8 @@ export async function run(args: string[]): Promise<void> {
         headers: { 'content-type': 'application/json', authorization: `Bearer ${h.acmeKey}` },
         body: payload('provider-a:bench'),
       };
-      // Warm up connections, JIT and SQLite pages on both paths.
-      await latencyPhase(agents, [direct, proxied], 200, rate * 2, concurrency);
+      // Warm up connections, JIT and SQLite pages on both paths (the threads have only just compiled their code).
+      await latencyPhase(agents, [direct, proxied], kWarmup, rate * 2, concurrency);
       const [d, p] = await latencyPhase(agents, [direct, proxied], count, rate, concurrency);
       const directRps = await throughputPhase(agents[0], direct, count, concurrency);
       const proxyRps = await throughputPhase(agents[1], proxied, count, concurrency);
@@ -157,7 +159,7 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     for (const agent of agents) agent.destroy();
     // Every proxied request left its log row: warm-up, latency and throughput phases, both modes.
-    proxyThread.postMessage(rows.length * (200 + count * 2));
+    proxyThread.postMessage(rows.length * (kWarmup + count * 2));
     [logged] = (await once(proxyThread, 'message')) as [number];
     fakeThread.postMessage('close');
     await once(fakeThread, 'message');

@@ -36,4 +36,14 @@ export { openService, proxyModelsFromEnv } from './service/open.js';
 export { SqliteStore } from './store/sqlite.js';
 export type { Store } from './store/types.js';
 export { proxyRoutes } from './server/proxy-routes.js';
-export type { ProxyRoutesOptions, ProviderOptions } from './proxy/types.js';
+export { resolveProviderConfig, kDefaultProviderUrls } from './proxy/config.js';
+export type {
+  Authenticate,
+  KeyIdentity,
+  ProviderConfig,
+  ProviderEndpoint,
+  ProviderName,
+  ProviderOptions,
+  ProxyRoutesOptions,
+  ProxyService,
+} from './proxy/types.js';

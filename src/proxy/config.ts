@@ -1,6 +1,13 @@
 import type { ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, ResolvedProxyOptions } from './types.js';
 
-/** The providers' public API addresses, used when neither options nor environment name one. */
+/**
+ * The providers' public API addresses, used when neither options nor environment name one.
+ *
+ * @example
+ * ```ts
+ * kDefaultProviderUrls['provider-b']; // 'https://api.mistral.ai'
+ * ```
+ */
 export const kDefaultProviderUrls: Readonly<Record<ProviderName, string>> = Object.freeze({
   'provider-a': 'https://api.openai.com/v1',
   'provider-b': 'https://api.mistral.ai',

@@ -1,8 +1,8 @@
 // A real HTTP server on 127.0.0.1 that answers like the three providers' APIs, streaming or not.
 // Failures are chosen by the model name the client sends (after the proxy strips the prefix), so tests
 // can run them through the official SDKs and concurrently:
-//   fail-500, fail-429 (retry-after: 7), slow-<ms> (headers after <ms>), cut (connection dropped mid-body),
-//   hang (never answers), stall (a stream that sends two content chunks, then nothing).
+//   fail-500, fail-429 (retry-after: 7), slow-<ms> (headers after <ms>), slow-<ms>-then-<failure>, cut (connection
+//   dropped mid-body), hang (never answers), stall (a stream that sends two content chunks, then nothing).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -146,11 +146,12 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_fake', ...headers });
       res.end(JSON.stringify(errorBody(provider, status, `fake provider failure ${status}`)));
     };
-    if (model === 'fail-500') return fail(500);
-    if (model === 'fail-429') return fail(429, { 'retry-after': '7' });
-    if (model === 'hang') return;
-    const slow = /^slow-(\d+)$/.exec(model);
+    const slow = /^slow-(\d+)(?:-then-(.+))?$/.exec(model);
     if (slow) await sleep(Number(slow[1]));
+    const failure = slow?.[2] ?? model;
+    if (failure === 'fail-500') return fail(500);
+    if (failure === 'fail-429') return fail(429, { 'retry-after': '7' });
+    if (failure === 'hang') return;
 
     const pieces = fakeReplyPieces(lastUserText(body));
     const inputTokens = promptTokens(body);

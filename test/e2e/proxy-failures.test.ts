@@ -170,6 +170,16 @@ describe('streams', () => {
     expect(deltas.join('')).toBe('Echo: hello there');
   });
 
+  it('an upstream error that comes after the pings ends the stream with an error event', async () => {
+    const stream = await openai.chat.completions.create({ model: 'provider-a:slow-300-then-fail-500', messages, stream: true });
+    const error = await caught(drain(stream));
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error.error).toEqual({ message: 'provider-a answered 500: fake provider failure 500', type: 'api_error', param: null, code: 'upstream_error' });
+    expect(await h.rowFor('provider-a:slow-300-then-fail-500')).toMatchObject({
+      status: 200, stream: true, error: 'provider-a answered 500: fake provider failure 500',
+    });
+  });
+
   it('a stream the upstream cuts ends with an error event each SDK raises', async () => {
     const seen: any[] = [];
     const stream = await openai.chat.completions.create({ model: 'provider-a:cut', messages, stream: true });
