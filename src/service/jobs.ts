@@ -7,9 +7,13 @@ const debug = debuglog('svc');
 
 /** A job started this many times without finishing (the process died each time) is failed, not retried. */
 export const kDefaultMaxAttempts = 3;
+/** A job still running after this long is stopped and its model failed (a stuck worker must not keep it `training`). */
+export const kDefaultJobTimeoutMs = 30 * 60 * 1000;
 
 export interface JobRunnerOptions {
   maxAttempts?: number;
+  /** Milliseconds one training run may take; default 30 minutes. */
+  timeoutMs?: number;
   /** Milliseconds; the default clock is `Date.now`. */
   now?: () => number;
 }
@@ -19,7 +23,7 @@ interface RunningJob {
   progress: TrainingProgress | null;
   done: Promise<void>;
   /** Why the job was aborted: the model was deleted, or the service is shutting down. */
-  abortedFor: 'delete' | 'shutdown' | null;
+  abortedFor: 'delete' | 'shutdown' | 'timeout' | null;
 }
 
 /**
@@ -33,6 +37,7 @@ export class JobRunner {
   readonly #store: Store;
   readonly #runtime: ModelRuntime;
   readonly #maxAttempts: number;
+  readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #running = new Map<string, RunningJob>();
   #pumping: Promise<void> | null = null;
@@ -44,6 +49,7 @@ export class JobRunner {
     this.#store = store;
     this.#runtime = runtime;
     this.#maxAttempts = options.maxAttempts ?? kDefaultMaxAttempts;
+    this.#timeoutMs = options.timeoutMs ?? kDefaultJobTimeoutMs;
     this.#now = options.now ?? Date.now;
   }
 
@@ -82,7 +88,7 @@ export class JobRunner {
   async cancel(modelId: string): Promise<void> {
     const job = this.#running.get(modelId);
     if (job === undefined) return;
-    job.abortedFor = 'delete';
+    job.abortedFor ??= 'delete';
     job.controller.abort(new Error('the model was deleted'));
     await job.done;
   }
@@ -100,7 +106,7 @@ export class JobRunner {
   async close(): Promise<void> {
     this.#closed = true;
     for (const job of this.#running.values()) {
-      job.abortedFor = 'shutdown';
+      job.abortedFor ??= 'shutdown';
       job.controller.abort(new Error('the service is shutting down'));
     }
     await this.#pumping;
@@ -128,6 +134,10 @@ export class JobRunner {
       return;
     }
     debug('training %s (attempt %d)', modelId, attempts);
+    const timer = setTimeout(() => {
+      entry.abortedFor ??= 'timeout';
+      entry.controller.abort(new Error('training timed out'));
+    }, this.#timeoutMs);
     try {
       const examples = await this.#store.getJobExamples(modelId);
       await this.#runtime.train(
@@ -154,7 +164,13 @@ export class JobRunner {
       }
       await this.#runtime.remove(model.orgId, modelId).catch(() => {});
       if (entry.abortedFor === 'delete') return;
+      if (entry.abortedFor === 'timeout') {
+        await this.#fail(modelId, `training took longer than ${this.#timeoutMs / 1000} seconds and was stopped`);
+        return;
+      }
       await this.#fail(modelId, error instanceof Error ? error.message : String(error));
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -30,7 +30,17 @@ export class WordCountRuntime implements ModelRuntime {
   }
 
   async train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainingProgress) => void; signal?: AbortSignal }): Promise<void> {
-    if (this.gate) await this.gate;
+    if (this.gate) {
+      // Waits for the gate, or stops at once when aborted (as the library's train() does).
+      const signal = hooks.signal;
+      await Promise.race([
+        this.gate,
+        new Promise<void>((_resolve, reject) => {
+          if (signal?.aborted) reject(signal.reason);
+          signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+      ]);
+    }
     hooks.signal?.throwIfAborted();
     if (job.examples.some((e) => e.text === 'please fail')) throw new Error('the example asked training to fail');
     const head: Head = { counts: [{}, {}], totals: [0, 0], priors: [0, 0] };

@@ -24,9 +24,9 @@ let runtime: WordCountRuntime;
 let service: SvcService;
 let acme: Principal;
 
-function open(slots = 1): SvcService {
+function open(slots = 1, timeoutMs?: number): SvcService {
   runtime = new WordCountRuntime(join(dir, 'hub'), slots);
-  return new SvcService({ store: SqliteStore.open(dir), runtime, proxyModels: ['provider-a:gpt-4o-mini'] });
+  return new SvcService({ store: SqliteStore.open(dir), runtime, proxyModels: ['provider-a:gpt-4o-mini'], jobs: { timeoutMs } });
 }
 
 async function rejection(promise: Promise<unknown>): Promise<{ code: string; status: number; message: string; param: string | null }> {
@@ -226,6 +226,18 @@ describe('training jobs', () => {
     expect((await service.getModel(acme, model.id)).status).toBe('trained');
     // A clean shutdown does not count towards the crash limit.
     expect((await service.store.getJob(model.id))?.attempts).toBe(1);
+  });
+
+  it('fails a job that runs longer than the time limit', async () => {
+    await service.close();
+    service = open(1, 200);
+    await service.start();
+    runtime.gate = new Promise(() => {}); // a worker that never answers
+    const stuck = await service.train(acme, request);
+    await service.idle();
+    expect(await service.getModel(acme, stuck.id)).toEqual({
+      ...stuck, status: 'failed', error: 'training took longer than 0.2 seconds and was stopped',
+    });
   });
 
   it('deletes a model, its job and its hub copy, also while it trains', async () => {
