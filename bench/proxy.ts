@@ -1,0 +1,185 @@
+// `npm run bench -- proxy [--json] [--requests N] [--rate R] [--concurrency C]`
+// Requests through the proxy (a real Fastify server, the real SQLite request log) against the same fake upstream
+// called directly, side by side in one process. Latency phase: direct and proxied requests interleaved at a fixed
+// rate each (default 200/s) with at most C in flight per side; added latency = proxied percentile - direct
+// percentile. Throughput phase: C concurrent clients as fast as they go, proxied vs direct, as a ratio.
+// Client, proxy and fake upstream run in three threads of this process (bench/_proxy-threads.ts).
+import { once } from 'node:events';
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import { type FakeProvider, kFakeKeys } from '../test/e2e/fake-provider.js';
+import type { ProxyThreadReady } from './_proxy-threads.js';
+
+interface Target {
+  url: URL;
+  headers: http.OutgoingHttpHeaders;
+  body: Buffer;
+}
+
+interface Row {
+  mode: 'non-stream' | 'stream';
+  directP50: number;
+  directP99: number;
+  proxyP50: number;
+  proxyP99: number;
+  addedP50: number;
+  addedP99: number;
+  directRps: number;
+  proxyRps: number;
+  throughputRatio: number;
+}
+
+const kWarmup = 600;
+
+function option(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const value = Number(args[i + 1]);
+  if (!Number.isInteger(value) || value <= 0) throw new RangeError(`--${name} must be a positive integer`);
+  return value;
+}
+
+/** One POST, resolved with its latency in ms once the whole response (or stream) has arrived. */
+function send(agent: http.Agent, target: Target): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const request = http.request(target.url, { method: 'POST', agent, headers: target.headers }, (response) => {
+      response.on('data', () => {});
+      response.on('end', () => {
+        if (response.statusCode !== 200) reject(new Error(`${target.url.pathname} answered ${response.statusCode}`));
+        else resolve(performance.now() - t0);
+      });
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end(target.body);
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Direct and proxied requests alternate on one clock, each side at `rate` per second, at most `limit` in flight each. */
+async function latencyPhase(agents: [http.Agent, http.Agent], targets: [Target, Target], count: number, rate: number, limit: number) {
+  const latencies: [number[], number[]] = [[], []];
+  const inFlight = [0, 0];
+  const pending: Promise<void>[] = [];
+  const interval = 1000 / rate / 2;
+  const start = performance.now();
+  for (let i = 0; i < count * 2; i++) {
+    const side = i % 2;
+    const due = start + i * interval;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    while (inFlight[side] >= limit) await new Promise((resolve) => setImmediate(resolve));
+    inFlight[side]++;
+    pending.push(
+      send(agents[side], targets[side]).then((ms) => {
+        inFlight[side]--;
+        latencies[side].push(ms);
+      }),
+    );
+  }
+  await Promise.all(pending);
+  return latencies.map((l) => l.sort((a, b) => a - b)) as [number[], number[]];
+}
+
+/** `concurrency` clients back to back until `count` requests are done; requests per second. */
+async function throughputPhase(agent: http.Agent, target: Target, count: number, concurrency: number): Promise<number> {
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) await send(agent, target);
+    }),
+  );
+  return count / ((performance.now() - start) / 1000);
+}
+
+export async function run(args: string[]): Promise<void> {
+  const json = args.includes('--json');
+  const count = option(args, 'requests', 1000);
+  const rate = option(args, 'rate', 200);
+  const concurrency = option(args, 'concurrency', 8);
+  const threadFile = new URL('./_proxy-threads.ts', import.meta.url);
+  // Workers do not inherit tsx's loader from `npm run bench`: each registers it before loading the thread file.
+  const tsxApi = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(threadFile.href)}); })`;
+  const fakeThread = new Worker(boot, { eval: true, workerData: { role: 'fake' } });
+  const [fakeUrls] = (await once(fakeThread, 'message')) as [FakeProvider['urls']];
+  const proxyThread = new Worker(boot, { eval: true, workerData: { role: 'proxy', fakeUrls } });
+  const [h] = (await once(proxyThread, 'message')) as [ProxyThreadReady];
+  let logged = 0;
+  const agents: [http.Agent, http.Agent] = [
+    new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 }),
+    new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 }),
+  ];
+  const rows: Row[] = [];
+  try {
+    for (const mode of ['non-stream', 'stream'] as const) {
+      const payload = (model: string) =>
+        Buffer.from(
+          JSON.stringify({
+            model,
+            messages: [{ role: 'user', content: 'how much latency does the proxy add to this request' }],
+            ...(mode === 'stream' ? { stream: true, stream_options: { include_usage: true } } : {}),
+          }),
+        );
+      const direct: Target = {
+        url: new URL(`${fakeUrls.a}/chat/completions`),
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${kFakeKeys.a}` },
+        body: payload('bench'),
+      };
+      const proxied: Target = {
+        url: new URL(`${h.sdkBase}chat/completions`),
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${h.acmeKey}` },
+        body: payload('provider-a:bench'),
+      };
+      // Warm up connections, JIT and SQLite pages on both paths (the threads have only just compiled their code).
+      await latencyPhase(agents, [direct, proxied], kWarmup, rate * 2, concurrency);
+      const [d, p] = await latencyPhase(agents, [direct, proxied], count, rate, concurrency);
+      const directRps = await throughputPhase(agents[0], direct, count, concurrency);
+      const proxyRps = await throughputPhase(agents[1], proxied, count, concurrency);
+      const round = (ms: number) => Math.round(ms * 1000) / 1000;
+      rows.push({
+        mode,
+        directP50: round(percentile(d, 50)),
+        directP99: round(percentile(d, 99)),
+        proxyP50: round(percentile(p, 50)),
+        proxyP99: round(percentile(p, 99)),
+        addedP50: round(percentile(p, 50) - percentile(d, 50)),
+        addedP99: round(percentile(p, 99) - percentile(d, 99)),
+        directRps: Math.round(directRps),
+        proxyRps: Math.round(proxyRps),
+        throughputRatio: Math.round((proxyRps / directRps) * 100) / 100,
+      });
+    }
+  } finally {
+    for (const agent of agents) agent.destroy();
+    // Every proxied request left its log row: warm-up, latency and throughput phases, both modes.
+    proxyThread.postMessage(rows.length * (kWarmup + count * 2));
+    [logged] = (await once(proxyThread, 'message')) as [number];
+    fakeThread.postMessage('close');
+    await once(fakeThread, 'message');
+    await Promise.all([proxyThread.terminate(), fakeThread.terminate()]);
+  }
+
+  if (json) {
+    console.log(JSON.stringify({ requests: count, rate, concurrency, logged, rows }, null, 2));
+    return;
+  }
+  console.log(
+    `proxy vs direct: ${count} requests per side at ${rate}/s each, at most ${concurrency} in flight; ` +
+      `throughput with ${concurrency} clients; ${logged} request-log rows written`,
+  );
+  console.log('| mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 / p99 ms | direct req/s | proxied req/s | throughput ratio |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.mode} | ${r.directP50.toFixed(2)} / ${r.directP99.toFixed(2)} | ${r.proxyP50.toFixed(2)} / ${r.proxyP99.toFixed(2)} | ` +
+        `${r.addedP50.toFixed(2)} / ${r.addedP99.toFixed(2)} | ${r.directRps} | ${r.proxyRps} | ${r.throughputRatio.toFixed(2)} |`,
+    );
+  }
+}

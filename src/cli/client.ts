@@ -1,0 +1,148 @@
+// Client commands: they talk to a running service over HTTP (--url / SVC_URL, --key / SVC_KEY).
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { readExamplesFile } from './examples-file.js';
+
+const kDefaultUrl = 'http://127.0.0.1:8080';
+const kPollMs = 250;
+const kConnection = { url: { type: 'string' }, key: { type: 'string' } } as const;
+
+interface Connection {
+  url: string;
+  key: string;
+}
+
+function connection(values: { url?: string; key?: string }): Connection {
+  const key = values.key ?? process.env.SVC_KEY;
+  if (key === undefined || key.length === 0) throw new Error('no API key: pass --key or set SVC_KEY');
+  return { url: (values.url ?? process.env.SVC_URL ?? kDefaultUrl).replace(/\/+$/, ''), key };
+}
+
+/** One call; a non-2xx answer throws with the service's error message. */
+async function call<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(conn.url + path, {
+    method,
+    headers: { authorization: `Bearer ${conn.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    let message = text;
+    try {
+      message = (JSON.parse(text) as { error: { message: string } }).error.message;
+    } catch {}
+    throw new Error(`${response.status}: ${message}`);
+  }
+  return JSON.parse(text) as T;
+}
+
+interface ModelObject {
+  id: string;
+  status: 'training' | 'trained' | 'failed';
+  error?: string;
+}
+
+interface Progress {
+  status: ModelObject['status'];
+  stage: string | null;
+  done: number;
+  total: number;
+}
+
+/** `[##########----------] embed 10/20`, redrawn in place on a terminal, one line per stage elsewhere. */
+function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
+  let lastStage: string | null = null;
+  return (p) => {
+    if (p.stage === null) return;
+    const fraction = p.total > 0 ? p.done / p.total : 0;
+    const filled = Math.round(fraction * 20);
+    const line = `[${'#'.repeat(filled)}${'-'.repeat(20 - filled)}] ${p.stage} ${p.done}/${p.total}`;
+    if (stream.isTTY) stream.write(`\r${line}`);
+    else if (p.stage !== lastStage) stream.write(`${line}\n`);
+    lastStage = p.stage;
+  };
+}
+
+/** `svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--wait]`: prints the model object. */
+export async function trainCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      ...kConnection,
+      examples: { type: 'string' },
+      'label-text': { type: 'string' },
+      model: { type: 'string', default: 'svc-small' },
+      wait: { type: 'boolean', default: false },
+    },
+  });
+  if (values.examples === undefined) {
+    console.error('usage: svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--wait]');
+    return 2;
+  }
+  const conn = connection(values);
+  const examples = await readExamplesFile(values.examples, values['label-text']);
+  let model = await call<ModelObject>(conn, 'POST', '/v2/train', {
+    model: values.model,
+    task_type: 'binary-classification',
+    examples,
+  });
+  if (values.wait) {
+    const report = progressReporter(process.stderr);
+    while (model.status === 'training') {
+      await new Promise((r) => setTimeout(r, kPollMs));
+      const progress = await call<Progress>(conn, 'GET', `/v2/models/${model.id}/progress`);
+      report(progress);
+      if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
+    }
+    const bar = model.status === 'trained' ? '#'.repeat(20) : '-'.repeat(20);
+    process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}[${bar}] ${model.status}\n`);
+  }
+  console.log(JSON.stringify(model, null, 2));
+  return model.status === 'failed' ? 1 : 0;
+}
+
+/** `svc predict --model <id> "text" ...`: prints the predict response. */
+export async function predictCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...kConnection, model: { type: 'string' } },
+    allowPositionals: true,
+  });
+  if (values.model === undefined || positionals.length === 0) {
+    console.error('usage: svc predict --model <id> "text" ...');
+    return 2;
+  }
+  const result = await call(connection(values), 'POST', '/v2/predict', { model: values.model, inputs: positionals });
+  console.log(JSON.stringify(result, null, 2));
+  return 0;
+}
+
+/** `svc pull <org>/<model_id> [--dir <dir>]`: downloads a model directory from the service's hub. */
+export async function pullCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...kConnection, dir: { type: 'string' } },
+    allowPositionals: true,
+  });
+  const [hubId] = positionals;
+  if (hubId === undefined || positionals.length !== 1 || !/^[^/]+\/[^/]+$/.test(hubId)) {
+    console.error('usage: svc pull <org>/<model_id> [--dir <dir>]');
+    return 2;
+  }
+  const conn = connection(values);
+  const dir = resolve(values.dir ?? hubId.split('/')[1]);
+  const info = await call<{ siblings: { rfilename: string }[] }>(conn, 'GET', `/hub/api/models/${hubId}`);
+  for (const { rfilename } of info.siblings) {
+    const response = await fetch(`${conn.url}/hub/${hubId}/resolve/main/${rfilename}`, {
+      headers: { authorization: `Bearer ${conn.key}` },
+    });
+    if (!response.ok) throw new Error(`${response.status}: could not download ${rfilename}`);
+    const target = join(dir, ...rfilename.split('/'));
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, new Uint8Array(await response.arrayBuffer()));
+  }
+  console.log(dir);
+  return 0;
+}

@@ -1,0 +1,92 @@
+import type { ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, ResolvedProxyOptions } from './types.js';
+
+/**
+ * The providers' public API addresses, used when neither options nor environment name one.
+ *
+ * @example
+ * ```ts
+ * kDefaultProviderUrls['provider-b']; // 'https://api.mistral.ai'
+ * ```
+ */
+export const kDefaultProviderUrls: Readonly<Record<ProviderName, string>> = Object.freeze({
+  'provider-a': 'https://api.openai.com/v1',
+  'provider-b': 'https://api.mistral.ai',
+  'provider-c': 'https://api.anthropic.com',
+});
+
+export const kProviderNames: readonly ProviderName[] = Object.freeze(['provider-a', 'provider-b', 'provider-c']);
+
+const kDefaults = Object.freeze({
+  upstreamTimeoutMs: 600_000,
+  pingIntervalMs: 5_000,
+  bodyLimit: 16 * 1024 * 1024,
+});
+
+function envPrefix(name: ProviderName): string {
+  // provider-a -> SVC_PROVIDER_A
+  return `SVC_${name.replace('-', '_').toUpperCase()}`;
+}
+
+/**
+ * Provider URLs and keys from options, then the environment (`SVC_PROVIDER_A_URL`, `SVC_PROVIDER_A_KEY`, B and C
+ * likewise), then the public API addresses.
+ *
+ * @example
+ * ```ts
+ * resolveProviderConfig({ 'provider-a': { key: 'sk-op' } }, {});
+ * // { 'provider-a': { url: 'https://api.openai.com/v1', key: 'sk-op' },
+ * //   'provider-b': { url: 'https://api.mistral.ai', key: '' },
+ * //   'provider-c': { url: 'https://api.anthropic.com', key: '' } }
+ * ```
+ */
+export function resolveProviderConfig(
+  options: ProviderOptions = {},
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ProviderConfig {
+  const out = {} as Record<ProviderName, { url: string; key: string }>;
+  for (const name of kProviderNames) {
+    const given = options[name] ?? {};
+    const url = given.url ?? env[`${envPrefix(name)}_URL`] ?? kDefaultProviderUrls[name];
+    const key = given.key ?? env[`${envPrefix(name)}_KEY`] ?? '';
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new TypeError(`options.providers['${name}'].url must be an http(s) URL`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new TypeError(`options.providers['${name}'].url must be an http(s) URL`);
+    }
+    if (typeof key !== 'string') throw new TypeError(`options.providers['${name}'].key must be a string`);
+    out[name] = Object.freeze({ url: url.replace(/\/+$/, ''), key });
+  }
+  return Object.freeze(out);
+}
+
+function positiveInteger(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    throw new TypeError(`options.${name} must be a positive integer`);
+  }
+  return value;
+}
+
+/** Validates the plugin options and fills in defaults. */
+export function resolveProxyOptions(options: ProxyRoutesOptions): ResolvedProxyOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const service = options.service;
+  const store = options.store ?? service?.store;
+  if (!store || typeof store.insertRequestLog !== 'function') throw new TypeError('options.store must be a Store');
+  const authenticate = options.authenticate ?? (service ? (key: string) => service.authenticate(key) : undefined);
+  if (typeof authenticate !== 'function') throw new TypeError('options.authenticate must be a function');
+  const authorizeProxy = service?.authorizeProxy?.bind(service) ?? null;
+  return {
+    store,
+    authenticate,
+    authorizeProxy,
+    providers: resolveProviderConfig(options.providers, options.env ?? process.env),
+    upstreamTimeoutMs: positiveInteger(options.upstreamTimeoutMs, 'upstreamTimeoutMs', kDefaults.upstreamTimeoutMs),
+    pingIntervalMs: positiveInteger(options.pingIntervalMs, 'pingIntervalMs', kDefaults.pingIntervalMs),
+    bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit', kDefaults.bodyLimit),
+  };
+}

@@ -1,0 +1,69 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+
+import type { FastifyPluginAsync } from 'fastify';
+
+import { SvcError } from '../errors.js';
+import type { SvcService } from '../service/service.js';
+import { errorBody, svcErrorHandler } from './errors.js';
+
+export interface HubRoutesOptions {
+  service: SvcService;
+}
+
+const kContentTypes: Readonly<Record<string, string>> = Object.freeze({
+  json: 'application/json; charset=utf-8',
+  txt: 'text/plain; charset=utf-8',
+});
+
+/**
+ * Model files over HTTP in the Hugging Face "resolve" layout, so that
+ * transformers.js loads a trained model straight from the service:
+ * `GET <prefix>/<org>/<model_id>/resolve/main/<file>`, with the API key as a
+ * bearer token. An organization's models are visible to its own keys only.
+ * Register it with `prefix: '/hub'` and point transformers.js at
+ * `env.remoteHost = 'http://host:port/hub/'`.
+ *
+ * @example
+ * ```ts
+ * await app.register(hubRoutes, { prefix: '/hub', service });
+ * // curl -H "Authorization: Bearer $SVC_KEY" http://127.0.0.1:8080/hub/acme/svc-small-1a2b3c4d5e6f/resolve/main/config.json
+ * ```
+ */
+export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { service }) => {
+  app.setErrorHandler(svcErrorHandler);
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send(errorBody(404, `No route ${request.method} ${request.url.split('?')[0]}`, 'not_found'));
+  });
+
+  app.get<{ Params: { org: string; model_id: string; revision: string; '*': string } }>(
+    '/:org/:model_id/resolve/:revision/*',
+    async (request, reply) => {
+      const principal = await service.authenticate(request.headers.authorization);
+      const { org, model_id: modelId, revision } = request.params;
+      const file = request.params['*'];
+      if (revision !== 'main') {
+        throw new SvcError('not_found', `Revision '${revision}' does not exist; models have only 'main'`, { param: 'revision' });
+      }
+      const path = await service.hubFile(principal, org, modelId, file);
+      const info = await stat(path).catch(() => null);
+      if (info === null || !info.isFile()) {
+        throw new SvcError('not_found', `The file '${file}' does not exist in ${org}/${modelId}`, { param: 'file' });
+      }
+      const extension = file.slice(file.lastIndexOf('.') + 1);
+      return reply
+        .header('content-type', kContentTypes[extension] ?? 'application/octet-stream')
+        .header('content-length', info.size)
+        .header('cache-control', 'private, no-cache')
+        .send(createReadStream(path));
+    },
+  );
+
+  // The Hugging Face model-info call, so that clients can list a model's files (`svc pull` uses it).
+  app.get<{ Params: { org: string; model_id: string } }>('/api/models/:org/:model_id', async (request) => {
+    const principal = await service.authenticate(request.headers.authorization);
+    const { org, model_id: modelId } = request.params;
+    const files = await service.hubFiles(principal, org, modelId);
+    return { id: `${org}/${modelId}`, modelId: `${org}/${modelId}`, siblings: files.map((rfilename) => ({ rfilename })) };
+  });
+};

@@ -1,0 +1,218 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { SvcError } from '../errors.js';
+import { authorizeProject } from '../proxy/access.js';
+import { resolveProxyOptions } from '../proxy/config.js';
+import { type DialectName, kDialects } from '../proxy/dialects.js';
+import { createUpstreamAgents, forwardCall, type ForwardSettings } from '../proxy/forward.js';
+import { RequestLogQueue } from '../proxy/request-log.js';
+import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
+import type { RequestLogRow } from '../store/types.js';
+import { dashboardPage } from './dashboard-page.js';
+
+interface ProjectParams {
+  project_id: string;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Which provider API a proxy route speaks; errors on it take that API's shape. */
+    svcDialect?: DialectName;
+  }
+}
+
+const kMaxListLimit = 500;
+const kDefaultListLimit = 50;
+
+/**
+ * The provider proxy and its request log, as a Fastify route plugin. Register it inside the `/v2` prefix (it is not
+ * wrapped in `fastify-plugin`, so the prefix applies):
+ * `POST /v2/{project_id}/chat/completions` (OpenAI-compatible), `/v1/chat/completions` (Mistral), `/v1/messages`
+ * (Anthropic), `GET /v2/{project_id}/requests` and `GET /v2/{project_id}/dashboard`.
+ *
+ * @example
+ * ```ts
+ * app.register(proxyRoutes, { prefix: '/v2', store, authenticate, providers: { 'provider-a': { key: 'sk-...' } } });
+ * // new OpenAI({ baseURL: 'http://127.0.0.1:8080/v2/proj_0123456789ab/', apiKey: 'svc_...' })
+ * //   .chat.completions.create({ model: 'provider-a:gpt-4o-mini', messages }) -> the provider's answer, logged
+ * ```
+ */
+export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOptions): Promise<void> {
+  const resolved = resolveProxyOptions(options);
+  const log = new RequestLogQueue(resolved.store);
+  const agents = createUpstreamAgents();
+  const settings: ForwardSettings = {
+    agents,
+    log,
+    upstreamTimeoutMs: resolved.upstreamTimeoutMs,
+    pingIntervalMs: resolved.pingIntervalMs,
+  };
+  app.addHook('onClose', async () => {
+    await log.drain();
+    agents.http.destroy();
+    agents.https.destroy();
+  });
+
+  // Keep the body as bytes: the log stores what the client sent, and only `model` is rewritten.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const dialect = kDialects[request.routeOptions.config?.svcDialect ?? 'openai'];
+    const status = error instanceof SvcError ? error.status : error.statusCode ?? 500;
+    if (status >= 500) request.log.error(error);
+    const message = status >= 500 && !(error instanceof SvcError) ? 'Internal error' : error.message;
+    const detail = error instanceof SvcError ? { code: error.code, param: error.param } : { code: fastifyCode(status) };
+    reply.code(status).send(dialect.errorBody(status, message, detail));
+  });
+
+  for (const name of Object.keys(kDialects) as DialectName[]) {
+    const dialect = kDialects[name];
+    app.post<{ Params: ProjectParams; Body: Buffer }>(
+      `/:project_id${dialect.route}`,
+      { bodyLimit: resolved.bodyLimit, config: { svcDialect: name } },
+      async (request, reply) => {
+        const identity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
+        const clientBody = request.body.toString('utf8');
+        const parsed = parseBody(clientBody);
+        const clientModel = parsed.model;
+        const { provider, upstreamModel } = routeModel(clientModel, dialect.upstreamPaths);
+        parsed.model = upstreamModel;
+        const body = Buffer.from(JSON.stringify(parsed));
+        reply.hijack();
+        forwardCall(
+          {
+            dialect,
+            provider,
+            upstreamUrl: new URL(resolved.providers[provider].url + dialect.upstreamPaths[provider]),
+            providerKey: resolved.providers[provider].key,
+            body,
+            clientBody,
+            stream: parsed.stream === true,
+            model: clientModel as string,
+            projectId: request.params.project_id,
+            keyId: identity.keyId,
+          },
+          request.raw,
+          reply.raw,
+          settings,
+        );
+      },
+    );
+  }
+
+  app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
+    '/:project_id/requests',
+    async (request) => {
+      await authorizeProject(resolved, credential(request), request.params.project_id, 'read-log');
+      const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
+      const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
+      const rows = await resolved.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });
+      const page = rows.slice(0, limit);
+      return {
+        object: 'list',
+        data: page.map(requestLogJson),
+        has_more: rows.length > limit,
+        next_before: rows.length > limit ? page[page.length - 1].id : null,
+      };
+    },
+  );
+
+  app.get<{ Params: ProjectParams }>('/:project_id/dashboard', async (request, reply) => {
+    reply
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      // Everything the page needs is inline; it talks only to this service.
+      .header(
+        'content-security-policy',
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
+      )
+      .send(dashboardPage(request.params.project_id));
+  });
+}
+
+/** SvcError codes for Fastify's own errors (body too large, bad JSON, unsupported media type). */
+function fastifyCode(status: number): string {
+  if (status === 413) return 'payload_too_large';
+  return status < 500 ? 'invalid_request' : 'internal';
+}
+
+/** The caller's key from `Authorization: Bearer ...` or, as the Anthropic SDK may send it, `x-api-key`. */
+function credential(request: FastifyRequest): string | null {
+  const authorization = request.headers.authorization;
+  if (typeof authorization === 'string' && authorization.trim() !== '') return authorization;
+  const apiKey = request.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
+  return null;
+}
+
+function parseBody(text: string): Record<string, unknown> & { model?: unknown; stream?: unknown } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new SvcError('invalid_request', 'request body must be valid JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new SvcError('invalid_request', 'request body must be a JSON object');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Picks the provider from the model's prefix (`provider-a:gpt-4o` -> provider-a, `gpt-4o`). */
+function routeModel(
+  model: unknown,
+  upstreamPaths: Partial<Record<ProviderName, string>>,
+): { provider: ProviderName; upstreamModel: string } {
+  const known = Object.keys(upstreamPaths) as ProviderName[];
+  const knownList = known.map((name) => `${name}:`).join(', ');
+  if (typeof model !== 'string') {
+    throw new SvcError('invalid_request', `model must be a string starting with one of: ${knownList}`, {
+      param: 'model',
+    });
+  }
+  const colon = model.indexOf(':');
+  const prefix = colon > 0 ? model.slice(0, colon) : '';
+  const upstreamModel = model.slice(colon + 1);
+  if (!known.includes(prefix as ProviderName) || upstreamModel === '') {
+    throw new SvcError(
+      'invalid_request',
+      `model '${model}' has no known provider prefix; known prefixes: ${knownList}`,
+      { param: 'model' },
+    );
+  }
+  return { provider: prefix as ProviderName, upstreamModel };
+}
+
+function integerParam(value: string | undefined, name: string, fallback: number, max: number): number;
+function integerParam(value: string | undefined, name: string, fallback: undefined, max: number): number | undefined;
+function integerParam(value: string | undefined, name: string, fallback: number | undefined, max: number) {
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1 || parsed > max) {
+    throw new SvcError('invalid_request', `${name} must be an integer from 1 to ${max}`, { param: name });
+  }
+  return parsed;
+}
+
+/** A log row as `GET /requests` shows it. */
+export function requestLogJson(row: RequestLogRow) {
+  return {
+    id: row.id,
+    object: 'proxy.request',
+    created_at: Math.floor(row.createdAt / 1000),
+    created_at_ms: row.createdAt,
+    project_id: row.projectId,
+    key_id: row.keyId,
+    provider: row.provider,
+    model: row.model,
+    stream: row.stream,
+    status: row.status,
+    ttfb_ms: row.ttfbMs,
+    total_ms: row.totalMs,
+    tokens_in: row.tokensIn,
+    tokens_out: row.tokensOut,
+    error: row.error,
+    request_body: row.requestBody,
+    response_body: row.responseBody,
+  };
+}

@@ -1,0 +1,190 @@
+import { debuglog } from 'node:util';
+
+import type { Store } from '../store/types.js';
+import type { ModelRuntime, TrainingProgress } from './runtime.js';
+
+const debug = debuglog('svc');
+
+/** A job started this many times without finishing (the process died each time) is failed, not retried. */
+export const kDefaultMaxAttempts = 3;
+/** A job still running after this long is stopped and its model failed (a stuck worker must not keep it `training`). */
+export const kDefaultJobTimeoutMs = 30 * 60 * 1000;
+
+export interface JobRunnerOptions {
+  maxAttempts?: number;
+  /** Milliseconds one training run may take; default 30 minutes. */
+  timeoutMs?: number;
+  /** Milliseconds; the default clock is `Date.now`. */
+  now?: () => number;
+}
+
+interface RunningJob {
+  controller: AbortController;
+  progress: TrainingProgress | null;
+  done: Promise<void>;
+  /** Why the job was aborted: the model was deleted, or the service is shutting down. */
+  abortedFor: 'delete' | 'shutdown' | 'timeout' | null;
+}
+
+/**
+ * Runs training jobs from the store's queue, oldest first, at most
+ * `runtime.trainingSlots` at a time (one per pool worker). The queue lives in
+ * the store, so a job survives a crash: at start-up, jobs left `running` go
+ * back to the queue in their original place and run again. A job always ends
+ * with its model `trained` or `failed` (with the reason), never `training` forever.
+ */
+export class JobRunner {
+  readonly #store: Store;
+  readonly #runtime: ModelRuntime;
+  readonly #maxAttempts: number;
+  readonly #timeoutMs: number;
+  readonly #now: () => number;
+  readonly #running = new Map<string, RunningJob>();
+  #pumping: Promise<void> | null = null;
+  #pumpAgain = false;
+  #closed = false;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(store: Store, runtime: ModelRuntime, options: JobRunnerOptions = {}) {
+    this.#store = store;
+    this.#runtime = runtime;
+    this.#maxAttempts = options.maxAttempts ?? kDefaultMaxAttempts;
+    this.#timeoutMs = options.timeoutMs ?? kDefaultJobTimeoutMs;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Requeues jobs a dead process left `running`, then starts working the queue. Returns how many were requeued. */
+  async start(): Promise<number> {
+    const requeued = await this.#store.requeueInterruptedJobs(this.#now());
+    if (requeued > 0) debug('requeued %d interrupted training job(s)', requeued);
+    this.kick();
+    return requeued;
+  }
+
+  /** Looks at the queue again (call after enqueuing). */
+  kick(): void {
+    if (this.#closed) return;
+    if (this.#pumping !== null) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = this.#pump().finally(() => {
+      this.#pumping = null;
+      if (this.#pumpAgain) {
+        this.#pumpAgain = false;
+        this.kick();
+      } else {
+        this.#notifyIfIdle();
+      }
+    });
+  }
+
+  /** The latest progress of a running job, or null. */
+  progress(modelId: string): TrainingProgress | null {
+    return this.#running.get(modelId)?.progress ?? null;
+  }
+
+  /** Stops a running job because its model is being deleted; resolves when it has stopped. */
+  async cancel(modelId: string): Promise<void> {
+    const job = this.#running.get(modelId);
+    if (job === undefined) return;
+    job.abortedFor ??= 'delete';
+    job.controller.abort(new Error('the model was deleted'));
+    await job.done;
+  }
+
+  /** Resolves when nothing is running and nothing is queued that this runner could start. */
+  idle(): Promise<void> {
+    if (this.#running.size === 0 && this.#pumping === null) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Stops claiming jobs and aborts running ones, putting them back in the
+   * queue so that the next start runs them again.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#running.values()) {
+      job.abortedFor ??= 'shutdown';
+      job.controller.abort(new Error('the service is shutting down'));
+    }
+    await this.#pumping;
+    await Promise.all([...this.#running.values()].map((job) => job.done));
+  }
+
+  async #pump(): Promise<void> {
+    while (!this.#closed && this.#running.size < this.#runtime.trainingSlots) {
+      const job = await this.#store.claimNextJob(this.#now());
+      if (job === null) return;
+      const entry: RunningJob = { controller: new AbortController(), progress: null, done: Promise.resolve(), abortedFor: null };
+      this.#running.set(job.modelId, entry);
+      entry.done = this.#run(job.modelId, job.attempts, job.options, entry).finally(() => {
+        this.#running.delete(job.modelId);
+        this.kick();
+      });
+    }
+  }
+
+  async #run(modelId: string, attempts: number, options: Record<string, unknown>, entry: RunningJob): Promise<void> {
+    const model = await this.#store.getModel(modelId);
+    if (model === null) return; // deleted between claim and start; its job row went with it
+    if (attempts > this.#maxAttempts) {
+      await this.#fail(modelId, `training was interrupted ${attempts - 1} times (the service stopped while it ran)`);
+      return;
+    }
+    debug('training %s (attempt %d)', modelId, attempts);
+    const timer = setTimeout(() => {
+      entry.abortedFor ??= 'timeout';
+      entry.controller.abort(new Error('training timed out'));
+    }, this.#timeoutMs);
+    try {
+      const examples = await this.#store.getJobExamples(modelId);
+      await this.#runtime.train(
+        { orgId: model.orgId, modelId, baseModel: model.baseModel, taskType: model.taskType, examples, options },
+        { signal: entry.controller.signal, onProgress: (p) => (entry.progress = p) },
+      );
+      if (entry.abortedFor === 'shutdown') {
+        await this.#store.releaseJob(modelId, this.#now());
+        return;
+      }
+      if ((await this.#store.getModel(modelId)) === null) {
+        // Deleted while the last step ran: do not leave its files behind.
+        await this.#runtime.remove(model.orgId, modelId);
+        return;
+      }
+      const now = this.#now();
+      await this.#store.setModelStatus(modelId, 'trained', null, now);
+      await this.#store.setJobState(modelId, 'done', now);
+      debug('trained %s', modelId);
+    } catch (error) {
+      if (entry.abortedFor === 'shutdown') {
+        await this.#store.releaseJob(modelId, this.#now());
+        return;
+      }
+      await this.#runtime.remove(model.orgId, modelId).catch(() => {});
+      if (entry.abortedFor === 'delete') return;
+      if (entry.abortedFor === 'timeout') {
+        await this.#fail(modelId, `training took longer than ${this.#timeoutMs / 1000} seconds and was stopped`);
+        return;
+      }
+      await this.#fail(modelId, error instanceof Error ? error.message : String(error));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #fail(modelId: string, reason: string): Promise<void> {
+    debug('training %s failed: %s', modelId, reason);
+    const now = this.#now();
+    await this.#store.setModelStatus(modelId, 'failed', reason, now);
+    await this.#store.setJobState(modelId, 'failed', now);
+  }
+
+  #notifyIfIdle(): void {
+    if (this.#running.size > 0 || this.#pumping !== null) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}

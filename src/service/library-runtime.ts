@@ -1,0 +1,99 @@
+import { DirectoryHub } from '../model/hub.js';
+import { closePool, poolOptions } from '../pool/pool.js';
+import { Classifier, type Prediction } from '../predict/classifier.js';
+import { train } from '../train/train.js';
+import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob, TrainingProgress } from './runtime.js';
+
+/** Loaded classifiers kept in memory (a head is a few kilobytes; the encoder is shared per worker). */
+export const kDefaultCachedModels = 256;
+
+export interface LibraryRuntimeOptions {
+  /** The hub directory: models live in `<hubRoot>/<org>/<model_id>/`. */
+  hubRoot: string;
+  maxCachedModels?: number;
+  /** Close the library's worker pool with the runtime (default true; false when the host app uses the library too). */
+  closePool?: boolean;
+}
+
+/**
+ * The model runtime on svc-classify's own library: `train()` publishes into a
+ * `DirectoryHub`, `Classifier.load()` reads from it, all native work in the
+ * library's pool. One training job per pool worker.
+ *
+ * @example
+ * ```ts
+ * const runtime = new LibraryRuntime({ hubRoot: './svc-data/hub' });
+ * const service = new SvcService({ store: SqliteStore.open('./svc-data'), runtime });
+ * ```
+ */
+export class LibraryRuntime implements ModelRuntime {
+  readonly hub: DirectoryHub;
+  readonly #maxCached: number;
+  readonly #closePool: boolean;
+  // Insertion order doubles as recency: a hit is moved to the end.
+  readonly #loaded = new Map<string, Promise<Classifier>>();
+
+  constructor(options: LibraryRuntimeOptions) {
+    this.hub = new DirectoryHub(options.hubRoot);
+    this.#maxCached = options.maxCachedModels ?? kDefaultCachedModels;
+    this.#closePool = options.closePool ?? true;
+  }
+
+  get trainingSlots(): number {
+    return poolOptions().workers;
+  }
+
+  modelDir(orgId: string, modelId: string): string {
+    return this.hub.pathOf(`${orgId}/${modelId}`);
+  }
+
+  async train(
+    job: RuntimeTrainJob,
+    hooks: { onProgress?: (p: TrainingProgress) => void; signal?: AbortSignal },
+  ): Promise<void> {
+    const hubId = `${job.orgId}/${job.modelId}`;
+    this.#loaded.delete(hubId);
+    const classifier = await train(
+      { model: job.baseModel, task_type: job.taskType, examples: job.examples },
+      { hub: this.hub, id: hubId, signal: hooks.signal, onProgress: hooks.onProgress },
+    );
+    classifier.dispose();
+  }
+
+  async predict(orgId: string, modelId: string, texts: string[]): Promise<RuntimePrediction[]> {
+    const classifier = await this.#classifier(`${orgId}/${modelId}`);
+    return (await classifier.predict(texts)) as Prediction[];
+  }
+
+  async remove(orgId: string, modelId: string): Promise<void> {
+    const hubId = `${orgId}/${modelId}`;
+    const loading = this.#loaded.get(hubId);
+    this.#loaded.delete(hubId);
+    loading?.then((c) => c.dispose(), () => {});
+    await this.hub.remove(hubId);
+  }
+
+  async close(): Promise<void> {
+    for (const loading of this.#loaded.values()) loading.then((c) => c.dispose(), () => {});
+    this.#loaded.clear();
+    if (this.#closePool) await closePool();
+  }
+
+  #classifier(hubId: string): Promise<Classifier> {
+    let loading = this.#loaded.get(hubId);
+    if (loading !== undefined) {
+      this.#loaded.delete(hubId);
+    } else {
+      loading = Classifier.load(hubId, { hub: this.hub });
+      // A failed load is not cached: the next request tries again.
+      loading.catch(() => this.#loaded.get(hubId) === loading && this.#loaded.delete(hubId));
+    }
+    this.#loaded.set(hubId, loading);
+    if (this.#loaded.size > this.#maxCached) {
+      const [oldest, evicted] = this.#loaded.entries().next().value as [string, Promise<Classifier>];
+      this.#loaded.delete(oldest);
+      evicted.then((c) => c.dispose(), () => {});
+    }
+    return loading;
+  }
+}

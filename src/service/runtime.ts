@@ -1,0 +1,44 @@
+import type { TrainingExample } from '../store/types.js';
+
+/** What a training run reports while it works. */
+export interface TrainingProgress {
+  stage: string;
+  done: number;
+  total: number;
+}
+
+/** One training job as the runtime sees it. */
+export interface RuntimeTrainJob {
+  orgId: string;
+  modelId: string;
+  /** Base model name, e.g. `svc-small`. */
+  baseModel: string;
+  taskType: 'binary-classification';
+  examples: TrainingExample[];
+  options: Record<string, unknown>;
+}
+
+export interface RuntimePrediction {
+  label: boolean;
+  probability: number;
+}
+
+/**
+ * The model runtime the service drives: the only place that knows how models
+ * are trained, stored in the hub and run. `library-runtime.ts` implements it
+ * with svc-classify's own `train` / `Classifier`; the service never imports
+ * the library directly, so this seam is the whole wiring.
+ */
+export interface ModelRuntime {
+  /** Trains the job and writes the model directory to the hub at `<org>/<model_id>`. */
+  train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainingProgress) => void; signal?: AbortSignal }): Promise<void>;
+  /** Runs a trained model; one prediction per text, in order. */
+  predict(orgId: string, modelId: string, texts: string[]): Promise<RuntimePrediction[]>;
+  /** Forgets the model: unloads it and removes its hub directory. Missing models are not an error. */
+  remove(orgId: string, modelId: string): Promise<void>;
+  /** The hub directory of a model (it may not exist). */
+  modelDir(orgId: string, modelId: string): string;
+  /** How many training jobs may run at once (one per pool worker). */
+  readonly trainingSlots: number;
+  close(): Promise<void>;
+}

@@ -1,0 +1,348 @@
+import { readdir } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+
+import { SvcError } from '../errors.js';
+import { resolveBaseModel } from '../model/base-models.js';
+import type { ApiKeyRecord, ModelRecord, Organization, Project, Store } from '../store/types.js';
+import { JobRunner, type JobRunnerOptions } from './jobs.js';
+import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
+import type { ModelRuntime, TrainingProgress } from './runtime.js';
+import { validateTrainRequest } from '../train/request.js';
+import { validatePredictInputs } from './validate.js';
+
+/** Who is calling: the organization and the key used. */
+export interface Principal {
+  orgId: string;
+  keyId: string;
+}
+
+/** The model object of the HTTP contract. */
+export interface ModelObject {
+  id: string;
+  object: 'model';
+  /** Unix seconds. */
+  created_at: number;
+  status: 'training' | 'trained' | 'failed';
+  owned_by: string;
+  task_type: 'binary-classification';
+  context_window: number;
+  error?: string;
+}
+
+/** A provider model reachable through the proxy (`provider-a:<name>`). */
+export interface ProxyModelObject {
+  id: string;
+  object: 'model';
+  created_at: number;
+  owned_by: string;
+}
+
+export interface PredictResponse {
+  model: string;
+  label_text: string;
+  predictions: { label: boolean; probability: number }[];
+}
+
+export interface CreatedApiKey {
+  id: string;
+  orgId: string;
+  /** The secret: shown once, never stored. */
+  key: string;
+  createdAt: number;
+}
+
+export interface SvcServiceOptions {
+  store: Store;
+  runtime: ModelRuntime;
+  /** Proxy models listed to organizations with proxy access, e.g. `['provider-a:gpt-4o-mini']`. */
+  proxyModels?: readonly string[];
+  jobs?: JobRunnerOptions;
+}
+
+const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const kModelIdPattern = /^[a-z0-9-]+-[0-9a-f]{12}$/;
+const kBearer = /^Bearer\s+(\S+)\s*$/i;
+
+const notFound = (id: string) =>
+  new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param: 'model' });
+
+/**
+ * The /v2 semantics without HTTP: organizations, API keys, projects, proxy
+ * grants, models and their training jobs. Every call that acts for a client
+ * takes the `Principal` that `authenticate` returned, and only ever sees that
+ * organization's records (another organization's model is "not found").
+ *
+ * @example
+ * ```ts
+ * const service = new SvcService({ store: SqliteStore.open('./svc-data'), runtime });
+ * await service.createOrganization('acme');
+ * const { key } = await service.createApiKey('acme');  // 'svc_4Hk0…' (shown once)
+ * const who = await service.authenticate(`Bearer ${key}`); // { orgId: 'acme', keyId: 'key_3f1c0a9b2e7d' }
+ * ```
+ */
+export class SvcService {
+  readonly store: Store;
+  readonly runtime: ModelRuntime;
+  readonly proxyModels: readonly string[];
+  readonly #jobs: JobRunner;
+
+  constructor(options: SvcServiceOptions) {
+    this.store = options.store;
+    this.runtime = options.runtime;
+    this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
+    this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
+  }
+
+  /** Starts the job runner (requeueing jobs a previous process left running). */
+  async start(): Promise<void> {
+    await this.#jobs.start();
+  }
+
+  /** Resolves when no training job is running or queued. */
+  idle(): Promise<void> {
+    return this.#jobs.idle();
+  }
+
+  /** Stops training (jobs stay queued for the next start) and closes the runtime and the store. */
+  async close(): Promise<void> {
+    await this.#jobs.close();
+    await this.runtime.close();
+    await this.store.close();
+  }
+
+  // ---- operator: organizations, keys, projects, proxy grants -------------------------------
+
+  async createOrganization(id: string): Promise<Organization> {
+    if (!kOrgPattern.test(id)) {
+      throw new SvcError(
+        'invalid_request',
+        `Organization names are 1-63 lowercase letters, digits and dashes, starting with a letter or digit; got '${id}'`,
+        { param: 'name' },
+      );
+    }
+    if ((await this.store.getOrganization(id)) !== null) {
+      throw new SvcError('conflict', `The organization '${id}' already exists`, { param: 'name' });
+    }
+    return this.store.createOrganization(id);
+  }
+
+  async #requireOrg(orgId: string): Promise<Organization> {
+    const org = await this.store.getOrganization(orgId);
+    if (org === null) throw new SvcError('not_found', `The organization '${orgId}' does not exist`, { param: 'org' });
+    return org;
+  }
+
+  /** Makes a key for the organization. The secret is in the result only; the store keeps its hash. */
+  async createApiKey(orgId: string): Promise<CreatedApiKey> {
+    await this.#requireOrg(orgId);
+    const key = newApiKey();
+    const record: ApiKeyRecord = {
+      id: newId('key_'),
+      orgId,
+      hash: hashApiKey(key),
+      prefix: key.slice(0, kKeyShownPrefix),
+      createdAt: Date.now(),
+      revokedAt: null,
+    };
+    await this.store.insertApiKey(record);
+    return { id: record.id, orgId, key, createdAt: record.createdAt };
+  }
+
+  async revokeApiKey(keyId: string): Promise<void> {
+    if (!(await this.store.revokeApiKey(keyId, Date.now()))) {
+      throw new SvcError('not_found', `The API key '${keyId}' does not exist`, { param: 'key' });
+    }
+  }
+
+  async createProject(orgId: string, name: string): Promise<Project> {
+    await this.#requireOrg(orgId);
+    if (name.trim().length === 0) throw new SvcError('invalid_request', 'The project name must not be empty', { param: 'name' });
+    const project: Project = { id: newId('proj_'), orgId, name, createdAt: Date.now() };
+    await this.store.createProject(project);
+    return project;
+  }
+
+  async setProxyAccess(orgId: string, granted: boolean): Promise<void> {
+    await this.#requireOrg(orgId);
+    await this.store.setProxyAccess(orgId, granted);
+  }
+
+  // ---- callers: authentication and the lookups the proxy needs --------------------------------
+
+  /**
+   * Resolves an `Authorization` header value (`Bearer svc_…`) or a bare key to
+   * its organization and key id. Missing, unknown and revoked keys throw
+   * `SvcError('authentication')` (HTTP 401).
+   */
+  async authenticate(authorizationHeaderOrKey: string | undefined | null): Promise<Principal> {
+    const raw = (authorizationHeaderOrKey ?? '').trim();
+    if (raw.length === 0) {
+      throw new SvcError('authentication', "Missing API key: send it as 'Authorization: Bearer <key>'");
+    }
+    const key = kBearer.exec(raw)?.[1] ?? raw;
+    const record = await this.store.findApiKeyByHash(hashApiKey(key));
+    if (record === null) throw new SvcError('authentication', 'Invalid API key');
+    if (record.revokedAt !== null) throw new SvcError('authentication', 'This API key has been revoked');
+    return { orgId: record.orgId, keyId: record.id };
+  }
+
+  /** The project if it exists (any organization), else null. */
+  getProject(projectId: string): Promise<Project | null> {
+    return this.store.getProject(projectId);
+  }
+
+  async hasProxyAccess(orgId: string): Promise<boolean> {
+    return (await this.store.getOrganization(orgId))?.proxyAccess ?? false;
+  }
+
+  /**
+   * The check in front of every proxied call: the project exists (else 404),
+   * belongs to the caller's organization and that organization has been
+   * granted proxy access (else 403).
+   */
+  async authorizeProxy(principal: Principal, projectId: string): Promise<Project> {
+    const project = await this.store.getProject(projectId);
+    if (project === null) {
+      throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
+    }
+    if (project.orgId !== principal.orgId) {
+      throw new SvcError('permission', `This API key's organization does not own the project '${projectId}'`, {
+        param: 'project_id',
+      });
+    }
+    if (!(await this.hasProxyAccess(principal.orgId))) {
+      throw new SvcError(
+        'permission',
+        `The organization '${principal.orgId}' has no proxy access; request access from the operator`,
+      );
+    }
+    return project;
+  }
+
+  // ---- models ------------------------------------------------------------------------------
+
+  /** Stores the job and its examples and returns the model with `status: "training"`. */
+  async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
+    const request = validateTrainRequest(body);
+    const now = Date.now();
+    const record: ModelRecord = {
+      id: newId(`${request.model}-`),
+      orgId: principal.orgId,
+      baseModel: request.model,
+      taskType: 'binary-classification',
+      labelText: request.examples[0].label_text,
+      status: 'training',
+      error: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const examples = request.examples.map(({ text, label, label_text }) => ({ text, label, label_text }));
+    await this.store.createModelWithJob(record, examples, options);
+    this.#jobs.kick();
+    return toModelObject(record);
+  }
+
+  async #ownModel(principal: Principal, modelId: string): Promise<ModelRecord> {
+    const record = kModelIdPattern.test(modelId) ? await this.store.getModel(modelId) : null;
+    if (record === null || record.orgId !== principal.orgId) throw notFound(modelId);
+    return record;
+  }
+
+  async getModel(principal: Principal, modelId: string): Promise<ModelObject> {
+    return toModelObject(await this.#ownModel(principal, modelId));
+  }
+
+  /** Training progress of one of the caller's models (null when it is not running right now). */
+  async getProgress(principal: Principal, modelId: string): Promise<TrainingProgress | null> {
+    await this.#ownModel(principal, modelId);
+    return this.#jobs.progress(modelId);
+  }
+
+  /** The models that accept requests (trained), then the proxy models when the organization may use the proxy. */
+  async listModels(principal: Principal): Promise<{ object: 'list'; data: (ModelObject | ProxyModelObject)[] }> {
+    const own = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained').map(toModelObject);
+    const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
+      ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
+      : [];
+    return { object: 'list', data: [...own, ...proxy] };
+  }
+
+  async predict(principal: Principal, request: { model: string; inputs: unknown[] }): Promise<PredictResponse> {
+    validatePredictInputs(request.inputs);
+    const record = await this.#ownModel(principal, request.model);
+    if (record.status === 'training') {
+      throw new SvcError('conflict', `The model '${record.id}' is still training; retry when its status is 'trained'`, {
+        param: 'model',
+      });
+    }
+    if (record.status === 'failed') {
+      throw new SvcError('conflict', `The model '${record.id}' failed to train: ${record.error}`, { param: 'model' });
+    }
+    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs);
+    return { model: record.id, label_text: record.labelText, predictions };
+  }
+
+  /** Removes the model, its job and examples, and its hub copy; a running job is stopped first. */
+  async deleteModel(principal: Principal, modelId: string): Promise<{ id: string; object: 'model'; deleted: true }> {
+    const record = await this.#ownModel(principal, modelId);
+    await this.store.deleteModel(record.id);
+    await this.#jobs.cancel(record.id);
+    await this.runtime.remove(record.orgId, record.id);
+    return { id: record.id, object: 'model', deleted: true };
+  }
+
+  /** The hub directory of one of the caller's trained models; anything else is "not found", so names do not leak. */
+  async #hubRoot(principal: Principal, orgId: string, modelId: string): Promise<string> {
+    const hidden = notFound(`${orgId}/${modelId}`);
+    if (orgId !== principal.orgId) throw hidden;
+    const record = await this.#ownModel(principal, modelId).catch(() => {
+      throw hidden;
+    });
+    if (record.status !== 'trained') throw hidden;
+    return resolve(this.runtime.modelDir(orgId, modelId));
+  }
+
+  /** The file behind `GET /hub/<org>/<model_id>/resolve/main/<file>` (it may not exist). */
+  async hubFile(principal: Principal, orgId: string, modelId: string, file: string): Promise<string> {
+    const root = await this.#hubRoot(principal, orgId, modelId);
+    const path = resolve(root, file);
+    if (!path.startsWith(root + sep)) {
+      throw new SvcError('not_found', `The file '${file}' does not exist in ${orgId}/${modelId}`, { param: 'file' });
+    }
+    return path;
+  }
+
+  /** The files of a model in the hub, as `/`-separated paths relative to its directory, sorted. */
+  async hubFiles(principal: Principal, orgId: string, modelId: string): Promise<string[]> {
+    const root = await this.#hubRoot(principal, orgId, modelId);
+    const entries = await readdir(root, { recursive: true, withFileTypes: true });
+    return entries
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(root, join(entry.parentPath, entry.name)).split(sep).join('/'))
+      .sort();
+  }
+}
+
+/**
+ * The HTTP contract's model object for a stored model (`created_at` in Unix seconds).
+ *
+ * @example
+ * ```ts
+ * toModelObject(await store.getModel('svc-small-1a2b3c4d5e6f'));
+ * // { id: 'svc-small-1a2b3c4d5e6f', object: 'model', created_at: 1795327426, status: 'trained',
+ * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 512 }
+ * ```
+ */
+export function toModelObject(record: ModelRecord): ModelObject {
+  const object: ModelObject = {
+    id: record.id,
+    object: 'model',
+    created_at: Math.floor(record.createdAt / 1000),
+    status: record.status,
+    owned_by: record.orgId,
+    task_type: record.taskType,
+    context_window: resolveBaseModel(record.baseModel).contextWindow,
+  };
+  if (record.status === 'failed') object.error = record.error ?? 'training failed';
+  return object;
+}

@@ -1,0 +1,103 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Numbered schema migrations. Each runs once, in order, inside a transaction,
+ * and bumps `schema_version`; never edit a migration that has shipped, add one.
+ */
+export const kMigrations: readonly string[] = Object.freeze([
+  // 1: organizations, keys, projects, models, training jobs and their examples, proxy request log.
+  `
+  CREATE TABLE organizations (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    proxy_access INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  );
+  CREATE INDEX api_keys_org ON api_keys(org_id);
+  CREATE TABLE projects (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX projects_org ON projects(org_id);
+  CREATE TABLE models (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    base_model TEXT NOT NULL,
+    task_type TEXT NOT NULL,
+    label_text TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('training', 'trained', 'failed')),
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX models_org ON models(org_id, created_at);
+  -- seq orders the queue: a requeued job keeps its place ahead of newer ones.
+  CREATE TABLE training_jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    model_id TEXT NOT NULL UNIQUE REFERENCES models(id) ON DELETE CASCADE,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    options TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX training_jobs_state ON training_jobs(state, seq);
+  CREATE TABLE training_examples (
+    model_id TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    label_text TEXT NOT NULL,
+    PRIMARY KEY (model_id, position)
+  ) WITHOUT ROWID;
+  CREATE TABLE request_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    stream INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    ttfb_ms REAL,
+    total_ms REAL NOT NULL,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    error TEXT,
+    request_body TEXT NOT NULL,
+    response_body TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX request_log_project ON request_log(project_id, id);
+  `,
+]);
+
+/** Brings the database to the newest schema; returns the version it ends at. */
+export function migrate(db: Database.Database): number {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+  const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+  if (row === undefined) db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
+  let version = row?.version ?? 0;
+  if (version > kMigrations.length) {
+    throw new Error(
+      `the data directory was written by a newer svc-classify (schema ${version}, this build knows ${kMigrations.length})`,
+    );
+  }
+  const bump = db.prepare('UPDATE schema_version SET version = ?');
+  for (; version < kMigrations.length; version += 1) {
+    const sql = kMigrations[version];
+    db.transaction(() => {
+      db.exec(sql);
+      bump.run(version + 1);
+    })();
+  }
+  return version;
+}

@@ -1,0 +1,265 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+import Database from 'better-sqlite3';
+
+import { migrate } from './migrations.js';
+import type {
+  ApiKeyRecord,
+  JobState,
+  Millis,
+  ModelRecord,
+  ModelStatus,
+  Organization,
+  Project,
+  ProviderName,
+  RequestLogRow,
+  Store,
+  TrainingExample,
+  TrainingJob,
+} from './types.js';
+
+/** The database file inside a data directory. */
+export const kDatabaseFile = 'svc.sqlite';
+
+interface OrgRow { id: string; created_at: number; proxy_access: number }
+interface KeyRow { id: string; org_id: string; hash: string; prefix: string; created_at: number; revoked_at: number | null }
+interface ProjectRow { id: string; org_id: string; name: string; created_at: number }
+interface ModelRow {
+  id: string; org_id: string; base_model: string; task_type: string; label_text: string;
+  status: string; error: string | null; created_at: number; updated_at: number;
+}
+interface JobRow { model_id: string; state: string; attempts: number; options: string; created_at: number; updated_at: number }
+interface ExampleRow { text: string; label: number; label_text: string }
+interface LogRow {
+  id: number; project_id: string; key_id: string; provider: string; model: string; stream: number;
+  status: number; ttfb_ms: number | null; total_ms: number; tokens_in: number | null; tokens_out: number | null;
+  error: string | null; request_body: string; response_body: string; created_at: number;
+}
+
+const toOrg = (r: OrgRow): Organization => ({ id: r.id, createdAt: r.created_at, proxyAccess: r.proxy_access === 1 });
+const toKey = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id, orgId: r.org_id, hash: r.hash, prefix: r.prefix, createdAt: r.created_at, revokedAt: r.revoked_at,
+});
+const toProject = (r: ProjectRow): Project => ({ id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at });
+const toModel = (r: ModelRow): ModelRecord => ({
+  id: r.id, orgId: r.org_id, baseModel: r.base_model, taskType: r.task_type as ModelRecord['taskType'],
+  labelText: r.label_text, status: r.status as ModelStatus, error: r.error, createdAt: r.created_at, updatedAt: r.updated_at,
+});
+const toJob = (r: JobRow): TrainingJob => ({
+  modelId: r.model_id, state: r.state as JobState, attempts: r.attempts,
+  options: JSON.parse(r.options) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at,
+});
+const toLog = (r: LogRow): RequestLogRow => ({
+  id: r.id, projectId: r.project_id, keyId: r.key_id, provider: r.provider as ProviderName, model: r.model,
+  stream: r.stream === 1, status: r.status, ttfbMs: r.ttfb_ms, totalMs: r.total_ms, tokensIn: r.tokens_in,
+  tokensOut: r.tokens_out, error: r.error, requestBody: r.request_body, responseBody: r.response_body, createdAt: r.created_at,
+});
+
+/**
+ * The Store on one SQLite file (`<dataDir>/svc.sqlite`) in WAL mode, so that
+ * `svc` operator commands can write while `svc serve` reads. Every statement is
+ * prepared once. Calls are synchronous underneath (each is well under a
+ * millisecond) and async in the interface for stores that are not.
+ *
+ * @example
+ * ```ts
+ * const store = SqliteStore.open('./svc-data');
+ * await store.createOrganization('acme'); // { id: 'acme', createdAt: 1763790000000, proxyAccess: false }
+ * await store.close();
+ * ```
+ */
+export class SqliteStore implements Store {
+  readonly #db: Database.Database;
+  readonly #sql;
+
+  private constructor(db: Database.Database) {
+    this.#db = db;
+    const p = (sql: string) => db.prepare(sql);
+    this.#sql = {
+      insertOrg: p('INSERT INTO organizations (id, created_at, proxy_access) VALUES (?, ?, 0)'),
+      getOrg: p('SELECT * FROM organizations WHERE id = ?'),
+      listOrgs: p('SELECT * FROM organizations ORDER BY created_at, id'),
+      setProxy: p('UPDATE organizations SET proxy_access = ? WHERE id = ?'),
+      insertKey: p('INSERT INTO api_keys (id, org_id, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      keyByHash: p('SELECT * FROM api_keys WHERE hash = ?'),
+      listKeys: p('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id'),
+      revokeKey: p('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
+      insertProject: p('INSERT INTO projects (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
+      getProject: p('SELECT * FROM projects WHERE id = ?'),
+      listProjects: p('SELECT * FROM projects WHERE org_id = ? ORDER BY created_at, id'),
+      insertModel: p(
+        `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      insertJob: p(
+        `INSERT INTO training_jobs (model_id, state, attempts, options, created_at, updated_at)
+         VALUES (?, 'queued', 0, ?, ?, ?)`,
+      ),
+      insertExample: p('INSERT INTO training_examples (model_id, position, text, label, label_text) VALUES (?, ?, ?, ?, ?)'),
+      getModel: p('SELECT * FROM models WHERE id = ?'),
+      listModels: p('SELECT * FROM models WHERE org_id = ? ORDER BY created_at, id'),
+      setModelStatus: p('UPDATE models SET status = ?, error = ?, updated_at = ? WHERE id = ?'),
+      deleteModel: p('DELETE FROM models WHERE id = ?'),
+      getJob: p('SELECT * FROM training_jobs WHERE model_id = ?'),
+      examples: p('SELECT text, label, label_text FROM training_examples WHERE model_id = ? ORDER BY position'),
+      setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ? WHERE model_id = ?'),
+      nextQueued: p("SELECT * FROM training_jobs WHERE state = 'queued' ORDER BY seq LIMIT 1"),
+      markRunning: p("UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ? WHERE model_id = ?"),
+      requeue: p("UPDATE training_jobs SET state = 'queued', updated_at = ? WHERE state = 'running'"),
+      release: p(
+        "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
+      ),
+      insertLog: p(
+        `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
+           tokens_in, tokens_out, error, request_body, response_body, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
+    };
+  }
+
+  /** Opens (creating if needed) the store in `dataDir` and migrates it to the newest schema. */
+  static open(dataDir: string): SqliteStore {
+    mkdirSync(dataDir, { recursive: true });
+    const db = new Database(join(dataDir, kDatabaseFile));
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    // A CLI write and the server's job runner may meet; wait instead of failing with SQLITE_BUSY.
+    db.pragma('busy_timeout = 5000');
+    migrate(db);
+    return new SqliteStore(db);
+  }
+
+  /** The schema version the file is at. */
+  schemaVersion(): number {
+    return (this.#db.prepare('SELECT version FROM schema_version').get() as { version: number }).version;
+  }
+
+  async createOrganization(id: string): Promise<Organization> {
+    const now = Date.now();
+    this.#sql.insertOrg.run(id, now);
+    return { id, createdAt: now, proxyAccess: false };
+  }
+
+  async getOrganization(id: string): Promise<Organization | null> {
+    const row = this.#sql.getOrg.get(id) as OrgRow | undefined;
+    return row === undefined ? null : toOrg(row);
+  }
+
+  async listOrganizations(): Promise<Organization[]> {
+    return (this.#sql.listOrgs.all() as OrgRow[]).map(toOrg);
+  }
+
+  async setProxyAccess(orgId: string, granted: boolean): Promise<void> {
+    this.#sql.setProxy.run(granted ? 1 : 0, orgId);
+  }
+
+  async insertApiKey(r: ApiKeyRecord): Promise<void> {
+    this.#sql.insertKey.run(r.id, r.orgId, r.hash, r.prefix, r.createdAt, r.revokedAt);
+  }
+
+  async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null> {
+    const row = this.#sql.keyByHash.get(hash) as KeyRow | undefined;
+    return row === undefined ? null : toKey(row);
+  }
+
+  async listApiKeys(orgId: string): Promise<ApiKeyRecord[]> {
+    return (this.#sql.listKeys.all(orgId) as KeyRow[]).map(toKey);
+  }
+
+  async revokeApiKey(keyId: string, at: Millis): Promise<boolean> {
+    return this.#sql.revokeKey.run(at, keyId).changes > 0;
+  }
+
+  async createProject(p: Project): Promise<void> {
+    this.#sql.insertProject.run(p.id, p.orgId, p.name, p.createdAt);
+  }
+
+  async getProject(id: string): Promise<Project | null> {
+    const row = this.#sql.getProject.get(id) as ProjectRow | undefined;
+    return row === undefined ? null : toProject(row);
+  }
+
+  async listProjects(orgId: string): Promise<Project[]> {
+    return (this.#sql.listProjects.all(orgId) as ProjectRow[]).map(toProject);
+  }
+
+  async createModelWithJob(m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>): Promise<void> {
+    this.#db.transaction(() => {
+      this.#sql.insertModel.run(
+        m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt,
+      );
+      this.#sql.insertJob.run(m.id, JSON.stringify(options), m.createdAt, m.createdAt);
+      examples.forEach((e, i) => this.#sql.insertExample.run(m.id, i, e.text, e.label ? 1 : 0, e.label_text));
+    })();
+  }
+
+  async getModel(id: string): Promise<ModelRecord | null> {
+    const row = this.#sql.getModel.get(id) as ModelRow | undefined;
+    return row === undefined ? null : toModel(row);
+  }
+
+  async listModels(orgId: string): Promise<ModelRecord[]> {
+    return (this.#sql.listModels.all(orgId) as ModelRow[]).map(toModel);
+  }
+
+  async setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void> {
+    this.#sql.setModelStatus.run(status, error, at, id);
+  }
+
+  async deleteModel(id: string): Promise<boolean> {
+    // The job and its examples go with it (ON DELETE CASCADE).
+    return this.#sql.deleteModel.run(id).changes > 0;
+  }
+
+  async getJob(modelId: string): Promise<TrainingJob | null> {
+    const row = this.#sql.getJob.get(modelId) as JobRow | undefined;
+    return row === undefined ? null : toJob(row);
+  }
+
+  async getJobExamples(modelId: string): Promise<TrainingExample[]> {
+    return (this.#sql.examples.all(modelId) as ExampleRow[]).map((r) => ({
+      text: r.text, label: r.label === 1, label_text: r.label_text,
+    }));
+  }
+
+  async setJobState(modelId: string, state: JobState, at: Millis): Promise<void> {
+    this.#sql.setJobState.run(state, at, modelId);
+  }
+
+  async claimNextJob(at: Millis): Promise<TrainingJob | null> {
+    // One transaction, so two runners on one file never claim the same job.
+    return this.#db.transaction(() => {
+      const row = this.#sql.nextQueued.get() as JobRow | undefined;
+      if (row === undefined) return null;
+      this.#sql.markRunning.run(at, row.model_id);
+      return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at });
+    }).immediate();
+  }
+
+  async requeueInterruptedJobs(at: Millis): Promise<number> {
+    return this.#sql.requeue.run(at).changes;
+  }
+
+  async releaseJob(modelId: string, at: Millis): Promise<void> {
+    this.#sql.release.run(at, modelId);
+  }
+
+  async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {
+    const info = this.#sql.insertLog.run(
+      r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
+      r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
+    const before = options.before ?? Number.MAX_SAFE_INTEGER;
+    return (this.#sql.listLog.all(projectId, before, options.limit) as LogRow[]).map(toLog);
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+}

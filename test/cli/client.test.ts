@@ -1,0 +1,65 @@
+// The client commands (`svc train --wait`, `svc predict`, `svc pull`) as real processes
+// against a real `svc serve` child over a temporary data directory.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { uciSentences } from '../../bench/corpora.js';
+import { exited, serve, svc } from '../_support/cli.js';
+
+const yelp = uciSentences('yelp');
+const rows = [...yelp.filter((r) => r.label).slice(0, 10), ...yelp.filter((r) => !r.label).slice(0, 10)];
+const dir = mkdtempSync(join(tmpdir(), 'svc-client-'));
+let server: Awaited<ReturnType<typeof serve>>;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  await svc(['orgs', 'create', 'acme', '--data', join(dir, 'data')]);
+  const key = (await svc(['keys', 'create', '--org', 'acme', '--data', join(dir, 'data')])).stdout.trim();
+  server = await serve(['--data', join(dir, 'data')]);
+  env = { SVC_URL: server.url, SVC_KEY: key };
+});
+
+afterAll(async () => {
+  server?.child.kill('SIGTERM');
+  if (server) await exited(server.child);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('svc train, predict and pull', () => {
+  it('train --wait shows progress and ends trained; predict and pull use the model', async () => {
+    const file = join(dir, 'examples.csv');
+    const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
+    writeFileSync(file, `text,label\n${rows.map((r) => `${quote(r.text)},${r.label ? 1 : 0}`).join('\n')}\n`);
+
+    const trained = await svc(['train', '--examples', file, '--label-text', 'positive', '--wait'], env);
+    expect(trained.code).toBe(0);
+    const model = JSON.parse(trained.stdout) as { id: string; status: string; owned_by: string };
+    expect([model.status, model.owned_by]).toEqual(['trained', 'acme']);
+    // Not a terminal: a line for each stage the polls saw, then the outcome.
+    expect(trained.stderr).toMatch(/^(\[[#-]{20}\] (embed|fit|save) \d+\/\d+\n)*\[#{20}\] trained\n$/);
+
+    const predicted = await svc(['predict', '--model', model.id, 'The food was superb.', 'Cold and bland.'], env);
+    expect(predicted.code).toBe(0);
+    const body = JSON.parse(predicted.stdout) as { model: string; label_text: string; predictions: { label: boolean; probability: number }[] };
+    expect([body.model, body.label_text, body.predictions.length]).toEqual([model.id, 'positive', 2]);
+
+    const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled')], env);
+    expect(pulled).toEqual({ code: 0, stdout: `${join(dir, 'pulled')}\n`, stderr: '' });
+    expect(readdirSync(join(dir, 'pulled'), { recursive: true }).map(String).sort()).toEqual([
+      'config.json', 'head.json', 'manifest.json', 'onnx', join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json',
+    ]);
+    expect(readFileSync(join(dir, 'pulled', 'config.json'), 'utf8')).toBe(
+      readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'config.json'), 'utf8'),
+    );
+
+    expect(await svc(['predict', '--model', 'svc-small-0123456789ab', 'x'], env)).toEqual({
+      code: 1, stdout: '', stderr: "svc predict: 404: The model 'svc-small-0123456789ab' does not exist or is not visible to this API key\n",
+    });
+    expect(await svc(['predict', '--model', model.id, 'x'], { ...env, SVC_KEY: '' })).toEqual({
+      code: 1, stdout: '', stderr: 'svc predict: no API key: pass --key or set SVC_KEY\n',
+    });
+  });
+});

@@ -1,0 +1,59 @@
+// The operator commands, run as the real `svc` command against a temporary data directory.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { hashApiKey } from '../../src/service/keys.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { svc } from '../_support/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('svc operator commands', () => {
+  it('create organizations, keys (shown once), projects and proxy grants, and revoke them', async () => {
+    expect(await svc(['orgs', 'create', 'acme', '--data', dir])).toEqual({ code: 0, stdout: 'acme\n', stderr: '' });
+    expect(await svc(['orgs', 'create', 'acme', '--data', dir])).toEqual({
+      code: 1, stdout: '', stderr: "svc orgs: The organization 'acme' already exists\n",
+    });
+
+    const created = await svc(['keys', 'create', '--org', 'acme', '--data', dir]);
+    expect(created.code).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^svc_[0-9A-Za-z]{32}$/);
+    const keyId = /^key id (key_[0-9a-f]{12}) for acme; the key is shown only this once\n$/.exec(created.stderr)?.[1];
+    expect(keyId).toBeDefined();
+
+    const project = await svc(['projects', 'create', '--org', 'acme', '--name', 'support bot', '--data', dir]);
+    expect(project.code).toBe(0);
+    const projectId = project.stdout.trim();
+    expect(projectId).toMatch(/^proj_[0-9a-f]{12}$/);
+
+    expect((await svc(['proxy', 'grant', '--org', 'acme', '--data', dir])).stdout).toBe('proxy access granted to acme\n');
+    expect((await svc(['orgs', 'list', '--data', dir])).stdout).toBe('acme\tproxy=granted\n');
+    expect((await svc(['proxy', 'revoke', '--org', 'acme', '--data', dir])).stdout).toBe('proxy access revoked from acme\n');
+
+    expect(await svc(['keys', 'revoke', keyId!, '--data', dir])).toEqual({ code: 0, stdout: `revoked ${keyId}\n`, stderr: '' });
+    expect((await svc(['keys', 'list', '--org', 'acme', '--data', dir])).stdout).toBe(`${keyId}\t${key.slice(0, 8)}…\trevoked\n`);
+
+    const store = SqliteStore.open(dir);
+    const [record] = await store.listApiKeys('acme');
+    expect(record.hash).toBe(hashApiKey(key));
+    expect(await store.getProject(projectId)).toMatchObject({ orgId: 'acme', name: 'support bot' });
+    expect((await store.getOrganization('acme'))?.proxyAccess).toBe(false);
+    await store.close();
+  });
+
+  it('explains wrong usage with exit code 2', async () => {
+    expect(await svc(['keys', 'create', '--data', dir])).toEqual({
+      code: 2, stdout: '', stderr: 'usage: svc keys create --org <org> | svc keys revoke <key-id> | svc keys list --org <org> [--data <dir>]\n',
+    });
+    const unknown = await svc(['orgs', 'create', 'x', '--colour', 'red']);
+    expect([unknown.code, unknown.stderr]).toEqual([2, "svc orgs: Unknown option '--colour'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- \"--colour\"\n"]);
+    const nope = await svc(['frobnicate']);
+    expect([nope.code, nope.stderr.split('\n')[0]]).toEqual([2, "svc: unknown command 'frobnicate'"]);
+    expect(JSON.parse((await svc(['info'])).stdout)).toHaveProperty('cpu');
+  });
+});

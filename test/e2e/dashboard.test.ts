@@ -1,0 +1,72 @@
+// The project dashboard in headless Chromium: key prompt, the requests made in this test, filters, bodies, chart.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+
+let h: ProxyHarness;
+let browser: Browser;
+
+beforeAll(async () => {
+  h = await startProxyHarness();
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await h.close();
+});
+
+it('asks for the key, lists the requests, filters them, shows bodies and charts latency and tokens', async () => {
+  const openai = new OpenAI({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
+  const anthropic = new Anthropic({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
+  await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'first question' }] });
+  await openai.chat.completions.create({ model: 'provider-a:fail-429', messages: [{ role: 'user', content: 'too many' }] }).catch(() => {});
+  const stream = await anthropic.messages.create({ model: 'provider-c:claude-fake', max_tokens: 16, messages: [{ role: 'user', content: 'streamed question' }], stream: true });
+  for await (const _ of stream);
+  await h.logRows(3);
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  const foreign: string[] = [];
+  page.on('request', (request) => {
+    if (!request.url().startsWith(h.base)) foreign.push(request.url());
+  });
+  await page.goto(`${h.base}/v2/${h.projectId}/dashboard`);
+  expect(await page.title()).toBe(`svc-classify · ${h.projectId} · requests`);
+  expect(await page.textContent('header code')).toBe(`project ${h.projectId}`);
+  await page.fill('#api-key', h.acmeKey);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#rows tr');
+
+  const models = () => page.$$eval('#rows tr', (rows) => rows.map((row) => row.children[2].textContent));
+  expect(await models()).toEqual(['provider-c:claude-fake', 'provider-a:fail-429', 'provider-a:gpt-fake']);
+  expect(await page.textContent('#count')).toBe('3 of 3 requests');
+
+  await page.selectOption('#f-provider', 'provider-a');
+  expect(await models()).toEqual(['provider-a:fail-429', 'provider-a:gpt-fake']);
+  await page.selectOption('#f-status', '429');
+  expect(await models()).toEqual(['provider-a:fail-429']);
+  await page.selectOption('#f-provider', '');
+  await page.selectOption('#f-status', '');
+
+  await page.click('#rows tr:nth-child(3)');
+  const requestBody = JSON.parse((await page.textContent('#request-body'))!);
+  expect(requestBody).toEqual({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'first question' }] });
+  const responseBody = JSON.parse((await page.textContent('#response-body'))!);
+  expect(responseBody.choices[0].message.content).toBe('Echo: first question');
+
+  // One latency line and one token line, a point per request (the 429 has no tokens).
+  expect(await page.$$eval('#chart polyline', (lines) => lines.length)).toBe(2);
+  expect(await page.$$eval('#chart circle', (dots) => dots.length)).toBe(3 + 2);
+  expect(foreign).toEqual([]);
+
+  const dir = join(process.cwd(), 'tmp');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, 'dashboard.png'), fullPage: true });
+  await page.close();
+});

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { resolveProviderConfig, resolveProxyOptions } from '../../src/proxy/config.js';
+
+describe('resolveProviderConfig', () => {
+  it('takes options first, then SVC_PROVIDER_* variables, then the public API addresses', () => {
+    const env = { SVC_PROVIDER_A_URL: 'http://10.0.0.1:9000/v1/', SVC_PROVIDER_A_KEY: 'env-a', SVC_PROVIDER_C_KEY: 'env-c' };
+    expect(resolveProviderConfig({ 'provider-a': { key: 'opt-a' }, 'provider-b': { url: 'https://eu.example/' } }, env)).toEqual({
+      'provider-a': { url: 'http://10.0.0.1:9000/v1', key: 'opt-a' },
+      'provider-b': { url: 'https://eu.example', key: '' },
+      'provider-c': { url: 'https://api.anthropic.com', key: 'env-c' },
+    });
+    expect(resolveProviderConfig({}, {})).toEqual({
+      'provider-a': { url: 'https://api.openai.com/v1', key: '' },
+      'provider-b': { url: 'https://api.mistral.ai', key: '' },
+      'provider-c': { url: 'https://api.anthropic.com', key: '' },
+    });
+  });
+
+  it('rejects a URL that is not http(s)', () => {
+    expect(() => resolveProviderConfig({ 'provider-b': { url: 'ftp://x' } }, {})).toThrow(
+      new TypeError("options.providers['provider-b'].url must be an http(s) URL"),
+    );
+  });
+});
+
+describe('resolveProxyOptions', () => {
+  const store = { insertRequestLog() {} } as never;
+  const authenticate = () => ({ orgId: 'o', keyId: 'k' });
+  it('fills in defaults and names a bad option', () => {
+    const resolved = resolveProxyOptions({ store, authenticate, env: {} });
+    expect([resolved.upstreamTimeoutMs, resolved.pingIntervalMs, resolved.bodyLimit]).toEqual([600_000, 5_000, 16_777_216]);
+    expect(() => resolveProxyOptions({ store, authenticate, pingIntervalMs: 0 })).toThrow(new TypeError('options.pingIntervalMs must be a positive integer'));
+    expect(() => resolveProxyOptions({ store, authenticate: 1 as never })).toThrow(new TypeError('options.authenticate must be a function'));
+    expect(() => resolveProxyOptions({ authenticate } as never)).toThrow(new TypeError('options.store must be a Store'));
+  });
+});

@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { kDatabaseFile, SqliteStore } from '../../src/store/sqlite.js';
+import { kMigrations } from '../../src/store/migrations.js';
+import type { ModelRecord, TrainingExample } from '../../src/store/types.js';
+
+let dir: string;
+let store: SqliteStore;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+  store = SqliteStore.open(dir);
+});
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const model = (id: string, orgId = 'acme', createdAt = 1000): ModelRecord => ({
+  id, orgId, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive',
+  status: 'training', error: null, createdAt, updatedAt: createdAt,
+});
+const examples: TrainingExample[] = [
+  { text: 'good', label: true, label_text: 'positive' },
+  { text: 'bad', label: false, label_text: 'positive' },
+];
+
+describe('SqliteStore', () => {
+  it('creates the file in WAL mode at the newest schema, and reopening keeps the data', async () => {
+    expect(store.schemaVersion()).toBe(kMigrations.length);
+    await store.createOrganization('acme');
+    await store.close();
+    const db = new Database(join(dir, kDatabaseFile), { readonly: true });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.prepare('SELECT version FROM schema_version').all()).toEqual([{ version: 1 }]);
+    db.close();
+    store = SqliteStore.open(dir);
+    expect((await store.listOrganizations()).map((o) => o.id)).toEqual(['acme']);
+  });
+
+  it('refuses a data directory written by a newer schema', async () => {
+    await store.close();
+    const db = new Database(join(dir, kDatabaseFile));
+    db.prepare('UPDATE schema_version SET version = 99').run();
+    db.close();
+    expect(() => SqliteStore.open(dir)).toThrow(
+      'the data directory was written by a newer svc-classify (schema 99, this build knows 1)',
+    );
+    store = SqliteStore.open(mkdtempSync(join(tmpdir(), 'svc-store-')));
+  });
+
+  it('keeps organizations, proxy grants, keys by hash and their revocation', async () => {
+    const org = await store.createOrganization('acme');
+    expect(org).toEqual({ id: 'acme', createdAt: org.createdAt, proxyAccess: false });
+    await expect(store.createOrganization('acme')).rejects.toThrow('UNIQUE constraint failed: organizations.id');
+    await store.setProxyAccess('acme', true);
+    expect(await store.getOrganization('acme')).toEqual({ ...org, proxyAccess: true });
+    expect(await store.getOrganization('nope')).toBeNull();
+
+    const key = { id: 'key_000000000001', orgId: 'acme', hash: 'ab'.repeat(32), prefix: 'svc_AbCd', createdAt: 5, revokedAt: null };
+    await store.insertApiKey(key);
+    expect(await store.findApiKeyByHash('ab'.repeat(32))).toEqual(key);
+    expect(await store.findApiKeyByHash('cd'.repeat(32))).toBeNull();
+    expect(await store.revokeApiKey('key_000000000001', 9)).toBe(true);
+    expect(await store.revokeApiKey('key_000000000001', 12)).toBe(true);
+    expect(await store.revokeApiKey('key_missing', 9)).toBe(false);
+    expect(await store.listApiKeys('acme')).toEqual([{ ...key, revokedAt: 9 }]);
+  });
+
+  it('keeps projects per organization', async () => {
+    await store.createOrganization('acme');
+    await store.createProject({ id: 'proj_0123456789ab', orgId: 'acme', name: 'chatbot', createdAt: 7 });
+    expect(await store.getProject('proj_0123456789ab')).toEqual({ id: 'proj_0123456789ab', orgId: 'acme', name: 'chatbot', createdAt: 7 });
+    expect(await store.listProjects('acme')).toHaveLength(1);
+    expect(await store.listProjects('other')).toEqual([]);
+    await expect(store.createProject({ id: 'proj_x', orgId: 'ghost', name: 'n', createdAt: 1 })).rejects.toThrow(
+      'FOREIGN KEY constraint failed',
+    );
+  });
+
+  it('queues jobs in order, requeues interrupted ones in their place, and deletes a model with its job and examples', async () => {
+    await store.createOrganization('acme');
+    await store.createModelWithJob(model('svc-small-00000000000a', 'acme', 1), examples, { finetune: false });
+    await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2), examples, {});
+    expect(await store.getJobExamples('svc-small-00000000000a')).toEqual(examples);
+
+    const first = await store.claimNextJob(100);
+    expect(first).toEqual({
+      modelId: 'svc-small-00000000000a', state: 'running', attempts: 1, options: { finetune: false }, createdAt: 1, updatedAt: 100,
+    });
+    // The process dies here; at start-up the job goes back ahead of the newer one.
+    expect(await store.requeueInterruptedJobs(200)).toBe(1);
+    expect((await store.claimNextJob(300))?.modelId).toBe('svc-small-00000000000a');
+    expect((await store.getJob('svc-small-00000000000a'))?.attempts).toBe(2);
+    await store.setJobState('svc-small-00000000000a', 'done', 400);
+    await store.setModelStatus('svc-small-00000000000a', 'trained', null, 400);
+    expect((await store.getModel('svc-small-00000000000a'))?.status).toBe('trained');
+
+    expect((await store.claimNextJob(500))?.modelId).toBe('svc-small-00000000000b');
+    expect(await store.claimNextJob(600)).toBeNull();
+    await store.releaseJob('svc-small-00000000000b', 650);
+    expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'queued', attempts: 0, updatedAt: 650 });
+    expect((await store.claimNextJob(700))?.attempts).toBe(1);
+
+    expect(await store.deleteModel('svc-small-00000000000b')).toBe(true);
+    expect(await store.deleteModel('svc-small-00000000000b')).toBe(false);
+    expect(await store.getJob('svc-small-00000000000b')).toBeNull();
+    expect(await store.getJobExamples('svc-small-00000000000b')).toEqual([]);
+    expect((await store.listModels('acme')).map((m) => m.id)).toEqual(['svc-small-00000000000a']);
+  });
+
+  it('lists the request log newest first with a cursor', async () => {
+    const row = {
+      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: true, status: 200,
+      ttfbMs: 1.5, totalMs: 3, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}', createdAt: 1,
+    };
+    const ids = [];
+    for (let i = 0; i < 3; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i }));
+    await store.insertRequestLog({ ...row, projectId: 'proj_2' });
+    expect((await store.listRequestLog('proj_1', { limit: 2 })).map((r) => r.id)).toEqual([ids[2], ids[1]]);
+    const older = await store.listRequestLog('proj_1', { limit: 2, before: ids[1] });
+    expect(older).toEqual([{ ...row, id: ids[0], createdAt: 0 }]);
+  });
+});
