@@ -3,7 +3,7 @@ import { SvcError } from '../errors.js';
 import { authorizeProject } from '../proxy/access.js';
 import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
-import { createUpstreamAgents, forwardCall, type ForwardSettings } from '../proxy/forward.js';
+import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
 import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { RequestLogRow } from '../store/types.js';
@@ -65,6 +65,15 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     reply.code(status).send(dialect.errorBody(status, message, detail));
   });
 
+  // Every (route, provider) pair's upstream address, parsed once.
+  const targets = {} as Record<DialectName, Partial<Record<ProviderName, UpstreamTarget>>>;
+  for (const name of Object.keys(kDialects) as DialectName[]) {
+    targets[name] = {};
+    for (const [provider, path] of Object.entries(kDialects[name].upstreamPaths) as [ProviderName, string][]) {
+      targets[name][provider] = upstreamTarget(resolved.providers[provider].url + path);
+    }
+  }
+
   for (const name of Object.keys(kDialects) as DialectName[]) {
     const dialect = kDialects[name];
     app.post<{ Params: ProjectParams; Body: Buffer }>(
@@ -83,7 +92,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
           {
             dialect,
             provider,
-            upstreamUrl: new URL(resolved.providers[provider].url + dialect.upstreamPaths[provider]),
+            upstream: targets[name][provider]!,
             providerKey: resolved.providers[provider].key,
             body,
             clientBody,
