@@ -49,18 +49,22 @@ void ThreadPool::run(int64_t tasks, const Task& fn) {
     fn_ = &fn;
     tasks_ = tasks;
     next_.store(0, std::memory_order_relaxed);
-    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    open_ = true;
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   work(0);
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = false;  // late helpers skip this job
+  }
+  for (int spin = 0; active_.load(std::memory_order_acquire) != 0; ++spin) {
     if (spin < kSpinIterations) {
       SVC_PAUSE();
       continue;
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    done_.wait(lock, [this] { return active_.load(std::memory_order_acquire) == 0; });
   }
 }
 
@@ -72,18 +76,20 @@ void ThreadPool::worker_loop(int index) {
       SVC_PAUSE();
       gen = generation_.load(std::memory_order_acquire);
     }
-    if (gen == seen) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      gen = generation_.load(std::memory_order_acquire);
-    }
-    seen = gen;
+    bool join = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (gen == seen) wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
+      seen = generation_.load(std::memory_order_relaxed);
+      if (open_) {
+        active_.fetch_add(1, std::memory_order_relaxed);
+        join = true;
+      }
     }
+    if (!join) continue;
     work(index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mutex_);
       done_.notify_one();
     }

@@ -43,7 +43,12 @@ class ThreadPool {
   std::condition_variable done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int64_t> next_{0};
-  std::atomic<int> pending_{0};  // helpers that have not finished the current job
+  // Helpers that joined the current job and have not left it. A helper joins only
+  // while the job is open (under mutex_); the caller closes it once every task is
+  // claimed, so it never waits for a helper the OS has not scheduled yet: on a busy
+  // machine the caller simply does the work itself.
+  std::atomic<int> active_{0};
+  bool open_ = false;
   int64_t tasks_ = 0;
   const Task* fn_ = nullptr;
   bool stop_ = false;

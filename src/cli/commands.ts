@@ -5,7 +5,8 @@ const kUsage = `usage: svc <command> [options]
 
 service:
   serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
-        [--proxy-models provider-a:name,...]
+        [--proxy-models provider-a:name,...] [--provider-a-url URL] [--provider-a-key KEY] (b, c likewise;
+        or SVC_PROVIDER_A_URL / SVC_PROVIDER_A_KEY ...)
 
 operator (on the data directory; --data ./svc-data):
   orgs create <name>                      create an organization

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import type { ProviderOptions } from '../proxy/types.js';
 import { kServerDefaults, startServer } from '../server/app.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
@@ -14,7 +15,9 @@ function positiveInteger(value: string | undefined, name: string): number | unde
 }
 
 /**
- * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]`.
+ * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
+ * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ...` (B and C likewise; keys are
+ * better given as `SVC_PROVIDER_A_KEY`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
  * ones finish and leaves unfinished training jobs queued for the next start.
  */
@@ -28,8 +31,22 @@ export async function serveCommand(args: string[]): Promise<number> {
       workers: { type: 'string' },
       'engine-threads': { type: 'string' },
       'proxy-models': { type: 'string' },
+      'provider-a-url': { type: 'string' },
+      'provider-b-url': { type: 'string' },
+      'provider-c-url': { type: 'string' },
+      'provider-a-key': { type: 'string' },
+      'provider-b-key': { type: 'string' },
+      'provider-c-key': { type: 'string' },
     },
   });
+  const providers: ProviderOptions = {};
+  for (const letter of ['a', 'b', 'c'] as const) {
+    const url = values[`provider-${letter}-url`];
+    const key = values[`provider-${letter}-key`];
+    if (url !== undefined || key !== undefined) {
+      providers[`provider-${letter}`] = { ...(url === undefined ? {} : { url }), ...(key === undefined ? {} : { key }) };
+    }
+  }
   const workers = positiveInteger(values.workers, 'workers');
   const engineThreads = positiveInteger(values['engine-threads'], 'engine-threads');
   const server = await startServer({
@@ -37,6 +54,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     port: positiveInteger(values.port, 'port'),
     host: values.host,
     pool: workers === undefined && engineThreads === undefined ? undefined : { workers, engineThreads },
+    providers,
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
   console.log(`svc listening on ${server.url} (data: ${resolve(values.data)})`);

@@ -15,7 +15,15 @@ export interface HubId {
 // Letters, digits, '.', '_' and '-', not starting with a dot: no segment can be '..' or hidden.
 const kSegment = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 
-/** True for strings shaped like `<org>/<model_id>`. */
+/**
+ * True for strings shaped like `<org>/<model_id>`.
+ *
+ * @example
+ * ```ts
+ * isHubId('acme/svc-small-1a2b3c4d5e6f'); // true
+ * isHubId('./models/positive');           // false
+ * ```
+ */
 export function isHubId(id: string): boolean {
   const parts = id.split('/');
   return parts.length === 2 && parts.every((part) => kSegment.test(part));

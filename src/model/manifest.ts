@@ -3,7 +3,16 @@
 import { SvcError } from '../errors.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
 
-/** The format version this build writes. Bump it (and add an upgrade) when the layout changes. */
+/**
+ * The model-directory format version this build writes (manifest.json `format_version`). Bump it
+ * (and add an upgrade) when the layout changes.
+ *
+ * @example
+ * ```ts
+ * import { kManifestFormatVersion } from 'svc-classify';
+ * kManifestFormatVersion; // 1
+ * ```
+ */
 export const kManifestFormatVersion = 1;
 export const kManifestFile = 'manifest.json';
 export const kHeadFile = 'head.json';

@@ -64,7 +64,18 @@ export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
   if (pool) throw new Error('configurePool must be called before the pool starts (call closePool first)');
-  configured = { ...defaultPoolOptions(), ...options };
+  const cores = availableParallelism();
+  const wanted = { ...defaultPoolOptions(), ...options };
+  // Given only one of the two, the other follows so that the product fits the cores.
+  if (options.workers !== undefined && options.engineThreads === undefined) {
+    wanted.engineThreads = Math.max(1, Math.floor(cores / wanted.workers));
+  }
+  if (wanted.workers * wanted.engineThreads > cores) {
+    throw new RangeError(
+      `options.workers x options.engineThreads must be at most the ${cores} available cores (got ${wanted.workers} x ${wanted.engineThreads})`,
+    );
+  }
+  configured = wanted;
   return configured;
 }
 

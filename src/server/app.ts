@@ -1,9 +1,12 @@
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
+import { lockDataDir } from '../service/data-lock.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
+import type { ProviderOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
+import { proxyRoutes } from './proxy-routes.js';
 import { svcRoutes } from './routes.js';
 
 /** Options of {@link startServer}; all optional. */
@@ -16,7 +19,11 @@ export interface ServerOptions {
   proxyModels?: readonly string[];
   pool?: PoolOptions;
   bodyLimit?: number;
-  proxy?: FastifyPluginAsync<{ service: SvcService }>;
+  /** Provider URLs and keys for the proxy; missing ones come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}`. */
+  providers?: ProviderOptions;
+  /** The proxy plugin (default: svc-classify's `proxyRoutes`); `false` serves no proxy routes. */
+  proxy?: FastifyPluginAsync<{ service: SvcService }> | false;
+  /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
   proxyOptions?: Record<string, unknown>;
 }
 
@@ -46,14 +53,21 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
   const service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
+  let release: () => void;
+  try {
+    release = lockDataDir(dataDir);
+  } catch (error) {
+    await service.close();
+    throw error;
+  }
   const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
   app.get('/health', async () => ({ ok: true }));
   await app.register(svcRoutes, {
     prefix: '/v2',
     service,
     bodyLimit: options.bodyLimit,
-    proxy: options.proxy,
-    proxyOptions: options.proxyOptions,
+    proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
+    proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
   });
   await app.register(hubRoutes, { prefix: '/hub', service });
   let address: string;
@@ -64,6 +78,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // A port in use or a store that will not open: leave nothing running behind.
     await app.close().catch(() => {});
     await service.close().catch(() => {});
+    release();
     throw error;
   }
   let closing: Promise<void> | undefined;
@@ -75,6 +90,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       closing ??= (async () => {
         await app.close();
         await service.close();
+        release();
       })();
       return closing;
     },

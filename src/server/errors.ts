@@ -26,7 +26,15 @@ export function errorType(status: number): string {
   return kTypeByStatus[status] ?? (status < 500 ? 'invalid_request_error' : 'api_error');
 }
 
-/** Builds `{ error: { message, type, param, code } }`. */
+/**
+ * Builds `{ error: { message, type, param, code } }`, the type following the status.
+ *
+ * @example
+ * ```ts
+ * errorBody(409, "The model 'svc-small-1a2b3c4d5e6f' is still training; retry when its status is 'trained'", 'conflict', 'model');
+ * // { error: { message: "The model 'svc-small-1a2b3c4d5e6f' is still training; …", type: 'conflict', param: 'model', code: 'conflict' } }
+ * ```
+ */
 export function errorBody(status: number, message: string, code: string | null, param: string | null = null): ErrorBody {
   return { error: { message, type: errorType(status), param, code } };
 }

@@ -135,7 +135,7 @@ export class JobRunner {
         { signal: entry.controller.signal, onProgress: (p) => (entry.progress = p) },
       );
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.setJobState(modelId, 'queued', this.#now());
+        await this.#store.releaseJob(modelId, this.#now());
         return;
       }
       if ((await this.#store.getModel(modelId)) === null) {
@@ -149,7 +149,7 @@ export class JobRunner {
       debug('trained %s', modelId);
     } catch (error) {
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.setJobState(modelId, 'queued', this.#now());
+        await this.#store.releaseJob(modelId, this.#now());
         return;
       }
       await this.#runtime.remove(model.orgId, modelId).catch(() => {});

@@ -4,7 +4,15 @@ import { SqliteStore } from '../store/sqlite.js';
 import { LibraryRuntime } from './library-runtime.js';
 import { SvcService } from './service.js';
 
-/** The proxy models from `SVC_PROXY_MODELS` (`provider-a:gpt-4o-mini,provider-b:mistral-small`). */
+/**
+ * The proxy models from `SVC_PROXY_MODELS`, comma-separated.
+ *
+ * @example
+ * ```ts
+ * proxyModelsFromEnv({ SVC_PROXY_MODELS: 'provider-a:gpt-4o-mini, provider-b:mistral-small' });
+ * // ['provider-a:gpt-4o-mini', 'provider-b:mistral-small']
+ * ```
+ */
 export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.SVC_PROXY_MODELS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 }

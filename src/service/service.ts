@@ -323,7 +323,16 @@ export class SvcService {
   }
 }
 
-/** The HTTP contract's model object for a stored model. */
+/**
+ * The HTTP contract's model object for a stored model (`created_at` in Unix seconds).
+ *
+ * @example
+ * ```ts
+ * toModelObject(await store.getModel('svc-small-1a2b3c4d5e6f'));
+ * // { id: 'svc-small-1a2b3c4d5e6f', object: 'model', created_at: 1795327426, status: 'trained',
+ * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 512 }
+ * ```
+ */
 export function toModelObject(record: ModelRecord): ModelObject {
   const object: ModelObject = {
     id: record.id,

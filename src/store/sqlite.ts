@@ -107,6 +107,9 @@ export class SqliteStore implements Store {
       nextQueued: p("SELECT * FROM training_jobs WHERE state = 'queued' ORDER BY seq LIMIT 1"),
       markRunning: p("UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ? WHERE model_id = ?"),
       requeue: p("UPDATE training_jobs SET state = 'queued', updated_at = ? WHERE state = 'running'"),
+      release: p(
+        "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
+      ),
       insertLog: p(
         `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
            tokens_in, tokens_out, error, request_body, response_body, created_at)
@@ -237,6 +240,10 @@ export class SqliteStore implements Store {
 
   async requeueInterruptedJobs(at: Millis): Promise<number> {
     return this.#sql.requeue.run(at).changes;
+  }
+
+  async releaseJob(modelId: string, at: Millis): Promise<void> {
+    this.#sql.release.run(at, modelId);
   }
 
   async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {

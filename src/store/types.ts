@@ -128,6 +128,11 @@ export interface Store {
   claimNextJob(at: Millis): Promise<TrainingJob | null>;
   /** Puts jobs left `running` by a process that died back in the queue; returns how many. */
   requeueInterruptedJobs(at: Millis): Promise<number>;
+  /**
+   * Puts one running job back in the queue without counting its start: a clean
+   * shutdown stopped it, so it should not count towards the crash limit.
+   */
+  releaseJob(modelId: string, at: Millis): Promise<void>;
 
   // proxy request log
   insertRequestLog(row: Omit<RequestLogRow, 'id'>): Promise<number>;

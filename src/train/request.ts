@@ -5,11 +5,19 @@ import { z } from 'zod';
 import { SvcError } from '../errors.js';
 import { baseModelNames, isBaseModelName } from '../model/base-models.js';
 
-/** Fewest examples a classifier is trained from. */
+/**
+ * Fewest examples a classifier is trained from.
+ *
+ * @example
+ * ```ts
+ * import { kMinExamples, kMaxExamples, kMaxTextLength } from 'svc-classify';
+ * [kMinExamples, kMaxExamples, kMaxTextLength]; // [20, 10000, 100000]
+ * ```
+ */
 export const kMinExamples = 20;
-/** Most examples one training request may carry. */
+/** Most examples one training request may carry (see {@link kMinExamples}). */
 export const kMaxExamples = 10_000;
-/** Longest example text, in UTF-16 code units (JavaScript string length). */
+/** Longest example text, in UTF-16 code units (JavaScript string length; see {@link kMinExamples}). */
 export const kMaxTextLength = 100_000;
 /** The only task type there is so far. */
 export const kTaskTypes = ['binary-classification'] as const;
@@ -57,6 +65,13 @@ const exampleSchema = z
 /**
  * The zod schema of a train request (strict: unknown fields are rejected). Prefer
  * {@link validateTrainRequest}, which turns the first issue into a readable SvcError.
+ *
+ * @example
+ * ```ts
+ * const result = trainRequestSchema.safeParse({ model: 'svc-small', task_type: 'binary-classification', examples: [] });
+ * result.success;                  // false
+ * result.error.issues[0].message;  // 'at least 20 examples are required (got 0)'
+ * ```
  */
 export const trainRequestSchema = z
   .object({

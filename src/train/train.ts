@@ -86,8 +86,10 @@ async function embedAll(
   options: TrainOptions,
 ): Promise<Float32Array> {
   const embeddings = new Float32Array(texts.length * dim);
+  // Spread even a small job over every worker, in chunks of at most kEmbedChunk.
+  const size = Math.min(kEmbedChunk, Math.ceil(texts.length / poolOptions().workers));
   const chunks: number[] = [];
-  for (let start = 0; start < texts.length; start += kEmbedChunk) chunks.push(start);
+  for (let start = 0; start < texts.length; start += size) chunks.push(start);
   let done = 0;
   let next = 0;
   // As many chunks in flight as there are workers; each lands at its own offset.
@@ -95,7 +97,7 @@ async function embedAll(
     while (next < chunks.length) {
       throwIfAborted(options.signal);
       const start = chunks[next++];
-      const part = texts.slice(start, start + kEmbedChunk);
+      const part = texts.slice(start, start + size);
       const vectors = await abortable(runTask<Float32Array>({ kind: 'embed', baseModel, texts: part }), options.signal);
       embeddings.set(vectors, start * dim);
       done += part.length;

@@ -25,9 +25,15 @@ export function svc(args: string[], env: Record<string, string> = {}): Promise<C
 }
 
 /** Starts `svc serve --port 0 ...` and resolves once it logged its address. */
-export function serve(args: string[]): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+export function serve(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...kArgs, 'serve', '--port', '0', ...args], { cwd: kRepoRoot });
+    const child = spawn(process.execPath, [...kArgs, 'serve', '--port', '0', ...args], {
+      cwd: kRepoRoot,
+      env: { ...process.env, ...env },
+    });
     let output = '';
     const onData = (chunk: Buffer) => {
       output += chunk.toString();

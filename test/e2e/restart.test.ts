@@ -1,6 +1,6 @@
 // Durable training: `svc serve` killed with SIGKILL in the middle of a training job runs
 // the job again after restart, and the model reaches `trained`.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -43,6 +43,8 @@ describe('a training job interrupted by SIGKILL', () => {
     expect(progress).toMatchObject({ status: 'training', stage: 'embed' });
     first.child.kill('SIGKILL');
     expect(await exited(first.child)).toBe('SIGKILL');
+    // The dead server's lock stays behind; the next one takes it over.
+    expect(existsSync(join(dir, 'serve.pid'))).toBe(true);
 
     const store = SqliteStore.open(dir);
     expect([(await store.getModel(id))?.status, (await store.getJob(id))?.state]).toEqual(['training', 'running']);
@@ -62,6 +64,7 @@ describe('a training job interrupted by SIGKILL', () => {
     second.child.kill('SIGTERM');
     expect(await exited(second.child)).toBe(0);
     expect(second.output()).toContain('svc: SIGTERM, shutting down');
+    expect(existsSync(join(dir, 'serve.pid'))).toBe(false);
     const after = SqliteStore.open(dir);
     expect(await after.getJob(id)).toMatchObject({ state: 'done', attempts: 2 });
     await after.close();

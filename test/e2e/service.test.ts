@@ -91,6 +91,12 @@ describe('svc serve', () => {
     expect(await call('GET', '/v2/models', acmeKey)).toEqual({ status: 200, body: { object: 'list', data: [{ ...model, status: 'trained' }] } });
   });
 
+  it('refuses a second server on the same data directory', async () => {
+    await expect(startServer({ dataDir: dir, port: 0 })).rejects.toThrow(
+      `another svc serve (pid ${process.pid}) is using the data directory ${dir}`,
+    );
+  });
+
   it('keeps the model from another organization: not listed, not found, not predictable, not downloadable', async () => {
     expect(await call('GET', '/v2/models', globexKey)).toEqual({ status: 200, body: { object: 'list', data: [] } });
     expect(await call('GET', `/v2/models/${modelId}`, globexKey)).toEqual({ status: 404, body: notVisible(modelId) });

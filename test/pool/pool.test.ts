@@ -30,6 +30,13 @@ describe('pool', () => {
     expect(() => configurePool({ engineThreads: 1.5 })).toThrow(
       new TypeError('options.engineThreads must be a positive integer'),
     );
+    const cores = availableParallelism();
+    expect(() => configurePool({ workers: cores, engineThreads: 2 })).toThrow(
+      new RangeError(
+        `options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`,
+      ),
+    );
+    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)) });
   });
 
   it('runs tasks off the main thread with the configured engine threads', async () => {
@@ -43,6 +50,7 @@ describe('pool', () => {
       'configurePool must be called before the pool starts (call closePool first)',
     );
     await closePool();
-    expect(configurePool({ workers: 1, engineThreads: 2 })).toEqual({ workers: 1, engineThreads: 2 });
+    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism() });
+    expect(configurePool({ engineThreads: 1 })).toEqual({ workers: Math.min(2, availableParallelism()), engineThreads: 1 });
   });
 });

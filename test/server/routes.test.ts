@@ -151,6 +151,20 @@ describe('/v2', () => {
     await call('DELETE', `/v2/models/${id}`);
   });
 
+  it('shows a failed model with its error, and answers 409 to predictions with it', async () => {
+    const failing = examples.map((e, i) => (i === 0 ? { ...e, text: 'please fail' } : e));
+    const { body } = await call('POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples: failing });
+    await service.idle();
+    const id = (body as { id: string }).id;
+    expect(await call('GET', `/v2/models/${id}`)).toEqual({
+      status: 200, body: { ...(body as object), status: 'failed', error: 'the example asked training to fail' },
+    });
+    expect(await call('POST', '/v2/predict', { model: id, inputs: ['x'] })).toEqual({
+      status: 409, body: err('conflict', `The model '${id}' failed to train: the example asked training to fail`, 'model', 'conflict'),
+    });
+    await call('DELETE', `/v2/models/${id}`);
+  });
+
   it('rejects calls without a valid key with 401', async () => {
     expect(await call('GET', '/v2/models', undefined, null)).toEqual({
       status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),

@@ -210,6 +210,24 @@ describe('training jobs', () => {
     expect(runtime.trained).toEqual(['svc-small-00000000000b']);
   });
 
+  it('puts a running job back in the queue on shutdown and finishes it after the next start', async () => {
+    let release!: () => void;
+    runtime.gate = new Promise((resolve) => (release = resolve));
+    const model = await service.train(acme, request);
+    const closing = service.close();
+    release();
+    await closing;
+    const store = SqliteStore.open(dir);
+    expect([(await store.getModel(model.id))?.status, (await store.getJob(model.id))?.state]).toEqual(['training', 'queued']);
+    await store.close();
+    service = open();
+    await service.start();
+    await service.idle();
+    expect((await service.getModel(acme, model.id)).status).toBe('trained');
+    // A clean shutdown does not count towards the crash limit.
+    expect((await service.store.getJob(model.id))?.attempts).toBe(1);
+  });
+
   it('deletes a model, its job and its hub copy, also while it trains', async () => {
     const trained = await service.train(acme, request);
     await service.idle();

@@ -103,6 +103,9 @@ describe('SqliteStore', () => {
 
     expect((await store.claimNextJob(500))?.modelId).toBe('svc-small-00000000000b');
     expect(await store.claimNextJob(600)).toBeNull();
+    await store.releaseJob('svc-small-00000000000b', 650);
+    expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'queued', attempts: 0, updatedAt: 650 });
+    expect((await store.claimNextJob(700))?.attempts).toBe(1);
 
     expect(await store.deleteModel('svc-small-00000000000b')).toBe(true);
     expect(await store.deleteModel('svc-small-00000000000b')).toBe(false);

@@ -26,14 +26,14 @@ void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c
     quantize_rows(a, k, m, k, quant_, &pool_);
     gemm_s8(quant_, args, l.s8, &pool_);
   } else {
-    gemm_f32(args, l.f32, &pool_);
+    gemm_f32(args, l.f32, packed_a_, &pool_);
   }
 }
 
 void Encoder::layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma, const AlignedBuffer<float>& beta) {
   const int h = dim();
   const float eps = weights_->config.layer_norm_eps;
-  constexpr int64_t kRowsPerTask = 16;
+  constexpr int64_t kRowsPerTask = 32;  // a task of ~12k floats; fewer rows run on the caller alone
   pool_.run((m + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t, int) {
     const int64_t r0 = t * kRowsPerTask, rows = std::min(kRowsPerTask, m - r0);
     ops().layer_norm(x + r0 * h, h, rows, h, gamma.data(), beta.data(), eps);
@@ -67,7 +67,7 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   ctx_.resize(M * H);
   qkv_.resize(M * 3 * H);
   inter_.resize(M * I);
-  const int64_t scratch_per_thread = (static_cast<int64_t>(dh) + 1) * max_len + 16;
+  const int64_t scratch_per_thread = (static_cast<int64_t>(dh) + 1) * (max_len + 16) + 16;
   scratch_.resize(scratch_per_thread * pool_.size());
 
   // Embeddings: word + position (restarting per text) + token type 0, then LayerNorm.
@@ -82,11 +82,14 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   layer_norm(x_.data(), M, w.emb_ln_gamma, w.emb_ln_beta);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  // Multiply-adds of attention per layer: small batches of short texts run on the caller alone.
+  int64_t attention_work = 0;
+  for (int64_t t = 0; t < n_texts; ++t) attention_work += static_cast<int64_t>(lengths[t]) * lengths[t] * 2 * H;
   for (const LayerWeights& l : w.layers) {
     linear(l.qkv, x_.data(), M, H, qkv_.data(), nullptr, Epilogue::kNone);
     // Attention per (text, head); longer texts first would balance better, but texts
     // in one batch are similar and tasks are handed out dynamically.
-    pool_.run(n_texts * c.heads, [&](int64_t task, int thread) {
+    auto attend = [&](int64_t task, int thread) {
       const int64_t t = task / c.heads;
       const int head = static_cast<int>(task % c.heads);
       const int64_t row0 = offsets_[t];
@@ -94,7 +97,9 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
       const float* q = qkv_.data() + row0 * 3 * H + head * dh;
       ops().attention_head(q, q + H, q + 2 * H, 3 * H, len, dh, scale, ctx_.data() + row0 * H + head * dh, H,
                            scratch_.data() + thread * scratch_per_thread);
-    });
+    };
+    if (attention_work >= (1LL << 20)) pool_.run(n_texts * c.heads, attend);
+    else for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);
     linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone);
     layer_norm(tmp_.data(), M, l.ln1_gamma, l.ln1_beta);
     linear(l.inter, tmp_.data(), M, H, inter_.data(), nullptr, Epilogue::kGelu);

@@ -42,7 +42,7 @@ class Encoder {
   ThreadPool pool_;
   std::mutex mutex_;  // one forward at a time per Encoder: scratch buffers are per instance
   std::vector<int64_t> offsets_;
-  AlignedBuffer<float> x_, tmp_, qkv_, ctx_, inter_, scratch_;
+  AlignedBuffer<float> x_, tmp_, qkv_, ctx_, inter_, scratch_, packed_a_;
   QuantizedRows quant_;
 };
 

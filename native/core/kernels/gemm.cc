@@ -11,7 +11,7 @@ namespace svc {
 namespace detail {
 namespace {
 // Portable tile: 4 x 16, plain loops (the compiler may use SSE).
-void tile_scalar(const float* a, int64_t lda, int rows, const float* panel, const float* bias, int k, float* c,
+void tile_scalar(const float* a, int rows, const float* panel, const float* bias, int k, float* c,
                  int64_t ldc, int cols, const float* residual, Epilogue epilogue) {
   constexpr int kNr = 16;
   float acc[4][kNr];
@@ -20,7 +20,7 @@ void tile_scalar(const float* a, int64_t lda, int rows, const float* panel, cons
   for (int kk = 0; kk < k; ++kk) {
     const float* b = panel + static_cast<int64_t>(kk) * kNr;
     for (int r = 0; r < rows; ++r) {
-      const float av = a[r * lda + kk];
+      const float av = a[kk * 4 + r];
       for (int j = 0; j < kNr; ++j) acc[r][j] += av * b[j];
     }
   }
@@ -69,8 +69,29 @@ PackedF32 pack_f32(const float* w, const float* bias, int n, int k) {
   return p;
 }
 
-void gemm_f32(const GemmArgs& args, const PackedF32& w, ThreadPool* pool) {
+void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& scratch, ThreadPool* pool) {
+  if (!worth_parallel(args.m, w.n, w.k)) pool = nullptr;
   const detail::GemmKernel& kern = kernel();
+  const int mr = kern.mr;
+  const int64_t tiles = (args.m + mr - 1) / mr;
+  scratch.resize(static_cast<std::size_t>(tiles) * mr * w.k);
+  const int k = w.k;
+  auto pack = [&](int64_t t, int) {
+    float* dst = scratch.data() + t * mr * k;
+    const int64_t r0 = t * mr;
+    const int rows = static_cast<int>(std::min<int64_t>(mr, args.m - r0));
+    for (int r = 0; r < mr; ++r) {
+      if (r >= rows) {
+        for (int kk = 0; kk < k; ++kk) dst[kk * mr + r] = 0;
+        continue;
+      }
+      const float* src = args.a + (r0 + r) * args.lda;
+      for (int kk = 0; kk < k; ++kk) dst[kk * mr + r] = src[kk];
+    }
+  };
+  if (pool) pool->run(tiles, pack);
+  else for (int64_t t = 0; t < tiles; ++t) pack(t, 0);
+
   const int panels = (w.n + w.nr - 1) / w.nr;
   // Tasks are (row block, panel group): big enough to amortize, many enough to balance.
   const int64_t row_block = static_cast<int64_t>(kern.mr) * 4;
@@ -89,7 +110,7 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, ThreadPool* pool) {
       const int cols = std::min(w.nr, w.n - col0);
       for (int64_t r = row0; r < row1; r += kern.mr) {
         const int rows = static_cast<int>(std::min<int64_t>(kern.mr, row1 - r));
-        kern.tile(args.a + r * args.lda, args.lda, rows, panel, bias, w.k, args.c + r * args.ldc + col0, args.ldc, cols,
+        kern.tile(scratch.data() + r * k, rows, panel, bias, w.k, args.c + r * args.ldc + col0, args.ldc, cols,
                   args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
       }
     }

@@ -37,15 +37,22 @@ struct GemmArgs {
   Epilogue epilogue = Epilogue::kNone;
 };
 
-void gemm_f32(const GemmArgs& args, const PackedF32& w, ThreadPool* pool);
+// scratch holds the packed copy of A between calls (grown as needed).
+void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& scratch, ThreadPool* pool);
+
+// Waking helper threads costs microseconds (far more on a busy machine); a GEMM
+// smaller than about 8M multiply-adds (some 40 us on one core) runs on the caller alone.
+inline bool worth_parallel(int64_t m, int64_t n, int64_t k) { return m * n * k >= (8LL << 20); }
 
 // Panel width the dispatched kernel expects.
 int gemm_f32_panel_width();
 
 namespace detail {
-// One register tile: rows [0, rows) of A (rows <= kernel MR), one panel of W,
-// full depth k, writing cols (<= nr) columns of C with bias/residual/epilogue applied.
-using TileFn = void (*)(const float* a, int64_t lda, int rows, const float* panel, const float* bias, int k,
+// One register tile: a row block of A packed k-major (a[kk * mr + r], zero rows past the
+// end), one panel of W, full depth k; writes rows x cols (<= mr x nr) of C with
+// bias/residual/epilogue applied. Packing A puts the mr values each step broadcasts
+// on one cache line and frees the registers row pointers would take.
+using TileFn = void (*)(const float* a, int rows, const float* panel, const float* bias, int k,
                         float* c, int64_t ldc, int cols, const float* residual, Epilogue epilogue);
 struct GemmKernel {
   int mr;

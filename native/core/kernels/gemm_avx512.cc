@@ -15,26 +15,27 @@ constexpr int kMr = 14;
 constexpr int kNr = 32;
 
 template <int MR>
-void tile_fixed(const float* a, int64_t lda, const float* panel, const float* bias, int k, float* c, int64_t ldc,
+void tile_fixed(const float* a, const float* panel, const float* bias, int k, float* c, int64_t ldc,
                 int cols) {
   __m512 acc0[MR], acc1[MR];
   const __m512 bias0 = _mm512_load_ps(bias), bias1 = _mm512_load_ps(bias + 16);
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     acc0[r] = bias0;
     acc1[r] = bias1;
   }
-  const float* arow[MR];
-  for (int r = 0; r < MR; ++r) arow[r] = a + r * lda;
   for (int kk = 0; kk < k; ++kk) {
     const __m512 b0 = _mm512_load_ps(panel + kk * kNr);
     const __m512 b1 = _mm512_load_ps(panel + kk * kNr + 16);
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(arow[r][kk]);
+      const __m512 av = _mm512_set1_ps(a[kk * kMr + r]);
       acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
     }
   }
   if (cols == kNr) {
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       _mm512_storeu_ps(c + r * ldc, acc0[r]);
       _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
@@ -42,6 +43,7 @@ void tile_fixed(const float* a, int64_t lda, const float* panel, const float* bi
   } else {
     const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
     const __mmask16 m1 = cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
       _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
@@ -49,16 +51,16 @@ void tile_fixed(const float* a, int64_t lda, const float* panel, const float* bi
   }
 }
 
-using FixedFn = void (*)(const float*, int64_t, const float*, const float*, int, float*, int64_t, int);
+using FixedFn = void (*)(const float*, const float*, const float*, int, float*, int64_t, int);
 template <int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
   return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1>...};
 }
 
-void tile(const float* a, int64_t lda, int rows, const float* panel, const float* bias, int k, float* c, int64_t ldc,
+void tile(const float* a, int rows, const float* panel, const float* bias, int k, float* c, int64_t ldc,
           int cols, const float* residual, Epilogue epilogue) {
   static constexpr auto kTable = make_table(std::make_integer_sequence<int, kMr>{});
-  kTable[rows - 1](a, lda, panel, bias, k, c, ldc, cols);
+  kTable[rows - 1](a, panel, bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
 

@@ -10,7 +10,7 @@ struct OpsTable {
   // In place over `rows` rows of `n` floats (stride ld): y = (x - mean) / sqrt(var + eps) * gamma + beta.
   void (*layer_norm)(float* x, int64_t ld, int64_t rows, int n, const float* gamma, const float* beta, float eps);
   // Self-attention of one head of one text. q, k, v point at the head's first column in a
-  // [len x ld] matrix; out is [len x ldo]; scratch holds len * len + dh * len floats.
+  // [len x ld] matrix; out is [len x ldo]; scratch holds (dh + 1) * (len + 16) floats.
   void (*attention_head)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
                          float* out, int64_t ldo, float* scratch);
   // out[j] += x[j] for n entries (mean pooling accumulates rows).

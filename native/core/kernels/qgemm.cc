@@ -11,17 +11,18 @@ namespace svc {
 
 namespace detail {
 namespace {
-void qtile_scalar(const uint8_t* a, int64_t lda, const float* a_scale, int rows, const int8_t* panel,
+constexpr int kScalarMr = 4;
+void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
                   const float* w_scale, const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc,
                   int cols, const float* residual, Epilogue epilogue) {
   constexpr int kNr = PackedS8::kNr;
   for (int r = 0; r < rows; ++r) {
     int32_t acc[kNr] = {0};
-    const uint8_t* ar = a + r * lda;
     for (int g = 0; g < kp / 4; ++g) {
+      const uint8_t* ar = a + (g * kScalarMr + r) * 4;
       const int8_t* b = panel + static_cast<int64_t>(g) * kNr * 4;
       for (int j = 0; j < kNr; ++j)
-        for (int t = 0; t < 4; ++t) acc[j] += static_cast<int32_t>(ar[4 * g + t]) * b[j * 4 + t];
+        for (int t = 0; t < 4; ++t) acc[j] += static_cast<int32_t>(ar[t]) * b[j * 4 + t];
     }
     float* out = c + r * ldc;
     for (int j = 0; j < cols; ++j)
@@ -30,7 +31,29 @@ void qtile_scalar(const uint8_t* a, int64_t lda, const float* a_scale, int rows,
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
 }  // namespace
-QGemmKernel qgemm_kernel_scalar() { return {4, qtile_scalar}; }
+QGemmKernel qgemm_kernel_scalar() { return {kScalarMr, qtile_scalar, quantize_block_portable}; }
+
+void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
+                             float* scale) {
+  for (int r = 0; r < mr; ++r) {
+    if (r >= rows) {
+      for (int g = 0; g < kp / 4; ++g)
+        for (int t = 0; t < 4; ++t) block[(g * mr + r) * 4 + t] = 128;
+      continue;
+    }
+    const float* src = a + r * lda;
+    float amax = 0;
+    for (int kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(src[kk]));
+    const float s = amax > 0 ? amax / 127.0f : 1.0f;
+    const float inv = 1.0f / s;
+    for (int kk = 0; kk < kp; ++kk) {
+      // Round half to even, as the vector paths' cvtps2dq does.
+      const int q = kk < k ? static_cast<int>(std::nearbyint(src[kk] * inv)) : 0;
+      block[((kk / 4) * mr + r) * 4 + kk % 4] = static_cast<uint8_t>(q + 128);
+    }
+    scale[r] = s;
+  }
+}
 }  // namespace detail
 
 namespace {
@@ -82,31 +105,26 @@ PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
 }
 
 void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool) {
+  if (m < 64) pool = nullptr;
+  const detail::QGemmKernel& kern = kernel();
   q.m = m;
   q.kp = (k + 3) / 4 * 4;
-  q.data.resize(static_cast<std::size_t>(m) * q.kp);
-  q.scale.resize(static_cast<std::size_t>(m));
-  constexpr int64_t kRowsPerTask = 32;
-  auto task = [&](int64_t t, int) {
-    const int64_t r1 = std::min(m, (t + 1) * kRowsPerTask);
-    for (int64_t r = t * kRowsPerTask; r < r1; ++r) {
-      const float* src = a + r * lda;
-      float amax = 0;
-      for (int kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(src[kk]));
-      const float scale = amax > 0 ? amax / 127.0f : 1.0f;
-      const float inv = 1.0f / scale;
-      uint8_t* dst = q.data.data() + r * q.kp;
-      for (int kk = 0; kk < k; ++kk) dst[kk] = static_cast<uint8_t>(static_cast<int>(std::nearbyint(src[kk] * inv)) + 128);
-      for (int kk = k; kk < q.kp; ++kk) dst[kk] = 128;
-      q.scale[r] = scale;
-    }
+  q.mr = kern.mr;
+  const int64_t blocks = (m + kern.mr - 1) / kern.mr;
+  q.data.resize(static_cast<std::size_t>(blocks) * kern.mr * q.kp);
+  q.scale.resize(static_cast<std::size_t>(blocks) * kern.mr);
+  auto task = [&](int64_t b, int) {
+    const int64_t r0 = b * kern.mr;
+    const int rows = static_cast<int>(std::min<int64_t>(kern.mr, m - r0));
+    kern.quantize(a + r0 * lda, lda, rows, k, q.kp, kern.mr, q.data.data() + r0 * q.kp, q.scale.data() + r0);
   };
-  const int64_t tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
-  if (pool) pool->run(tasks, task);
-  else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+  if (pool) pool->run(blocks, task);
+  else for (int64_t b = 0; b < blocks; ++b) task(b, 0);
 }
 
 void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool) {
+  // int8 work is about 4x cheaper per multiply-add than fp32.
+  if (!worth_parallel(a.m, w.n, w.k / 4)) pool = nullptr;
   constexpr int kNr = PackedS8::kNr;
   const detail::QGemmKernel& kern = kernel();
   const int panels = (w.n + kNr - 1) / kNr;
@@ -120,7 +138,7 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
     const int8_t* panel = w.data.data() + static_cast<int64_t>(p) * kNr * w.kp;
     for (int64_t r = row0; r < row1; r += kern.mr) {
       const int rows = static_cast<int>(std::min<int64_t>(kern.mr, row1 - r));
-      kern.tile(a.data.data() + r * a.kp, a.kp, a.scale.data() + r, rows, panel, w.scale.data() + col0,
+      kern.tile(a.data.data() + r * a.kp, a.scale.data() + r, rows, panel, w.scale.data() + col0,
                 w.offset.data() + col0, w.bias.data() + col0, w.kp, args.c + r * args.ldc + col0, args.ldc, cols,
                 args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
     }

@@ -26,12 +26,14 @@ struct PackedS8 {
 
 PackedS8 pack_s8(const float* w, const float* bias, int n, int k);
 
-// Activations of one GEMM, quantized: rows of kp bytes and a scale per row.
+// Activations of one GEMM, quantized and packed in blocks of the kernel's mr rows:
+// block b, group g, row r: data[b * mr * kp + (g * mr + r) * 4 + t] = u8(A[b*mr + r][4g + t]).
 struct QuantizedRows {
   AlignedBuffer<uint8_t> data;
   AlignedBuffer<float> scale;
   int64_t m = 0;
   int kp = 0;
+  int mr = 0;
 };
 
 // Quantizes A (m x k, stride lda) into q, parallel over rows. Then C as in GemmArgs.
@@ -39,13 +41,19 @@ void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows&
 void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool);
 
 namespace detail {
-// rows <= mr rows of quantized A against one panel; writes cols (<= 32) columns of C.
-using QTileFn = void (*)(const uint8_t* a, int64_t lda, const float* a_scale, int rows, const int8_t* panel,
+// One packed block of quantized A (rows <= mr valid) against one panel; writes cols (<= 32) columns of C.
+using QTileFn = void (*)(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
                          const float* w_scale, const int32_t* offset, const float* bias, int kp, float* c,
                          int64_t ldc, int cols, const float* residual, Epilogue epilogue);
+// Quantizes rows (<= mr) of A into one packed block (padding rows and k past the end hold 128 = zero).
+using QuantizeFn = void (*)(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
+                            float* scale);
+void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
+                             float* scale);
 struct QGemmKernel {
   int mr;
   QTileFn tile;
+  QuantizeFn quantize;
 };
 QGemmKernel qgemm_kernel_scalar();
 QGemmKernel qgemm_kernel_avx2();
