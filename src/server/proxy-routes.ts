@@ -5,7 +5,7 @@ import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
 import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
-import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
+import type { KeyIdentity, ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { RequestLogRow } from '../store/types.js';
 import { dashboardPage } from './dashboard-page.js';
 
@@ -17,6 +17,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Which provider API a proxy route speaks; errors on it take that API's shape. */
     svcDialect?: DialectName;
+  }
+  interface FastifyRequest {
+    /** The caller of a proxy route, known before its body is read. */
+    svcProxyIdentity: KeyIdentity | null;
   }
 }
 
@@ -52,6 +56,8 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     agents.https.destroy();
   });
 
+  if (!app.hasRequestDecorator('svcProxyIdentity')) app.decorateRequest('svcProxyIdentity', null);
+
   // Keep the body as bytes: the log stores what the client sent, and only `model` is rewritten.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -78,9 +84,16 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     const dialect = kDialects[name];
     app.post<{ Params: ProjectParams; Body: Buffer }>(
       `/:project_id${dialect.route}`,
-      { bodyLimit: resolved.bodyLimit, config: { svcDialect: name } },
+      {
+        bodyLimit: resolved.bodyLimit,
+        config: { svcDialect: name },
+        // Check the caller before the body is read: a stranger cannot make us parse megabytes.
+        onRequest: async (request) => {
+          request.svcProxyIdentity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
+        },
+      },
       async (request, reply) => {
-        const identity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
+        const identity = request.svcProxyIdentity!;
         const clientBody = request.body.toString('utf8');
         const parsed = parseBody(clientBody);
         const clientModel = parsed.model;
