@@ -69,7 +69,7 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   await openai.chat.completions.create({ model: 'provider-b:mistral-fake', messages: [{ role: 'user', content: 'later' }] });
   await h.logRows(4);
   await page.click('#refresh');
-  await page.waitForFunction("document.querySelectorAll('#rows tr').length === 4");
+  await page.waitForSelector('#rows tr:nth-child(4)');
   expect((await models())[0]).toBe('provider-b:mistral-fake');
   await page.click('#rows tr:nth-child(4)');
 
