@@ -1,4 +1,4 @@
-// `npm run bench -- proxy [--json] [--requests N] [--rate R] [--concurrency C]`
+// `npm run bench -- proxy [--json] [--requests N] [--rate R] [--concurrency C] [--rounds K]`
 // Requests through the proxy (a real Fastify server, the real SQLite request log) against the same fake upstream
 // called directly, side by side in one process. Latency phase: direct and proxied requests interleaved at a fixed
 // rate each (default 200/s) with at most C in flight per side; added latency = proxied percentile - direct
@@ -103,6 +103,7 @@ export async function run(args: string[]): Promise<void> {
   const count = option(args, 'requests', 1000);
   const rate = option(args, 'rate', 200);
   const concurrency = option(args, 'concurrency', 8);
+  const rounds = option(args, 'rounds', 3);
   const threadFile = new URL('./_proxy-threads.ts', import.meta.url);
   // Workers do not inherit tsx's loader from `npm run bench`: each registers it before loading the thread file.
   const tsxApi = import.meta.resolve('tsx/esm/api');
@@ -139,27 +140,45 @@ export async function run(args: string[]): Promise<void> {
       };
       // Warm up connections, JIT and SQLite pages on both paths (the threads have only just compiled their code).
       await latencyPhase(agents, [direct, proxied], kWarmup, rate * 2, concurrency);
-      const [d, p] = await latencyPhase(agents, [direct, proxied], count, rate, concurrency);
-      const directRps = await throughputPhase(agents[0], direct, count, concurrency);
-      const proxyRps = await throughputPhase(agents[1], proxied, count, concurrency);
-      const round = (ms: number) => Math.round(ms * 1000) / 1000;
+      // Several rounds, each statistic the median over rounds: one burst of load from elsewhere on the machine
+      // then moves one round, not the figure.
+      const samples: Row[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const [d, p] = await latencyPhase(agents, [direct, proxied], count, rate, concurrency);
+        const directRps = await throughputPhase(agents[0], direct, count, concurrency);
+        const proxyRps = await throughputPhase(agents[1], proxied, count, concurrency);
+        samples.push({
+          mode,
+          directP50: percentile(d, 50),
+          directP99: percentile(d, 99),
+          proxyP50: percentile(p, 50),
+          proxyP99: percentile(p, 99),
+          addedP50: percentile(p, 50) - percentile(d, 50),
+          addedP99: percentile(p, 99) - percentile(d, 99),
+          directRps,
+          proxyRps,
+          throughputRatio: proxyRps / directRps,
+        });
+      }
+      const median = (key: Exclude<keyof Row, 'mode'>) => samples.map((s) => s[key]).sort((a, b) => a - b)[Math.floor(rounds / 2)];
+      const ms = (key: Exclude<keyof Row, 'mode'>) => Math.round(median(key) * 1000) / 1000;
       rows.push({
         mode,
-        directP50: round(percentile(d, 50)),
-        directP99: round(percentile(d, 99)),
-        proxyP50: round(percentile(p, 50)),
-        proxyP99: round(percentile(p, 99)),
-        addedP50: round(percentile(p, 50) - percentile(d, 50)),
-        addedP99: round(percentile(p, 99) - percentile(d, 99)),
-        directRps: Math.round(directRps),
-        proxyRps: Math.round(proxyRps),
-        throughputRatio: Math.round((proxyRps / directRps) * 100) / 100,
+        directP50: ms('directP50'),
+        directP99: ms('directP99'),
+        proxyP50: ms('proxyP50'),
+        proxyP99: ms('proxyP99'),
+        addedP50: ms('addedP50'),
+        addedP99: ms('addedP99'),
+        directRps: Math.round(median('directRps')),
+        proxyRps: Math.round(median('proxyRps')),
+        throughputRatio: Math.round(median('throughputRatio') * 100) / 100,
       });
     }
   } finally {
     for (const agent of agents) agent.destroy();
     // Every proxied request left its log row: warm-up, latency and throughput phases, both modes.
-    proxyThread.postMessage(rows.length * (kWarmup + count * 2));
+    proxyThread.postMessage(rows.length * (kWarmup + rounds * count * 2));
     [logged] = (await once(proxyThread, 'message')) as [number];
     fakeThread.postMessage('close');
     await once(fakeThread, 'message');
@@ -167,12 +186,12 @@ export async function run(args: string[]): Promise<void> {
   }
 
   if (json) {
-    console.log(JSON.stringify({ requests: count, rate, concurrency, logged, rows }, null, 2));
+    console.log(JSON.stringify({ requests: count, rate, concurrency, rounds, logged, rows }, null, 2));
     return;
   }
   console.log(
     `proxy vs direct: ${count} requests per side at ${rate}/s each, at most ${concurrency} in flight; ` +
-      `throughput with ${concurrency} clients; ${logged} request-log rows written`,
+      `throughput with ${concurrency} clients; median of ${rounds} rounds; ${logged} request-log rows written`,
   );
   console.log('| mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 / p99 ms | direct req/s | proxied req/s | throughput ratio |');
   console.log('|---|---|---|---|---|---|---|');

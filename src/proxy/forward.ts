@@ -21,11 +21,31 @@ export function createUpstreamAgents(): UpstreamAgents {
   };
 }
 
+/** Where a provider route's requests go, parsed once when the plugin starts. */
+export interface UpstreamTarget {
+  secure: boolean;
+  hostname: string;
+  port: number;
+  path: string;
+}
+
+export function upstreamTarget(url: string): UpstreamTarget {
+  const parsed = new URL(url);
+  const secure = parsed.protocol === 'https:';
+  return {
+    secure,
+    // URL keeps IPv6 literals bracketed; the socket wants them bare.
+    hostname: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: parsed.port === '' ? (secure ? 443 : 80) : Number(parsed.port),
+    path: parsed.pathname + parsed.search,
+  };
+}
+
 /** One proxied call, checked and ready to go upstream. */
 export interface ProxyCall {
   dialect: Dialect;
   provider: ProviderName;
-  upstreamUrl: URL;
+  upstream: UpstreamTarget;
   providerKey: string;
   /** The request body as sent upstream (prefix stripped). */
   body: Buffer;
@@ -229,10 +249,12 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
     });
   };
 
-  const url = call.upstreamUrl;
-  const secure = url.protocol === 'https:';
-  const upstreamRequest = (secure ? https : http).request(url, {
+  const { secure, hostname, port, path } = call.upstream;
+  const upstreamRequest = (secure ? https : http).request({
     method: 'POST',
+    hostname,
+    port,
+    path,
     agent: secure ? settings.agents.https : settings.agents.http,
     headers: upstreamHeaders(incoming.headers, provider, call.providerKey, call.body.length),
   });

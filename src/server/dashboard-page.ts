@@ -64,6 +64,7 @@ const kPage = `<!doctype html>
       <label>Model <select id="f-model"><option value="">all</option></select></label>
       <label>Status <select id="f-status"><option value="">all</option></select></label>
       <span id="count"></span>
+      <button id="refresh" type="button">Refresh</button>
     </div>
     <div class="scroll"><table>
       <thead><tr><th>Time</th><th>Provider</th><th>Model</th><th>Stream</th><th>Status</th><th class="num">TTFB ms</th><th class="num">Total ms</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th>Error</th></tr></thead>
@@ -216,6 +217,7 @@ async function start(key) {
 }
 
 $("key-form").addEventListener("submit", (event) => { event.preventDefault(); start($("api-key").value.trim()); });
+$("refresh").addEventListener("click", () => start(sessionStorage.getItem(storageKey) || ""));
 for (const id of ["f-provider", "f-model", "f-status"]) $(id).addEventListener("change", render);
 const saved = sessionStorage.getItem(storageKey);
 if (saved) start(saved);

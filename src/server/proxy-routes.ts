@@ -3,9 +3,9 @@ import { SvcError } from '../errors.js';
 import { authorizeProject } from '../proxy/access.js';
 import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
-import { createUpstreamAgents, forwardCall, type ForwardSettings } from '../proxy/forward.js';
+import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
-import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
+import type { KeyIdentity, ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { RequestLogRow } from '../store/types.js';
 import { dashboardPage } from './dashboard-page.js';
 
@@ -17,6 +17,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Which provider API a proxy route speaks; errors on it take that API's shape. */
     svcDialect?: DialectName;
+  }
+  interface FastifyRequest {
+    /** The caller of a proxy route, known before its body is read. */
+    svcProxyIdentity: KeyIdentity | null;
   }
 }
 
@@ -52,6 +56,8 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     agents.https.destroy();
   });
 
+  if (!app.hasRequestDecorator('svcProxyIdentity')) app.decorateRequest('svcProxyIdentity', null);
+
   // Keep the body as bytes: the log stores what the client sent, and only `model` is rewritten.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -65,13 +71,29 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     reply.code(status).send(dialect.errorBody(status, message, detail));
   });
 
+  // Every (route, provider) pair's upstream address, parsed once.
+  const targets = {} as Record<DialectName, Partial<Record<ProviderName, UpstreamTarget>>>;
+  for (const name of Object.keys(kDialects) as DialectName[]) {
+    targets[name] = {};
+    for (const [provider, path] of Object.entries(kDialects[name].upstreamPaths) as [ProviderName, string][]) {
+      targets[name][provider] = upstreamTarget(resolved.providers[provider].url + path);
+    }
+  }
+
   for (const name of Object.keys(kDialects) as DialectName[]) {
     const dialect = kDialects[name];
     app.post<{ Params: ProjectParams; Body: Buffer }>(
       `/:project_id${dialect.route}`,
-      { bodyLimit: resolved.bodyLimit, config: { svcDialect: name } },
+      {
+        bodyLimit: resolved.bodyLimit,
+        config: { svcDialect: name },
+        // Check the caller before the body is read: a stranger cannot make us parse megabytes.
+        onRequest: async (request) => {
+          request.svcProxyIdentity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
+        },
+      },
       async (request, reply) => {
-        const identity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
+        const identity = request.svcProxyIdentity!;
         const clientBody = request.body.toString('utf8');
         const parsed = parseBody(clientBody);
         const clientModel = parsed.model;
@@ -83,7 +105,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
           {
             dialect,
             provider,
-            upstreamUrl: new URL(resolved.providers[provider].url + dialect.upstreamPaths[provider]),
+            upstream: targets[name][provider]!,
             providerKey: resolved.providers[provider].key,
             body,
             clientBody,

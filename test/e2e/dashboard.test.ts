@@ -65,6 +65,14 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   expect(await page.$$eval('#chart circle', (dots) => dots.length)).toBe(3 + 2);
   expect(foreign).toEqual([]);
 
+  // Refresh picks up a call made after the page loaded.
+  await openai.chat.completions.create({ model: 'provider-b:mistral-fake', messages: [{ role: 'user', content: 'later' }] });
+  await h.logRows(4);
+  await page.click('#refresh');
+  await page.waitForSelector('#rows tr:nth-child(4)');
+  expect((await models())[0]).toBe('provider-b:mistral-fake');
+  await page.click('#rows tr:nth-child(4)');
+
   const dir = join(process.cwd(), 'tmp');
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: join(dir, 'dashboard.png'), fullPage: true });

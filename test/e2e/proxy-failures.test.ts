@@ -93,6 +93,32 @@ describe('access', () => {
   });
 });
 
+describe('request bodies', () => {
+  it("413 over the body limit and 400 for a body that is not JSON, in the client's error shape", async () => {
+    const small = await startProxyHarness({ bodyLimit: 1024 });
+    try {
+      const client = new Anthropic({ baseURL: small.sdkBase, apiKey: small.acmeKey, maxRetries: 0 });
+      const error = await caught(client.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }));
+      expect(error).toBeInstanceOf(Anthropic.APIError);
+      expect(error.status).toBe(413);
+      expect(error.error).toEqual({ type: 'error', error: { type: 'request_too_large', message: 'Request body is too large' } });
+      // A caller without a valid key is turned away before the body is read.
+      const stranger = new Anthropic({ baseURL: small.sdkBase, apiKey: 'svc_unknown', maxRetries: 0 });
+      const unknown = await caught(stranger.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }));
+      expect(unknown).toBeInstanceOf(Anthropic.AuthenticationError);
+      const response = await fetch(`${small.sdkBase}chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${small.acmeKey}` }, body: '{"model":',
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        error: { message: 'request body must be valid JSON', type: 'invalid_request_error', param: null, code: 'invalid_request' },
+      });
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('upstream errors pass through', () => {
   it("429 keeps retry-after and raises each SDK's rate-limit error", async () => {
     const error = await caught(openai.chat.completions.create({ model: 'provider-a:fail-429', messages }));
