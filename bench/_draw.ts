@@ -1,20 +1,10 @@
 // Seeded training draws for few-shot experiments: the same examples on every machine.
 import type { LabelledText } from './corpora.js';
+import { seededRandom } from '../src/random.js';
 
 /** Training examples drawn per class. */
 export const kPerClass = 10;
 
-/** mulberry32: a small, fast, well-mixed 32-bit PRNG, so draws are the same on every machine. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Indices 0..n-1 in a seeded Fisher-Yates order. */
 function shuffled(n: number, random: () => number): number[] {
@@ -28,7 +18,7 @@ function shuffled(n: number, random: () => number): number[] {
 
 /** The training draw of one seed: `perClass` of each label, the rest (in corpus order) to test. */
 export function split(rows: LabelledText[], seed: number, perClass = kPerClass): { trainSet: LabelledText[]; testSet: LabelledText[] } {
-  const random = mulberry32(seed);
+  const random = seededRandom(seed);
   const chosen = new Set<number>();
   for (const label of [true, false]) {
     const indices = rows.flatMap((row, i) => (row.label === label ? [i] : []));

@@ -1,6 +1,7 @@
 // SetFit's pairs for contrastive fine-tuning, and their packing into the
 // batches the native trainer steps on.
 import type { PairBatch } from '../native/trainer.js';
+import { seededRandom } from '../random.js';
 
 /** Pairs over a set of examples: indices into the examples, and 1 (same label) or 0. */
 export interface Pairs {
@@ -16,17 +17,6 @@ export interface PairOptions {
   seed?: number;
 }
 
-// mulberry32: small, fast, and the same sequence on every platform.
-function rng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * SetFit's pair sampling: in each of `iterations` rounds, every example is paired
@@ -49,7 +39,7 @@ export function samplePairs(labels: readonly (boolean | number)[], options: Pair
   const byLabel = new Map<boolean | number, number[]>();
   labels.forEach((label, i) => byLabel.set(label, [...(byLabel.get(label) ?? []), i]));
   if (byLabel.size < 2) throw new RangeError('labels must hold at least two classes');
-  const random = rng(seed);
+  const random = seededRandom(seed);
   const pick = (list: readonly number[]) => list[Math.floor(random() * list.length)]!;
   const a: number[] = [];
   const b: number[] = [];

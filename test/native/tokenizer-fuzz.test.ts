@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { Tokenizer } from '../../src/native/tokenizer.js';
-import { seededRandom } from '../fixtures/hard-corpus.js';
+import { seededRandom } from '../../src/random.js';
 
 const file = resolveBaseModel('svc-small').tokenizerFile;
 const ours = Tokenizer.fromFile(file);
