@@ -64,3 +64,23 @@ export function fromNativeError(error: unknown): SvcError {
   Error.captureStackTrace?.(wrapped, fromNativeError);
   return wrapped;
 }
+
+// The `type` of the `{ error: { message, type, param, code } }` body for each status, as
+// OpenAI-compatible clients expect it. The /v2 routes and the provider-A proxy share it.
+const kErrorTypeByStatus: Readonly<Record<number, string>> = Object.freeze({
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  409: 'conflict',
+  413: 'request_too_large',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+  502: 'upstream_error',
+  504: 'timeout_error',
+});
+
+/** The error body's `type` for an HTTP status: the table above, else `invalid_request_error` / `api_error`. */
+export function errorTypeForStatus(status: number): string {
+  return kErrorTypeByStatus[status] ?? (status < 500 ? 'invalid_request_error' : 'api_error');
+}

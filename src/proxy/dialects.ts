@@ -1,3 +1,4 @@
+import { errorTypeForStatus } from '../errors.js';
 import type { ProviderName } from './types.js';
 
 /**
@@ -34,24 +35,6 @@ export interface Usage {
 
 export type DialectName = 'openai' | 'mistral' | 'anthropic';
 
-// The service's error types, so /v2 answers alike on every route.
-const kOpenAiTypes: Readonly<Record<number, string>> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  409: 'conflict',
-  413: 'request_too_large',
-  415: 'invalid_request_error',
-  429: 'rate_limit_error',
-  502: 'upstream_error',
-  504: 'timeout_error',
-};
-
-function openAiType(status: number): string {
-  return kOpenAiTypes[status] ?? (status < 500 ? 'invalid_request_error' : 'api_error');
-}
-
 const kAnthropicTypes: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
@@ -86,7 +69,7 @@ const openai: Dialect = {
   route: '/chat/completions',
   upstreamPaths: { 'provider-a': '/chat/completions', 'provider-b': '/v1/chat/completions' },
   errorBody(status, message, detail = {}) {
-    return { error: { message, type: openAiType(status), param: detail.param ?? null, code: detail.code ?? null } };
+    return { error: { message, type: errorTypeForStatus(status), param: detail.param ?? null, code: detail.code ?? null } };
   },
   streamErrorEvent(status, message, detail) {
     return `data: ${JSON.stringify(this.errorBody(status, message, detail))}\n\n`;
@@ -100,7 +83,7 @@ const mistral: Dialect = {
   route: '/v1/chat/completions',
   upstreamPaths: openai.upstreamPaths,
   errorBody(status, message, detail = {}) {
-    return { object: 'error', message, type: openAiType(status), param: detail.param ?? null, code: String(status) };
+    return { object: 'error', message, type: errorTypeForStatus(status), param: detail.param ?? null, code: String(status) };
   },
   streamErrorEvent(status, message, detail) {
     return `data: ${JSON.stringify(this.errorBody(status, message, detail))}\n\n`;

@@ -1,29 +1,11 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 
-import { SvcError } from '../errors.js';
+import { errorTypeForStatus, SvcError } from '../errors.js';
 
 /** The error body of every /v2 and hub route. */
 export interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
-}
-
-const kTypeByStatus: Readonly<Record<number, string>> = Object.freeze({
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  409: 'conflict',
-  413: 'request_too_large',
-  415: 'invalid_request_error',
-  429: 'rate_limit_error',
-  502: 'upstream_error',
-  504: 'timeout_error',
-});
-
-/** The `type` for a status: the table above, else `api_error`. */
-export function errorType(status: number): string {
-  return kTypeByStatus[status] ?? (status < 500 ? 'invalid_request_error' : 'api_error');
 }
 
 /**
@@ -36,7 +18,7 @@ export function errorType(status: number): string {
  * ```
  */
 export function errorBody(status: number, message: string, code: string | null, param: string | null = null): ErrorBody {
-  return { error: { message, type: errorType(status), param, code } };
+  return { error: { message, type: errorTypeForStatus(status), param, code } };
 }
 
 /** `examples.3.label` from zod's path, written as users write it: `examples[3].label`. */

@@ -1,4 +1,5 @@
 #include "json.h"
+#include "utf8.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -13,24 +14,6 @@ const Value* Value::find(std::string_view key) const {
 }
 
 namespace {
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // Deep nesting would exhaust the stack; tokenizer.json nests a few levels.
 constexpr int kMaxDepth = 256;
@@ -220,7 +203,7 @@ class Parser {
           }
           // A lone surrogate has no UTF-8 form.
           if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
-          append_utf8(out, cp);
+          svc::append_utf8(out, cp);
           break;
         }
         default: fail("bad escape");

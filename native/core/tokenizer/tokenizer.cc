@@ -1,4 +1,5 @@
 #include "tokenizer.h"
+#include "utf8.h"
 
 #include <algorithm>
 #include <cstring>
@@ -38,24 +39,6 @@ inline size_t decode_utf8(const unsigned char* p, size_t n, char32_t* cp) {
   }
   *cp = 0xFFFD;
   return 1;
-}
-
-inline void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // UTF-16 length of valid UTF-8: one unit per sequence, two for 4-byte ones.
@@ -195,7 +178,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
   };
   auto append = [&](char32_t cp, uint32_t begin, uint32_t end) {
     const size_t before = word.size();
-    append_utf8(word, cp);
+    svc::append_utf8(word, cp);
     ++word_chars;
     if constexpr (kOffsets) {
       s.src_begin.insert(s.src_begin.end(), word.size() - before, begin);
