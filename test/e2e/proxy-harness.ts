@@ -4,7 +4,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { Mistral } from '@mistralai/mistralai';
 import Fastify, { type FastifyInstance } from 'fastify';
+import OpenAI from 'openai';
 import { SvcError } from '../../src/errors.js';
 import type { KeyIdentity, ProxyRoutesOptions } from '../../src/proxy/types.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
@@ -125,5 +128,20 @@ export async function startProxyHarness(
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+export interface OfficialClients {
+  openai: OpenAI;
+  mistral: Mistral;
+  anthropic: Anthropic;
+}
+
+/** The three official SDKs pointed at the harness's project, as a user would set them up; retries off so errors surface at once. */
+export function officialClients(h: ProxyHarness): OfficialClients {
+  return {
+    openai: new OpenAI({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 }),
+    mistral: new Mistral({ serverURL: h.sdkBase, apiKey: h.acmeKey, retryConfig: { strategy: 'none' } }),
+    anthropic: new Anthropic({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 }),
   };
 }

@@ -4,14 +4,14 @@ import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kDatabaseFile } from '../../src/store/sqlite.js';
-import { type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { officialClients, type ProxyHarness, startProxyHarness } from './proxy-harness.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;
 
 beforeAll(async () => {
   h = await startProxyHarness();
-  openai = new OpenAI({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
+  ({ openai } = officialClients(h));
 });
 afterAll(async () => {
   await h.close();

@@ -4,7 +4,7 @@ import { Mistral } from '@mistralai/mistralai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kFakeKeys } from './fake-provider.js';
-import { type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { officialClients, type ProxyHarness, startProxyHarness } from './proxy-harness.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;
@@ -13,9 +13,7 @@ let anthropic: Anthropic;
 
 beforeAll(async () => {
   h = await startProxyHarness();
-  openai = new OpenAI({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
-  mistral = new Mistral({ serverURL: h.sdkBase, apiKey: h.acmeKey, retryConfig: { strategy: 'none' } });
-  anthropic = new Anthropic({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
+  ({ openai, mistral, anthropic } = officialClients(h));
 });
 afterAll(async () => {
   await h.close();
