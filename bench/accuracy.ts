@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
 import type { Classifier, TrainOptions, TrainRequest } from '../src/index.js';
+import { intOption } from './_common.js';
 import { kPerClass, split } from './_draw.js';
 import { uciSentences } from './corpora.js';
 import type { LabelledText, UciTask } from './corpora.js';
@@ -58,17 +59,9 @@ async function evaluate(method: Method, rows: LabelledText[], seed: number): Pro
   return { accuracy: correct / testSet.length, seconds };
 }
 
-function option(args: string[], name: string, fallback: number): number {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(args[at + 1]);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
-  return value;
-}
-
 export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
-  const seeds = option(args, '--seeds', kDefaultSeeds);
+  const seeds = intOption(args, 'seeds', kDefaultSeeds);
   const results: Record<string, Summary & { methods: Record<string, Summary> }> = {};
   try {
     // Warm-up: start the pool's worker and load the encoder before anything is timed.

@@ -14,17 +14,8 @@ import type * as ort from 'onnxruntime-node';
 import { Encoder } from '../src/native/encoder.js';
 import { cpuInfo } from '../src/native/index.js';
 import { hfTokenize, ortEmbedPadded, ortEncoderSession, transformersJsEmbedder } from './_onnx-peers.js';
+import { intOption, type ThroughputResult } from './_common.js';
 import { allUciTexts, emailBodies } from './corpora.js';
-
-interface Result {
-  impl: string;
-  precision: string;
-  corpus: string;
-  batch: number;
-  threads: number;
-  sentencesPerSec: number;
-  tokensPerSec: number;
-}
 
 interface Peer {
   impl: string;
@@ -43,14 +34,6 @@ function flopsPerText(n: number): number {
   const linear = 2 * n * (4 * kHidden * kHidden + 2 * kHidden * kFfn);
   const attention = 2 * 2 * n * n * kHidden; // Q K^T and P V
   return kLayers * (linear + attention);
-}
-
-function intOption(args: string[], name: string, fallback: number): number {
-  const at = args.indexOf(`--${name}`);
-  if (at < 0) return fallback;
-  const value = Number(args[at + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new RangeError(`--${name} must be a positive integer`);
-  return value;
 }
 
 function listOption(args: string[], name: string, fallback: string[]): string[] {
@@ -123,7 +106,7 @@ export async function run(args: string[]): Promise<void> {
   const jsQ8 = await transformersJsEmbedder('q8', threads);
 
   log(`svc-small encoder, ${threads} threads, kernels ${cpuInfo().level}, ${cpus()[0]?.model ?? 'unknown CPU'} (${availableParallelism()} cores)`);
-  const results: Result[] = [];
+  const results: ThroughputResult[] = [];
   for (const corpus of corpora) {
     const tokens = corpus.rows.reduce((sum, r) => sum + r.length, 0);
     const flops = corpus.rows.reduce((sum, r) => sum + flopsPerText(r.length), 0);

@@ -9,25 +9,8 @@ import { performance } from 'node:perf_hooks';
 import type * as ort from 'onnxruntime-node';
 
 import { hfTokenize, ortEmbedPadded, ortEmbedSorted, ortEncoderSession, transformersJsEmbedder } from './_onnx-peers.js';
+import { intOption, type ThroughputResult } from './_common.js';
 import { allUciTexts } from './corpora.js';
-
-interface Result {
-  impl: string;
-  precision: string;
-  corpus: string;
-  batch: number;
-  threads: number;
-  sentencesPerSec: number;
-  tokensPerSec: number;
-}
-
-function option(args: string[], name: string, fallback: number): number {
-  const at = args.indexOf(`--${name}`);
-  if (at < 0) return fallback;
-  const value = Number(args[at + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new RangeError(`--${name} must be a positive integer`);
-  return value;
-}
 
 interface Peer {
   impl: string;
@@ -53,9 +36,9 @@ async function bestSeconds(peers: Peer[], rounds: number): Promise<number[]> {
 }
 
 export async function run(args: string[]): Promise<void> {
-  const threads = option(args, 'threads', Math.min(2, availableParallelism()));
-  const batch = option(args, 'batch', 32);
-  const count = option(args, 'texts', 512);
+  const threads = intOption(args, 'threads', Math.min(2, availableParallelism()));
+  const batch = intOption(args, 'batch', 32);
+  const count = intOption(args, 'texts', 512);
   const texts = allUciTexts().slice(0, count);
   const rows = await hfTokenize(texts);
   const tokens = rows.reduce((sum, row) => sum + row.length, 0);
@@ -82,8 +65,8 @@ export async function run(args: string[]): Promise<void> {
     { impl: 'transformers.js', precision: 'fp32', pass: viaPipeline(jsFp32) },
     { impl: 'transformers.js', precision: 'int8', pass: viaPipeline(jsQ8) },
   ];
-  const seconds = await bestSeconds(peers, option(args, 'rounds', 3));
-  const results: Result[] = peers.map((peer, i) => ({
+  const seconds = await bestSeconds(peers, intOption(args, 'rounds', 3));
+  const results: ThroughputResult[] = peers.map((peer, i) => ({
     impl: peer.impl,
     precision: peer.precision,
     corpus: 'uci',

@@ -9,6 +9,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { type FakeProvider, kFakeKeys } from '../test/e2e/fake-provider.js';
+import { intOption } from './_common.js';
 import type { ProxyThreadReady } from './_proxy-threads.js';
 
 interface Target {
@@ -31,14 +32,6 @@ interface Row {
 }
 
 const kWarmup = 600;
-
-function option(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const value = Number(args[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new RangeError(`--${name} must be a positive integer`);
-  return value;
-}
 
 /** One POST, resolved with its latency in ms once the whole response (or stream) has arrived. */
 function send(agent: http.Agent, target: Target): Promise<number> {
@@ -100,10 +93,10 @@ async function throughputPhase(agent: http.Agent, target: Target, count: number,
 
 export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
-  const count = option(args, 'requests', 1000);
-  const rate = option(args, 'rate', 200);
-  const concurrency = option(args, 'concurrency', 8);
-  const rounds = option(args, 'rounds', 3);
+  const count = intOption(args, 'requests', 1000);
+  const rate = intOption(args, 'rate', 200);
+  const concurrency = intOption(args, 'concurrency', 8);
+  const rounds = intOption(args, 'rounds', 3);
   const threadFile = new URL('./_proxy-threads.ts', import.meta.url);
   // Workers do not inherit tsx's loader from `npm run bench`: each registers it before loading the thread file.
   const tsxApi = import.meta.resolve('tsx/esm/api');
