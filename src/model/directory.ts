@@ -1,6 +1,6 @@
 // Reading and writing a model directory: manifest.json, the head, and the files that let
 // transformers.js load it (config.json, tokenizer files, onnx/model.onnx).
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 
 import { SvcError } from '../errors.js';
@@ -25,6 +25,15 @@ interface HeadFile {
 export interface ModelFiles {
   manifest: Manifest;
   head: LogisticHead;
+  /** A fine-tuned model's encoder weights (absolute path); null when it uses the frozen base encoder. */
+  encoderFile: string | null;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
 }
 
 async function readJson(file: string, what: string): Promise<unknown> {
@@ -62,8 +71,8 @@ export function parseHead(raw: unknown, file: string): LogisticHead {
 }
 
 /**
- * Reads a model directory's manifest and head (not the encoder: that is the base model's,
- * loaded once per worker).
+ * Reads a model directory's manifest and head, and finds a fine-tuned model's encoder weights
+ * (the encoder itself is loaded by the pool's workers, once per weight file).
  *
  * @example
  * ```ts
@@ -81,13 +90,23 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
     throw cause;
   });
   const manifest = parseManifest(manifestText, dir);
-  // The head file is named by the manifest; refuse anything that could leave the directory.
-  if (basename(manifest.head_file) !== manifest.head_file || manifest.head_file.startsWith('.')) {
-    throw new SvcError('invalid_request', `${manifestFile}: head_file '${manifest.head_file}' is not a plain file name`);
+  // Files are named by the manifest; refuse anything that could leave the directory.
+  for (const key of ['head_file', 'encoder_file'] as const) {
+    const name = manifest[key];
+    if (name !== undefined && (basename(name) !== name || name.startsWith('.'))) {
+      throw new SvcError('invalid_request', `${manifestFile}: ${key} '${name}' is not a plain file name`);
+    }
   }
   const headFile = join(dir, manifest.head_file);
   const head = parseHead(await readJson(headFile, 'the model head'), headFile);
-  return { manifest, head };
+  let encoderFile: string | null = null;
+  if (manifest.encoder_file !== undefined) {
+    encoderFile = join(dir, manifest.encoder_file);
+    if (!(await exists(encoderFile))) {
+      throw new SvcError('not_found', `the fine-tuned encoder: ${encoderFile} does not exist`);
+    }
+  }
+  return { manifest, head, encoderFile };
 }
 
 /** Writes `file` through a temporary name, so a reader never sees half a file. */

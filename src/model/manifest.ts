@@ -16,13 +16,45 @@ import { baseModelNames, isBaseModelName } from './base-models.js';
 export const kManifestFormatVersion = 1;
 export const kManifestFile = 'manifest.json';
 export const kHeadFile = 'head.json';
+/** A fine-tuned model's own encoder weights (fp16 safetensors, the base checkpoint's tensor names). */
+export const kEncoderFile = 'model.fp16.safetensors';
 
-/** How the classifier's encoder relates to its base model. `frozen`: the base encoder, shared. */
-export type BodyKind = 'frozen';
+/**
+ * How the classifier's encoder relates to its base model. `frozen`: the base encoder, shared by
+ * every such model; `finetuned`: the directory holds its own encoder weights (`encoder_file`).
+ */
+export type BodyKind = 'frozen' | 'finetuned';
+
+/** How the encoder was fine-tuned (SetFit's first stage), for `finetuned` bodies. */
+export interface FinetuneSettings {
+  /** Pair rounds per example: each gave one same-label and one other-label pair. */
+  num_iterations: number;
+  pairs: number;
+  batch_pairs: number;
+  steps: number;
+  /** Peak AdamW learning rate (linear warm-up over `warmup_ratio` of the steps, then linear decay). */
+  learning_rate: number;
+  weight_decay: number;
+  warmup_ratio: number;
+  dropout: number;
+  seed: number;
+  /** Engine threads of the run (results are reproducible for the same seed and threads). */
+  threads: number;
+  /** Mean cosine-similarity loss over the last 10 steps. */
+  final_loss: number;
+  /** Wall time of the fine-tuning stage alone. */
+  seconds: number;
+}
 
 export interface TrainingSettings {
-  /** `frozen-logistic`: embeddings of the frozen base encoder, then a logistic-regression head. */
-  method: 'frozen-logistic';
+  /**
+   * `frozen-logistic`: embeddings of the frozen base encoder, then a logistic-regression head.
+   * `setfit`: the encoder fine-tuned on pairs of examples (`finetune`), then the same head on
+   * its embeddings.
+   */
+  method: 'frozen-logistic' | 'setfit';
+  /** Present when `method` is `setfit`. */
+  finetune?: FinetuneSettings;
   /** Inverse L2 regularization strength of the head. */
   C: number;
   solver: 'newton-cholesky';
@@ -53,6 +85,8 @@ export interface Manifest {
   base_model: string;
   label_text: string;
   body: BodyKind;
+  /** The fine-tuned encoder's weights, relative to the directory (`finetuned` bodies only). */
+  encoder_file?: string;
   /** The head's file, relative to the directory. */
   head_file: string;
   training: TrainingSettings;
@@ -122,7 +156,10 @@ export function parseManifest(text: string, dir: string): Manifest {
     throw invalid(dir, `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')})`);
   }
   const body = field<string>(manifest, dir, 'body', isString);
-  if (body !== 'frozen') throw invalid(dir, `body '${body}' is not supported by this svc-classify; upgrade it`);
+  if (body !== 'frozen' && body !== 'finetuned') {
+    throw invalid(dir, `body '${body}' is not supported by this svc-classify; upgrade it`);
+  }
+  const encoderFile = body === 'finetuned' ? field<string>(manifest, dir, 'encoder_file', isString) : undefined;
   return {
     format_version: kManifestFormatVersion,
     id: field(manifest, dir, 'id', isString),
@@ -130,7 +167,8 @@ export function parseManifest(text: string, dir: string): Manifest {
     task_type: 'binary-classification',
     base_model: baseModel,
     label_text: field(manifest, dir, 'label_text', isString),
-    body: 'frozen',
+    body,
+    ...(encoderFile === undefined ? {} : { encoder_file: encoderFile }),
     head_file: field(manifest, dir, 'head_file', isString),
     training: training as unknown as TrainingSettings,
     metrics: {

@@ -1,5 +1,10 @@
 // Writes a complete model directory. Runs inside a pool worker: building the ONNX file
 // copies the whole encoder, which is too much work for the host's event loop.
+import { copyFile, mkdir, rename } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+
+import { SvcError } from '../errors.js';
+import { resolveBaseModel } from './base-models.js';
 import { writeManifestAndHead } from './directory.js';
 import type { LogisticHead } from './directory.js';
 import type { Manifest } from './manifest.js';
@@ -8,11 +13,32 @@ import { writeTransformersJsModelDir } from './onnx/index.js';
 /**
  * Writes the files transformers.js loads (config.json with the label maps, tokenizer.json,
  * tokenizer_config.json, onnx/model.onnx: encoder + mean pooling + normalization + head),
- * then head.json and, last, manifest.json: a directory with a manifest is complete.
+ * a fine-tuned model's own encoder weights (copied from `encoderFile`), then head.json and,
+ * last, manifest.json: a directory with a manifest is complete.
  */
-export async function writeModelDir(dir: string, manifest: Manifest, head: LogisticHead): Promise<void> {
+export async function writeModelDir(
+  dir: string,
+  manifest: Manifest,
+  head: LogisticHead,
+  encoderFile: string | null = null,
+): Promise<void> {
+  const base = resolveBaseModel(manifest.base_model);
+  if ((manifest.body === 'finetuned') !== (encoderFile !== null)) {
+    throw new SvcError('internal', `a '${manifest.body}' model ${encoderFile === null ? 'needs' : 'takes no'} encoder weights`);
+  }
+  let weightsFile = base.weightsFile;
+  if (encoderFile !== null) {
+    // Copied first, so the ONNX graph is built from the directory's own weights.
+    weightsFile = join(dir, manifest.encoder_file as string);
+    if (resolve(encoderFile) !== resolve(weightsFile)) {
+      const temporary = `${weightsFile}.${process.pid}.tmp`;
+      await mkdir(dir, { recursive: true });
+      await copyFile(encoderFile, temporary);
+      await rename(temporary, weightsFile);
+    }
+  }
   await writeTransformersJsModelDir(dir, {
-    baseModel: manifest.base_model,
+    baseModel: { ...base, weightsFile },
     task: 'text-classification',
     labelText: manifest.label_text,
     // The ONNX graph computes in float32; our head keeps its float64 coefficients.

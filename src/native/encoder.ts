@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import { fromNativeError, SvcError } from '../errors.js';
 import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
@@ -60,6 +60,17 @@ function findModelFiles(model: string): ModelFiles {
       maxLength: base.maxLength,
     };
   }
+  if (model.endsWith('.safetensors')) {
+    // A weight file (a fine-tuned model's own encoder) with its config.json beside it.
+    const dir = dirname(model);
+    const configFile = join(dir, 'config.json');
+    if (!existsSync(model) || !existsSync(configFile)) {
+      throw new SvcError('invalid_request', `'${model}' is not a safetensors file with config.json beside it`, {
+        param: 'model',
+      });
+    }
+    return { configFile, weightsFile: model, tokenizerFile: join(dir, 'tokenizer.json'), maxLength: kDefaultMaxLength };
+  }
   const configFile = join(model, 'config.json');
   if (!existsSync(configFile)) {
     throw new SvcError('invalid_request', `'${model}' is neither a base model nor a directory with config.json`, {
@@ -115,7 +126,8 @@ export class Encoder {
   }
 
   /**
-   * Loads an encoder: `'svc-small'` or a directory with `config.json` and safetensors weights.
+   * Loads an encoder: `'svc-small'`, a directory with `config.json` and safetensors weights, or
+   * a `.safetensors` file with `config.json` beside it (a fine-tuned model's `model.fp16.safetensors`).
    * The first load of a weight file in the process reads it; later ones share it.
    *
    * @example

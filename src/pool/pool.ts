@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { debuglog } from 'node:util';
+import type { MessagePort } from 'node:worker_threads';
 
 import { Piscina } from 'piscina';
 
@@ -125,11 +126,14 @@ function currentPool(): Piscina {
   return pool;
 }
 
-/** Runs one task in the pool. A task aborted while running ends its worker (piscina's rule). */
-export async function runTask<T>(task: PoolTask, signal?: AbortSignal): Promise<T> {
+/**
+ * Runs one task in the pool. A task aborted while running ends its worker (piscina's rule);
+ * `transferList` moves ports (a progress channel) to the worker with the task.
+ */
+export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
   try {
-    result = await currentPool().run(task, signal ? { signal } : {});
+    result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
     if (signal?.aborted) throw new SvcError('aborted', 'the operation was aborted', { cause: error });
     // A plain Error from the worker: a native failure (the C++ message) or a bug.

@@ -1,5 +1,7 @@
 // The tasks the pool's workers run: plain data in, typed arrays out. Shared by the
 // worker (which runs them) and the main thread (which only builds and awaits them).
+import type { MessagePort } from 'node:worker_threads';
+
 import type { Manifest } from '../model/manifest.js';
 
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
@@ -16,6 +18,8 @@ export interface EmbedTask {
 export interface PredictTask {
   kind: 'predict';
   baseModel: string;
+  /** A fine-tuned model's encoder weights; null for the frozen base encoder. */
+  encoderFile: string | null;
   texts: string[];
   counts: Int32Array;
   heads: Int32Array;
@@ -47,8 +51,49 @@ export interface SaveTask {
   kind: 'save';
   dir: string;
   manifest: Manifest;
+  /** A fine-tuned model's encoder weights, copied into the directory; null for a frozen body. */
+  encoderFile: string | null;
   weights: Float64Array;
   bias: number;
+}
+
+/**
+ * Fine-tunes the base encoder on SetFit pairs of the examples, writes it to `outDir` as
+ * `model.fp16.safetensors` with the base config.json, and embeds the examples with it.
+ */
+export interface FinetuneTask {
+  kind: 'finetune';
+  baseModel: string;
+  texts: string[];
+  labels: Uint8Array;
+  /** Pair rounds per example. */
+  iterations: number;
+  seed: number;
+  /** Engine threads for the training steps. */
+  threads: number;
+  outDir: string;
+  /** Receives a {@link FinetuneStepMessage} after every step. */
+  progress: MessagePort;
+  /** One Int32 over a SharedArrayBuffer: the caller stores 1 to stop between steps. */
+  stop: Int32Array;
+}
+
+export interface FinetuneStepMessage {
+  done: number;
+  total: number;
+  /** Mean loss over the last few steps. */
+  loss: number;
+}
+
+/** What a finished fine-tuning task returns (a stopped one returns null). */
+export interface FinetuneResult {
+  /** The examples embedded by the fine-tuned encoder as saved (n x dim). */
+  embeddings: Float32Array;
+  encoderFile: string;
+  pairs: number;
+  steps: number;
+  finalLoss: number;
+  seconds: number;
 }
 
 /** Loads the addon and reports the worker's engine thread count. */
@@ -62,7 +107,7 @@ export interface PingResult {
   cpuLevel: string;
 }
 
-export type PoolTask = EmbedTask | PredictTask | FitTask | SaveTask | PingTask;
+export type PoolTask = EmbedTask | PredictTask | FitTask | FinetuneTask | SaveTask | PingTask;
 
 /** What the worker is started with. */
 export interface WorkerSettings {

@@ -1,6 +1,7 @@
 // The piscina worker entry (tsup builds it to dist/worker.js): all native work runs here,
 // never on the main thread. Each worker keeps one encoder per base model, shared by every
 // classifier on it; results go back transferred, not copied.
+import { statSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { threadId } from 'node:worker_threads';
 
@@ -13,8 +14,18 @@ import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitLogisticRegression, sigmoid } from '../train/logistic.js';
 import { embedTexts } from './embed-texts.js';
+import { finetune } from './finetune.js';
 import { kWorkerError } from './tasks.js';
-import type { EmbedTask, FitResult, FitTask, PingResult, PoolTask, PredictTask, SaveTask, WorkerSettings } from './tasks.js';
+import type {
+  EmbedTask,
+  FitResult,
+  FitTask,
+  PingResult,
+  PoolTask,
+  PredictTask,
+  SaveTask,
+  WorkerSettings,
+} from './tasks.js';
 
 const settings = workerData as WorkerSettings;
 
@@ -29,15 +40,42 @@ if (process.platform === 'linux' && settings.niceness > 0) {
   }
 }
 const encoders = new Map<string, Encoder>();
+/**
+ * Fine-tuned encoders kept loaded per worker (about 90 MB each in fp32, shared by the workers of
+ * the process); the least recently used goes first. Base encoders are always kept.
+ */
+const kMaxFinetunedEncoders = 8;
 
-function encoderFor(baseModel: string): Encoder {
-  let encoder = encoders.get(baseModel);
+/** The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. */
+function encoderFor(baseModel: string, encoderFile: string | null = null): Encoder {
+  // A fine-tuned model saved again to the same path is a different encoder: key by the file's identity.
+  const key = encoderFile === null ? baseModel : fileKey(encoderFile);
+  let encoder = encoders.get(key);
+  if (encoder && encoderFile !== null) {
+    // Most recently used last.
+    encoders.delete(key);
+    encoders.set(key, encoder);
+  }
   if (!encoder) {
     // fp32: probabilities must match the exported ONNX model within 1e-3.
-    encoder = Encoder.fromPretrained(baseModel, { precision: 'fp32', threads: settings.engineThreads });
-    encoders.set(baseModel, encoder);
+    encoder = Encoder.fromPretrained(encoderFile ?? baseModel, { precision: 'fp32', threads: settings.engineThreads });
+    encoders.set(key, encoder);
+    if (encoderFile !== null) evictFinetuned();
   }
   return encoder;
+}
+
+function fileKey(file: string): string {
+  const { ino, size, mtimeMs } = statSync(file);
+  return `${file}#${ino}:${size}:${mtimeMs}`;
+}
+
+function evictFinetuned(): void {
+  const finetuned = [...encoders.keys()].filter((key) => key.includes('.safetensors#'));
+  for (const key of finetuned.slice(0, Math.max(0, finetuned.length - kMaxFinetunedEncoders))) {
+    encoders.get(key)?.dispose();
+    encoders.delete(key);
+  }
 }
 
 function embed(task: EmbedTask): Float32Array {
@@ -45,7 +83,7 @@ function embed(task: EmbedTask): Float32Array {
 }
 
 function predict(task: PredictTask): Float32Array {
-  const encoder = encoderFor(task.baseModel);
+  const encoder = encoderFor(task.baseModel, task.encoderFile);
   const embeddings = embedTexts(task.baseModel, encoder, task.texts);
   return scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
 }
@@ -69,7 +107,7 @@ function fit(task: FitTask): FitResult {
 }
 
 async function save(task: SaveTask): Promise<void> {
-  await writeModelDir(task.dir, task.manifest, { weights: task.weights, bias: task.bias });
+  await writeModelDir(task.dir, task.manifest, { weights: task.weights, bias: task.bias }, task.encoderFile);
 }
 
 function ping(): PingResult {
@@ -84,6 +122,8 @@ async function dispatch(task: PoolTask): Promise<unknown> {
       return move(predict(task));
     case 'fit':
       return fit(task);
+    case 'finetune':
+      return finetune(task);
     case 'save':
       return save(task);
     case 'ping':

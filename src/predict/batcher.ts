@@ -55,16 +55,23 @@ export function batchStats(): BatchStats {
   return { ...stats };
 }
 
-class BaseModelQueue {
+/** The texts waiting for one encoder: a base model's, or one fine-tuned model's own. */
+class EncoderQueue {
   readonly #baseModel: string;
+  readonly #encoderFile: string | null;
   #pending: Entry[] = [];
   #pendingTexts = 0;
   #pendingTokens = 0;
   #timer: NodeJS.Timeout | undefined;
   #inFlight = 0;
 
-  constructor(baseModel: string) {
+  constructor(baseModel: string, encoderFile: string | null) {
     this.#baseModel = baseModel;
+    this.#encoderFile = encoderFile;
+  }
+
+  get idle(): boolean {
+    return this.#pending.length === 0 && this.#inFlight === 0;
   }
 
   add(entry: Entry): void {
@@ -121,6 +128,7 @@ class BaseModelQueue {
     const task: PredictTask = {
       kind: 'predict',
       baseModel: this.#baseModel,
+      encoderFile: this.#encoderFile,
       texts: batch.flatMap((entry) => entry.texts),
       counts: Int32Array.from(batch, (entry) => entry.texts.length),
       heads: Int32Array.from(batch, (entry) => heads.get(entry.head) ?? 0),
@@ -150,6 +158,8 @@ class BaseModelQueue {
   #done(): void {
     this.#inFlight--;
     if (this.#pending.length > 0) this.#flush();
+    // Fine-tuned models come and go: drop their queues once empty.
+    else if (this.#encoderFile !== null && this.idle) queues.delete(this.#encoderFile);
   }
 }
 
@@ -158,28 +168,32 @@ function settle(entry: Entry, action: () => void): void {
   action();
 }
 
-const queues = new Map<string, BaseModelQueue>();
+// Keyed by base model name, or by a fine-tuned model's encoder file.
+const queues = new Map<string, EncoderQueue>();
 
 function abortError(): SvcError {
   return new SvcError('aborted', 'the prediction was aborted');
 }
 
 /**
- * Scores `texts` with `head` on `baseModel`'s embeddings, batched with whatever else is
- * being predicted on that base model. Resolves to P(true) per text, in order.
+ * Scores `texts` with `head` on the embeddings of `baseModel`'s encoder (or of a fine-tuned
+ * model's own, `encoderFile`), batched with whatever else is being predicted on that encoder.
+ * Resolves to P(true) per text, in order.
  */
 export function scoreTexts(
   baseModel: string,
+  encoderFile: string | null,
   head: LogisticHead,
   texts: readonly string[],
   signal?: AbortSignal,
 ): Promise<Float32Array> {
   if (texts.length === 0) return Promise.resolve(new Float32Array(0));
   if (signal?.aborted) return Promise.reject(abortError());
-  let queue = queues.get(baseModel);
+  const key = encoderFile ?? baseModel;
+  let queue = queues.get(key);
   if (!queue) {
-    queue = new BaseModelQueue(baseModel);
-    queues.set(baseModel, queue);
+    queue = new EncoderQueue(baseModel, encoderFile);
+    queues.set(key, queue);
   }
   // Cut large calls into parts that fit one batch each.
   const parts: Promise<Float32Array>[] = [];
@@ -209,7 +223,7 @@ export function scoreTexts(
 }
 
 function enqueue(
-  queue: BaseModelQueue,
+  queue: EncoderQueue,
   texts: string[],
   tokens: number,
   head: LogisticHead,

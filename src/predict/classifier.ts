@@ -2,6 +2,8 @@
 // itself lives in the pool's workers, one per base model, shared by every classifier.
 import { resolve as resolvePath } from 'node:path';
 
+import { removeScratchDir, trackScratchDir } from './scratch.js';
+
 import { SvcError } from '../errors.js';
 import { readModelDir } from '../model/directory.js';
 import type { LogisticHead } from '../model/directory.js';
@@ -56,12 +58,23 @@ function toPrediction(probability: number): Prediction {
 export class Classifier {
   readonly #manifest: Manifest;
   readonly #head: LogisticHead;
+  readonly #encoderFile: string | null;
+  readonly #scratchDir: string | null;
   #disposed = false;
 
-  /** @internal Use `train()` or `Classifier.load()`. */
-  constructor(manifest: Manifest, head: LogisticHead) {
+  /**
+   * @internal Use `train()` or `Classifier.load()`. `encoderFile` is a fine-tuned model's own
+   * encoder; `scratchDir`, a temporary directory holding it that `dispose()` removes.
+   */
+  constructor(manifest: Manifest, head: LogisticHead, encoderFile: string | null = null, scratchDir: string | null = null) {
+    if ((manifest.body === 'finetuned') !== (encoderFile !== null)) {
+      throw new SvcError('internal', `a '${manifest.body}' classifier ${encoderFile === null ? 'needs' : 'takes no'} encoder weights`);
+    }
     this.#manifest = Object.freeze({ ...manifest });
     this.#head = head;
+    this.#encoderFile = encoderFile;
+    this.#scratchDir = scratchDir;
+    if (scratchDir !== null) trackScratchDir(this, scratchDir);
   }
 
   /** The model id, e.g. `svc-small-1a2b3c4d5e6f`. */
@@ -93,6 +106,11 @@ export class Classifier {
     return structuredClone(this.#manifest);
   }
 
+  /** `frozen`: the base encoder with a trained head; `finetuned`: its own fine-tuned encoder too. */
+  get body(): Manifest['body'] {
+    return this.#manifest.body;
+  }
+
   /** The head's coefficients and bias (a copy). */
   get head(): { weights: Float64Array; bias: number } {
     return { weights: this.#head.weights.slice(), bias: this.#head.bias };
@@ -106,7 +124,13 @@ export class Classifier {
     checkTexts(texts);
     this.#checkLive();
     const batch = typeof texts === 'string' ? [texts] : texts;
-    const probabilities = await scoreTexts(this.#manifest.base_model, this.#head, batch, options.signal);
+    const probabilities = await scoreTexts(
+      this.#manifest.base_model,
+      this.#encoderFile,
+      this.#head,
+      batch,
+      options.signal,
+    );
     if (typeof texts === 'string') return toPrediction(probabilities[0]);
     return Array.from(probabilities, toPrediction);
   }
@@ -128,6 +152,7 @@ export class Classifier {
       kind: 'save',
       dir: resolvePath(dir),
       manifest: this.#manifest,
+      encoderFile: this.#encoderFile,
       weights: this.#head.weights,
       bias: this.#head.bias,
     });
@@ -152,13 +177,18 @@ export class Classifier {
       throw new TypeError('options.hub must be a Hub');
     }
     const dir = hub && isHubId(dirOrHubId) ? await hub.resolve(dirOrHubId) : dirOrHubId;
-    const { manifest, head } = await readModelDir(dir);
-    return new Classifier(manifest, head);
+    const { manifest, head, encoderFile } = await readModelDir(dir);
+    return new Classifier(manifest, head, encoderFile);
   }
 
-  /** Releases the classifier; its base encoder stays loaded for the others. Predicting afterwards throws. */
+  /**
+   * Releases the classifier; a base encoder stays loaded for the others, and a fine-tuned one
+   * is unloaded as other models need the room. Predicting afterwards throws.
+   */
   dispose(): void {
+    if (this.#disposed) return;
     this.#disposed = true;
+    if (this.#scratchDir !== null) removeScratchDir(this, this.#scratchDir);
   }
 
   #checkLive(): void {

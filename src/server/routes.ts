@@ -117,6 +117,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
           stage: progress?.stage ?? null,
           done: progress?.done ?? 0,
           total: progress?.total ?? 0,
+          loss: progress?.loss ?? null,
         };
       },
     );

@@ -14,6 +14,8 @@ export const trainBodySchema = z.strictObject({
   model: z.string().describe('Base model, e.g. svc-small'),
   task_type: z.string().describe('binary-classification'),
   examples: z.array(exampleSchema).describe('At least 20 examples with both labels and one shared label_text'),
+  finetune: z.boolean().optional().describe('Fine-tune the encoder on pairs of examples (SetFit) before the head; default true'),
+  num_iterations: z.number().optional().describe('Pair rounds per example when fine-tuning; default 20'),
 });
 
 export const predictBodySchema = z.strictObject({
@@ -68,6 +70,7 @@ export const progressSchema = z.object({
   stage: z.string().nullable(),
   done: z.number(),
   total: z.number(),
+  loss: z.number().nullable().describe('Running contrastive loss (fine-tuning stage only)'),
 });
 
 export const errorSchema = z

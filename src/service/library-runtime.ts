@@ -1,6 +1,7 @@
 import { DirectoryHub } from '../model/hub.js';
 import { closePool, poolOptions } from '../pool/pool.js';
 import { Classifier, type Prediction } from '../predict/classifier.js';
+import type { TrainRequest } from '../train/request.js';
 import { train } from '../train/train.js';
 import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob, TrainingProgress } from './runtime.js';
 
@@ -53,8 +54,9 @@ export class LibraryRuntime implements ModelRuntime {
   ): Promise<void> {
     const hubId = `${job.orgId}/${job.modelId}`;
     this.#loaded.delete(hubId);
+    const { finetune, num_iterations } = job.options as Pick<TrainRequest, 'finetune' | 'num_iterations'>;
     const classifier = await train(
-      { model: job.baseModel, task_type: job.taskType, examples: job.examples },
+      { model: job.baseModel, task_type: job.taskType, examples: job.examples, finetune, num_iterations },
       { hub: this.hub, id: hubId, signal: hooks.signal, onProgress: hooks.onProgress },
     );
     classifier.dispose();

@@ -5,6 +5,8 @@ export interface TrainingProgress {
   stage: string;
   done: number;
   total: number;
+  /** Running contrastive loss while the encoder is fine-tuned. */
+  loss?: number;
 }
 
 /** One training job as the runtime sees it. */
@@ -15,6 +17,7 @@ export interface RuntimeTrainJob {
   baseModel: string;
   taskType: 'binary-classification';
   examples: TrainingExample[];
+  /** The job's stored options: `finetune` and `num_iterations` as the request gave them. */
   options: Record<string, unknown>;
 }
 

@@ -237,7 +237,8 @@ export class SvcService {
       updatedAt: now,
     };
     const examples = request.examples.map(({ text, label, label_text }) => ({ text, label, label_text }));
-    await this.store.createModelWithJob(record, examples, options);
+    const training = { finetune: request.finetune, num_iterations: request.num_iterations };
+    await this.store.createModelWithJob(record, examples, { ...options, ...training });
     this.#jobs.kick();
     return toModelObject(record);
   }

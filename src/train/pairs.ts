@@ -3,6 +3,15 @@
 import type { PairBatch } from '../native/trainer.js';
 import { seededRandom } from '../random.js';
 
+/** Pairs per training step (SetFit's batch size). */
+export const kBatchPairs = 16;
+
+/**
+ * The fine-tuning recipe (SetFit's defaults): AdamW at a peak learning rate of 2e-5 with weight
+ * decay 0.01, linear warm-up over the first 10% of steps then linear decay to 0, dropout 0.1.
+ */
+export const kFinetuneRecipe = Object.freeze({ lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1, dropout: 0.1 });
+
 /** Pairs over a set of examples: indices into the examples, and 1 (same label) or 0. */
 export interface Pairs {
   readonly a: Int32Array;
@@ -106,4 +115,38 @@ export function packPairBatch(tokens: readonly Int32Array[], pairs: Pairs, start
     offset += tokens[t]!.length;
   }
   return { ids, lengths, pairA, pairB, labels: pairs.labels.slice(start, end) };
+}
+
+/**
+ * Packs pairs [start, start + size) into one trainer batch with each pair's two texts as rows
+ * of their own (2 x size rows), as sentence-transformers feeds a pair loss: every occurrence of
+ * a text gets its own dropout mask, which regularizes few-shot fine-tuning.
+ *
+ * @example
+ * ```ts
+ * const tokens = [Int32Array.of(101, 7592, 102), Int32Array.of(101, 2088, 102)];
+ * const batch = pairBatch(tokens, { a: Int32Array.of(0, 1), b: Int32Array.of(1, 1), labels: Float32Array.of(0, 1) }, 0, 2);
+ * Array.from(batch.lengths); // [3, 3, 3, 3]
+ * Array.from(batch.pairA); // [0, 2]
+ * Array.from(batch.pairB); // [1, 3]
+ * ```
+ */
+export function pairBatch(tokens: readonly Int32Array[], pairs: Pairs, start: number, size: number): PairBatch {
+  const end = Math.min(pairs.a.length, start + size);
+  const rows: Int32Array[] = [];
+  for (let p = start; p < end; p += 1) rows.push(tokens[pairs.a[p]!]!, tokens[pairs.b[p]!]!);
+  const lengths = Int32Array.from(rows, (row) => row.length);
+  const ids = new Int32Array(lengths.reduce((sum, n) => sum + n, 0));
+  let offset = 0;
+  for (const row of rows) {
+    ids.set(row, offset);
+    offset += row.length;
+  }
+  return {
+    ids,
+    lengths,
+    pairA: Int32Array.from({ length: end - start }, (_, i) => 2 * i),
+    pairB: Int32Array.from({ length: end - start }, (_, i) => 2 * i + 1),
+    labels: pairs.labels.slice(start, end),
+  };
 }

@@ -19,6 +19,16 @@ export const kMinExamples = 20;
 export const kMaxExamples = 10_000;
 /** Longest example text, in UTF-16 code units (JavaScript string length; see {@link kMinExamples}). */
 export const kMaxTextLength = 100_000;
+/** SetFit's pair rounds per example when fine-tuning (each gives one same-label and one other-label pair). */
+export const kDefaultNumIterations = 20;
+/** Most pair rounds per example a request may ask for. */
+export const kMaxNumIterations = 100;
+/**
+ * With the default `num_iterations`, large example sets get fewer rounds so that fine-tuning
+ * stays within this many pairs (250 steps of 16, about a minute on two cores).
+ */
+export const kDefaultMaxPairs = 4_000;
+
 /** The only task type there is so far. */
 export const kTaskTypes = ['binary-classification'] as const;
 
@@ -37,6 +47,17 @@ export interface TrainRequest {
   model: string;
   task_type: TaskType;
   examples: TrainExample[];
+  /**
+   * Fine-tune the encoder on pairs of examples before fitting the head (SetFit). Default true;
+   * false keeps the base encoder frozen and only fits the head (faster, less accurate).
+   */
+  finetune?: boolean;
+  /**
+   * Pair rounds per example when fine-tuning: each example gets this many same-label and
+   * other-label pairs. Default 20 (800 pairs for 20 examples), fewer for large sets so the pairs
+   * stay within 4,000.
+   */
+  num_iterations?: number;
 }
 
 /** A type error that says "is required" when the field is missing altogether. */
@@ -85,6 +106,12 @@ export const trainRequestSchema = z
         issue.input === undefined ? 'is required' : `must be 'binary-classification' (got ${JSON.stringify(issue.input)})`,
     }),
     examples: z.array(exampleSchema, { error: typeError('an array') }),
+    finetune: z.boolean({ error: typeError('a boolean') }).optional(),
+    num_iterations: z
+      .int({ error: typeError('an integer') })
+      .min(1, { error: 'must be at least 1' })
+      .max(kMaxNumIterations, { error: `must be at most ${kMaxNumIterations}` })
+      .optional(),
   })
   .strict()
   .superRefine((request, ctx) => {
@@ -106,6 +133,10 @@ export const trainRequestSchema = z
     }
     if (examples.some((example) => example.label_text !== examples[0].label_text)) {
       whole('all examples must share one label_text');
+      return;
+    }
+    if (request.finetune === false && request.num_iterations !== undefined) {
+      ctx.addIssue({ code: 'custom', message: 'is only used when finetune is true', path: ['num_iterations'] });
     }
   });
 
@@ -147,4 +178,20 @@ export function validateTrainRequest(input: unknown): TrainRequest {
   if (result.success) return result.data;
   const { message, param } = describe(result.error.issues[0]);
   throw new SvcError('invalid_request', message, param ? { param } : {});
+}
+
+/**
+ * Pair rounds per example for a fine-tuning request: `num_iterations` when given, else 20,
+ * lowered for large example sets so that the pairs stay within {@link kDefaultMaxPairs}.
+ *
+ * @example
+ * ```ts
+ * numIterations({ ...request, examples: twentyExamples }); // 20 (800 pairs)
+ * numIterations({ ...request, examples: thousandExamples }); // 2 (4,000 pairs)
+ * ```
+ */
+export function numIterations(request: TrainRequest): number {
+  if (request.num_iterations !== undefined) return request.num_iterations;
+  const rounds = Math.floor(kDefaultMaxPairs / (2 * request.examples.length));
+  return Math.max(1, Math.min(kDefaultNumIterations, rounds));
 }

@@ -18,6 +18,7 @@ const yelp = split(uciSentences('yelp'), 2);
 const requestOf = (rows: typeof imdb.trainSet, labelText: string) => ({
   model: 'svc-small',
   task_type: 'binary-classification' as const,
+  finetune: false,
   examples: rows.map((row) => ({ text: row.text, label: row.label, label_text: labelText })),
 });
 const texts = imdb.testSet.slice(0, 60).map((row) => row.text);

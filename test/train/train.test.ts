@@ -16,6 +16,7 @@ const { trainSet, testSet } = split(uciSentences('imdb'), 1);
 const request = {
   model: 'svc-small',
   task_type: 'binary-classification' as const,
+  finetune: false,
   examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
 };
 

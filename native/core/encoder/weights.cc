@@ -1,5 +1,7 @@
 #include "encoder/weights.h"
 
+#include <sys/stat.h>
+
 #include <climits>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -108,7 +110,15 @@ std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_pa
                                                     Precision precision) {
   char resolved[PATH_MAX];
   const std::string real = ::realpath(weights_path.c_str(), resolved) ? std::string(resolved) : weights_path;
-  const std::string key = real + (precision == Precision::kInt8 ? "#int8" : "#fp32");
+  // The file's identity is part of the key: a model saved again to the same path (new inode,
+  // size or time) loads its new weights instead of sharing the old ones.
+  std::string identity;
+  struct stat st {};
+  if (::stat(real.c_str(), &st) == 0) {
+    identity = "#" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+               std::to_string(static_cast<long long>(st.st_mtime));
+  }
+  const std::string key = real + identity + (precision == Precision::kInt8 ? "#int8" : "#fp32");
   // Loading happens under the lock: a second caller waits for the first load instead of doing its own.
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   if (auto it = g_cache.find(key); it != g_cache.end()) {

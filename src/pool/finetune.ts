@@ -1,0 +1,71 @@
+// The fine-tuning stage as a pool worker runs it: SetFit pairs of the examples, contrastive
+// steps on the native trainer, the encoder saved as fp16, and the examples embedded by the
+// saved encoder (what predictions will compute, so the head is fitted on the same numbers).
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { resolveBaseModel } from '../model/base-models.js';
+import { kEncoderFile } from '../model/manifest.js';
+import { Encoder } from '../native/encoder.js';
+import { Tokenizer } from '../native/tokenizer.js';
+import { EncoderTrainer } from '../native/trainer.js';
+import { kBatchPairs, kFinetuneRecipe, pairBatch, samplePairs } from '../train/pairs.js';
+import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
+
+/** Steps the reported loss is averaged over. */
+const kLossWindow = 10;
+
+function tokenize(baseModel: string, texts: string[]): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
+  const { ids, lengths } = Tokenizer.fromPretrained(baseModel).encodeBatch(texts, {
+    maxLength: resolveBaseModel(baseModel).maxLength,
+  });
+  let offset = 0;
+  const rows = Array.from(lengths, (n) => ids.subarray(offset, (offset += n)));
+  return { ids, lengths, rows };
+}
+
+/** Runs the task; null when the caller asked it to stop (checked before every step). */
+export function finetune(task: FinetuneTask): FinetuneResult | null {
+  const started = performance.now();
+  const base = resolveBaseModel(task.baseModel);
+  const { ids, lengths, rows } = tokenize(task.baseModel, task.texts);
+  const pairs = samplePairs(Array.from(task.labels), { iterations: task.iterations, seed: task.seed });
+  const steps = Math.ceil(pairs.a.length / kBatchPairs);
+  const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
+    totalSteps: steps,
+    threads: task.threads,
+    seed: task.seed,
+    ...kFinetuneRecipe,
+  });
+  const recent: number[] = [];
+  const stopped = (): boolean => Atomics.load(task.stop, 0) !== 0;
+  try {
+    for (let step = 0; step < steps; step++) {
+      if (stopped()) return null;
+      const { loss } = trainer.step(pairBatch(rows, pairs, step * kBatchPairs, kBatchPairs));
+      recent.push(loss);
+      if (recent.length > kLossWindow) recent.shift();
+      const message: FinetuneStepMessage = { done: step + 1, total: steps, loss: mean(recent) };
+      task.progress.postMessage(message);
+    }
+    const encoderFile = join(task.outDir, kEncoderFile);
+    trainer.save(encoderFile);
+    copyFileSync(base.configFile, join(task.outDir, 'config.json'));
+    const encoder = Encoder.fromPretrained(encoderFile, { precision: 'fp32', threads: task.threads });
+    try {
+      const embeddings = encoder.embedIdsSync(ids, lengths);
+      const seconds = (performance.now() - started) / 1000;
+      return { embeddings, encoderFile, pairs: pairs.a.length, steps, finalLoss: mean(recent), seconds };
+    } finally {
+      encoder.dispose();
+    }
+  } finally {
+    trainer.dispose();
+    task.progress.close();
+  }
+}
+
+function mean(values: readonly number[]): number {
+  return values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
+}

@@ -1,0 +1,73 @@
+// The fine-tuning stage from the main thread: it starts the pool task, relays its per-step
+// progress, and turns an AbortSignal into the task's stop flag (checked between steps), so an
+// aborted run ends within one step and leaves the worker and its loaded encoders alive.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+
+import { SvcError } from '../errors.js';
+import { poolOptions, runTask } from '../pool/pool.js';
+import type { FinetuneResult, FinetuneStepMessage } from '../pool/tasks.js';
+
+export interface FinetuneStageOptions {
+  baseModel: string;
+  texts: string[];
+  labels: Uint8Array;
+  iterations: number;
+  seed: number;
+  onStep?: (step: FinetuneStepMessage) => void;
+  signal?: AbortSignal;
+}
+
+/** A fine-tuned encoder in its own temporary directory (the caller owns and removes it). */
+export interface FinetunedEncoder extends FinetuneResult {
+  dir: string;
+  threads: number;
+}
+
+/**
+ * Threads for a fine-tuning run: every core the pool may use. Training is one long task, and
+ * the pool's other worker keeps serving predictions at a lower priority than the host.
+ */
+export function finetuneThreads(): number {
+  const { workers, engineThreads } = poolOptions();
+  return workers * engineThreads;
+}
+
+export async function runFinetuneStage(options: FinetuneStageOptions): Promise<FinetunedEncoder> {
+  if (options.signal?.aborted) throw new SvcError('aborted', 'training was aborted');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-classify-'));
+  const stop = new Int32Array(new SharedArrayBuffer(4));
+  const onAbort = () => Atomics.store(stop, 0, 1);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const { port1, port2 } = new MessageChannel();
+  port1.on('message', (message: FinetuneStepMessage) => options.onStep?.(message));
+  const threads = finetuneThreads();
+  try {
+    const result = await runTask<FinetuneResult | null>(
+      {
+        kind: 'finetune',
+        baseModel: options.baseModel,
+        texts: options.texts,
+        labels: options.labels,
+        iterations: options.iterations,
+        seed: options.seed,
+        threads,
+        outDir: dir,
+        progress: port2,
+        stop,
+      },
+      undefined,
+      [port2],
+    );
+    if (result === null || options.signal?.aborted) throw new SvcError('aborted', 'training was aborted');
+    return { ...result, dir, threads };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    port1.close();
+  }
+}
