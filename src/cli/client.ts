@@ -49,23 +49,32 @@ interface Progress {
   stage: string | null;
   done: number;
   total: number;
+  loss?: number | null;
 }
 
-/** `[##########----------] embed 10/20`, redrawn in place on a terminal, one line per stage elsewhere. */
+/** `[##########----------] finetune 25/50 loss 0.1234`, redrawn in place on a terminal, one line per stage elsewhere. */
 function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
   let lastStage: string | null = null;
   return (p) => {
     if (p.stage === null) return;
     const fraction = p.total > 0 ? p.done / p.total : 0;
     const filled = Math.round(fraction * 20);
-    const line = `[${'#'.repeat(filled)}${'-'.repeat(20 - filled)}] ${p.stage} ${p.done}/${p.total}`;
+    const loss = typeof p.loss === 'number' ? ` loss ${p.loss.toFixed(4)}` : '';
+    const line = `[${'#'.repeat(filled)}${'-'.repeat(20 - filled)}] ${p.stage} ${p.done}/${p.total}${loss}`;
     if (stream.isTTY) stream.write(`\r${line}`);
     else if (p.stage !== lastStage) stream.write(`${line}\n`);
     lastStage = p.stage;
   };
 }
 
-/** `svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--wait]`: prints the model object. */
+const kTrainUsage =
+  'usage: svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--frozen] [--num-iterations N] [--wait]';
+
+/**
+ * `svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--frozen]
+ * [--num-iterations N] [--wait]`: prints the model object. `--frozen` skips fine-tuning the
+ * encoder; `--num-iterations` sets its pair rounds per example (default 20).
+ */
 export async function trainCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
@@ -74,11 +83,14 @@ export async function trainCommand(args: string[]): Promise<number> {
       examples: { type: 'string' },
       'label-text': { type: 'string' },
       model: { type: 'string', default: 'svc-small' },
+      frozen: { type: 'boolean', default: false },
+      'num-iterations': { type: 'string' },
       wait: { type: 'boolean', default: false },
     },
   });
-  if (values.examples === undefined) {
-    console.error('usage: svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--wait]');
+  const iterations = values['num-iterations'];
+  if (values.examples === undefined || (iterations !== undefined && !/^\d+$/.test(iterations))) {
+    console.error(kTrainUsage);
     return 2;
   }
   const conn = connection(values);
@@ -87,6 +99,8 @@ export async function trainCommand(args: string[]): Promise<number> {
     model: values.model,
     task_type: 'binary-classification',
     examples,
+    ...(values.frozen ? { finetune: false } : {}),
+    ...(iterations === undefined ? {} : { num_iterations: Number(iterations) }),
   });
   if (values.wait) {
     const report = progressReporter(process.stderr);

@@ -20,6 +20,7 @@ operator (on the data directory; --data ./svc-data):
 
 client (against a running service; --url or SVC_URL, --key or SVC_KEY):
   train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--wait]
+        [--frozen] [--num-iterations N]      --frozen: head only, no fine-tuning of the encoder
   predict --model <id> "text" ...
   pull <org>/<model_id> [--dir <dir>]
 

@@ -31,6 +31,8 @@ export interface EncoderTrainerOptions {
   weightDecay?: number;
   /** Share of steps spent warming up. Default 0.1. */
   warmupRatio?: number;
+  /** AdamW's epsilon (added to the root of the second moment). Default 1e-6. */
+  eps?: number;
   /** Dropout in training. Default: the model's `hidden_dropout_prob` (0.1). */
   dropout?: number;
 }
@@ -51,6 +53,7 @@ interface ResolvedTrainerOptions {
   lr: number;
   weightDecay: number;
   warmupRatio: number;
+  eps: number;
   dropout: number | undefined;
 }
 
@@ -65,7 +68,7 @@ function positiveInteger(value: unknown, name: string): number {
 
 function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout', min: number, max: number) => {
+  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps', min: number, max: number) => {
     const value = options[key];
     if (value === undefined) return undefined;
     if (typeof value !== 'number' || !Number.isFinite(value)) throw new TypeError(`options.${key} must be a number`);
@@ -82,6 +85,7 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
     lr: number('lr', 0, 1) ?? kDefaults.lr,
     weightDecay: number('weightDecay', 0, 1) ?? kDefaults.weightDecay,
     warmupRatio: number('warmupRatio', 0, 1) ?? kDefaults.warmupRatio,
+    eps: number('eps', 0, 1) ?? kAdam.eps,
     dropout: number('dropout', 0, 1),
   };
 }
@@ -126,6 +130,7 @@ export class EncoderTrainer {
           dropout: resolved.dropout ?? config.hidden_dropout_prob ?? 0.1,
           lr: resolved.lr,
           ...kAdam,
+          eps: resolved.eps,
           weightDecay: resolved.weightDecay,
           warmupRatio: resolved.warmupRatio,
           totalSteps: resolved.totalSteps,

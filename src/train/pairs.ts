@@ -20,18 +20,28 @@ export interface Pairs {
 }
 
 export interface PairOptions {
-  /** Rounds over the examples; each round gives every example one positive and one negative pair. Default 20. */
+  /** Rounds over the examples; each adds one positive and one negative pair per example. Default 20. */
   iterations?: number;
   /** Seeds the choice and order of pairs. Default 42. */
   seed?: number;
 }
 
+/** Seeded Fisher-Yates shuffle in place. */
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
 
 /**
- * SetFit's pair sampling: in each of `iterations` rounds, every example is paired
- * once with another example of its label (1) and once with an example of another
- * label (0), so positives and negatives are balanced; then the pairs are shuffled.
- * 20 examples and 20 iterations give 800 pairs.
+ * SetFit's pairs (its `num_iterations` sampling): every distinct pair of examples {i, j}, i <= j
+ * (a text with itself too: under dropout its two encodings still differ), in a seeded random
+ * order, split into same-label pairs (target 1) and other-label pairs (target 0). Each list is
+ * read round-robin until it gives `iterations x examples` pairs, so both kinds are balanced and
+ * every distinct pair comes up about equally often; then all pairs are shuffled. 20 examples and
+ * 20 iterations give 800 pairs, each of the 210 distinct pairs used 3 or 4 times.
  *
  * @example
  * ```ts
@@ -45,33 +55,26 @@ export function samplePairs(labels: readonly (boolean | number)[], options: Pair
   const seed = options.seed ?? 42;
   if (!Number.isInteger(iterations) || iterations < 1) throw new RangeError('options.iterations must be a positive integer');
   if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError('options.seed must be a non-negative integer');
-  const byLabel = new Map<boolean | number, number[]>();
-  labels.forEach((label, i) => byLabel.set(label, [...(byLabel.get(label) ?? []), i]));
-  if (byLabel.size < 2) throw new RangeError('labels must hold at least two classes');
+  if (new Set(labels).size < 2) throw new RangeError('labels must hold at least two classes');
   const random = seededRandom(seed);
-  const pick = (list: readonly number[]) => list[Math.floor(random() * list.length)]!;
-  const a: number[] = [];
-  const b: number[] = [];
-  const y: number[] = [];
-  for (let round = 0; round < iterations; round += 1) {
-    labels.forEach((label, i) => {
-      const same = byLabel.get(label)!;
-      const partners = same.length > 1 ? same.filter((j) => j !== i) : same;
-      a.push(i, i);
-      b.push(pick(partners), pick(labels.flatMap((other, j) => (other === label ? [] : [j]))));
-      y.push(1, 0);
-    });
+  const n = labels.length;
+  const distinct: [number, number][] = [];
+  for (let i = 0; i < n; i += 1) for (let j = i; j < n; j += 1) distinct.push([i, j]);
+  shuffle(distinct, random);
+  const same = distinct.filter(([i, j]) => labels[i] === labels[j]);
+  const other = distinct.filter(([i, j]) => labels[i] !== labels[j]);
+  const count = iterations * n;
+  const chosen: [number, number, number][] = [];
+  for (let k = 0; k < count; k += 1) {
+    const [i, j] = same[k % same.length]!;
+    const [p, q] = other[k % other.length]!;
+    chosen.push([i, j, 1], [p, q, 0]);
   }
-  // Fisher-Yates with the same generator, so the order is seeded too.
-  const order = a.map((_, i) => i);
-  for (let i = order.length - 1; i > 0; i -= 1) {
-    const j = Math.floor(random() * (i + 1));
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
+  shuffle(chosen, random);
   return {
-    a: Int32Array.from(order, (i) => a[i]!),
-    b: Int32Array.from(order, (i) => b[i]!),
-    labels: Float32Array.from(order, (i) => y[i]!),
+    a: Int32Array.from(chosen, (pair) => pair[0]),
+    b: Int32Array.from(chosen, (pair) => pair[1]),
+    labels: Float32Array.from(chosen, (pair) => pair[2]),
   };
 }
 

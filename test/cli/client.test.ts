@@ -34,12 +34,12 @@ describe('svc train, predict and pull', () => {
     const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
     writeFileSync(file, `text,label\n${rows.map((r) => `${quote(r.text)},${r.label ? 1 : 0}`).join('\n')}\n`);
 
-    const trained = await svc(['train', '--examples', file, '--label-text', 'positive', '--wait'], env);
+    const trained = await svc(['train', '--examples', file, '--label-text', 'positive', '--num-iterations', '4', '--wait'], env);
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string; owned_by: string };
     expect([model.status, model.owned_by]).toEqual(['trained', 'acme']);
     // Not a terminal: a line for each stage the polls saw, then the outcome.
-    expect(trained.stderr).toMatch(/^(\[[#-]{20}\] (embed|fit|save) \d+\/\d+\n)*\[#{20}\] trained\n$/);
+    expect(trained.stderr).toMatch(/^(\[[#-]{20}\] (finetune|fit|save) \d+\/\d+( loss \d\.\d{4})?\n)*\[#{20}\] trained\n$/);
 
     const predicted = await svc(['predict', '--model', model.id, 'The food was superb.', 'Cold and bland.'], env);
     expect(predicted.code).toBe(0);
@@ -49,7 +49,8 @@ describe('svc train, predict and pull', () => {
     const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled')], env);
     expect(pulled).toEqual({ code: 0, stdout: `${join(dir, 'pulled')}\n`, stderr: '' });
     expect(readdirSync(join(dir, 'pulled'), { recursive: true }).map(String).sort()).toEqual([
-      'config.json', 'head.json', 'manifest.json', 'onnx', join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json',
+      'config.json', 'head.json', 'manifest.json', 'model.fp16.safetensors', 'onnx', join('onnx', 'model.onnx'), 'tokenizer.json',
+      'tokenizer_config.json',
     ]);
     expect(readFileSync(join(dir, 'pulled', 'config.json'), 'utf8')).toBe(
       readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'config.json'), 'utf8'),

@@ -33,14 +33,15 @@ describe('a training job interrupted by SIGKILL', () => {
     const key = (await svc(['keys', 'create', '--org', 'acme', '--data', dir])).stdout.trim();
 
     const first = await serve(['--data', dir]);
-    const model = await call(first.url, key, 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples });
+    const body = { model: 'svc-small', task_type: 'binary-classification', examples, num_iterations: 4 };
+    const model = await call(first.url, key, 'POST', '/v2/train', body);
     const id = model.id as string;
     // Kill as soon as the job reports that it is working.
     let progress: Record<string, unknown> = {};
     for (let i = 0; i < 500 && progress.stage == null && progress.status !== 'trained'; i += 1) {
       progress = await call(first.url, key, 'GET', `/v2/models/${id}/progress`);
     }
-    expect(progress).toMatchObject({ status: 'training', stage: 'embed' });
+    expect(progress).toMatchObject({ status: 'training', stage: 'finetune', total: 10 });
     first.child.kill('SIGKILL');
     expect(await exited(first.child)).toBe('SIGKILL');
     // The dead server's lock stays behind; the next one takes it over.

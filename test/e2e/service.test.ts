@@ -59,8 +59,9 @@ afterAll(async () => {
 describe('svc serve', () => {
   let modelId: string;
 
-  it('trains 20 examples, reaches trained, predicts, lists', async () => {
-    const started = await call('POST', '/v2/train', acmeKey, { model: 'svc-small', task_type: 'binary-classification', examples });
+  it('trains 20 examples (fine-tuning the encoder), reaches trained, predicts, lists', async () => {
+    const body = { model: 'svc-small', task_type: 'binary-classification', examples, num_iterations: 4 };
+    const started = await call('POST', '/v2/train', acmeKey, body);
     expect(started.status).toBe(200);
     modelId = started.body.id as string;
     expect(modelId).toMatch(/^svc-small-[0-9a-f]{12}$/);

@@ -55,6 +55,22 @@ describe('model directory', () => {
     expect(again.head.bias).toBe(Math.PI / 7);
   });
 
+  it('finds a fine-tuned body\'s encoder weights, and says so when they are missing', async () => {
+    await withManifest((m) => Object.assign(m, { body: 'finetuned', encoder_file: 'model.fp16.safetensors' }));
+    await expect(readModelDir(dir)).rejects.toMatchObject({
+      code: 'not_found',
+      message: `the fine-tuned encoder: ${join(dir, 'model.fp16.safetensors')} does not exist`,
+    });
+    await writeFile(join(dir, 'model.fp16.safetensors'), 'weights');
+    const { manifest, encoderFile } = await readModelDir(dir);
+    expect([manifest.body, manifest.encoder_file, encoderFile]).toEqual([
+      'finetuned',
+      'model.fp16.safetensors',
+      join(dir, 'model.fp16.safetensors'),
+    ]);
+    expect((await readModelDir(formatOne)).encoderFile).toBeNull();
+  });
+
   it('refuses a newer format version with advice', async () => {
     await withManifest((m) => (m.format_version = 2));
     await expect(readModelDir(dir)).rejects.toMatchObject({
@@ -68,8 +84,13 @@ describe('model directory', () => {
     [(m: Record<string, unknown>) => (m.format_version = '1'), 'format_version "1": not a svc-classify model format'],
     [(m: Record<string, unknown>) => delete m.label_text, 'label_text is missing or malformed'],
     [(m: Record<string, unknown>) => (m.base_model = 'svc-huge'), "base_model 'svc-huge' is not one this svc-classify has (svc-small)"],
-    [(m: Record<string, unknown>) => (m.body = 'finetuned'), "body 'finetuned' is not supported by this svc-classify; upgrade it"],
+    [(m: Record<string, unknown>) => (m.body = 'adapter'), "body 'adapter' is not supported by this svc-classify; upgrade it"],
+    [(m: Record<string, unknown>) => (m.body = 'finetuned'), 'encoder_file is missing or malformed'],
     [(m: Record<string, unknown>) => (m.head_file = '../head.json'), "head_file '../head.json' is not a plain file name"],
+    [
+      (m: Record<string, unknown>) => Object.assign(m, { body: 'finetuned', encoder_file: '/etc/model.safetensors' }),
+      "encoder_file '/etc/model.safetensors' is not a plain file name",
+    ],
   ])('refuses a malformed manifest %#', async (change, message) => {
     await withManifest(change);
     await expect(readModelDir(dir)).rejects.toMatchObject({ message: `${dir}/manifest.json: ${message}` });

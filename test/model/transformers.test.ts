@@ -22,26 +22,35 @@ afterAll(async () => {
 
 const { trainSet, testSet } = split(uciSentences('imdb'), 1);
 
+// A frozen body exports the base encoder; a fine-tuned one (4 pair rounds here) its own weights.
+const bodies = [
+  { body: 'frozen', fields: { finetune: false }, id: 'acme/svc-small-00112233aabb', weights: [] as string[] },
+  { body: 'finetuned', fields: { num_iterations: 4 }, id: 'acme/svc-small-44556677ccdd', weights: ['model.fp16.safetensors'] },
+];
+
 describe('a saved model directory in transformers.js', () => {
-  it('loads with pipeline("text-classification") and gives our probabilities within 1e-3 on 200 texts', async () => {
+  it.each(bodies)('loads with pipeline("text-classification") and gives our probabilities within 1e-3 on 200 texts ($body body)', async ({ fields, id, weights }) => {
     const hub = new DirectoryHub(root);
-    const id = 'acme/svc-small-00112233aabb';
     const classifier = await train(
       {
         model: 'svc-small',
         task_type: 'binary-classification' as const,
         examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
+        ...fields,
       },
       { hub, id },
     );
-    expect(await hub.files(id)).toEqual([
-      'config.json',
-      'head.json',
-      'manifest.json',
-      'onnx/model.onnx',
-      'tokenizer.json',
-      'tokenizer_config.json',
-    ]);
+    expect(await hub.files(id)).toEqual(
+      [
+        'config.json',
+        'head.json',
+        'manifest.json',
+        'onnx/model.onnx',
+        'tokenizer.json',
+        'tokenizer_config.json',
+        ...weights,
+      ].sort(),
+    );
     const config = JSON.parse(await readFile(await hub.file(id, 'config.json'), 'utf8'));
     expect(config).toMatchObject({
       architectures: ['BertForSequenceClassification'],
@@ -72,5 +81,6 @@ describe('a saved model directory in transformers.js', () => {
     }
     expect(largest).toBeLessThan(1e-3);
     await classify.dispose();
+    classifier.dispose();
   });
 });

@@ -104,7 +104,7 @@ describe('/v2', () => {
     await service.idle();
     expect(await call('GET', `/v2/models/${model.id}`)).toEqual({ status: 200, body: { ...model, status: 'trained' } });
     expect(await call('GET', `/v2/models/${model.id}/progress`)).toEqual({
-      status: 200, body: { object: 'training.progress', model: model.id, status: 'trained', stage: null, done: 0, total: 0 },
+      status: 200, body: { object: 'training.progress', model: model.id, status: 'trained', stage: null, done: 0, total: 0, loss: null },
     });
 
     const predicted = await call('POST', '/v2/predict', { model: model.id, inputs: [examples[0].text, examples[10].text] });

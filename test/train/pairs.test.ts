@@ -1,29 +1,46 @@
 import { describe, expect, it } from 'vitest';
 
-import { packPairBatch, samplePairs } from '../../src/train/pairs.js';
+import { packPairBatch, pairBatch, samplePairs } from '../../src/train/pairs.js';
 
 describe('samplePairs', () => {
   const labels = [true, true, true, false, false, false, true, false];
 
-  it('gives each example one positive and one negative pair per iteration, shuffled by seed', () => {
+  it('gives n x iterations same-label and other-label pairs, covering every distinct pair evenly, shuffled by seed', () => {
     const pairs = samplePairs(labels, { iterations: 20, seed: 5 });
     expect(pairs.a.length).toBe(2 * labels.length * 20);
+    const uses = new Map<string, number>();
     let positives = 0;
-    const perExample = new Array<number>(labels.length).fill(0);
     for (let p = 0; p < pairs.a.length; p += 1) {
       const a = pairs.a[p]!;
       const b = pairs.b[p]!;
-      perExample[a] += 1;
+      expect(a).toBeLessThanOrEqual(b);
       expect(pairs.labels[p]).toBe(labels[a] === labels[b] ? 1 : 0);
-      if (pairs.labels[p] === 1) {
-        positives += 1;
-        expect(b).not.toBe(a);
-      }
+      if (pairs.labels[p] === 1) positives += 1;
+      uses.set(`${a},${b}`, (uses.get(`${a},${b}`) ?? 0) + 1);
     }
     expect(positives).toBe(labels.length * 20);
-    expect(perExample).toEqual(new Array<number>(labels.length).fill(40));
+    // 4 + 4 examples: 2 x (6 + 4) = 20 same-label pairs (self pairs included) share 160 uses, 16
+    // other-label pairs share 160.
+    const same = [...uses].filter(([key]) => labels[Number(key.split(',')[0])] === labels[Number(key.split(',')[1])]);
+    const other = [...uses].filter(([key]) => !same.some(([k]) => k === key));
+    expect([same.length, other.length]).toEqual([20, 16]);
+    expect(new Set(same.map(([, n]) => n))).toEqual(new Set([8]));
+    expect(new Set(other.map(([, n]) => n))).toEqual(new Set([10]));
+    expect(uses.get('0,0')).toBe(8);
     expect(samplePairs(labels, { iterations: 20, seed: 5 })).toEqual(pairs);
     expect(samplePairs(labels, { iterations: 20, seed: 6 }).b).not.toEqual(pairs.b);
+  });
+
+  it('reads each kind of pair round-robin, so uses differ by at most one', () => {
+    // 3 + 2 examples, 1 round: 5 same-label pairs out of 6 + 3 distinct ones, 5 other-label out of 6.
+    const pairs = samplePairs([true, true, true, false, false], { iterations: 1, seed: 3 });
+    const counts = new Map<string, number>();
+    for (let p = 0; p < pairs.a.length; p += 1) {
+      const key = `${pairs.labels[p]}:${pairs.a[p]},${pairs.b[p]}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    expect(pairs.a.length).toBe(10);
+    expect(Math.max(...counts.values())).toBe(1);
   });
 
   it('rejects a single class and bad options', () => {
@@ -44,5 +61,19 @@ describe('packPairBatch', () => {
     expect(Array.from(batch.pairB)).toEqual([1, 1]);
     expect(Array.from(batch.labels)).toEqual([0, 0]);
     expect(Array.from(packPairBatch(tokens, pairs, 3, 16).labels)).toEqual([1]);
+  });
+});
+
+describe('pairBatch', () => {
+  it('gives every pair its two texts as rows of their own', () => {
+    const tokens = [Int32Array.of(101, 1, 102), Int32Array.of(101, 2, 2, 102), Int32Array.of(101, 3, 102)];
+    const pairs = { a: Int32Array.of(2, 0, 1), b: Int32Array.of(2, 1, 1), labels: Float32Array.of(1, 0, 1) };
+    const batch = pairBatch(tokens, pairs, 0, 2);
+    expect(Array.from(batch.lengths)).toEqual([3, 3, 3, 4]);
+    expect(Array.from(batch.ids)).toEqual([101, 3, 102, 101, 3, 102, 101, 1, 102, 101, 2, 2, 102]);
+    expect(Array.from(batch.pairA)).toEqual([0, 2]);
+    expect(Array.from(batch.pairB)).toEqual([1, 3]);
+    expect(Array.from(batch.labels)).toEqual([1, 0]);
+    expect(Array.from(pairBatch(tokens, pairs, 2, 16).lengths)).toEqual([4, 4]);
   });
 });
