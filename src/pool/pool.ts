@@ -6,13 +6,14 @@ import { availableParallelism } from 'node:os';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { debuglog } from 'node:util';
+import { BroadcastChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 
 import { Piscina } from 'piscina';
 
 import { SvcError, fromNativeError } from '../errors.js';
 import type { SvcErrorCode } from '../errors.js';
-import { kWorkerError } from './tasks.js';
+import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
 
 const debug = debuglog('svc');
@@ -144,6 +145,18 @@ export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferL
     throw new SvcError(failure.code as SvcErrorCode, failure.message, failure.param ? { param: failure.param } : {});
   }
   return result as T;
+}
+
+let forgetChannel: BroadcastChannel | undefined;
+
+/** Tells every worker to unload a fine-tuned encoder (its classifier was disposed) before its next task. */
+export function forgetEncoder(encoderFile: string): void {
+  if (!pool) return; // no workers, nothing loaded
+  if (!forgetChannel) {
+    forgetChannel = new BroadcastChannel(kEncoderChannel);
+    forgetChannel.unref();
+  }
+  forgetChannel.postMessage({ encoderFile });
 }
 
 /**

@@ -116,6 +116,9 @@ export interface WorkerSettings {
   niceness: number;
 }
 
+/** The BroadcastChannel on which disposed fine-tuned encoders are announced to the workers. */
+export const kEncoderChannel = 'svc-classify:forget-encoder';
+
 /** Key of the value a worker returns in place of throwing an SvcError. */
 export const kWorkerError = '__svcError';
 

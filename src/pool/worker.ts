@@ -3,7 +3,7 @@
 // classifier on it; results go back transferred, not copied.
 import { statSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { threadId } from 'node:worker_threads';
+import { BroadcastChannel, threadId } from 'node:worker_threads';
 
 import { move, workerData } from 'piscina';
 
@@ -15,7 +15,7 @@ import { scoreSegments } from '../predict/head.js';
 import { fitLogisticRegression, sigmoid } from '../train/logistic.js';
 import { embedTexts } from './embed-texts.js';
 import { finetune } from './finetune.js';
-import { kWorkerError } from './tasks.js';
+import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type {
   EmbedTask,
   FitResult,
@@ -42,9 +42,10 @@ if (process.platform === 'linux' && settings.niceness > 0) {
 const encoders = new Map<string, Encoder>();
 /**
  * Fine-tuned encoders kept loaded per worker (about 90 MB each in fp32, shared by the workers of
- * the process); the least recently used goes first. Base encoders are always kept.
+ * the process); the least recently used goes first, and a disposed classifier's at once. Base
+ * encoders are always kept.
  */
-const kMaxFinetunedEncoders = 8;
+const kMaxFinetunedEncoders = 4;
 
 /** The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. */
 function encoderFor(baseModel: string, encoderFile: string | null = null): Encoder {
@@ -64,6 +65,21 @@ function encoderFor(baseModel: string, encoderFile: string | null = null): Encod
   }
   return encoder;
 }
+
+// Disposed fine-tuned classifiers are announced here (see `forgetEncoder` in pool.ts), and each
+// worker drops its copy before its next task. (Piscina parks idle workers in Atomics.wait, so
+// messages are only read when a task gives the event loop a turn: see `run`.)
+const forgotten = new BroadcastChannel(kEncoderChannel);
+forgotten.unref();
+forgotten.onmessage = (event) => {
+  const { encoderFile } = (event as { data: { encoderFile: string } }).data;
+  for (const key of [...encoders.keys()]) {
+    if (key.startsWith(`${encoderFile}#`)) {
+      encoders.get(key)?.dispose();
+      encoders.delete(key);
+    }
+  }
+};
 
 function fileKey(file: string): string {
   const { ino, size, mtimeMs } = statSync(file);
@@ -136,6 +152,8 @@ async function dispatch(task: PoolTask): Promise<unknown> {
  * fields (code, param) when they cross threads.
  */
 export default async function run(task: PoolTask): Promise<unknown> {
+  // One turn of the event loop: delivers the forget announcements that came while parked.
+  await new Promise((resolve) => setImmediate(resolve));
   try {
     return await dispatch(task);
   } catch (error) {

@@ -10,7 +10,7 @@ import type { LogisticHead } from '../model/directory.js';
 import { isHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
 import type { Manifest, TrainingMetrics } from '../model/manifest.js';
-import { runTask } from '../pool/pool.js';
+import { forgetEncoder, runTask } from '../pool/pool.js';
 import { scoreTexts } from './batcher.js';
 
 /** One prediction: `probability` is P(label = true); `label` is `probability >= 0.5`. */
@@ -182,12 +182,14 @@ export class Classifier {
   }
 
   /**
-   * Releases the classifier; a base encoder stays loaded for the others, and a fine-tuned one
-   * is unloaded as other models need the room. Predicting afterwards throws.
+   * Releases the classifier: a base encoder stays loaded for the others, a fine-tuned one is
+   * unloaded from the pool's workers (and a just-trained one's temporary files removed).
+   * Predicting afterwards throws.
    */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    if (this.#encoderFile !== null) forgetEncoder(this.#encoderFile);
     if (this.#scratchDir !== null) removeScratchDir(this, this.#scratchDir);
   }
 

@@ -13,6 +13,7 @@ import { uciSentences } from '../../bench/corpora.js';
 import { SvcError } from '../../src/errors.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { SafetensorsFile } from '../../src/model/safetensors.js';
+import { loadedWeightSets } from '../../src/native/encoder.js';
 import { closePool, runTask } from '../../src/pool/pool.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
@@ -138,7 +139,16 @@ describe('train with a fine-tuned encoder', () => {
     expect(added).toHaveLength(1);
     const scratch = join(scratchRoot, added[0]!);
     expect((await readdir(scratch)).sort()).toEqual(['config.json', 'model.fp16.safetensors']);
+    // Predicting loads its encoder in a worker; disposing unloads it from every worker (before
+    // each one's next task).
+    const loaded = loadedWeightSets();
+    await trained.predict(texts);
+    expect(loadedWeightSets()).toBe(loaded + 1);
     trained.dispose();
+    for (let i = 0; i < 10 && loadedWeightSets() > loaded; i++) {
+      await Promise.all([runTask({ kind: 'ping' }), runTask({ kind: 'ping' })]);
+    }
+    expect(loadedWeightSets()).toBe(loaded);
     expect(existsSync(scratch)).toBe(false);
     await expect(trained.predict('still there?')).rejects.toThrow(SvcError);
   });
