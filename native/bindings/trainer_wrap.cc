@@ -37,7 +37,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
                         InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
 
-  // new Trainer(weightsFile, { heads, lnEps, dropout, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads })
+  // new Trainer(weightsFile, { heads, lnEps, dropout, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads, maxGradNorm })
   explicit TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TrainerWrap>(info) {
     if (info.Length() < 2 || !info[0].IsString() || !info[1].IsObject())
       throw Napi::TypeError::New(info.Env(), "Trainer(weightsFile, options)");
@@ -55,6 +55,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     t.adam.total_steps = static_cast<int64_t>(number_option(o, "totalSteps", 1));
     t.seed = static_cast<uint64_t>(number_option(o, "seed", 42));
     t.threads = static_cast<int>(number_option(o, "threads", 1));
+    t.max_grad_norm = number_option(o, "maxGradNorm", t.max_grad_norm);
     try {
       trainer_ = std::make_unique<svc::train::Trainer>(info[0].As<Napi::String>().Utf8Value(), t);
     } catch (const std::exception& e) {
@@ -89,7 +90,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
             labels.Data(), static_cast<int>(pa.ElementLength())};
   }
 
-  // step(ids, lengths, pairA, pairB, labels) -> Float64Array [loss, lr, stepsDone]
+  // step(ids, lengths, pairA, pairB, labels) -> Float64Array [loss, lr, stepsDone, gradNorm]
   Napi::Value Step(const Napi::CallbackInfo& info) {
     svc::train::Trainer& trainer = live(info);
     const svc::train::PairBatch b = batch(info);
@@ -99,10 +100,11 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     } catch (const std::exception& e) {
       throw Napi::Error::New(info.Env(), e.what());
     }
-    Napi::Float64Array out = Napi::Float64Array::New(info.Env(), 3);
+    Napi::Float64Array out = Napi::Float64Array::New(info.Env(), 4);
     out[0] = r.loss;
     out[1] = r.lr;
     out[2] = static_cast<double>(r.step);
+    out[3] = r.grad_norm;
     return out;
   }
 

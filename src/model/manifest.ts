@@ -37,6 +37,8 @@ export interface FinetuneSettings {
   weight_decay: number;
   warmup_ratio: number;
   dropout: number;
+  /** Gradients were clipped to this global L2 norm. */
+  max_grad_norm: number;
   seed: number;
   /** Engine threads of the run (results are reproducible for the same seed and threads). */
   threads: number;

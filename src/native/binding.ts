@@ -26,6 +26,7 @@ export interface NativeTrainerOptions {
   totalSteps: number;
   seed: number;
   threads: number;
+  maxGradNorm: number;
 }
 
 /** native/bindings/trainer_wrap.cc: contrastive fine-tuning of a BERT encoder. */

@@ -35,6 +35,8 @@ export interface EncoderTrainerOptions {
   eps?: number;
   /** Dropout in training. Default: the model's `hidden_dropout_prob` (0.1). */
   dropout?: number;
+  /** Clip the gradient to this global L2 norm before each update (SetFit uses 1); 0: no clipping. Default 0. */
+  maxGradNorm?: number;
 }
 
 export interface TrainStep {
@@ -44,6 +46,8 @@ export interface TrainStep {
   lr: number;
   /** Steps done, this one included. */
   step: number;
+  /** Global L2 norm of the batch's gradient, before any clipping. */
+  gradNorm: number;
 }
 
 interface ResolvedTrainerOptions {
@@ -54,6 +58,7 @@ interface ResolvedTrainerOptions {
   weightDecay: number;
   warmupRatio: number;
   eps: number;
+  maxGradNorm: number;
   dropout: number | undefined;
 }
 
@@ -68,7 +73,7 @@ function positiveInteger(value: unknown, name: string): number {
 
 function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps', min: number, max: number) => {
+  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps' | 'maxGradNorm', min: number, max: number) => {
     const value = options[key];
     if (value === undefined) return undefined;
     if (typeof value !== 'number' || !Number.isFinite(value)) throw new TypeError(`options.${key} must be a number`);
@@ -86,6 +91,7 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
     weightDecay: number('weightDecay', 0, 1) ?? kDefaults.weightDecay,
     warmupRatio: number('warmupRatio', 0, 1) ?? kDefaults.warmupRatio,
     eps: number('eps', 0, 1) ?? kAdam.eps,
+    maxGradNorm: number('maxGradNorm', 0, Number.MAX_VALUE) ?? 0,
     dropout: number('dropout', 0, 1),
   };
 }
@@ -131,6 +137,7 @@ export class EncoderTrainer {
           lr: resolved.lr,
           ...kAdam,
           eps: resolved.eps,
+          maxGradNorm: resolved.maxGradNorm,
           weightDecay: resolved.weightDecay,
           warmupRatio: resolved.warmupRatio,
           totalSteps: resolved.totalSteps,
@@ -163,8 +170,8 @@ export class EncoderTrainer {
   /** One forward, backward and AdamW update on a batch of pairs. */
   step(batch: PairBatch): TrainStep {
     try {
-      const [loss, lr, step] = this.#native.step(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
-      return { loss: loss!, lr: lr!, step: step! };
+      const [loss, lr, step, gradNorm] = this.#native.step(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
+      return { loss: loss!, lr: lr!, step: step!, gradNorm: gradNorm! };
     } catch (error) {
       throw fromNativeError(error);
     }

@@ -8,9 +8,16 @@ export const kBatchPairs = 16;
 
 /**
  * The fine-tuning recipe (SetFit's defaults): AdamW at a peak learning rate of 2e-5 with weight
- * decay 0.01, linear warm-up over the first 10% of steps then linear decay to 0, dropout 0.1.
+ * decay 0.01, linear warm-up over the first 10% of steps then linear decay to 0, dropout 0.1,
+ * gradients clipped to a global L2 norm of 1.
  */
-export const kFinetuneRecipe = Object.freeze({ lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1, dropout: 0.1 });
+export const kFinetuneRecipe = Object.freeze({
+  lr: 2e-5,
+  weightDecay: 0.01,
+  warmupRatio: 0.1,
+  dropout: 0.1,
+  maxGradNorm: 1,
+});
 
 /** Pairs over a set of examples: indices into the examples, and 1 (same label) or 0. */
 export interface Pairs {

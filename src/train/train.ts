@@ -258,6 +258,7 @@ function finetuneSettings(encoder: FinetunedEncoder, iterations: number, seed: n
     weight_decay: kFinetuneRecipe.weightDecay,
     warmup_ratio: kFinetuneRecipe.warmupRatio,
     dropout: kFinetuneRecipe.dropout,
+    max_grad_norm: kFinetuneRecipe.maxGradNorm,
     seed,
     threads: encoder.threads,
     final_loss: encoder.finalLoss,

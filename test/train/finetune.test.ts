@@ -75,7 +75,9 @@ describe('train with a fine-tuned encoder', () => {
       weight_decay: 0.01,
       warmup_ratio: 0.1,
       dropout: 0.1,
+      max_grad_norm: 1,
       seed: 42,
+      threads: 2,
     });
     expect(manifest.training.finetune!.final_loss).toBeGreaterThan(0);
     expect(manifest.metrics.train_accuracy).toBe(1);

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -62,6 +63,8 @@ void Trainer::init(const TrainerOptions& o) {
   for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
   workers_ = std::make_unique<Workers>(o.threads);
   seed_ = o.seed;
+  if (!(o.max_grad_norm >= 0)) throw std::invalid_argument("max grad norm must be a non-negative number");
+  max_grad_norm_ = o.max_grad_norm;
 }
 
 StepResult Trainer::step(const PairBatch& batch) {
@@ -69,9 +72,38 @@ StepResult Trainer::step(const PairBatch& batch) {
   const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true};
   StepResult r;
   r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get());
+  r.grad_norm = gradient_norm();
+  if (max_grad_norm_ > 0 && r.grad_norm > max_grad_norm_) {
+    // As torch.nn.utils.clip_grad_norm_: scale by max / (norm + 1e-6).
+    const float scale = static_cast<float>(max_grad_norm_ / (r.grad_norm + 1e-6));
+    float* g = grads_.data();
+    parallel_for_grain(workers_.get(), static_cast<int64_t>(grads_.size()), kNormBlock, [=](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) g[i] *= scale;
+    });
+  }
   r.lr = adam_->step(params_.data(), grads_.data(), workers_.get());
   r.step = adam_->steps_done();
   return r;
+}
+
+double Trainer::gradient_norm() {
+  // Blocks of fixed size summed in double, then added in block order: the same bits whatever
+  // the thread count (22M squares summed in float would lose the small ones).
+  const int64_t n = static_cast<int64_t>(grads_.size());
+  const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
+  std::vector<double> partial(blocks, 0.0);
+  const float* g = grads_.data();
+  parallel_for(workers_.get(), blocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      double sum = 0;
+      for (int64_t i = b * kNormBlock, end = std::min(n, (b + 1) * kNormBlock); i < end; ++i)
+        sum += static_cast<double>(g[i]) * g[i];
+      partial[b] = sum;
+    }
+  });
+  double total = 0;
+  for (const double part : partial) total += part;
+  return std::sqrt(total);
 }
 
 double Trainer::evaluate(const PairBatch& batch) {

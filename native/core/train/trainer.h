@@ -24,12 +24,16 @@ struct TrainerOptions {
   AdamWOptions adam;           // adam.total_steps drives the schedule
   uint64_t seed = 42;
   int threads = 1;
+  // Gradients whose global L2 norm exceeds this are scaled down to it before the update
+  // (sentence-transformers and SetFit clip at 1); 0 leaves them as they are.
+  double max_grad_norm = 0;
 };
 
 struct StepResult {
   double loss = 0;
   double lr = 0;               // the learning rate this step applied
   int64_t step = 0;            // steps done after this one
+  double grad_norm = 0;        // global L2 norm of the gradient, before clipping
 };
 
 class Trainer {
@@ -53,6 +57,9 @@ class Trainer {
 
  private:
   void init(const TrainerOptions& options);
+  // Global L2 norm of grads_.
+  double gradient_norm();
+  static constexpr int64_t kNormBlock = 1 << 16;
   // Checkpoint tensors held as fp32 here, and where: the frozen embeddings and every layer.
   std::map<std::string, const float*> fp32_sources() const;
   std::vector<std::string> fp32_tensor_names() const;
@@ -66,6 +73,7 @@ class Trainer {
   std::unique_ptr<Workers> workers_;
   Workspace<float> ws_;
   uint64_t seed_ = 0;
+  double max_grad_norm_ = 0;
 };
 
 }  // namespace svc::train
