@@ -91,7 +91,7 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
     weightDecay: number('weightDecay', 0, 1) ?? kDefaults.weightDecay,
     warmupRatio: number('warmupRatio', 0, 1) ?? kDefaults.warmupRatio,
     eps: number('eps', 0, 1) ?? kAdam.eps,
-    maxGradNorm: number('maxGradNorm', 0, Number.MAX_VALUE) ?? 0,
+    maxGradNorm: number('maxGradNorm', 0, Infinity) ?? 0,
     dropout: number('dropout', 0, 1),
   };
 }

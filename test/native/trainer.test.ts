@@ -100,6 +100,25 @@ describe('EncoderTrainer on svc-small', () => {
     expect(first[3]!.loss).toBeLessThan(first[0]!.loss);
   });
 
+  it('reports the gradient norm and clips the gradient to maxGradNorm', () => {
+    const options = { totalSteps: 10, threads: 2, seed: 5, lr: 1e-4 };
+    const free = EncoderTrainer.open(base.weightsFile, base.configFile, options);
+    const clipped = EncoderTrainer.open(base.weightsFile, base.configFile, { ...options, maxGradNorm: 1e-3 });
+    // Step 1 runs at learning rate 0 (warm-up): the same weights, so the same gradient.
+    const [a1, b1] = [free.step(kBatch), clipped.step(kBatch)];
+    expect(b1.gradNorm).toBe(a1.gradNorm);
+    expect(a1.gradNorm).toBeGreaterThan(1e-3);
+    const [a2, b2] = [free.step(kBatch), clipped.step(kBatch)];
+    expect(b2.loss).toBe(a2.loss);
+    // Step 2 updated them with the full and with the clipped gradient.
+    expect(clipped.step(kBatch).loss).not.toBe(free.step(kBatch).loss);
+    expect(() => EncoderTrainer.open(base.weightsFile, base.configFile, { ...options, maxGradNorm: -1 })).toThrow(
+      new RangeError('options.maxGradNorm must be in [0, Infinity)'),
+    );
+    free.dispose();
+    clipped.dispose();
+  });
+
   it('trains inside a worker thread with the same losses as the main thread', async () => {
     // The worker registers tsx itself (vitest's transform does not reach worker threads).
     const entry = new URL('./_trainer_worker.ts', import.meta.url).pathname;
