@@ -37,7 +37,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
                         InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
 
-  // new Trainer(weightsFile, { heads, lnEps, dropout, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads, maxGradNorm })
+  // new Trainer(weightsFile, { heads, lnEps, dropout, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads, maxGradNorm, trainEmbeddings })
   explicit TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TrainerWrap>(info) {
     if (info.Length() < 2 || !info[0].IsString() || !info[1].IsObject())
       throw Napi::TypeError::New(info.Env(), "Trainer(weightsFile, options)");
@@ -56,6 +56,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     t.seed = static_cast<uint64_t>(number_option(o, "seed", 42));
     t.threads = static_cast<int>(number_option(o, "threads", 1));
     t.max_grad_norm = number_option(o, "maxGradNorm", t.max_grad_norm);
+    t.train_embeddings = number_option(o, "trainEmbeddings", 0) != 0;
     try {
       trainer_ = std::make_unique<svc::train::Trainer>(info[0].As<Napi::String>().Utf8Value(), t);
     } catch (const std::exception& e) {

@@ -27,6 +27,8 @@ export interface NativeTrainerOptions {
   seed: number;
   threads: number;
   maxGradNorm: number;
+  /** 1: the embedding tables train too. */
+  trainEmbeddings: number;
 }
 
 /** native/bindings/trainer_wrap.cc: contrastive fine-tuning of a BERT encoder. */

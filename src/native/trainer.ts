@@ -37,6 +37,8 @@ export interface EncoderTrainerOptions {
   dropout?: number;
   /** Clip the gradient to this global L2 norm before each update (SetFit uses 1); 0: no clipping. Default 0. */
   maxGradNorm?: number;
+  /** Train the embedding tables and their LayerNorm too (as sentence-transformers does). Default false. */
+  trainEmbeddings?: boolean;
 }
 
 export interface TrainStep {
@@ -59,6 +61,7 @@ interface ResolvedTrainerOptions {
   warmupRatio: number;
   eps: number;
   maxGradNorm: number;
+  trainEmbeddings: boolean;
   dropout: number | undefined;
 }
 
@@ -68,6 +71,12 @@ const kAdam = Object.freeze({ beta1: 0.9, beta2: 0.999, eps: 1e-6 });
 function positiveInteger(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`${name} must be a positive integer`);
   if (value < 1) throw new RangeError(`${name} must be a positive integer`);
+  return value;
+}
+
+function flag(value: unknown, name: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new TypeError(`${name} must be a boolean`);
   return value;
 }
 
@@ -92,6 +101,7 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
     warmupRatio: number('warmupRatio', 0, 1) ?? kDefaults.warmupRatio,
     eps: number('eps', 0, 1) ?? kAdam.eps,
     maxGradNorm: number('maxGradNorm', 0, Infinity) ?? 0,
+    trainEmbeddings: flag(options.trainEmbeddings, 'options.trainEmbeddings'),
     dropout: number('dropout', 0, 1),
   };
 }
@@ -138,6 +148,7 @@ export class EncoderTrainer {
           ...kAdam,
           eps: resolved.eps,
           maxGradNorm: resolved.maxGradNorm,
+          trainEmbeddings: resolved.trainEmbeddings ? 1 : 0,
           weightDecay: resolved.weightDecay,
           warmupRatio: resolved.warmupRatio,
           totalSteps: resolved.totalSteps,

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/errors.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
+import { SafetensorsFile } from '../../src/model/safetensors.js';
 import { Encoder } from '../../src/native/encoder.js';
 import { EncoderTrainer, trainSelfTest } from '../../src/native/trainer.js';
 import type { PairBatch } from '../../src/native/trainer.js';
@@ -67,6 +68,7 @@ describe('training core gradient checks', () => {
       'gemm_fp32_vs_double',
       'gelu_fp32_vs_double',
       'toy_encoder_2_layers',
+      'toy_encoder_embeddings',
       'toy_encoder_data_parallel',
       'toy_encoder_fp32_vs_double',
     ]);
@@ -173,6 +175,36 @@ describe('EncoderTrainer on svc-small', () => {
       expect(cosine(row(served), row(again))).toBeGreaterThan(0.999999);
     }
     expect(() => reloaded.embed(kBatch.ids, kBatch.lengths)).toThrow(new SvcError('native_error', 'the trainer is disposed'));
+  });
+
+  it('trains the embedding tables with trainEmbeddings, and keeps them as loaded without', () => {
+    const word = 'embeddings.word_embeddings.weight';
+    const rowOf = (file: string, id: number) => {
+      const weights = SafetensorsFile.open(file);
+      const name = weights.has(word) ? word : `bert.${word}`;
+      return weights.float32(name).subarray(id * 384, (id + 1) * 384);
+    };
+    const rows = (trainEmbeddings: boolean) => {
+      const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 10, threads: 2, seed: 4, lr: 1e-4, trainEmbeddings });
+      for (let i = 0; i < 3; i += 1) trainer.step(kBatch);
+      const file = join(dir, `embeddings-${trainEmbeddings}.safetensors`);
+      trainer.save(file);
+      trainer.dispose();
+      // 2023 ("this") is in the batch; 7592 ("hello") is not.
+      return [rowOf(file, 2023), rowOf(file, 7592)];
+    };
+    const [used, unused] = [rowOf(base.weightsFile, 2023), rowOf(base.weightsFile, 7592)];
+    const [frozenUsed, frozenUnused] = rows(false);
+    expect([frozenUsed, frozenUnused]).toEqual([used, unused]);
+    const [trainedUsed, trainedUnused] = rows(true);
+    const moved = (a: Float32Array, b: Float32Array) => Math.max(...a.map((x, j) => Math.abs(x - b[j]!)));
+    // An Adam step moves a used row by about the learning rate per step; an unused one only
+    // decays (by 1e-4 x 0.01 x its value a step), below fp16's resolution here.
+    expect(moved(trainedUsed!, used!)).toBeGreaterThan(5e-5);
+    expect(moved(trainedUnused!, unused!)).toBeLessThan(moved(trainedUsed!, used!) / 10);
+    expect(() => EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 1, trainEmbeddings: 1 as never })).toThrow(
+      new TypeError('options.trainEmbeddings must be a boolean'),
+    );
   });
 
   it('rejects bad options and bad batches with exact messages', () => {

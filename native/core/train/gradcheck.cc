@@ -206,7 +206,9 @@ GradCheck check_gelu_fp32() {
   return r;
 }
 
-GradCheck check_whole_model(bool parallel, double& fp32_error) {
+// The toy encoder's parameters and, in `embeddings` (when given, unparallel run
+// only), its embedding tables, all against finite differences of the loss.
+GradCheck check_whole_model(bool parallel, double& fp32_error, GradCheck* embeddings = nullptr) {
   GradCheck r{"toy_encoder_2_layers", 0, 0};
   EncoderConfig cfg;
   cfg.layers = 2;
@@ -244,10 +246,19 @@ GradCheck check_whole_model(bool parallel, double& fp32_error) {
   Workspace<double> ws;
   // Garbage in the gradient buffers: forward_backward must overwrite every entry.
   std::vector<double> grads(params.size(), 7.0);
+  const auto loss = [&] { return forward_backward<double>(cfg, emb, params.data(), nullptr, batch, key, ws, nullptr); };
   if (!parallel) {
-    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
-    compare(r, params, grads,
-            [&] { return forward_backward<double>(cfg, emb, params.data(), nullptr, batch, key, ws, nullptr); });
+    EmbeddingGrads<double> eg;
+    eg.word.assign(emb.word.size(), 7.0);  // garbage: must be overwritten
+    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr, &eg);
+    compare(r, params, grads, loss);
+    if (embeddings) {
+      compare(*embeddings, emb.word, eg.word, loss);
+      compare(*embeddings, emb.position, eg.position, loss);
+      compare(*embeddings, emb.token_type, eg.token_type, loss);
+      compare(*embeddings, emb.ln_g, eg.ln_g, loss);
+      compare(*embeddings, emb.ln_b, eg.ln_b, loss);
+    }
     return r;
   }
   // The fp32 path (engine SGEMM with weights packed once per step, vectorized
@@ -265,27 +276,44 @@ GradCheck check_whole_model(bool parallel, double& fp32_error) {
     std::vector<float> params32 = narrow(params), grads32(params.size(), 5.f);
     Workers two(2);
     Workspace<float> ws32;
-    forward_backward<float>(cfg, emb32, params32.data(), grads32.data(), batch, key, ws32, &two);
-    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+    EmbeddingGrads<float> eg32;
+    EmbeddingGrads<double> eg;
+    forward_backward<float>(cfg, emb32, params32.data(), grads32.data(), batch, key, ws32, &two, &eg32);
+    forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr, &eg);
     double scale = 0, worst = 0;
-    for (size_t i = 0; i < grads.size(); ++i) {
-      scale = std::max(scale, std::fabs(grads[i]));
-      worst = std::max(worst, std::fabs(grads32[i] - grads[i]));
-    }
+    auto widen = [&](const std::vector<float>& g32, const std::vector<double>& g64) {
+      for (size_t i = 0; i < g64.size(); ++i) {
+        scale = std::max(scale, std::fabs(g64[i]));
+        worst = std::max(worst, std::fabs(g32[i] - g64[i]));
+      }
+    };
+    widen(grads32, grads);
+    widen(eg32.word, eg.word);
+    widen(eg32.position, eg.position);
+    widen(eg32.ln_g, eg.ln_g);
+    widen(eg32.ln_b, eg.ln_b);
     fp32_error = worst / scale;
   }
   // The batch split across three threads (three text groups, gradients summed) against one pass.
   r.name = "toy_encoder_data_parallel";
   Workers workers(3);
   std::vector<double> split(params.size(), -3.0);
-  forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr);
+  EmbeddingGrads<double> eg, eg3;
+  forward_backward<double>(cfg, emb, params.data(), grads.data(), batch, key, ws, nullptr, &eg);
   Workspace<double> ws3;
-  forward_backward<double>(cfg, emb, params.data(), split.data(), batch, key, ws3, &workers);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    const double denom = std::max({std::fabs(grads[i]), std::fabs(split[i]), kGradFloor});
-    r.max_rel_error = std::max(r.max_rel_error, std::fabs(grads[i] - split[i]) / denom);
-    ++r.compared;
-  }
+  forward_backward<double>(cfg, emb, params.data(), split.data(), batch, key, ws3, &workers, &eg3);
+  auto agree = [&](const std::vector<double>& one, const std::vector<double>& three) {
+    for (size_t i = 0; i < one.size(); ++i) {
+      const double denom = std::max({std::fabs(one[i]), std::fabs(three[i]), kGradFloor});
+      r.max_rel_error = std::max(r.max_rel_error, std::fabs(one[i] - three[i]) / denom);
+      ++r.compared;
+    }
+  };
+  agree(grads, split);
+  agree(eg.word, eg3.word);
+  agree(eg.position, eg3.position);
+  agree(eg.ln_g, eg3.ln_g);
+  agree(eg.ln_b, eg3.ln_b);
   return r;
 }
 
@@ -293,10 +321,12 @@ GradCheck check_whole_model(bool parallel, double& fp32_error) {
 
 std::vector<GradCheck> run_gradient_checks() {
   double fp32_error = 0;
+  GradCheck embeddings{"toy_encoder_embeddings", 0, 0};
   std::vector<GradCheck> out = {check_linear(),      check_layer_norm(),      check_gelu(),
                                 check_attention(),   check_pool_normalize_loss(), check_gemm_fp32(),
-                                check_gelu_fp32(),   check_whole_model(false, fp32_error),
-                                check_whole_model(true, fp32_error)};
+                                check_gelu_fp32(),   check_whole_model(false, fp32_error, &embeddings)};
+  out.push_back(embeddings);
+  out.push_back(check_whole_model(true, fp32_error));
   out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});
   return out;
 }

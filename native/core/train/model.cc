@@ -63,11 +63,12 @@ std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
 
 namespace {
 
+// x = LN(word + position + type 0) per token; keeps the LayerNorm's x̂ and 1/σ
+// in ws for the embeddings' backward.
 template <typename T>
-void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const PairBatch& b, const Workspace<T>& ws,
-                  T* x) {
+void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const PairBatch& b, Workspace<T>& ws, T* x) {
   const int h = cfg.hidden;
-  std::vector<T> sum(h), rstd(1);
+  std::vector<T> sum(h);
   for (int t = 0; t < b.texts; ++t) {
     for (int i = 0; i < b.lengths[t]; ++i) {
       const int64_t row = ws.offsets[t] + i;
@@ -75,8 +76,8 @@ void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const Pair
       for (int j = 0; j < h; ++j)
         sum[j] = emb.word[static_cast<int64_t>(id) * h + j] + emb.position[static_cast<int64_t>(i) * h + j] +
                  emb.token_type[j];
-      layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.ln_eps, x + row * h, nullptr,
-                            rstd.data());
+      layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.ln_eps, x + row * h,
+                            ws.emb_xhat.data() + row * h, ws.emb_rstd.data() + row);
     }
   }
 }
@@ -130,6 +131,8 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   sub.ids = g.ids;
   sub.lengths = g.lengths;
   sub.texts = g.texts;
+  ws.emb_xhat.resize(th);
+  ws.emb_rstd.resize(rows);
   embed_tokens(cfg, emb, sub, ws, ws.layers[0].x.data());
   dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.layers[0].x.data());
 
@@ -176,9 +179,11 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
 
 // Backward over one group from d loss / d (its normalized embeddings) in ws.demb;
 // weight-matrix gradients are written, bias and LayerNorm ones added.
+// With `emb` (the embeddings train), also d loss / d the embedding LayerNorm's
+// input per token into ws.emb_dsum and its γ, β gradients into ws.emb_dln_g, _b.
 template <typename T>
 void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
-                   Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
+                   Workspace<T>& ws, Workers* workers, const PackedF32* panels, const Embeddings<T>* emb) {
   const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   const int rows = ws.tokens;
@@ -217,9 +222,45 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
                        grads + o.bo, workers, packed(1));
     attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
                           stream(l, DropSite::kAttentionProbs), p, workers);
-    // Frozen embeddings need no gradient, so layer 0 skips d input.
-    linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(), l > 0 ? ws.dy.data() : nullptr,
-                       T(1), grads + o.wqkv, grads + o.bqkv, workers, packed(0));
+    // Frozen embeddings need no gradient, so layer 0 then skips d input.
+    linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(),
+                       l > 0 || emb ? ws.dy.data() : nullptr, T(1), grads + o.wqkv, grads + o.bqkv, workers,
+                       packed(0));
+  }
+  if (!emb) return;
+  // ws.dy holds d loss / d (layer 0 input) = d (dropped-out embedding LayerNorm output).
+  dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.dy.data());
+  ws.emb_dsum.resize(th);
+  ws.emb_dln_g.assign(h, T(0));
+  ws.emb_dln_b.assign(h, T(0));
+  layer_norm_backward<T>(rows, h, ws.dy.data(), ws.emb_xhat.data(), ws.emb_rstd.data(), emb->ln_g.data(),
+                         ws.emb_dsum.data(), ws.emb_dln_g.data(), ws.emb_dln_b.data());
+}
+
+// Adds every group's d (embedding sum) into the rows of the tables its tokens
+// used, in batch row order (the same order whatever the thread count).
+template <typename T>
+void scatter_embedding_grads(const EncoderConfig& cfg, const Embeddings<T>& emb, const std::vector<TextGroup>& groups,
+                             const std::vector<Workspace<T>>& parts, EmbeddingGrads<T>& out) {
+  const int64_t h = cfg.hidden;
+  out.word.assign(emb.word.size(), T(0));
+  out.position.assign(emb.position.size(), T(0));
+  out.token_type.assign(emb.token_type.size(), T(0));
+  out.ln_g.assign(h, T(0));
+  out.ln_b.assign(h, T(0));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Workspace<T>& part = parts[i];
+    add_into(h, part.emb_dln_g.data(), out.ln_g.data());
+    add_into(h, part.emb_dln_b.data(), out.ln_b.data());
+    int64_t row = 0;
+    for (int t = 0; t < groups[i].texts; ++t) {
+      for (int pos = 0; pos < groups[i].lengths[t]; ++pos, ++row) {
+        const T* d = part.emb_dsum.data() + row * h;
+        add_into(h, d, out.word.data() + static_cast<int64_t>(groups[i].ids[row]) * h);
+        add_into(h, d, out.position.data() + pos * h);
+        add_into(h, d, out.token_type.data());  // every token is of type 0
+      }
+    }
   }
 }
 
@@ -281,7 +322,8 @@ std::vector<TextGroup> split_texts(const PairBatch& b, int parts) {
 
 template <typename T>
 T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
-                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers) {
+                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers,
+                   EmbeddingGrads<T>* emb_grads) {
   const int h = cfg.hidden;
   int64_t tokens = 0;
   for (int t = 0; t < b.texts; ++t) {
@@ -336,8 +378,9 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
       target = ws.part_grads[i].data();
     }
     zero_vector_grads(cfg, target);
-    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd);
+    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd, emb_grads ? &emb : nullptr);
   });
+  if (emb_grads) scatter_embedding_grads(cfg, emb, groups, ws.parts, *emb_grads);
   // Sum the groups' gradients in group order: fixed for a given thread count.
   if (parts > 1)
     parallel_for_grain(workers, n, 4096, [&](int64_t i0, int64_t i1) {
@@ -350,8 +393,10 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
 }
 
 template float forward_backward<float>(const EncoderConfig&, const Embeddings<float>&, const float*, float*,
-                                       const PairBatch&, const StepKey&, Workspace<float>&, Workers*);
+                                       const PairBatch&, const StepKey&, Workspace<float>&, Workers*,
+                                       EmbeddingGrads<float>*);
 template double forward_backward<double>(const EncoderConfig&, const Embeddings<double>&, const double*, double*,
-                                         const PairBatch&, const StepKey&, Workspace<double>&, Workers*);
+                                         const PairBatch&, const StepKey&, Workspace<double>&, Workers*,
+                                         EmbeddingGrads<double>*);
 
 }  // namespace svc::train

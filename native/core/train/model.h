@@ -48,6 +48,12 @@ struct Embeddings {
   std::vector<T> word, position, token_type, ln_g, ln_b;
 };
 
+// Gradients of the embedding tables when they train (dense, as PyTorch keeps them).
+template <typename T>
+struct EmbeddingGrads {
+  std::vector<T> word, position, token_type, ln_g, ln_b;
+};
+
 // A packed batch: every text's ids back to back, and the pairs the loss compares.
 struct PairBatch {
   const int32_t* ids = nullptr;
@@ -71,6 +77,8 @@ struct Workspace {
   std::vector<int64_t> prob_offsets;
   std::vector<LayerActivations<T>> layers;
   std::vector<T> out, pooled, norms, emb;
+  // The embedding LayerNorm's x̂ and 1/σ per token, and (backward) d loss / d its input.
+  std::vector<T> emb_xhat, emb_rstd, emb_dsum, emb_dln_g, emb_dln_b;
   // When a step runs data-parallel: one workspace and one gradient buffer per text group.
   std::vector<Workspace<T>> parts;
   std::vector<std::vector<T>> part_grads;
@@ -89,9 +97,11 @@ struct StepKey {
 
 // Runs the forward pass and returns the cosine-similarity loss; ws.emb holds
 // the normalized embeddings. When grads is not null, also runs backward and
-// writes d loss / d params into grads (every entry is overwritten).
+// writes d loss / d params into grads (every entry is overwritten), and when
+// emb_grads is not null too, d loss / d the embedding tables into it.
 template <typename T>
 T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
-                   const PairBatch& batch, const StepKey& key, Workspace<T>& ws, Workers* workers);
+                   const PairBatch& batch, const StepKey& key, Workspace<T>& ws, Workers* workers,
+                   EmbeddingGrads<T>* emb_grads = nullptr);
 
 }  // namespace svc::train

@@ -65,44 +65,73 @@ void Trainer::init(const TrainerOptions& o) {
   seed_ = o.seed;
   if (!(o.max_grad_norm >= 0)) throw std::invalid_argument("max grad norm must be a non-negative number");
   max_grad_norm_ = o.max_grad_norm;
+  train_embeddings_ = o.train_embeddings;
+  if (train_embeddings_) {
+    // HF's no-decay list: LayerNorm weights and biases; the three tables decay.
+    const bool decays[5] = {true, true, true, false, false};
+    std::vector<std::vector<float>*> tables = embedding_tables();
+    for (size_t i = 0; i < tables.size(); ++i)
+      emb_adam_.push_back(std::make_unique<AdamW>(o.adam, std::vector<uint8_t>(tables[i]->size(), decays[i] ? 1 : 0)));
+  }
 }
 
 StepResult Trainer::step(const PairBatch& batch) {
   if (batch.pairs < 1) throw std::invalid_argument("a step needs at least one pair");
   const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true};
   StepResult r;
-  r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get());
+  r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get(),
+                                   train_embeddings_ ? &emb_grads_ : nullptr);
   r.grad_norm = gradient_norm();
   if (max_grad_norm_ > 0 && r.grad_norm > max_grad_norm_) {
     // As torch.nn.utils.clip_grad_norm_: scale by max / (norm + 1e-6).
     const float scale = static_cast<float>(max_grad_norm_ / (r.grad_norm + 1e-6));
-    float* g = grads_.data();
-    parallel_for_grain(workers_.get(), static_cast<int64_t>(grads_.size()), kNormBlock, [=](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) g[i] *= scale;
-    });
+    std::vector<std::vector<float>*> all = embedding_gradients();
+    all.push_back(&grads_);
+    for (std::vector<float>* grads : all) {
+      float* g = grads->data();
+      parallel_for_grain(workers_.get(), static_cast<int64_t>(grads->size()), kNormBlock, [=](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) g[i] *= scale;
+      });
+    }
   }
   r.lr = adam_->step(params_.data(), grads_.data(), workers_.get());
+  const std::vector<std::vector<float>*> tables = embedding_tables(), grads = embedding_gradients();
+  for (size_t i = 0; i < emb_adam_.size(); ++i) emb_adam_[i]->step(tables[i]->data(), grads[i]->data(), workers_.get());
   r.step = adam_->steps_done();
   return r;
+}
+
+std::vector<std::vector<float>*> Trainer::embedding_tables() {
+  if (!train_embeddings_) return {};
+  return {&emb_.word, &emb_.position, &emb_.token_type, &emb_.ln_g, &emb_.ln_b};
+}
+
+std::vector<std::vector<float>*> Trainer::embedding_gradients() {
+  if (!train_embeddings_) return {};
+  return {&emb_grads_.word, &emb_grads_.position, &emb_grads_.token_type, &emb_grads_.ln_g, &emb_grads_.ln_b};
 }
 
 double Trainer::gradient_norm() {
   // Blocks of fixed size summed in double, then added in block order: the same bits whatever
   // the thread count (22M squares summed in float would lose the small ones).
-  const int64_t n = static_cast<int64_t>(grads_.size());
-  const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
-  std::vector<double> partial(blocks, 0.0);
-  const float* g = grads_.data();
-  parallel_for(workers_.get(), blocks, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      double sum = 0;
-      for (int64_t i = b * kNormBlock, end = std::min(n, (b + 1) * kNormBlock); i < end; ++i)
-        sum += static_cast<double>(g[i]) * g[i];
-      partial[b] = sum;
-    }
-  });
+  std::vector<std::vector<float>*> all = embedding_gradients();
+  all.push_back(&grads_);
   double total = 0;
-  for (const double part : partial) total += part;
+  for (const std::vector<float>* grads : all) {
+    const int64_t n = static_cast<int64_t>(grads->size());
+    const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
+    std::vector<double> partial(blocks, 0.0);
+    const float* g = grads->data();
+    parallel_for(workers_.get(), blocks, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        double sum = 0;
+        for (int64_t i = b * kNormBlock, end = std::min(n, (b + 1) * kNormBlock); i < end; ++i)
+          sum += static_cast<double>(g[i]) * g[i];
+        partial[b] = sum;
+      }
+    });
+    for (const double part : partial) total += part;
+  }
   return std::sqrt(total);
 }
 

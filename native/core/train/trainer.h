@@ -27,6 +27,9 @@ struct TrainerOptions {
   // Gradients whose global L2 norm exceeds this are scaled down to it before the update
   // (sentence-transformers and SetFit clip at 1); 0 leaves them as they are.
   double max_grad_norm = 0;
+  // Train the embedding tables (word, position, token type, their LayerNorm) too, as
+  // sentence-transformers does; false keeps them as loaded.
+  bool train_embeddings = false;
 };
 
 struct StepResult {
@@ -57,8 +60,11 @@ class Trainer {
 
  private:
   void init(const TrainerOptions& options);
-  // Global L2 norm of grads_.
+  // Global L2 norm of grads_ and, when they train, the embedding gradients.
   double gradient_norm();
+  // The embedding tables with their gradients and optimizers, in one order.
+  std::vector<std::vector<float>*> embedding_tables();
+  std::vector<std::vector<float>*> embedding_gradients();
   static constexpr int64_t kNormBlock = 1 << 16;
   // Checkpoint tensors held as fp32 here, and where: the frozen embeddings and every layer.
   std::map<std::string, const float*> fp32_sources() const;
@@ -70,6 +76,11 @@ class Trainer {
   Embeddings<float> emb_;
   std::vector<float> params_, grads_;
   std::unique_ptr<AdamW> adam_;
+  // When the embeddings train: their gradients and one optimizer per table (the
+  // same schedule and decay rules; LayerNorm without decay).
+  bool train_embeddings_ = false;
+  EmbeddingGrads<float> emb_grads_;
+  std::vector<std::unique_ptr<AdamW>> emb_adam_;
   std::unique_ptr<Workers> workers_;
   Workspace<float> ws_;
   uint64_t seed_ = 0;
