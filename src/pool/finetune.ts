@@ -10,7 +10,7 @@ import { kEncoderFile } from '../model/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { Tokenizer } from '../native/tokenizer.js';
 import { EncoderTrainer } from '../native/trainer.js';
-import { kBatchPairs, kFinetuneRecipe, pairBatch, samplePairs } from '../train/pairs.js';
+import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs } from '../train/pairs.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
 
 /** Steps the reported loss is averaged over. */
@@ -43,7 +43,7 @@ export function finetune(task: FinetuneTask): FinetuneResult | null {
   try {
     for (let step = 0; step < steps; step++) {
       if (stopped()) return null;
-      const { loss } = trainer.step(pairBatch(rows, pairs, step * kBatchPairs, kBatchPairs));
+      const { loss } = trainer.step(packPairBatch(rows, pairs, step * kBatchPairs, kBatchPairs));
       recent.push(loss);
       if (recent.length > kLossWindow) recent.shift();
       const message: FinetuneStepMessage = { done: step + 1, total: steps, loss: mean(recent) };
