@@ -27,6 +27,14 @@ function tokenize(baseModel: string, texts: string[]): { ids: Int32Array; length
 
 /** Runs the task; null when the caller asked it to stop (checked before every step). */
 export function finetune(task: FinetuneTask): FinetuneResult | null {
+  try {
+    return train(task);
+  } finally {
+    task.progress.close();
+  }
+}
+
+function train(task: FinetuneTask): FinetuneResult | null {
   const started = performance.now();
   const base = resolveBaseModel(task.baseModel);
   const { ids, lengths, rows } = tokenize(task.baseModel, task.texts);
@@ -39,10 +47,9 @@ export function finetune(task: FinetuneTask): FinetuneResult | null {
     ...kFinetuneRecipe,
   });
   const recent: number[] = [];
-  const stopped = (): boolean => Atomics.load(task.stop, 0) !== 0;
   try {
     for (let step = 0; step < steps; step++) {
-      if (stopped()) return null;
+      if (Atomics.load(task.stop, 0) !== 0) return null;
       const { loss } = trainer.step(packPairBatch(rows, pairs, step * kBatchPairs, kBatchPairs));
       recent.push(loss);
       if (recent.length > kLossWindow) recent.shift();
@@ -62,7 +69,6 @@ export function finetune(task: FinetuneTask): FinetuneResult | null {
     }
   } finally {
     trainer.dispose();
-    task.progress.close();
   }
 }
 
