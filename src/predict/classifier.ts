@@ -50,9 +50,9 @@ function toPrediction(probability: number): Prediction {
  * // trained on 20 UCI IMDB sentences (10 positive, 10 negative), label_text 'positive review'
  * const classifier = await Classifier.load('./positive-review');
  * await classifier.predict('A wonderful, moving film.');
- * // { label: true, probability: 0.5832293629646301 }
+ * // { label: true, probability: 0.663558840751648 }
  * await classifier.predict(['Loved it', 'Two hours I will never get back']);
- * // [{ label: true, probability: 0.5366119146347046 }, { label: false, probability: 0.4272533655166626 }]
+ * // [{ label: true, probability: 0.5833572149276733 }, { label: false, probability: 0.30579420924186707 }]
  * ```
  */
 export class Classifier {
@@ -142,7 +142,8 @@ export class Classifier {
    * @example
    * ```ts
    * await classifier.save('./positive-review');
-   * // ./positive-review: config.json head.json manifest.json onnx/model.onnx tokenizer.json tokenizer_config.json
+   * // ./positive-review: config.json head.json manifest.json model.fp16.safetensors (fine-tuned encoder)
+   * //                    onnx/model.onnx tokenizer.json tokenizer_config.json
    * ```
    */
   async save(dir: string): Promise<void> {
