@@ -45,20 +45,23 @@ describe('Encoder memory', () => {
     const ids = Int32Array.of(101, 7592, 102, 101, 2088, 999, 102); // "hello", "world!"
     const lengths = Int32Array.of(3, 4);
     const first = encoder.embedIdsSync(ids, lengths);
-    let baseline = 0;
+    const samples: number[] = [];
     // 2,000 warm-up batches (scratch buffers and the allocator's per-thread arenas, which V8
-    // frees ArrayBuffers into from its own threads, reach their size), then 10,000 measured.
+    // frees ArrayBuffers into from its own threads, reach their size), then 10,000 measured in
+    // five windows of 2,000.
     for (let i = 1; i <= 12_000; i++) {
       const out = encoder.embedIdsSync(ids, lengths);
       if (i % 2000 === 0) {
         expect(out).toEqual(first);
-        const rss = await settledNativeRss();
-        if (i === 2000) baseline = rss;
+        samples.push(await settledNativeRss());
       }
     }
-    const growth = (await settledNativeRss()) - baseline;
     encoder.dispose();
-    // A leak of even the output (3 KB per call) would add some 29 MiB over 10,000 calls.
-    expect(growth).toBeLessThan(4 * kMiB);
+    // A leak grows resident memory in every window: one of even the output (3 KB per call) adds
+    // some 6 MiB to each. A one-time step (the allocator opening another arena when a busy
+    // machine makes threads contend) lands in one window only, so the median window is the test.
+    const windows = samples.slice(1).map((rss, k) => rss - samples[k]!).sort((a, b) => a - b);
+    expect(windows).toHaveLength(5);
+    expect(windows[2]).toBeLessThan(0.8 * kMiB);
   }, 180_000);
 });
