@@ -1,5 +1,6 @@
-// The training job: validate, embed the examples in the pool, fit the head in the pool, and
-// optionally publish the model directory to a hub. The main thread only awaits.
+// The training job: validate, fine-tune the encoder (or embed with the frozen one) in the pool,
+// fit the head in the pool, and optionally publish the model directory to a hub. The main thread
+// only awaits.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
