@@ -3,7 +3,6 @@
 import { copyFile, mkdir, rename } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
-import { SvcError } from '../errors.js';
 import { resolveBaseModel } from './base-models.js';
 import { writeManifestAndHead } from './directory.js';
 import type { LogisticHead } from './directory.js';
@@ -23,9 +22,7 @@ export async function writeModelDir(
   encoderFile: string | null = null,
 ): Promise<void> {
   const base = resolveBaseModel(manifest.base_model);
-  if ((manifest.body === 'finetuned') !== (encoderFile !== null)) {
-    throw new SvcError('internal', `a '${manifest.body}' model ${encoderFile === null ? 'needs' : 'takes no'} encoder weights`);
-  }
+  // Classifier guarantees that a 'finetuned' manifest comes with its encoder file, and only then.
   let weightsFile = base.weightsFile;
   if (encoderFile !== null) {
     // Copied first, so the ONNX graph is built from the directory's own weights.

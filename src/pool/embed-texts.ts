@@ -6,12 +6,17 @@ import { Tokenizer } from '../native/tokenizer.js';
 // One tokenizer per base model in this worker, like the encoders.
 const tokenizers = new Map<string, Tokenizer>();
 
-export function embedTexts(baseModel: string, encoder: Encoder, texts: string[]): Float32Array {
+/** The worker's tokenizer of a base model, loaded on first use. */
+export function tokenizerFor(baseModel: string): Tokenizer {
   let tokenizer = tokenizers.get(baseModel);
   if (!tokenizer) {
     tokenizer = Tokenizer.fromPretrained(baseModel);
     tokenizers.set(baseModel, tokenizer);
   }
-  const { ids, lengths } = tokenizer.encodeBatch(texts, { maxLength: encoder.maxLength });
+  return tokenizer;
+}
+
+export function embedTexts(baseModel: string, encoder: Encoder, texts: string[]): Float32Array {
+  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength: encoder.maxLength });
   return encoder.embedIdsSync(ids, lengths);
 }

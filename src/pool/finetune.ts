@@ -8,16 +8,16 @@ import { performance } from 'node:perf_hooks';
 import { resolveBaseModel } from '../model/base-models.js';
 import { kEncoderFile } from '../model/manifest.js';
 import { Encoder } from '../native/encoder.js';
-import { Tokenizer } from '../native/tokenizer.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs } from '../train/pairs.js';
+import { tokenizerFor } from './embed-texts.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
 
 /** Steps the reported loss is averaged over. */
 const kLossWindow = 10;
 
 function tokenize(baseModel: string, texts: string[]): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
-  const { ids, lengths } = Tokenizer.fromPretrained(baseModel).encodeBatch(texts, {
+  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(texts, {
     maxLength: resolveBaseModel(baseModel).maxLength,
   });
   let offset = 0;

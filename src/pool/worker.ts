@@ -39,31 +39,50 @@ if (process.platform === 'linux' && settings.niceness > 0) {
     // not permitted: keep the normal priority
   }
 }
+// Base encoders, by base model name: always kept.
 const encoders = new Map<string, Encoder>();
 /**
- * Fine-tuned encoders kept loaded per worker (about 90 MB each in fp32, shared by the workers of
- * the process); the least recently used goes first, and a disposed classifier's at once. Base
- * encoders are always kept.
+ * Fine-tuned encoders by weight file, least recently used first, at most 4 (about 90 MB each in
+ * fp32, shared by the workers of the process); a disposed classifier's goes at once. `identity`
+ * tells a model saved again to the same path from the one loaded.
  */
+const finetuned = new Map<string, { identity: string; encoder: Encoder }>();
 const kMaxFinetunedEncoders = 4;
+
+function loadEncoder(model: string): Encoder {
+  // fp32: probabilities must match the exported ONNX model within 1e-3.
+  return Encoder.fromPretrained(model, { precision: 'fp32', threads: settings.engineThreads });
+}
 
 /** The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. */
 function encoderFor(baseModel: string, encoderFile: string | null = null): Encoder {
-  // A fine-tuned model saved again to the same path is a different encoder: key by the file's identity.
-  const key = encoderFile === null ? baseModel : fileKey(encoderFile);
-  let encoder = encoders.get(key);
-  if (encoder && encoderFile !== null) {
-    // Most recently used last.
-    encoders.delete(key);
-    encoders.set(key, encoder);
+  if (encoderFile === null) {
+    let encoder = encoders.get(baseModel);
+    if (!encoder) {
+      encoder = loadEncoder(baseModel);
+      encoders.set(baseModel, encoder);
+    }
+    return encoder;
   }
-  if (!encoder) {
-    // fp32: probabilities must match the exported ONNX model within 1e-3.
-    encoder = Encoder.fromPretrained(encoderFile ?? baseModel, { precision: 'fp32', threads: settings.engineThreads });
-    encoders.set(key, encoder);
-    if (encoderFile !== null) evictFinetuned();
+  const { ino, size, mtimeMs } = statSync(encoderFile);
+  const identity = `${ino}:${size}:${mtimeMs}`;
+  let entry = finetuned.get(encoderFile);
+  if (entry?.identity !== identity) {
+    forget(encoderFile);
+    entry = { identity, encoder: loadEncoder(encoderFile) };
   }
-  return encoder;
+  finetuned.delete(encoderFile); // re-inserted last: most recently used
+  finetuned.set(encoderFile, entry);
+  for (const [file] of finetuned) {
+    if (finetuned.size <= kMaxFinetunedEncoders) break;
+    forget(file);
+  }
+  return entry.encoder;
+}
+
+function forget(encoderFile: string): void {
+  finetuned.get(encoderFile)?.encoder.dispose();
+  finetuned.delete(encoderFile);
 }
 
 // Disposed fine-tuned classifiers are announced here (see `forgetEncoder` in pool.ts), and each
@@ -71,28 +90,7 @@ function encoderFor(baseModel: string, encoderFile: string | null = null): Encod
 // messages are only read when a task gives the event loop a turn: see `run`.)
 const forgotten = new BroadcastChannel(kEncoderChannel);
 forgotten.unref();
-forgotten.onmessage = (event) => {
-  const { encoderFile } = (event as { data: { encoderFile: string } }).data;
-  for (const key of [...encoders.keys()]) {
-    if (key.startsWith(`${encoderFile}#`)) {
-      encoders.get(key)?.dispose();
-      encoders.delete(key);
-    }
-  }
-};
-
-function fileKey(file: string): string {
-  const { ino, size, mtimeMs } = statSync(file);
-  return `${file}#${ino}:${size}:${mtimeMs}`;
-}
-
-function evictFinetuned(): void {
-  const finetuned = [...encoders.keys()].filter((key) => key.includes('.safetensors#'));
-  for (const key of finetuned.slice(0, Math.max(0, finetuned.length - kMaxFinetunedEncoders))) {
-    encoders.get(key)?.dispose();
-    encoders.delete(key);
-  }
-}
+forgotten.onmessage = (event) => forget((event as { data: { encoderFile: string } }).data.encoderFile);
 
 function embed(task: EmbedTask): Float32Array {
   return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts);

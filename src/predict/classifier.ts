@@ -2,8 +2,6 @@
 // itself lives in the pool's workers, one per base model, shared by every classifier.
 import { resolve as resolvePath } from 'node:path';
 
-import { removeScratchDir, trackScratchDir } from './scratch.js';
-
 import { SvcError } from '../errors.js';
 import { readModelDir } from '../model/directory.js';
 import type { LogisticHead } from '../model/directory.js';
@@ -12,6 +10,7 @@ import type { Hub } from '../model/hub.js';
 import type { Manifest, TrainingMetrics } from '../model/manifest.js';
 import { forgetEncoder, runTask } from '../pool/pool.js';
 import { scoreTexts } from './batcher.js';
+import { removeScratchDir, trackScratchDir } from './scratch.js';
 
 /** One prediction: `probability` is P(label = true); `label` is `probability >= 0.5`. */
 export interface Prediction {

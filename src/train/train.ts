@@ -170,10 +170,11 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   const texts = examples.map((example) => example.text);
   const labels = Uint8Array.from(examples, (example) => (example.label ? 1 : 0));
   const finetune = validated.finetune ?? true;
+  const iterations = numIterations(validated);
+  const seed = options.seed ?? kDefaultSeed;
   let encoder: FinetunedEncoder | null = null;
   let embeddings: Float32Array;
   if (finetune) {
-    const iterations = numIterations(validated);
     const steps = Math.ceil((2 * iterations * examples.length) / kBatchPairs);
     options.onProgress?.({ stage: 'finetune', done: 0, total: steps });
     encoder = await runFinetuneStage({
@@ -181,7 +182,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       texts,
       labels,
       iterations,
-      seed: options.seed ?? kDefaultSeed,
+      seed,
       signal: options.signal,
       onStep: (step) => options.onProgress?.({ stage: 'finetune', ...step }),
     });
@@ -214,7 +215,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       head_file: kHeadFile,
       training: {
         method: encoder ? 'setfit' : 'frozen-logistic',
-        ...(encoder ? { finetune: finetuneSettings(encoder, numIterations(validated), options.seed ?? kDefaultSeed) } : {}),
+        ...(encoder ? { finetune: finetuneSettings(encoder, iterations, seed) } : {}),
         C: kHeadC,
         solver: 'newton-cholesky',
         iterations: fit.iterations,

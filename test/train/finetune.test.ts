@@ -130,6 +130,16 @@ describe('train with a fine-tuned encoder', () => {
     expect(await again.predict(texts)).toEqual(await classifier.predict(texts));
     const other = await train(request, { seed: 7 });
     expect(other.head.weights).not.toEqual(classifier.head.weights);
+    // Saved over the same directory, the other model's encoder replaces the loaded one.
+    const dir = join(root, 'overwritten');
+    await classifier.save(dir);
+    const first = await Classifier.load(dir);
+    expect(await first.predict(texts)).toEqual(await classifier.predict(texts));
+    await other.save(dir);
+    const second = await Classifier.load(dir);
+    expect(await second.predict(texts)).toEqual(await other.predict(texts));
+    first.dispose();
+    second.dispose();
     again.dispose();
     other.dispose();
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { packPairBatch, pairBatch, samplePairs } from '../../src/train/pairs.js';
+import { pairBatch } from '../../bench/train.js';
+import { packPairBatch, samplePairs } from '../../src/train/pairs.js';
 
 describe('samplePairs', () => {
   const labels = [true, true, true, false, false, false, true, false];
