@@ -69,6 +69,8 @@ export interface NativeEncoderConstructor {
 export interface NativeAddon {
   cpuInfo(): NativeCpuInfo;
   napiVersion: number;
+  /** Bytes the C allocator holds in use (glibc's mallinfo2); null where the C library cannot say. */
+  mallocBytesInUse(): number | null;
   Trainer: new (weightsFile: string, options: NativeTrainerOptions) => NativeTrainer;
   /** Max relative error of each training-core gradient check against finite differences. */
   trainSelfTest(): Record<string, number>;

@@ -40,6 +40,21 @@ describe('native addon', () => {
     expect(level).toBe(cpuInfo().level);
   });
 
+  it("counts the bytes the C allocator holds, an ArrayBuffer's backing store among them", () => {
+    const addon = loadAddon();
+    const report = process.report.getReport() as { header: { glibcVersionRuntime?: string } };
+    if (report.header.glibcVersionRuntime) {
+      const before = addon.mallocBytesInUse()!;
+      const buffer = new ArrayBuffer(16 << 20);
+      const during = addon.mallocBytesInUse()!;
+      expect(during - before).toBeGreaterThanOrEqual(16 << 20);
+      expect(during - before).toBeLessThan(17 << 20);
+      expect(buffer.byteLength).toBe(16 << 20);
+    } else {
+      expect(addon.mallocBytesInUse()).toBeNull();
+    }
+  });
+
   it('caps the kernel level with SVC_ISA', () => {
     const source = "import { cpuInfo } from './src/index.ts'; console.log(cpuInfo().level);";
     expect(runNode(source, { SVC_ISA: 'scalar' })).toBe('scalar');
