@@ -9,17 +9,19 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { kEncoderFile } from '../model/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
-import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs } from '../train/pairs.js';
+import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs, stepCount } from '../train/pairs.js';
 import { tokenizerFor } from './embed-texts.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
 
 /** Steps the reported loss is averaged over. */
 const kLossWindow = 10;
 
-function tokenize(baseModel: string, texts: string[]): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
-  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(texts, {
-    maxLength: resolveBaseModel(baseModel).maxLength,
-  });
+function tokenize(
+  baseModel: string,
+  maxLength: number,
+  texts: string[],
+): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
+  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength });
   let offset = 0;
   const rows = Array.from(lengths, (n) => ids.subarray(offset, (offset += n)));
   return { ids, lengths, rows };
@@ -37,9 +39,9 @@ export function finetune(task: FinetuneTask): FinetuneResult | null {
 function train(task: FinetuneTask): FinetuneResult | null {
   const started = performance.now();
   const base = resolveBaseModel(task.baseModel);
-  const { ids, lengths, rows } = tokenize(task.baseModel, task.texts);
+  const { ids, lengths, rows } = tokenize(task.baseModel, base.maxLength, task.texts);
   const pairs = samplePairs(Array.from(task.labels), { iterations: task.iterations, seed: task.seed });
-  const steps = Math.ceil(pairs.a.length / kBatchPairs);
+  const steps = stepCount(pairs.a.length);
   const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
     totalSteps: steps,
     threads: task.threads,

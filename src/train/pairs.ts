@@ -6,6 +6,16 @@ import { seededRandom } from '../random.js';
 /** Pairs per training step (SetFit's batch size). */
 export const kBatchPairs = 16;
 
+/** How many pairs {@link samplePairs} makes: one same-label and one other-label pair per example and round. */
+export function pairCount(examples: number, iterations: number): number {
+  return 2 * iterations * examples;
+}
+
+/** Training steps over `pairs` pairs, {@link kBatchPairs} a step (the last one may hold fewer). */
+export function stepCount(pairs: number): number {
+  return Math.ceil(pairs / kBatchPairs);
+}
+
 /**
  * The fine-tuning recipe (SetFit's defaults): AdamW at a peak learning rate of 2e-5 with weight
  * decay 0.01, linear warm-up over the first 10% of steps then linear decay to 0, dropout 0.1,
@@ -71,9 +81,8 @@ export function samplePairs(labels: readonly (boolean | number)[], options: Pair
   shuffle(distinct, random);
   const same = distinct.filter(([i, j]) => labels[i] === labels[j]);
   const other = distinct.filter(([i, j]) => labels[i] !== labels[j]);
-  const count = iterations * n;
   const chosen: [number, number, number][] = [];
-  for (let k = 0; k < count; k += 1) {
+  for (let k = 0; k < iterations * n; k += 1) {
     const [i, j] = same[k % same.length]!;
     const [p, q] = other[k % other.length]!;
     chosen.push([i, j, 1], [p, q, 0]);

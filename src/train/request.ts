@@ -4,6 +4,7 @@ import { z } from 'zod';
 
 import { SvcError } from '../errors.js';
 import { baseModelNames, isBaseModelName } from '../model/base-models.js';
+import { pairCount } from './pairs.js';
 
 /**
  * Fewest examples a classifier is trained from.
@@ -192,6 +193,6 @@ export function validateTrainRequest(input: unknown): TrainRequest {
  */
 export function numIterations(request: TrainRequest): number {
   if (request.num_iterations !== undefined) return request.num_iterations;
-  const rounds = Math.floor(kDefaultMaxPairs / (2 * request.examples.length));
+  const rounds = Math.floor(kDefaultMaxPairs / pairCount(request.examples.length, 1));
   return Math.max(1, Math.min(kDefaultNumIterations, rounds));
 }

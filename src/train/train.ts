@@ -19,7 +19,7 @@ import type { FitResult } from '../pool/tasks.js';
 import { Classifier } from '../predict/classifier.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
-import { kBatchPairs, kFinetuneRecipe } from './pairs.js';
+import { kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
 import { numIterations, validateTrainRequest } from './request.js';
 import type { TrainRequest } from './request.js';
 
@@ -175,7 +175,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   let encoder: FinetunedEncoder | null = null;
   let embeddings: Float32Array;
   if (finetune) {
-    const steps = Math.ceil((2 * iterations * examples.length) / kBatchPairs);
+    const steps = stepCount(pairCount(examples.length, iterations));
     options.onProgress?.({ stage: 'finetune', done: 0, total: steps });
     encoder = await runFinetuneStage({
       baseModel: model,

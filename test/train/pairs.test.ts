@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { pairBatch } from '../../bench/train.js';
-import { packPairBatch, samplePairs } from '../../src/train/pairs.js';
+import { packPairBatch, pairCount, samplePairs, stepCount } from '../../src/train/pairs.js';
 
 describe('samplePairs', () => {
   const labels = [true, true, true, false, false, false, true, false];
@@ -9,6 +9,9 @@ describe('samplePairs', () => {
   it('gives n x iterations same-label and other-label pairs of distinct examples, covering every pair evenly, shuffled by seed', () => {
     const pairs = samplePairs(labels, { iterations: 20, seed: 5 });
     expect(pairs.a.length).toBe(2 * labels.length * 20);
+    expect(pairCount(labels.length, 20)).toBe(pairs.a.length);
+    expect(stepCount(800)).toBe(50);
+    expect(stepCount(801)).toBe(51);
     const uses = new Map<string, number>();
     let positives = 0;
     for (let p = 0; p < pairs.a.length; p += 1) {
