@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { parseCsv, readExamplesFile } from '../../src/cli/examples-file.js';
+import { kRepoRoot } from '../_support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-examples-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -97,5 +98,15 @@ describe('examples files', () => {
     await expect(readExamplesFile(badLine, 'p')).rejects.toThrow(
       `${badLine}:2: not a JSON object; expected JSONL (one {"text", "label"} object per line), a JSON array or {"examples": [...]}, or CSV with text and label columns`,
     );
+  });
+
+  it('the shipped examples/ files hold the same 24 examples, 12 of each label', async () => {
+    const examples = join(kRepoRoot, 'examples');
+    const jsonl = await readExamplesFile(join(examples, 'train.jsonl'), undefined);
+    expect([jsonl.length, jsonl.filter((e) => e.label).length, new Set(jsonl.map((e) => e.label_text))]).toEqual([
+      24, 12, new Set(['positive review']),
+    ]);
+    expect(await readExamplesFile(join(examples, 'train.json'), undefined)).toEqual(jsonl);
+    expect(await readExamplesFile(join(examples, 'train.csv'), 'positive review')).toEqual(jsonl);
   });
 });
