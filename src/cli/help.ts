@@ -73,7 +73,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   },
   train: {
     summary: 'train a classifier from an examples file',
-    usage: ['train --examples <file> [--label-text "..."] [--model svc-small] [--frozen] [--num-iterations N] [--wait]'],
+    usage: ['train --examples <file> [--label-text "..."] [--model svc-small] [--frozen] [--num-iterations <n>] [--wait]'],
     options: [
       ['--examples <file>', 'the labelled examples (formats below)'],
       ['--label-text "..."', 'what label true means, e.g. "positive review" (else each row\'s label_text)'],

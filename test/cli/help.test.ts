@@ -125,6 +125,8 @@ describe('a wrong command line', () => {
       stdout: '',
       stderr: `svc predict: cannot reach the service at http://127.0.0.1:${port} (connect ECONNREFUSED 127.0.0.1:${port}); is 'svc serve' running there? (--url or SVC_URL)\n`,
     });
+    // After --, -h is a text to classify, not a request for help.
+    expect((await svcBin(['predict', '--model', 'm', '--', '-h'], env)).stderr).toMatch(/^svc predict: cannot reach the service at /);
     expect(await svcBin(['predict', '--model', 'm', 'hello', '--url', 'localhost:8080'], env)).toEqual({
       code: 2,
       stdout: '',
