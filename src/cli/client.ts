@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { readExamplesFile } from './examples-file.js';
+import { fetchService } from './fetch-error.js';
 
 const kDefaultUrl = 'http://127.0.0.1:8080';
 const kPollMs = 250;
@@ -22,7 +23,7 @@ function connection(values: { url?: string; key?: string }): Connection {
 
 /** One call; a non-2xx answer throws with the service's error message. */
 async function call<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(conn.url + path, {
+  const response = await fetchService(conn.url + path, {
     method,
     headers: { authorization: `Bearer ${conn.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -52,9 +53,9 @@ interface Progress {
   loss?: number | null;
 }
 
-/** `[##########----------] finetune 25/50 loss 0.1234`, redrawn in place on a terminal, one line per stage elsewhere. */
+/** `[##########----------] finetune 25/50 loss 0.1234`, redrawn in place on a terminal, a line per new step elsewhere. */
 function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
-  let lastStage: string | null = null;
+  let lastStep: string | null = null;
   return (p) => {
     if (p.stage === null) return;
     const fraction = p.total > 0 ? p.done / p.total : 0;
@@ -62,8 +63,8 @@ function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
     const loss = typeof p.loss === 'number' ? ` loss ${p.loss.toFixed(4)}` : '';
     const line = `[${'#'.repeat(filled)}${'-'.repeat(20 - filled)}] ${p.stage} ${p.done}/${p.total}${loss}`;
     if (stream.isTTY) stream.write(`\r${line}`);
-    else if (p.stage !== lastStage) stream.write(`${line}\n`);
-    lastStage = p.stage;
+    else if (`${p.stage} ${p.done}` !== lastStep) stream.write(`${line}\n`);
+    lastStep = `${p.stage} ${p.done}`;
   };
 }
 

@@ -1,32 +1,7 @@
 import { SvcError } from '../errors.js';
 import { cpuInfo } from '../native/index.js';
-
-const kUsage = `usage: svc <command> [options]
-
-service:
-  serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
-        [--proxy-models provider-a:name,...] [--provider-a-url URL] [--provider-a-key KEY] (b, c likewise;
-        or SVC_PROVIDER_A_URL / SVC_PROVIDER_A_KEY ...)
-
-operator (on the data directory; --data ./svc-data):
-  orgs create <name>                      create an organization
-  orgs list
-  keys create --org <org>                 print a new API key (shown only once)
-  keys revoke <key-id>
-  keys list --org <org>
-  projects create --org <org> --name <n>  print the new project id
-  proxy grant --org <org>                 allow the organization to use the provider proxy
-  proxy revoke --org <org>
-
-client (against a running service; --url or SVC_URL, --key or SVC_KEY):
-  train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--wait]
-        [--frozen] [--num-iterations N]      --frozen: head only, no fine-tuning of the encoder
-  predict --model <id> "text" ...
-  pull <org>/<model_id> [--dir <dir>]
-
-other:
-  info      show the native build and the CPU kernels in use
-`;
+import { packageVersion } from '../version.js';
+import { closestCommand, commandHelp, kCommandNames, overview } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -40,30 +15,97 @@ const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freez
   train: async () => (await import('./client.js')).trainCommand,
   predict: async () => (await import('./client.js')).predictCommand,
   pull: async () => (await import('./client.js')).pullCommand,
+  info: async () => infoCommand,
 });
 
-/** Runs one `svc` command line; resolves to the process exit code. */
-export async function runCli(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  if (command === 'info') {
-    console.log(JSON.stringify({ cpu: cpuInfo() }, null, 2));
+async function infoCommand(args: string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`unexpected argument '${args[0]}'`);
+  console.log(JSON.stringify({ version: packageVersion(), cpu: cpuInfo() }, null, 2));
+  return 0;
+}
+
+/** `svc help [command]`; `svc --help`. */
+function helpCommand(args: string[]): number {
+  if (args.length === 0) {
+    console.log(overview(packageVersion()));
     return 0;
   }
-  if (command === undefined || command === '--help' || command === '-h') {
-    console.log(kUsage);
-    return command === undefined ? 2 : 0;
-  }
-  const load = Object.hasOwn(kCommands, command) ? kCommands[command] : undefined;
-  if (load === undefined) {
-    console.error(`svc: unknown command '${command}'\n\n${kUsage}`);
+  if (args.length > 1) {
+    console.error(`svc help: unexpected argument '${args[1]}'\nusage: svc help [command]`);
     return 2;
   }
+  if (!kCommandNames.includes(args[0])) return unknownCommand(args[0]);
+  console.log(commandHelp(args[0]));
+  return 0;
+}
+
+/** A wrong command line, as opposed to a failed operation: exit code 2 and a pointer to --help. */
+class UsageError extends Error {}
+
+function unknownCommand(command: string): number {
+  const suggestion = closestCommand(command);
+  console.error(`svc: unknown command '${command}'${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}`);
+  console.error("Run 'svc --help' for the list of commands.");
+  return 2;
+}
+
+/** `--help` / `-h` anywhere before `--` (after it, `-h` is a text to classify). */
+function wantsHelp(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
+
+/**
+ * The wrong-command-line part of an error, or undefined for a failure of the operation itself.
+ * node:util parseArgs's own messages suggest `-- "--flag"` with an unbalanced quote; say it plainly.
+ */
+function usageProblem(error: unknown): string | undefined {
+  if (error instanceof UsageError || (error instanceof RangeError && !(error instanceof SvcError))) return error.message;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (!(error instanceof TypeError) || typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) return undefined;
+  const quoted = /'([^']*)'/.exec(error.message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && quoted !== undefined) return `unknown option '${quoted}'`;
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && quoted !== undefined) return `unexpected argument '${quoted}'`;
+  // ERR_PARSE_ARGS_INVALID_OPTION_VALUE: "Option '--model <value>' argument missing" and the like.
+  return error.message.charAt(0).toLowerCase() + error.message.slice(1);
+}
+
+/** Runs one `svc` command line; resolves to the process exit code (0 done, 1 failed, 2 wrong usage). */
+export async function runCli(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined) {
+    console.error(overview(packageVersion()));
+    return 2;
+  }
+  if (command === '--help' || command === '-h') return helpCommand([]);
+  if (command === '--version' || command === '-v') {
+    console.log(packageVersion());
+    return 0;
+  }
+  if (command.startsWith('-')) {
+    console.error(`svc: unknown option '${command}'\nRun 'svc --help' for the commands and options.`);
+    return 2;
+  }
+  if (command === 'help' && !wantsHelp(args)) return helpCommand(args);
+  if (!kCommandNames.includes(command)) return unknownCommand(command);
+  const pointer = `Run 'svc ${command} --help' for its options and examples.`;
+  if (wantsHelp(args)) {
+    console.log(commandHelp(command));
+    return 0;
+  }
   try {
-    return await (await load())(args);
+    const code = await (await kCommands[command]())(args);
+    // The command printed its usage lines; say where the whole story is.
+    if (code === 2) console.error(pointer);
+    return code;
   } catch (error) {
-    // Bad flags (parseArgs), service errors and failed calls: one line, no stack.
-    const message = error instanceof Error ? error.message : String(error);
-    console.error(`svc ${command}: ${message}`);
-    return error instanceof TypeError && !(error instanceof SvcError) ? 2 : 1;
+    const problem = usageProblem(error);
+    if (problem !== undefined) {
+      console.error(`svc ${command}: ${problem}\n${pointer}`);
+      return 2;
+    }
+    // Service errors and failed calls: one line, no stack.
+    console.error(`svc ${command}: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
   }
 }

@@ -1,7 +1,27 @@
+// `svc train --examples <file>`: JSONL, CSV/TSV, a JSON array of examples, or the JSON body
+// POST /v2/train takes (the README builds one for curl, so people try it here too).
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 
+import { CsvError, parse } from 'csv-parse/sync';
+
+import { SvcError } from '../errors.js';
 import type { TrainExample } from '../train/request.js';
+
+/** One example as the file wrote it, with where it came from (`file:line` or `file: examples[3]`). */
+interface RawExample {
+  text: unknown;
+  label: unknown;
+  label_text?: unknown;
+  where: string;
+}
+
+const kDelimiters = [',', ';', '\t'] as const;
+const kDelimiterNames: Readonly<Record<string, string>> = { ',': 'comma', ';': 'semicolon', '\t': 'tab' };
+
+function invalid(message: string): SvcError {
+  return new SvcError('invalid_request', message);
+}
 
 /** A label as a file may write it: true/false, 1/0, yes/no (any case). */
 function parseLabel(value: unknown, where: string): boolean {
@@ -9,72 +29,152 @@ function parseLabel(value: unknown, where: string): boolean {
   const text = String(value).trim().toLowerCase();
   if (['true', '1', 'yes'].includes(text)) return true;
   if (['false', '0', 'no'].includes(text)) return false;
-  throw new Error(`${where}: label must be true/false, 1/0 or yes/no, got '${String(value)}'`);
+  throw invalid(`${where}: label must be true/false, 1/0 or yes/no, got '${String(value)}'`);
 }
 
-/** RFC 4180 rows: quoted fields may hold commas, quotes ("") and line breaks. */
-export function parseCsv(source: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < source.length; i += 1) {
-    const c = source[i];
-    if (quoted) {
-      if (c === '"' && source[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\n' || c === '\r') {
-      if (c === '\r' && source[i + 1] === '\n') i += 1;
-      row.push(field);
-      if (row.some((f) => f.length > 0)) rows.push(row);
-      row = [];
-      field = '';
-    } else field += c;
+/** The header's column names, split by `delimiter`, unquoted and lower-cased. */
+function headerNames(headerLine: string, delimiter: string): string[] {
+  return headerLine.split(delimiter).map((name) => name.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase());
+}
+
+/**
+ * The delimiter that makes the header name both `text` and `label`: comma, semicolon (what
+ * spreadsheets write where the comma is the decimal mark) or tab. `.tsv` files are tab-separated.
+ */
+export function detectDelimiter(source: string, path: string): string {
+  if (extname(path).toLowerCase() === '.tsv') return '\t';
+  const headerLine = source.replace(/^\uFEFF/, '').split(/\r?\n|\r/, 1)[0];
+  const found = kDelimiters.find((d) => {
+    const names = headerNames(headerLine, d);
+    return names.includes('text') && names.includes('label');
+  });
+  if (found === undefined) {
+    throw invalid(`${path}:1: the header must name the columns 'text' and 'label', separated by commas, semicolons or tabs`);
   }
-  row.push(field);
-  if (row.some((f) => f.length > 0)) rows.push(row);
+  return found;
+}
+
+/** Finds where records begin: the first non-blank line after a given line (lines count from 1). */
+function recordStarts(source: string): (after: number) => number {
+  const lines = source.split(/\r\n|\n|\r/);
+  return (after) => {
+    let line = after;
+    while (line < lines.length && lines[line].trim().length === 0) line += 1;
+    return line + 1;
+  };
+}
+
+/**
+ * CSV rows (RFC 4180: quoted fields hold delimiters, doubled quotes and line breaks), each with the
+ * line it starts on. A quote inside an unquoted field is kept as text, as spreadsheets do; a quote
+ * that opens a field and never closes is an error naming its line, not the rest of the file swallowed.
+ */
+export function parseCsv(source: string, delimiter: string, path: string): { fields: string[]; line: number }[] {
+  const rows: { fields: string[]; line: number }[] = [];
+  const startAfter = recordStarts(source);
+  let endOfLast = 0; // the line the last complete record ended on
+  try {
+    parse(source, {
+      delimiter,
+      bom: true,
+      skip_empty_lines: true,
+      relax_quotes: true,
+      record_delimiter: ['\r\n', '\n', '\r'], // files edited on two systems mix them
+      on_record: (fields: string[], context) => {
+        rows.push({ fields, line: startAfter(endOfLast) });
+        endOfLast = context.lines;
+        return null;
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof CsvError)) throw error;
+    if (error.code === 'CSV_QUOTE_NOT_CLOSED') {
+      const line = startAfter(endOfLast);
+      throw invalid(`${path}:${line}: this row opens a quoted field that never closes (a missing '"'?)`);
+    }
+    if (error.code === 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH') {
+      const found = (error as { record?: unknown[] }).record?.length;
+      throw invalid(
+        `${path}:${startAfter(endOfLast)}: expected ${rows[0]?.fields.length} fields, found ${found}` +
+          ` (quote a text that contains the ${kDelimiterNames[delimiter]} delimiter)`,
+      );
+    }
+    throw invalid(`${path}: ${error.message}`);
+  }
+  return rows;
+}
+
+function fromCsv(source: string, path: string): RawExample[] {
+  const [header, ...body] = parseCsv(source, detectDelimiter(source, path), path);
+  if (header === undefined) return [];
+  const column = (name: string) => header.fields.findIndex((h) => h.trim().toLowerCase() === name);
+  const [text, label, labelText] = [column('text'), column('label'), column('label_text')];
+  if (text < 0 || label < 0) throw invalid(`${path}:1: the header must name the columns 'text' and 'label'`);
+  return body.map(({ fields, line }) => ({
+    text: fields[text],
+    label: fields[label],
+    label_text: labelText >= 0 ? fields[labelText] : undefined,
+    where: `${path}:${line}`,
+  }));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A whole-file JSON array of examples, or a `{ "examples": [...] }` train body; undefined for anything else. */
+function fromJsonDocument(source: string, path: string): RawExample[] | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(source);
+  } catch {
+    return undefined; // JSONL (several values), or broken: the line reader says which line
+  }
+  const examples = Array.isArray(value) ? value : isObject(value) && 'examples' in value ? value.examples : undefined;
+  if (examples === undefined) return undefined; // a one-line JSONL file
+  if (!Array.isArray(examples)) throw invalid(`${path}: examples must be an array of { "text", "label" } objects`);
+  const at = (i: number) => `${path}: examples[${i}]`;
+  return examples.map((example: unknown, i) => {
+    if (!isObject(example)) throw invalid(`${at(i)}: must be an object { "text", "label" }`);
+    return { text: example.text, label: example.label, label_text: example.label_text, where: at(i) };
+  });
+}
+
+function fromJsonLines(source: string, path: string): RawExample[] {
+  const rows: RawExample[] = [];
+  source.split(/\r?\n/).forEach((line, i) => {
+    if (line.trim().length === 0) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      value = undefined;
+    }
+    if (!isObject(value)) {
+      throw invalid(
+        `${path}:${i + 1}: not a JSON object; expected JSONL (one {"text", "label"} object per line), ` +
+          'a JSON array or {"examples": [...]}, or CSV with text and label columns',
+      );
+    }
+    rows.push({ text: value.text, label: value.label, label_text: value.label_text, where: `${path}:${i + 1}` });
+  });
   return rows;
 }
 
 /**
- * Reads training examples from a `.jsonl` file (one `{ "text", "label" }` per
- * line) or a `.csv` file with a header naming `text` and `label` columns.
- * `label_text` comes from `labelText`, else from each row's own `label_text`.
+ * Reads training examples from a file: CSV (`.csv`, `.tsv`, or any file not starting with `{` or
+ * `[`) with a header naming `text` and `label` columns, else JSON: one `{ "text", "label" }` object per line, an array of them, or a
+ * train body `{ "examples": [...] }`. `label_text` comes from `labelText`, else from each example.
  */
 export async function readExamplesFile(path: string, labelText: string | undefined): Promise<TrainExample[]> {
   const source = await readFile(path, 'utf8');
-  const rows: { text: unknown; label: unknown; label_text?: unknown; where: string }[] = [];
-  if (extname(path).toLowerCase() === '.csv') {
-    const [header, ...body] = parseCsv(source);
-    const column = (name: string) => header?.findIndex((h) => h.trim().toLowerCase() === name) ?? -1;
-    const [text, label, text2] = [column('text'), column('label'), column('label_text')];
-    if (text < 0 || label < 0) throw new Error(`${path}: the header must name the columns 'text' and 'label'`);
-    body.forEach((r, i) =>
-      rows.push({ text: r[text], label: r[label], label_text: text2 >= 0 ? r[text2] : undefined, where: `${path}:${i + 2}` }),
-    );
-  } else {
-    source.split(/\r?\n/).forEach((line, i) => {
-      if (line.trim().length === 0) return;
-      let value: { text?: unknown; label?: unknown; label_text?: unknown };
-      try {
-        value = JSON.parse(line) as typeof value;
-      } catch {
-        throw new Error(`${path}:${i + 1}: not a JSON object`);
-      }
-      rows.push({ text: value.text, label: value.label, label_text: value.label_text, where: `${path}:${i + 1}` });
-    });
-  }
+  // By name, else by content: JSON starts with '{' or '['; anything else is read as CSV.
+  const csv = ['.csv', '.tsv'].includes(extname(path).toLowerCase()) || !/^\uFEFF?\s*[[{]/.test(source);
+  const rows = csv ? fromCsv(source, path) : (fromJsonDocument(source, path) ?? fromJsonLines(source, path));
   return rows.map(({ text, label, label_text, where }) => {
-    if (typeof text !== 'string') throw new Error(`${where}: text must be a string`);
+    if (typeof text !== 'string') throw invalid(`${where}: text must be a string`);
     const shared = labelText ?? (typeof label_text === 'string' ? label_text : undefined);
-    if (shared === undefined) throw new Error(`${where}: no label_text; pass --label-text "..."`);
+    if (shared === undefined) throw invalid(`${where}: no label_text; pass --label-text "..."`);
     return { text, label: parseLabel(label, where), label_text: shared };
   });
 }

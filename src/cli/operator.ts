@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 
 import { openService } from '../service/open.js';
 import type { SvcService } from '../service/service.js';
+import { usageLines } from './help.js';
 
 const kDataOption = { data: { type: 'string', default: './svc-data' } } as const;
 
@@ -35,7 +36,7 @@ export async function orgsCommand(args: string[]): Promise<number> {
     });
     return 0;
   }
-  console.error('usage: svc orgs create <name> | svc orgs list [--data <dir>]');
+  console.error(usageLines('orgs'));
   return 2;
 }
 
@@ -70,7 +71,7 @@ export async function keysCommand(args: string[]): Promise<number> {
     });
     return 0;
   }
-  console.error('usage: svc keys create --org <org> | svc keys revoke <key-id> | svc keys list --org <org> [--data <dir>]');
+  console.error(usageLines('keys'));
   return 2;
 }
 
@@ -87,7 +88,7 @@ export async function projectsCommand(args: string[]): Promise<number> {
     });
     return 0;
   }
-  console.error('usage: svc projects create --org <org> --name <name> [--data <dir>]');
+  console.error(usageLines('projects'));
   return 2;
 }
 
@@ -102,6 +103,6 @@ export async function proxyCommand(args: string[]): Promise<number> {
     });
     return 0;
   }
-  console.error('usage: svc proxy grant --org <org> | svc proxy revoke --org <org> [--data <dir>]');
+  console.error(usageLines('proxy'));
   return 2;
 }

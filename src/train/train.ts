@@ -2,9 +2,7 @@
 // fit the head in the pool, and optionally publish the model directory to a hub. The main thread
 // only awaits.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { SvcError } from '../errors.js';
@@ -13,10 +11,10 @@ import { parseHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
 import { kEncoderFile, kHeadFile, kManifestFormatVersion } from '../model/manifest.js';
 import type { FinetuneSettings, Manifest } from '../model/manifest.js';
-import { packageRoot } from '../native/load.js';
 import { poolOptions, runTask } from '../pool/pool.js';
 import type { FitResult } from '../pool/tasks.js';
 import { Classifier } from '../predict/classifier.js';
+import { packageVersion } from '../version.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
 import { kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
@@ -57,13 +55,6 @@ export const kHeadC = 1;
 export const kDefaultSeed = 42;
 /** Examples per embedding task: small enough that aborting and progress stay prompt. */
 const kEmbedChunk = 64;
-
-let libraryVersion: string | undefined;
-function version(): string {
-  libraryVersion ??= (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string })
-    .version;
-  return libraryVersion;
-}
 
 function checkOptions(options: TrainOptions): void {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
@@ -225,7 +216,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
         false_examples: examples.length - trueExamples,
       },
       metrics: { train_accuracy: fit.trainAccuracy, train_seconds: Math.round(seconds * 1000) / 1000 },
-      library_version: version(),
+      library_version: packageVersion(),
     };
     const head = Object.freeze({ weights: fit.weights, bias: fit.bias });
     const classifier = encoder

@@ -1,5 +1,6 @@
 // Runs the real `svc` command (the TypeScript sources through tsx) as a child process.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const kRepoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -13,8 +14,17 @@ export interface CliResult {
 
 /** Runs `svc <args>` to completion. */
 export function svc(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return runNode([...kArgs, ...args], env);
+}
+
+/** Runs `bin/svc.js <args>`, the command as npm installs it: over dist/, so after `npx tsup`. */
+export function svcBin(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return runNode([join(kRepoRoot, 'bin', 'svc.js'), ...args], env);
+}
+
+function runNode(nodeArgs: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...kArgs, ...args], { cwd: kRepoRoot, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, nodeArgs, { cwd: kRepoRoot, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../bench/corpora.js';
-import { exited, serve, svc } from '../_support/cli.js';
+import { exited, kRepoRoot, serve, svc } from '../_support/cli.js';
 
 const yelp = uciSentences('yelp');
 const rows = [...yelp.filter((r) => r.label).slice(0, 10), ...yelp.filter((r) => !r.label).slice(0, 10)];
@@ -38,8 +38,14 @@ describe('svc train, predict and pull', () => {
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string; owned_by: string };
     expect([model.status, model.owned_by]).toEqual(['trained', 'acme']);
-    // Not a terminal: a line for each stage the polls saw, then the outcome.
-    expect(trained.stderr).toMatch(/^(\[[#-]{20}\] (finetune|fit|save) \d+\/\d+( loss \d\.\d{4})?\n)*\[#{20}\] trained\n$/);
+    // Not a terminal: a line for each step the polls saw (fine-tuning ones with the loss), then the outcome.
+    expect(trained.stderr).toMatch(
+      /^(\[[#-]{20}\] (finetune 0\/\d+|finetune [1-9]\d*\/\d+ loss \d+\.\d{4}|(fit|save) \d+\/\d+)\n)*\[#{20}\] trained\n$/,
+    );
+    const steps = [...trained.stderr.matchAll(/\] (\w+) (\d+)\//g)].map((m) => `${m[1]} ${m[2]}`);
+    expect(new Set(steps).size).toBe(steps.length);
+    // Ten fine-tuning steps of a few hundred milliseconds each, polled every 250 ms: several are seen.
+    expect(steps.filter((step) => /^finetune [1-9]/.test(step)).length).toBeGreaterThanOrEqual(2);
 
     const predicted = await svc(['predict', '--model', model.id, 'The food was superb.', 'Cold and bland.'], env);
     expect(predicted.code).toBe(0);
@@ -62,5 +68,15 @@ describe('svc train, predict and pull', () => {
     expect(await svc(['predict', '--model', model.id, 'x'], { ...env, SVC_KEY: '' })).toEqual({
       code: 1, stdout: '', stderr: 'svc predict: no API key: pass --key or set SVC_KEY\n',
     });
+  });
+
+  it('trains on the shipped examples/train.json, the body the README sends with curl', async () => {
+    const trained = await svc(['train', '--examples', join(kRepoRoot, 'examples', 'train.json'), '--frozen', '--wait'], env);
+    expect(trained.code).toBe(0);
+    const model = JSON.parse(trained.stdout) as { id: string; status: string };
+    expect(model.status).toBe('trained');
+    const predicted = await svc(['predict', '--model', model.id, 'A wonderful, moving film.', 'A boring, clumsy mess.'], env);
+    const body = JSON.parse(predicted.stdout) as { label_text: string; predictions: { label: boolean }[] };
+    expect([body.label_text, body.predictions.map((p) => p.label)]).toEqual(['positive review', [true, false]]);
   });
 });

@@ -5,32 +5,108 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { parseCsv, readExamplesFile } from '../../src/cli/examples-file.js';
+import { kRepoRoot } from '../_support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-examples-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Writes `body` to a file in the temporary folder and returns its path. */
+function file(name: string, body: string): string {
+  writeFileSync(join(dir, name), body);
+  return join(dir, name);
+}
+
 describe('examples files', () => {
-  it('parses RFC 4180 CSV: quoted commas, doubled quotes, line breaks inside quotes, CRLF', () => {
-    expect(parseCsv('text,label\r\n"Hello, world",1\r\n"She said ""no""\nand left",0\n\n')).toEqual([
-      ['text', 'label'],
-      ['Hello, world', '1'],
-      ['She said "no"\nand left', '0'],
+  it('parses RFC 4180 CSV: quoted commas, doubled quotes, line breaks inside quotes, CRLF; rows know their first line', () => {
+    expect(parseCsv('text,label\r\n"Hello, world",1\r\n"She said ""no""\nand left",0\n\nlast,1\n', ',', 'f.csv')).toEqual([
+      { fields: ['text', 'label'], line: 1 },
+      { fields: ['Hello, world', '1'], line: 2 },
+      { fields: ['She said "no"\nand left', '0'], line: 3 },
+      { fields: ['last', '1'], line: 6 },
     ]);
   });
 
   it('reads JSONL and CSV with --label-text or a label_text column', async () => {
-    writeFileSync(join(dir, 'a.jsonl'), '{"text":"great","label":true}\n\n{"text":"bad","label":0}\n');
-    expect(await readExamplesFile(join(dir, 'a.jsonl'), 'positive')).toEqual([
+    const jsonl = file('a.jsonl', '{"text":"great","label":true}\n\n{"text":"bad","label":0}\n');
+    expect(await readExamplesFile(jsonl, 'positive')).toEqual([
       { text: 'great', label: true, label_text: 'positive' },
       { text: 'bad', label: false, label_text: 'positive' },
     ]);
-    writeFileSync(join(dir, 'b.csv'), 'label,text,label_text\nyes,"fine, really",spam\nno,meh,spam\n');
-    expect(await readExamplesFile(join(dir, 'b.csv'), undefined)).toEqual([
+    const csv = file('b.csv', 'label,text,label_text\nyes,"fine, really",spam\nno,meh,spam\n');
+    expect(await readExamplesFile(csv, undefined)).toEqual([
       { text: 'fine, really', label: true, label_text: 'spam' },
       { text: 'meh', label: false, label_text: 'spam' },
     ]);
-    await expect(readExamplesFile(join(dir, 'a.jsonl'), undefined)).rejects.toThrow(`${join(dir, 'a.jsonl')}:1: no label_text; pass --label-text "..."`);
-    writeFileSync(join(dir, 'c.csv'), 'text,label\nok,maybe\n');
-    await expect(readExamplesFile(join(dir, 'c.csv'), 'p')).rejects.toThrow(`${join(dir, 'c.csv')}:2: label must be true/false, 1/0 or yes/no, got 'maybe'`);
+    await expect(readExamplesFile(jsonl, undefined)).rejects.toThrow(`${jsonl}:1: no label_text; pass --label-text "..."`);
+    const maybe = file('c.csv', 'text,label\nok,maybe\n');
+    await expect(readExamplesFile(maybe, 'p')).rejects.toThrow(`${maybe}:2: label must be true/false, 1/0 or yes/no, got 'maybe'`);
+  });
+
+  it('names the line of a quote that never closes instead of swallowing the rest of the file', async () => {
+    const path = file('open.csv', 'text,label\n"fine",1\n\n"She said ""hi"" and left,0\nnext,1\nlast,0\n');
+    await expect(readExamplesFile(path, 'p')).rejects.toThrow(`${path}:4: this row opens a quoted field that never closes (a missing '"'?)`);
+    // After a multi-line field, the error still names the line the broken row starts on.
+    const later = file('later.csv', 'text,label\n"two\nlines",1\n"oops,0\n');
+    await expect(readExamplesFile(later, 'p')).rejects.toThrow(`${later}:4: this row opens a quoted field`);
+    // A quote inside an unquoted field is text, as spreadsheets write it.
+    expect(await readExamplesFile(file('inner.csv', 'text,label\nthe "best" soup,1\n'), 'p')).toEqual([
+      { text: 'the "best" soup', label: true, label_text: 'p' },
+    ]);
+  });
+
+  it('detects semicolon and tab delimiters from the header; .tsv is tab-separated', async () => {
+    const expected = [
+      { text: 'Soup, bread; wine', label: true, label_text: 'p' },
+      { text: 'cold, late', label: false, label_text: 'p' },
+    ];
+    expect(await readExamplesFile(file('semi.csv', 'text;label\n"Soup, bread; wine";1\ncold, late;0\n'), 'p')).toEqual(expected);
+    expect(await readExamplesFile(file('tab.csv', '"label"\t"text"\n1\tSoup, bread; wine\n0\tcold, late\n'), 'p')).toEqual(expected);
+    expect(await readExamplesFile(file('t.tsv', 'text\tlabel\nSoup, bread; wine\t1\ncold, late\t0\n'), 'p')).toEqual(expected);
+    // Neither .csv nor JSON: read as CSV.
+    expect(await readExamplesFile(file('plain.txt', 'text;label\n"Soup, bread; wine";yes\ncold, late;no\n'), 'p')).toEqual(expected);
+
+    const noHeader = file('nohead.csv', 'sentence,label\na,1\n');
+    await expect(readExamplesFile(noHeader, 'p')).rejects.toThrow(
+      `${noHeader}:1: the header must name the columns 'text' and 'label', separated by commas, semicolons or tabs`,
+    );
+    const extra = file('extra.csv', 'text,label\na,1\nsoup, bread,1\n');
+    await expect(readExamplesFile(extra, 'p')).rejects.toThrow(
+      `${extra}:3: expected 2 fields, found 3 (quote a text that contains the comma delimiter)`,
+    );
+  });
+
+  it('accepts the JSON body POST /v2/train takes, and a JSON array of examples', async () => {
+    const body = {
+      model: 'svc-small',
+      task_type: 'binary-classification',
+      examples: [
+        { text: 'A moving story.', label: true, label_text: 'positive review' },
+        { text: 'Two hours lost.', label: false, label_text: 'positive review' },
+      ],
+    };
+    expect(await readExamplesFile(file('train.json', JSON.stringify(body, null, 2)), undefined)).toEqual(body.examples);
+    expect(await readExamplesFile(file('array.json', JSON.stringify(body.examples.map(({ text, label }) => ({ text, label })))), 'positive review')).toEqual(
+      body.examples,
+    );
+    const notArray = file('bad.json', '{"examples": {"text": "x"}}');
+    await expect(readExamplesFile(notArray, 'p')).rejects.toThrow(`${notArray}: examples must be an array of { "text", "label" } objects`);
+    const badItem = file('item.json', '[{"text": "x", "label": 1}, "y"]');
+    await expect(readExamplesFile(badItem, 'p')).rejects.toThrow(`${badItem}: examples[1]: must be an object { "text", "label" }`);
+    const badText = file('text.json', '{"examples": [{"text": 3, "label": 1}]}');
+    await expect(readExamplesFile(badText, 'p')).rejects.toThrow(`${badText}: examples[0]: text must be a string`);
+    const badLine = file('line.jsonl', '{"text":"x","label":1}\n[1]\n');
+    await expect(readExamplesFile(badLine, 'p')).rejects.toThrow(
+      `${badLine}:2: not a JSON object; expected JSONL (one {"text", "label"} object per line), a JSON array or {"examples": [...]}, or CSV with text and label columns`,
+    );
+  });
+
+  it('the shipped examples/ files hold the same 24 examples, 12 of each label', async () => {
+    const examples = join(kRepoRoot, 'examples');
+    const jsonl = await readExamplesFile(join(examples, 'train.jsonl'), undefined);
+    expect([jsonl.length, jsonl.filter((e) => e.label).length, new Set(jsonl.map((e) => e.label_text))]).toEqual([
+      24, 12, new Set(['positive review']),
+    ]);
+    expect(await readExamplesFile(join(examples, 'train.json'), undefined)).toEqual(jsonl);
+    expect(await readExamplesFile(join(examples, 'train.csv'), 'positive review')).toEqual(jsonl);
   });
 });

@@ -1,0 +1,186 @@
+// What `svc --help`, `svc help <command>` and `svc <command> --help` print. One table, so the
+// overview, each command's page and the usage lines printed after a wrong call never disagree.
+
+interface CommandHelp {
+  /** One line for the overview. */
+  summary: string;
+  /** The command's forms, each without the leading `svc `. */
+  usage: string[];
+  /** [flag, what it does] pairs. */
+  options: [string, string][];
+  examples: string[];
+  /** Anything else worth a paragraph (formats, defaults). */
+  notes?: string;
+}
+
+const kDataOption: [string, string] = ['--data <dir>', 'the data directory (default ./svc-data)'];
+const kConnectionOptions: [string, string][] = [
+  ['--url <url>', 'the service (default $SVC_URL, else http://127.0.0.1:8080)'],
+  ['--key <key>', 'an API key from `svc keys create` (default $SVC_KEY)'],
+];
+const kHelpOption: [string, string] = ['-h, --help', 'show this help'];
+
+const kGroups: readonly { title: string; commands: readonly string[] }[] = [
+  { title: 'service', commands: ['serve'] },
+  { title: 'operator (work on the data directory, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy'] },
+  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'pull'] },
+  { title: 'other', commands: ['info', 'help'] },
+];
+
+const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
+  serve: {
+    summary: 'run the HTTP service: /v2 routes, the hub and the provider proxy',
+    usage: ['serve [--port 8080] [--host 127.0.0.1] [--data <dir>] [options]'],
+    options: [
+      ['--port <n>', 'the port to listen on (default 8080; 0 picks a free one)'],
+      ['--host <host>', 'the address to bind (default 127.0.0.1)'],
+      kDataOption,
+      ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
+      ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
+      ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],
+      ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
+      ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],
+      kHelpOption,
+    ],
+    examples: ['svc serve', 'svc serve --port 9000 --data /var/lib/svc', 'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini'],
+    notes: 'SIGINT or SIGTERM stops taking requests, lets in-flight ones finish and leaves unfinished\ntraining jobs queued for the next start.',
+  },
+  orgs: {
+    summary: 'create and list organizations',
+    usage: ['orgs create <name> [--data <dir>]', 'orgs list [--data <dir>]'],
+    options: [kDataOption, kHelpOption],
+    examples: ['svc orgs create acme', 'svc orgs list'],
+  },
+  keys: {
+    summary: 'create, list and revoke API keys',
+    usage: ['keys create --org <org> [--data <dir>]', 'keys list --org <org> [--data <dir>]', 'keys revoke <key-id> [--data <dir>]'],
+    options: [['--org <org>', 'the organization the key belongs to'], kDataOption, kHelpOption],
+    examples: ['export SVC_KEY=$(svc keys create --org acme)', 'svc keys list --org acme', 'svc keys revoke key_ef6093b1793c'],
+    notes: '`keys create` prints the key on stdout (shown only this once) and its id on stderr.',
+  },
+  projects: {
+    summary: 'create projects (the {project_id} of the proxy routes)',
+    usage: ['projects create --org <org> --name <name> [--data <dir>]'],
+    options: [['--org <org>', 'the organization'], ['--name <name>', 'a name for people'], kDataOption, kHelpOption],
+    examples: ['svc projects create --org acme --name "support bot"'],
+    notes: 'Prints the new project id.',
+  },
+  proxy: {
+    summary: 'grant or revoke an organization\'s use of the provider proxy',
+    usage: ['proxy grant --org <org> [--data <dir>]', 'proxy revoke --org <org> [--data <dir>]'],
+    options: [['--org <org>', 'the organization'], kDataOption, kHelpOption],
+    examples: ['svc proxy grant --org acme', 'svc proxy revoke --org acme'],
+  },
+  train: {
+    summary: 'train a classifier from an examples file',
+    usage: ['train --examples <file> [--label-text "..."] [--model svc-small] [--frozen] [--num-iterations <n>] [--wait]'],
+    options: [
+      ['--examples <file>', 'the labelled examples (formats below)'],
+      ['--label-text "..."', 'what label true means, e.g. "positive review" (else each row\'s label_text)'],
+      ['--model <name>', 'the base model (default svc-small)'],
+      ['--frozen', 'fit the head on the frozen encoder only; no fine-tuning'],
+      ['--num-iterations <n>', 'fine-tuning pair rounds per example (default 20)'],
+      ['--wait', 'poll until trained, showing the stage and the loss on stderr'],
+      ...kConnectionOptions,
+      kHelpOption,
+    ],
+    examples: [
+      'svc train --examples examples/train.jsonl --label-text "positive review" --wait',
+      'svc train --examples reviews.csv --label-text spam --frozen',
+      'svc train --examples train.json --wait        # the JSON body POST /v2/train takes',
+    ],
+    notes:
+      'Examples files: JSONL, one {"text": "...", "label": true} per line; CSV or TSV with a header\n' +
+      'naming the text and label columns (and optionally label_text), delimited by comma, semicolon\n' +
+      'or tab (detected from the header); a JSON array of examples; or a /v2/train body\n' +
+      '{"examples": [...]}. Labels are true/false, 1/0 or yes/no. Prints the model object.',
+  },
+  predict: {
+    summary: 'classify texts with a trained model',
+    usage: ['predict --model <id> "text" ...'],
+    options: [['--model <id>', 'the model id `svc train` printed'], ...kConnectionOptions, kHelpOption],
+    examples: ['svc predict --model svc-small-5b8257b3efa7 "A moving story." "Two hours I will never get back."'],
+    notes: 'Prints {model, label_text, predictions: [{label, probability}]}. Texts starting with - go after --.',
+  },
+  pull: {
+    summary: 'download a model directory from the service\'s hub',
+    usage: ['pull <org>/<model_id> [--dir <dir>]'],
+    options: [['--dir <dir>', 'where to write it (default ./<model_id>)'], ...kConnectionOptions, kHelpOption],
+    examples: ['svc pull acme/svc-small-5b8257b3efa7 --dir ./model'],
+    notes: 'Prints the directory. It loads in transformers.js and with Classifier.load.',
+  },
+  info: {
+    summary: 'show the native build and the CPU kernels in use',
+    usage: ['info'],
+    options: [kHelpOption],
+    examples: ['svc info', 'SVC_ISA=avx2 svc info'],
+  },
+  help: {
+    summary: 'list the commands, or show one command\'s help',
+    usage: ['help [command]'],
+    options: [],
+    examples: ['svc help', 'svc help train'],
+  },
+});
+
+/** Every command `svc` knows, in the overview's order. */
+export const kCommandNames: readonly string[] = kGroups.flatMap((group) => group.commands);
+
+function table(rows: readonly [string, string][], indent: string): string {
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return rows.map(([left, right]) => `${indent}${left.padEnd(width)}  ${right}`).join('\n');
+}
+
+/** `usage: svc <form>`, one form a line, for a command's page and after a wrong call. */
+export function usageLines(command: string): string {
+  return kHelp[command].usage.map((form, i) => `${i === 0 ? 'usage: ' : '       '}svc ${form}`).join('\n');
+}
+
+/** `svc --help` / `svc help`. */
+export function overview(version: string): string {
+  const groups = kGroups.map(({ title, commands }) =>
+    `${title}:\n${table(commands.map((name) => [name, kHelp[name].summary]), '  ')}`,
+  );
+  return [
+    `svc ${version}: train few-shot text classifiers, serve them, proxy chat models`,
+    'usage: svc <command> [options]',
+    ...groups,
+    `options:\n${table([['-h, --help', 'show this help'], ['-v, --version', 'print the version']], '  ')}`,
+    "Run 'svc <command> --help' (or 'svc help <command>') for a command's options and examples.",
+  ].join('\n\n');
+}
+
+/** `svc <command> --help` / `svc help <command>`. */
+export function commandHelp(command: string): string {
+  const help = kHelp[command];
+  return [
+    `svc ${command}: ${help.summary}`,
+    usageLines(command),
+    ...(help.options.length > 0 ? [`options:\n${table(help.options, '  ')}`] : []),
+    ...(help.notes === undefined ? [] : [help.notes]),
+    `examples:\n${help.examples.map((line) => `  ${line}`).join('\n')}`,
+  ].join('\n\n');
+}
+
+/** The known command closest to a mistyped one (at most two edits away), for "did you mean". */
+export function closestCommand(typed: string): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const name of kCommandNames) {
+    const distance = editDistance(typed.toLowerCase(), name);
+    if (distance < bestDistance) [best, bestDistance] = [name, distance];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
