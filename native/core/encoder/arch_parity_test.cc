@@ -22,6 +22,7 @@
 
 #include "cpu_features.h"
 #include "encoder/encoder.h"
+#include "kernels/gemm.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -136,6 +137,49 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return dot / std::sqrt(na * nb);
 }
 
+// The fp32 GEMM on weights that are not fp16 values (so the fp32 panels, not the fp16 ones the
+// checkpoint uses), at sizes with partial row blocks and panels, against a double-precision sum.
+int check_gemm_f32() {
+  int failures = 0;
+  const int shapes[][3] = {{1, 5, 3}, {7, 33, 19}, {13, 50, 64}};
+  for (const auto& shape : shapes) {
+    const int m = shape[0], n = shape[1], k = shape[2];
+    std::vector<float> a(static_cast<std::size_t>(m) * k), w(static_cast<std::size_t>(n) * k), bias(n);
+    uint32_t state = 12345u + m;
+    auto next = [&] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>(state >> 8) / 16777216.0f - 0.5f + 1e-4f / 3;  // never an fp16 value
+    };
+    for (float& v : a) v = next();
+    for (float& v : w) v = next();
+    for (float& v : bias) v = next();
+    const svc::PackedF32 packed = svc::pack_f32(w.data(), bias.data(), n, k);
+    std::vector<float> c(static_cast<std::size_t>(m) * n);
+    svc::GemmArgs args;
+    args.a = a.data();
+    args.lda = k;
+    args.m = m;
+    args.c = c.data();
+    args.ldc = n;
+    svc::AlignedBuffer<float> scratch;
+    svc::gemm_f32(args, packed, scratch, nullptr);
+    double worst = 0;
+    for (int r = 0; r < m; ++r)
+      for (int j = 0; j < n; ++j) {
+        double want = bias[j];
+        for (int kk = 0; kk < k; ++kk) want += static_cast<double>(a[r * k + kk]) * w[j * k + kk];
+        worst = std::max(worst, std::fabs(want - c[r * n + j]));
+      }
+    std::printf("gemm %dx%dx%d (%s panels): largest difference to double %.2e\n", m, n, k,
+                packed.is_half() ? "fp16" : "fp32", worst);
+    if (packed.is_half() || worst > 1e-5) {
+      std::fprintf(stderr, "FAIL: gemm %dx%dx%d\n", m, n, k);
+      ++failures;
+    }
+  }
+  return failures;
+}
+
 int check(const Run& ours, const Run& ref) {
   int failures = 0;
   auto fail = [&](const std::string& what) {
@@ -185,7 +229,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %s: %zu texts, %d sentences\n", argv[4], ours.corpus_ids.size(), kSentenceCount);
       return 0;
     }
-    const int failures = check(ours, read_reference(argv[4]));
+    const int failures = check(ours, read_reference(argv[4])) + check_gemm_f32();
     std::printf(failures ? "%d failures\n" : "all arch parity checks passed\n", failures);
     return failures ? 1 : 0;
   } catch (const std::exception& e) {
