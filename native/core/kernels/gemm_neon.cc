@@ -61,6 +61,9 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
   }
 }
 
+// The rows-to-fixed-tile table has the same shape as gemm_avx2.cc's and gemm_avx512.cc's on purpose:
+// each ISA's translation unit instantiates its own tiles (internal linkage, its own flags), so the
+// small table is repeated rather than shared through a header every ISA would compile.
 using FixedFn = void (*)(const float*, const void*, const float*, int, float*, int64_t, int);
 template <bool kHalf, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
