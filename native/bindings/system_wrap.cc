@@ -18,6 +18,8 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   out.Set("avx2", f.avx2);
   out.Set("avx512", f.avx512);
   out.Set("avx512vnni", f.avx512vnni);
+  out.Set("neon", f.neon);
+  out.Set("neonDotprod", f.neon_dotprod);
   return out;
 }
 

@@ -8,6 +8,13 @@
 #define SVC_X86 1
 #endif
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)  // older kernel headers lack the name; the bit is ABI
+#endif
+#endif
+
 namespace svc {
 namespace {
 
@@ -37,11 +44,18 @@ CpuFeatures detect() {
              (ebx & bit_AVX512DQ) && (ebx & bit_AVX512VL);
   f.avx512vnni = f.avx512 && (ecx & bit_AVX512VNNI);
 #endif
+#if defined(__aarch64__)
+  f.neon = true;  // Advanced SIMD is part of the aarch64 base architecture
+#if defined(__linux__)
+  f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
+#endif
   // An explicit cap lets tests run every code path on one machine.
   if (const char* cap = std::getenv("SVC_ISA")) {
     if (std::strcmp(cap, "scalar") == 0) f = CpuFeatures{};
     else if (std::strcmp(cap, "avx2") == 0) f.avx512 = f.avx512vnni = false;
     else if (std::strcmp(cap, "avx512") == 0) f.avx512vnni = false;
+    else if (std::strcmp(cap, "neon") == 0) f.neon_dotprod = false;
   }
   return f;
 }
@@ -58,6 +72,8 @@ const char* cpu_level_name() {
   if (f.avx512vnni) return "avx512-vnni";
   if (f.avx512) return "avx512";
   if (f.avx2) return "avx2";
+  if (f.neon_dotprod) return "neon-dotprod";
+  if (f.neon) return "neon";
   return "scalar";
 }
 

@@ -2,18 +2,30 @@
 // fastest one this CPU supports is picked once, at first use.
 #pragma once
 
+// Which kernel files this build holds: *_avx2.cc / *_avx512.cc are compiled for x86-64 only,
+// *_neon.cc / *_dotprod.cc for aarch64 only (CMakeLists.txt, binding.gyp), so dispatch code
+// names their entry points only under these.
+#if defined(__x86_64__) || defined(_M_X64)
+#define SVC_ARCH_X86 1
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define SVC_ARCH_ARM64 1
+#endif
+
 namespace svc {
 
 struct CpuFeatures {
   bool avx2 = false;      // with FMA and F16C
   bool avx512 = false;    // F, BW, DQ, VL
   bool avx512vnni = false;
+  bool neon = false;          // aarch64 Advanced SIMD (every aarch64 CPU has it)
+  bool neon_dotprod = false;  // plus the dot-product extension (SDOT), Armv8.2 and later
 };
 
-// Detected once; SVC_ISA=scalar|avx2|avx512 in the environment caps the level (for tests and benchmarks).
+// Detected once; SVC_ISA=scalar|avx2|avx512 (x86) or scalar|neon (aarch64) in the environment caps
+// the level (for tests and benchmarks).
 const CpuFeatures& cpu_features();
 
-// "avx512-vnni", "avx512", "avx2" or "scalar": the best level cpu_features() allows.
+// "avx512-vnni", "avx512", "avx2", "neon-dotprod", "neon" or "scalar": the best level cpu_features() allows.
 const char* cpu_level_name();
 
 }  // namespace svc

@@ -5,11 +5,14 @@
  */
 
 export interface NativeCpuInfo {
-  /** The kernel level in use: "avx512-vnni", "avx512", "avx2" or "scalar". */
-  level: 'avx512-vnni' | 'avx512' | 'avx2' | 'scalar';
+  /** The kernel level in use: "avx512-vnni", "avx512", "avx2" (x86-64), "neon-dotprod", "neon" (aarch64) or "scalar". */
+  level: 'avx512-vnni' | 'avx512' | 'avx2' | 'neon-dotprod' | 'neon' | 'scalar';
   avx2: boolean;
   avx512: boolean;
   avx512vnni: boolean;
+  /** aarch64 Advanced SIMD, and its dot-product extension (SDOT for the int8 kernels). */
+  neon: boolean;
+  neonDotprod: boolean;
 }
 
 /** Options of the native `Trainer` constructor; unset numbers take the training core's defaults. */

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuInfo, SvcError } from '../../src/index.js';
 import { loadAddon, packageRoot } from '../../src/native/index.js';
 
-const kLevels = ['avx512-vnni', 'avx512', 'avx2', 'scalar'];
+const kLevels = ['avx512-vnni', 'avx512', 'avx2', 'neon-dotprod', 'neon', 'scalar'];
 
 // Runs a snippet in a fresh Node process with the given environment, from the package root.
 function runNode(source: string, env: Record<string, string>): string {
@@ -61,14 +61,13 @@ describe('native addon', () => {
     if (cpuInfo().avx2) expect(runNode(source, { SVC_ISA: 'avx2' })).toBe('avx2');
   });
 
-  it('says how to build when the addon file is missing', () => {
+  it('says what is wrong when SVC_ADDON_PATH names a missing file', () => {
     const source = `import { loadAddon } from './src/native/index.ts';
       try { loadAddon(); console.log('loaded'); } catch (e) { console.log(e.code + ' | ' + e.message); }`;
     const out = runNode(source, { SVC_ADDON_PATH: '/nonexistent/svc_classify.node' });
     expect(out).toBe(
-      `native_missing | svc-classify: the native addon is not built (looked for /nonexistent/svc_classify.node). ` +
-        `Build it with \`npm run build:native\` in ${packageRoot()} (needs cmake >= 3.15 and a C++17 compiler), ` +
-        'or with `npx node-gyp rebuild`.',
+      'native_missing | svc-classify: SVC_ADDON_PATH is set to /nonexistent/svc_classify.node, which does not exist. ' +
+        'Point it at a built svc_classify.node, or unset it to use the addon installed with the package.',
     );
     expect(new SvcError('native_missing', 'x').status).toBe(500);
   });

@@ -43,8 +43,12 @@ namespace {
 const detail::GemmKernel& kernel() {
   static const detail::GemmKernel k = [] {
     const CpuFeatures& f = cpu_features();
+#if SVC_ARCH_X86
     if (f.avx512) return detail::gemm_kernel_avx512();
     if (f.avx2) return detail::gemm_kernel_avx2();
+#elif SVC_ARCH_ARM64
+    if (f.neon) return detail::gemm_kernel_neon();
+#endif
     return detail::gemm_kernel_scalar();
   }();
   return k;

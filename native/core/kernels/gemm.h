@@ -1,7 +1,7 @@
 // Single-precision GEMM for linear layers: C[m x n] = A[m x k] * W^T + bias (+ residual),
 // optionally followed by GELU, where W is [n x k] as PyTorch stores nn.Linear weights.
 // W is packed once at load time into column panels sized for the kernel this CPU
-// runs (32 columns for AVX-512, 16 for AVX2 and scalar), so the micro-kernel streams
+// runs (32 columns for AVX-512, 16 for AVX2, NEON and scalar), so the micro-kernel streams
 // each panel contiguously and keeps an MR x NR block of C in registers.
 #pragma once
 
@@ -76,6 +76,7 @@ struct GemmKernel {
 GemmKernel gemm_kernel_scalar();
 GemmKernel gemm_kernel_avx2();
 GemmKernel gemm_kernel_avx512();
+GemmKernel gemm_kernel_neon();
 }  // namespace detail
 
 }  // namespace svc

@@ -11,9 +11,12 @@ OpsTable ops_scalar() { return make_ops_table(); }
 
 const OpsTable& ops() {
   static const OpsTable table = [] {
-    const CpuFeatures& f = cpu_features();
+    [[maybe_unused]] const CpuFeatures& f = cpu_features();
+#if SVC_ARCH_X86
     if (f.avx512) return detail::ops_avx512();
     if (f.avx2) return detail::ops_avx2();
+#endif
+    // On aarch64 the portable build of these loops is already NEON code (Advanced SIMD is baseline).
     return detail::ops_scalar();
   }();
   return table;

@@ -60,8 +60,13 @@ namespace {
 const detail::QGemmKernel& kernel() {
   static const detail::QGemmKernel k = [] {
     const CpuFeatures& f = cpu_features();
+#if SVC_ARCH_X86
     if (f.avx512) return detail::qgemm_kernel_avx512(f.avx512vnni);
     if (f.avx2) return detail::qgemm_kernel_avx2();
+#elif SVC_ARCH_ARM64
+    if (f.neon_dotprod) return detail::qgemm_kernel_neon_dotprod();
+    if (f.neon) return detail::qgemm_kernel_neon();
+#endif
     return detail::qgemm_kernel_scalar();
   }();
   return k;

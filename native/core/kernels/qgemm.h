@@ -58,6 +58,8 @@ struct QGemmKernel {
 QGemmKernel qgemm_kernel_scalar();
 QGemmKernel qgemm_kernel_avx2();
 QGemmKernel qgemm_kernel_avx512(bool vnni);
+QGemmKernel qgemm_kernel_neon();
+QGemmKernel qgemm_kernel_neon_dotprod();
 }  // namespace detail
 
 }  // namespace svc
