@@ -7,6 +7,7 @@ import { SvcService } from '../service/service.js';
 import type { ProviderOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
 import { proxyRoutes } from './proxy-routes.js';
+import { setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
 
 /** Options of {@link startServer}; all optional. */
@@ -61,6 +62,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     throw error;
   }
   const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  app.addHook('onRequest', setSecurityHeaders);
   app.get('/health', async () => ({ ok: true }));
   await app.register(svcRoutes, {
     prefix: '/v2',
