@@ -16,6 +16,24 @@ export interface HubId {
 const kSegment = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 
 /**
+ * True for a model file name that can only name a file inside the model directory: `/`-separated segments of
+ * letters, digits, `.`, `_` and `-`, none empty or starting with a dot (so no `..`, no absolute path, no `\\`, no
+ * drive letter, no hidden file). The hub serves only such names and `svc pull` writes only such names.
+ *
+ * @example
+ * ```ts
+ * isModelFileName('onnx/model.onnx');  // true
+ * isModelFileName('../../.bashrc');    // false
+ * isModelFileName('/etc/passwd');      // false
+ * ```
+ */
+export function isModelFileName(path: string): boolean {
+  if (typeof path !== 'string' || path.length === 0 || path.length > 1024) return false;
+  const segments = path.split('/');
+  return segments.length <= 16 && segments.every((segment) => kSegment.test(segment));
+}
+
+/**
  * True for strings shaped like `<org>/<model_id>`.
  *
  * @example
@@ -143,14 +161,14 @@ export class DirectoryHub implements Hub {
     const dir = await this.resolve(id);
     const out: string[] = [];
     await listFiles(dir, dir, out);
-    return out.sort();
+    // A name no client could safely write (a file someone dropped in by hand) is not listed.
+    return out.filter(isModelFileName).sort();
   }
 
   async file(id: string, path: string): Promise<string> {
     const dir = await this.resolve(id);
-    const segments = typeof path === 'string' ? path.split('/') : [];
-    const safe = segments.length > 0 && segments.every((segment) => kSegment.test(segment));
-    const full = join(dir, ...segments);
+    const safe = isModelFileName(path);
+    const full = safe ? join(dir, ...path.split('/')) : dir;
     const info = safe ? await stat(full).catch(() => null) : null;
     if (!info?.isFile()) throw new SvcError('not_found', `model '${id}' has no file '${String(path)}'`);
     return full;

@@ -30,7 +30,7 @@ async function post(path: string, body: unknown) {
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  return { status: response.status, body: await response.json() };
+  return { status: response.status, body: (await response.json()) as { error: { message: string } } };
 }
 
 it('answers 400 naming the limit to a predict text over 100,000 characters', async () => {
