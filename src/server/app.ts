@@ -53,12 +53,13 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
-  const service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
-  let release: () => void;
+  // The lock comes first: nothing, not even a migration, touches a directory another server holds.
+  const release = lockDataDir(dataDir);
+  let service: SvcService;
   try {
-    release = lockDataDir(dataDir);
+    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
   } catch (error) {
-    await service.close();
+    release();
     throw error;
   }
   const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
