@@ -5,6 +5,11 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 
 import { SvcError } from '../errors.js';
+import { fsyncPath, fsyncTree } from './durable.js';
+
+// Staging and trash folders start with a dot, which no hub id segment can.
+const kStagingPrefix = '.staging-';
+const kOldPrefix = '.old-';
 
 /** A hub id split in its parts. */
 export interface HubId {
@@ -132,22 +137,44 @@ export class DirectoryHub implements Hub {
   async publish(id: string, write: (dir: string) => Promise<void>): Promise<void> {
     const dir = this.pathOf(id);
     const { org, modelId } = parseHubId(id);
-    // Staging and trash folders start with a dot, which no hub id segment can.
-    const staging = join(this.root, org, `.staging-${modelId}-${randomBytes(4).toString('hex')}`);
+    const staging = join(this.root, org, `${kStagingPrefix}${modelId}-${randomBytes(4).toString('hex')}`);
     await mkdir(staging, { recursive: true });
     try {
       await write(staging);
-      const trash = join(this.root, org, `.old-${modelId}-${randomBytes(4).toString('hex')}`);
+      // The whole model on the disk before the rename publishes it, and the rename on the disk before we return.
+      await fsyncTree(staging);
+      const trash = join(this.root, org, `${kOldPrefix}${modelId}-${randomBytes(4).toString('hex')}`);
       const replaced = await rename(dir, trash).then(
         () => true,
         () => false,
       );
       await rename(staging, dir);
+      await fsyncPath(join(this.root, org));
       if (replaced) await rm(trash, { recursive: true, force: true });
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  /**
+   * Removes what an interrupted `publish` leaves beside the models (its staging folder, or the replaced model it
+   * had not deleted yet). Call it only while no `publish` runs on this root, e.g. at start-up under the data
+   * directory's lock. Resolves to the folders removed.
+   */
+  async sweep(): Promise<string[]> {
+    const removed: string[] = [];
+    const orgs = await readdir(this.root, { withFileTypes: true }).catch(() => []);
+    for (const org of orgs) {
+      if (!org.isDirectory()) continue;
+      for (const entry of await readdir(join(this.root, org.name), { withFileTypes: true })) {
+        if (!entry.name.startsWith(kStagingPrefix) && !entry.name.startsWith(kOldPrefix)) continue;
+        const path = join(this.root, org.name, entry.name);
+        await rm(path, { recursive: true, force: true });
+        removed.push(path);
+      }
+    }
+    return removed.sort();
   }
 
   async remove(id: string): Promise<boolean> {

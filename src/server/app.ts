@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { lockDataDir } from '../service/data-lock.js';
+import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions } from '../proxy/types.js';
@@ -57,6 +58,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const release = lockDataDir(dataDir);
   let service: SvcService;
   try {
+    await sweepLeftovers(dataDir);
     service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
   } catch (error) {
     release();
