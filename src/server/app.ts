@@ -8,7 +8,7 @@ import { SvcService } from '../service/service.js';
 import type { ProviderOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
 import { proxyRoutes } from './proxy-routes.js';
-import { setSecurityHeaders } from './security-headers.js';
+import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
 
 /** Options of {@link startServer}; all optional. */
@@ -64,7 +64,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     release();
     throw error;
   }
-  const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  const app = Fastify({ logger: false, forceCloseConnections: 'idle', frameworkErrors: answerFrameworkError });
   app.addHook('onRequest', setSecurityHeaders);
   app.get('/health', async () => ({ ok: true }));
   await app.register(svcRoutes, {

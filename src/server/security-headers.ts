@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { errorBody } from './errors.js';
+
 // What a response may load when it is not the dashboard: nothing. JSON and model files never run in a page, and no
 // page may frame ours (clickjacking) or re-point its relative URLs.
 const kLockedDownPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
@@ -35,4 +37,20 @@ export function setSecurityHeaders(request: FastifyRequest, reply: FastifyReply,
   reply.raw.setHeader('x-frame-options', 'DENY');
   reply.raw.setHeader('referrer-policy', 'no-referrer');
   done();
+}
+
+const kFrameworkErrors: Readonly<Record<string, { status: number; message: string }>> = Object.freeze({
+  FST_ERR_BAD_URL: { status: 400, message: 'The request path is not valid URL encoding' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, message: 'A path parameter is longer than the limit of 100 characters' },
+});
+
+/**
+ * Fastify's `frameworkErrors` option: the answers it gives before any route or hook runs (a path that is not valid
+ * percent-encoding, a parameter over the length limit) in the service's error shape and with the headers every
+ * response carries. The path itself is not echoed: it can be kilobytes of anything.
+ */
+export function answerFrameworkError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+  const known = kFrameworkErrors[error.code ?? ''] ?? { status: 400, message: 'The request could not be routed' };
+  setSecurityHeaders(request, reply, () => {});
+  void reply.code(known.status).type('application/json; charset=utf-8').send(errorBody(known.status, known.message, 'invalid_request'));
 }
