@@ -1,8 +1,9 @@
 // Client commands: they talk to a running service over HTTP (--url / SVC_URL, --key / SVC_KEY).
 import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { isModelFileName } from '../model/hub.js';
 import { readExamplesFile } from './examples-file.js';
 import { fetchService } from './fetch-error.js';
 
@@ -149,15 +150,31 @@ export async function pullCommand(args: string[]): Promise<number> {
   const conn = connection(values);
   const dir = resolve(values.dir ?? hubId.split('/')[1]);
   const info = await call<{ siblings: { rfilename: string }[] }>(conn, 'GET', `/hub/api/models/${hubId}`);
-  for (const { rfilename } of info.siblings) {
+  // Check every name before writing any: a hostile hub must not place a file outside --dir.
+  const names = pulledFileNames(info, dir);
+  for (const rfilename of names) {
     const response = await fetch(`${conn.url}/hub/${hubId}/resolve/main/${rfilename}`, {
       headers: { authorization: `Bearer ${conn.key}` },
     });
     if (!response.ok) throw new Error(`${response.status}: could not download ${rfilename}`);
-    const target = join(dir, ...rfilename.split('/'));
+    const target = resolve(dir, ...rfilename.split('/'));
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, new Uint8Array(await response.arrayBuffer()));
   }
   console.log(dir);
   return 0;
+}
+
+/** The hub's file list, each name a plain relative path that stays inside `dir`; anything else throws. */
+function pulledFileNames(info: unknown, dir: string): string[] {
+  const siblings = (info as { siblings?: unknown })?.siblings;
+  if (!Array.isArray(siblings)) throw new Error('the hub answered without a file list (siblings)');
+  return siblings.map((sibling: unknown) => {
+    const name = (sibling as { rfilename?: unknown })?.rfilename;
+    const target = typeof name === 'string' ? resolve(dir, ...name.split('/')) : '';
+    if (typeof name !== 'string' || !isModelFileName(name) || !target.startsWith(dir + sep)) {
+      throw new Error(`the hub listed the file name ${JSON.stringify(name)}, which is not a plain path inside ${dir}; nothing was written`);
+    }
+    return name;
+  });
 }

@@ -1,9 +1,10 @@
 // Reading and writing a model directory: manifest.json, the head, and the files that let
 // transformers.js load it (config.json, tokenizer files, onnx/model.onnx).
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 
 import { SvcError } from '../errors.js';
+import { writeFileDurably } from './durable.js';
 import { kManifestFile, parseManifest } from './manifest.js';
 import type { Manifest } from './manifest.js';
 
@@ -109,13 +110,6 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
   return { manifest, head, encoderFile };
 }
 
-/** Writes `file` through a temporary name, so a reader never sees half a file. */
-async function writeAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, data);
-  await rename(temporary, file);
-}
-
 /** Writes manifest.json and the head into `dir` (created if missing). */
 export async function writeManifestAndHead(dir: string, manifest: Manifest, head: LogisticHead): Promise<void> {
   await mkdir(dir, { recursive: true });
@@ -126,6 +120,6 @@ export async function writeManifestAndHead(dir: string, manifest: Manifest, head
     bias: head.bias,
   };
   // Doubles print with enough digits to read back bit for bit.
-  await writeAtomic(join(dir, manifest.head_file), `${JSON.stringify(headFile)}\n`);
-  await writeAtomic(join(dir, kManifestFile), `${JSON.stringify(manifest, null, 2)}\n`);
+  await writeFileDurably(join(dir, manifest.head_file), `${JSON.stringify(headFile)}\n`);
+  await writeFileDurably(join(dir, kManifestFile), `${JSON.stringify(manifest, null, 2)}\n`);
 }

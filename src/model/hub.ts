@@ -5,6 +5,11 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 
 import { SvcError } from '../errors.js';
+import { fsyncPath, fsyncTree } from './durable.js';
+
+// Staging and trash folders start with a dot, which no hub id segment can.
+const kStagingPrefix = '.staging-';
+const kOldPrefix = '.old-';
 
 /** A hub id split in its parts. */
 export interface HubId {
@@ -14,6 +19,24 @@ export interface HubId {
 
 // Letters, digits, '.', '_' and '-', not starting with a dot: no segment can be '..' or hidden.
 const kSegment = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * True for a model file name that can only name a file inside the model directory: `/`-separated segments of
+ * letters, digits, `.`, `_` and `-`, none empty or starting with a dot (so no `..`, no absolute path, no `\\`, no
+ * drive letter, no hidden file). The hub serves only such names and `svc pull` writes only such names.
+ *
+ * @example
+ * ```ts
+ * isModelFileName('onnx/model.onnx');  // true
+ * isModelFileName('../../.bashrc');    // false
+ * isModelFileName('/etc/passwd');      // false
+ * ```
+ */
+export function isModelFileName(path: string): boolean {
+  if (typeof path !== 'string' || path.length === 0 || path.length > 1024) return false;
+  const segments = path.split('/');
+  return segments.length <= 16 && segments.every((segment) => kSegment.test(segment));
+}
 
 /**
  * True for strings shaped like `<org>/<model_id>`.
@@ -114,22 +137,44 @@ export class DirectoryHub implements Hub {
   async publish(id: string, write: (dir: string) => Promise<void>): Promise<void> {
     const dir = this.pathOf(id);
     const { org, modelId } = parseHubId(id);
-    // Staging and trash folders start with a dot, which no hub id segment can.
-    const staging = join(this.root, org, `.staging-${modelId}-${randomBytes(4).toString('hex')}`);
+    const staging = join(this.root, org, `${kStagingPrefix}${modelId}-${randomBytes(4).toString('hex')}`);
     await mkdir(staging, { recursive: true });
     try {
       await write(staging);
-      const trash = join(this.root, org, `.old-${modelId}-${randomBytes(4).toString('hex')}`);
+      // The whole model on the disk before the rename publishes it, and the rename on the disk before we return.
+      await fsyncTree(staging);
+      const trash = join(this.root, org, `${kOldPrefix}${modelId}-${randomBytes(4).toString('hex')}`);
       const replaced = await rename(dir, trash).then(
         () => true,
         () => false,
       );
       await rename(staging, dir);
+      await fsyncPath(join(this.root, org));
       if (replaced) await rm(trash, { recursive: true, force: true });
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  /**
+   * Removes what an interrupted `publish` leaves beside the models (its staging folder, or the replaced model it
+   * had not deleted yet). Call it only while no `publish` runs on this root, e.g. at start-up under the data
+   * directory's lock. Resolves to the folders removed.
+   */
+  async sweep(): Promise<string[]> {
+    const removed: string[] = [];
+    const orgs = await readdir(this.root, { withFileTypes: true }).catch(() => []);
+    for (const org of orgs) {
+      if (!org.isDirectory()) continue;
+      for (const entry of await readdir(join(this.root, org.name), { withFileTypes: true })) {
+        if (!entry.name.startsWith(kStagingPrefix) && !entry.name.startsWith(kOldPrefix)) continue;
+        const path = join(this.root, org.name, entry.name);
+        await rm(path, { recursive: true, force: true });
+        removed.push(path);
+      }
+    }
+    return removed.sort();
   }
 
   async remove(id: string): Promise<boolean> {
@@ -143,14 +188,14 @@ export class DirectoryHub implements Hub {
     const dir = await this.resolve(id);
     const out: string[] = [];
     await listFiles(dir, dir, out);
-    return out.sort();
+    // A name no client could safely write (a file someone dropped in by hand) is not listed.
+    return out.filter(isModelFileName).sort();
   }
 
   async file(id: string, path: string): Promise<string> {
     const dir = await this.resolve(id);
-    const segments = typeof path === 'string' ? path.split('/') : [];
-    const safe = segments.length > 0 && segments.every((segment) => kSegment.test(segment));
-    const full = join(dir, ...segments);
+    const safe = isModelFileName(path);
+    const full = safe ? join(dir, ...path.split('/')) : dir;
     const info = safe ? await stat(full).catch(() => null) : null;
     if (!info?.isFile()) throw new SvcError('not_found', `model '${id}' has no file '${String(path)}'`);
     return full;

@@ -1,9 +1,10 @@
 // Writes a complete model directory. Runs inside a pool worker: building the ONNX file
 // copies the whole encoder, which is too much work for the host's event loop.
-import { copyFile, mkdir, rename } from 'node:fs/promises';
+import { copyFile, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 import { resolveBaseModel } from './base-models.js';
+import { fsyncTree, renameDurably } from './durable.js';
 import { writeManifestAndHead } from './directory.js';
 import type { LogisticHead } from './directory.js';
 import type { Manifest } from './manifest.js';
@@ -31,7 +32,7 @@ export async function writeModelDir(
       const temporary = `${weightsFile}.${process.pid}.tmp`;
       await mkdir(dir, { recursive: true });
       await copyFile(encoderFile, temporary);
-      await rename(temporary, weightsFile);
+      await renameDurably(temporary, weightsFile);
     }
   }
   await writeTransformersJsModelDir(dir, {
@@ -41,5 +42,7 @@ export async function writeModelDir(
     // The ONNX graph computes in float32; our head keeps its float64 coefficients.
     head: { weights: Float32Array.from(head.weights), bias: head.bias },
   });
+  // Everything on the disk before the manifest that declares the directory complete.
+  await fsyncTree(dir);
   await writeManifestAndHead(dir, manifest, head);
 }

@@ -9,6 +9,7 @@ import { isHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
 import type { Manifest, TrainingMetrics } from '../model/manifest.js';
 import { forgetEncoder, runTask } from '../pool/pool.js';
+import { kMaxTextLength } from '../train/request.js';
 import { scoreTexts } from './batcher.js';
 import { removeScratchDir, trackScratchDir } from './scratch.js';
 
@@ -29,10 +30,18 @@ export interface LoadOptions {
 }
 
 function checkTexts(texts: unknown): asserts texts is string | readonly string[] {
-  if (typeof texts === 'string') return;
+  if (typeof texts === 'string') return checkLength(texts, 'text');
   if (!Array.isArray(texts)) throw new TypeError('texts must be a string or an array of strings');
   for (let i = 0; i < texts.length; i++) {
     if (typeof texts[i] !== 'string') throw new TypeError(`texts[${i}] must be a string`);
+    checkLength(texts[i], `texts[${i}]`);
+  }
+}
+
+// The same bound as training's: tokenizing a megabyte text costs far more than the 256 tokens it is cut to.
+function checkLength(text: string, name: string): void {
+  if (text.length > kMaxTextLength) {
+    throw new SvcError('invalid_request', `${name} must be at most ${kMaxTextLength} characters (got ${text.length})`, { param: name });
   }
 }
 

@@ -5,8 +5,8 @@ import type { KeyIdentity, ResolvedProxyOptions } from './types.js';
 export type ProjectUse = 'proxy' | 'read-log';
 
 /**
- * Checks a caller against a project: the key is valid (401), the project exists (404), the key's organization owns
- * it (403) and, for proxied calls, has been granted proxy access by the operator (403). With a service that has
+ * Checks a caller against a project: the key is valid (401), the project exists and the key's organization owns
+ * it (404 either way) and, for proxied calls, has been granted proxy access by the operator (403). With a service that has
  * its own `authorizeProxy`, that rule decides proxied calls. Messages match the service's.
  */
 export async function authorizeProject(
@@ -33,11 +33,8 @@ export async function authorizeProject(
   if (project === null) {
     throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
   }
-  if (project.orgId !== identity.orgId) {
-    throw new SvcError('permission', `This API key's organization does not own the project '${projectId}'`, {
-      param: 'project_id',
-    });
-  }
+  // Another organization's project reads as an unknown one: a key must not learn which ids exist.
+  if (project.orgId !== identity.orgId) throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
   if (use === 'proxy' && !(await options.store.getOrganization(identity.orgId))?.proxyAccess) {
     throw new SvcError(
       'permission',

@@ -71,6 +71,11 @@ const kCaptureLimitBytes = 128 * 1024;
 // Non-streaming bodies up to this size are parsed for their usage; larger ones are relayed without it.
 const kUsageBodyLimitBytes = 16 * 1024 * 1024;
 
+// An upstream error body is read for its message only; bytes past this are not kept.
+const kErrorBodyLimitBytes = 64 * 1024;
+// The upstream's error message as we repeat it to the client and the log.
+const kErrorMessageLimit = 500;
+
 // SvcError codes for the errors the proxy itself reports.
 const kCodeByStatus: Readonly<Record<number, string>> = { 429: 'rate_limited', 502: 'upstream_error', 504: 'upstream_timeout' };
 
@@ -218,10 +223,16 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
     if (sseOpen) {
       // Pings already committed us to a 200 stream; the upstream answered with an error instead.
       const body: Buffer[] = [];
-      upstream.on('data', (chunk: Buffer) => body.push(chunk));
+      let bodyBytes = 0;
+      // Only the message is wanted: an endless error body must not grow memory.
+      upstream.on('data', (chunk: Buffer) => {
+        if (bodyBytes >= kErrorBodyLimitBytes) return;
+        body.push(chunk);
+        bodyBytes += chunk.length;
+      });
       upstream.on('end', () => {
         if (finished) return;
-        const text = Buffer.concat(body).toString('utf8');
+        const text = Buffer.concat(body).subarray(0, kErrorBodyLimitBytes).toString('utf8');
         sendError(status >= 400 ? status : 502, `${provider} answered ${status}: ${upstreamMessage(text)}`);
       });
       return;
@@ -301,9 +312,13 @@ function upstreamMessage(text: string): string {
     const body = JSON.parse(text) as { message?: unknown; error?: { message?: unknown } | string };
     const message =
       typeof body.error === 'object' && body.error !== null ? body.error.message : body.message ?? body.error;
-    if (typeof message === 'string') return message;
+    if (typeof message === 'string') return shorten(message, kErrorMessageLimit);
   } catch {
     // not JSON
   }
-  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+  return shorten(text, 200);
+}
+
+function shorten(text: string, limit: number): string {
+  return text.length > limit ? `${text.slice(0, limit)}...` : text;
 }

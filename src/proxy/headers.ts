@@ -1,49 +1,48 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { ProviderName } from './types.js';
 
-// Hop-by-hop headers (RFC 9110 7.6.1) and ones Node sets itself.
-const kHopByHop = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+// What each provider API reads from a request besides its body, the key and the content type: anything else the
+// client sends (cookies, its own credentials, `openai-organization`, proxy and tracing headers, SDK telemetry) stays
+// with us. Names are lower case, as Node gives them.
+const kCommonUpstream = ['accept', 'user-agent', 'idempotency-key'];
+const kUpstreamAllowed: Readonly<Record<ProviderName, ReadonlySet<string>>> = Object.freeze({
+  'provider-a': new Set([...kCommonUpstream, 'openai-beta']),
+  'provider-b': new Set(kCommonUpstream),
+  'provider-c': new Set([...kCommonUpstream, 'anthropic-version', 'anthropic-beta']),
+});
 
-// The client's credentials, cookies and account scoping belong to our service, never to the operator's provider
-// account; `host`, `content-length` and `expect` describe the client's hop; we ask for an identity encoding so the
-// log and the usage reader see plain text.
-const kNeverUpstream = new Set([
-  ...kHopByHop,
-  'authorization',
-  'x-api-key',
-  'api-key',
-  'cookie',
-  'cookie2',
-  'host',
+// What a client needs from the provider's answer: how to read the body, and when and whether to retry. The rest --
+// the operator's account (`openai-organization`, `openai-project`), its rate limits and quota, cookies, server and
+// tracing details -- describes the operator's provider account, not the client's call.
+const kDownstreamAllowed: ReadonlySet<string> = new Set([
+  'content-type',
   'content-length',
-  'expect',
-  'accept-encoding',
-  'openai-organization',
-  'openai-project',
+  'content-encoding',
+  'retry-after',
+  'retry-after-ms',
+  'x-should-retry',
+  'x-request-id',
+  'request-id',
 ]);
 
-const kNeverDownstream = new Set([...kHopByHop, 'set-cookie', 'set-cookie2']);
+/** Longest header value passed on either way; a longer one is dropped rather than relayed. */
+const kMaxHeaderValueLength = 1024;
 
-/** Headers named by the `Connection` header are hop-by-hop too. */
-function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
-  const value = headers.connection;
-  if (!value) return new Set();
-  return new Set(value.split(',').map((token) => token.trim().toLowerCase()));
+function allowed(value: string | string[] | undefined): value is string | string[] {
+  if (value === undefined) return false;
+  const values = Array.isArray(value) ? value : [value];
+  return values.every((v) => v.length <= kMaxHeaderValueLength);
 }
 
 /**
- * The headers sent upstream: the client's own (SDK version, `anthropic-version`, `anthropic-beta`, ...), minus
- * credentials, cookies and hop-by-hop headers, plus the operator's provider key.
+ * The headers sent upstream: the few the provider's API reads (`accept`, `user-agent`, `anthropic-version`,
+ * `anthropic-beta`, `openai-beta`, `idempotency-key`), the body's type and length, and the operator's provider key.
+ *
+ * @example
+ * ```ts
+ * upstreamHeaders({ authorization: 'Bearer svc_x', 'openai-organization': 'org-1', accept: 'application/json' }, 'provider-a', 'sk-op', 42);
+ * // { accept: 'application/json', 'content-type': 'application/json', 'content-length': 42, 'accept-encoding': 'identity', authorization: 'Bearer sk-op' }
+ * ```
  */
 export function upstreamHeaders(
   incoming: IncomingHttpHeaders,
@@ -51,14 +50,14 @@ export function upstreamHeaders(
   providerKey: string,
   contentLength: number,
 ): OutgoingHttpHeaders {
-  const dropped = connectionTokens(incoming);
+  const names = kUpstreamAllowed[provider];
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined || kNeverUpstream.has(name) || dropped.has(name)) continue;
-    out[name] = value;
+    if (names.has(name) && allowed(value)) out[name] = value;
   }
   out['content-type'] = 'application/json';
   out['content-length'] = contentLength;
+  // Plain text, so that the log and the usage reader can read the answer.
   out['accept-encoding'] = 'identity';
   if (provider === 'provider-c') {
     if (providerKey) out['x-api-key'] = providerKey;
@@ -69,12 +68,11 @@ export function upstreamHeaders(
   return out;
 }
 
-/** The upstream's response headers as the client gets them; a stream gets the no-buffering headers. */
+/** The upstream's response headers a client needs (see `kDownstreamAllowed`); a stream gets the no-buffering headers. */
 export function downstreamHeaders(incoming: IncomingHttpHeaders, stream: boolean): OutgoingHttpHeaders {
-  const dropped = connectionTokens(incoming);
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined || kNeverDownstream.has(name) || dropped.has(name)) continue;
+    if (!kDownstreamAllowed.has(name) || !allowed(value)) continue;
     if (stream && name === 'content-length') continue;
     out[name] = value;
   }

@@ -73,6 +73,8 @@ export class RequestLogQueue {
           ...row,
           requestBody: logBody(row.requestBody),
           responseBody: logBody(responseText),
+          // Upstream messages quote what they were sent ("Incorrect API key provided: sk-...").
+          error: row.error === null ? null : logBody(row.error),
         });
       } catch (error) {
         this.#failed++;

@@ -2,11 +2,13 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { lockDataDir } from '../service/data-lock.js';
+import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
 import { proxyRoutes } from './proxy-routes.js';
+import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
 
 /** Options of {@link startServer}; all optional. */
@@ -52,15 +54,18 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
-  const service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
-  let release: () => void;
+  // The lock comes first: nothing, not even a migration, touches a directory another server holds.
+  const release = lockDataDir(dataDir);
+  let service: SvcService;
   try {
-    release = lockDataDir(dataDir);
+    await sweepLeftovers(dataDir);
+    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
   } catch (error) {
-    await service.close();
+    release();
     throw error;
   }
-  const app = Fastify({ logger: false, forceCloseConnections: 'idle' });
+  const app = Fastify({ logger: false, forceCloseConnections: 'idle', frameworkErrors: answerFrameworkError });
+  app.addHook('onRequest', setSecurityHeaders);
   app.get('/health', async () => ({ ok: true }));
   await app.register(svcRoutes, {
     prefix: '/v2',

@@ -1,12 +1,41 @@
+/** Project ids as the service makes them (`proj_<12 hex>`); the dashboard answers 404 for any other shape. */
+const kProjectIdShape = /^proj_[A-Za-z0-9]{1,64}$/;
+
+/**
+ * True for strings shaped like a project id: letters and digits only after `proj_`, so nothing in one can mean
+ * anything in HTML, JavaScript or a URL.
+ *
+ * @example
+ * ```ts
+ * isProjectIdShape('proj_0123456789ab'); // true
+ * isProjectIdShape("$'$`(alert(1))//");  // false
+ * ```
+ */
+export function isProjectIdShape(id: string): boolean {
+  return kProjectIdShape.test(id);
+}
+
 /**
  * The project dashboard: one self-contained HTML page (no CDN, no build step). It asks for an API key, keeps it in
  * sessionStorage, reads `GET ./requests` page by page, and shows the calls in a filterable table with their bodies
- * and an SVG chart of latency and tokens over time.
+ * and an SVG chart of latency and tokens over time. `nonce` is the response's CSP nonce (see `pagePolicy`): the
+ * page's script and stylesheet carry it.
  */
-export function dashboardPage(projectId: string): string {
-  return kPage
-    .replace('__PROJECT_JSON__', JSON.stringify(projectId).replace(/</g, '\\u003c'))
-    .replaceAll('__PROJECT_TEXT__', escapeHtml(projectId));
+export function dashboardPage(projectId: string, nonce: string): string {
+  if (!isProjectIdShape(projectId)) throw new TypeError('projectId must be a project id (proj_...)');
+  if (!/^[A-Za-z0-9_-]+$/.test(nonce)) throw new TypeError('nonce must be base64url');
+  // Split and join: no replacement patterns ($&, $', $`) anywhere near the values.
+  return fillTemplate(kPage, {
+    __PROJECT_JSON__: JSON.stringify(projectId).replace(/</g, '\\u003c'),
+    __PROJECT_TEXT__: escapeHtml(projectId),
+    __NONCE__: nonce,
+  });
+}
+
+function fillTemplate(template: string, values: Readonly<Record<string, string>>): string {
+  let out = template;
+  for (const [placeholder, value] of Object.entries(values)) out = out.split(placeholder).join(value);
+  return out;
 }
 
 function escapeHtml(text: string): string {
@@ -19,7 +48,7 @@ const kPage = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>svc-classify · __PROJECT_TEXT__ · requests</title>
-<style>
+<style nonce="__NONCE__">
   :root { --fg:#1d2330; --muted:#667085; --line:#e4e7ec; --bg:#f8f9fb; --accent:#3056d3; --bad:#c4320a; --ok:#027a48; }
   * { box-sizing: border-box; }
   body { margin:0; font:14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color:var(--fg); background:var(--bg); }
@@ -42,6 +71,7 @@ const kPage = `<!doctype html>
   #status { color:var(--muted); } .legend span { margin-right:14px; } .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:middle; }
   .scroll { overflow-x:auto; } main > * { min-width:0; }
   svg text { font-size:11px; fill:var(--muted); }
+  .swatch.latency { background:#3056d3; } .swatch.tokens { background:#f79009; }
 </style>
 </head>
 <body>
@@ -55,7 +85,7 @@ const kPage = `<!doctype html>
     </form>
   </section>
   <section class="card" id="chart-card" hidden>
-    <div class="legend"><span><i class="swatch" style="background:#3056d3"></i>total latency (ms)</span><span><i class="swatch" style="background:#f79009"></i>tokens in + out</span></div>
+    <div class="legend"><span><i class="swatch latency"></i>total latency (ms)</span><span><i class="swatch tokens"></i>tokens in + out</span></div>
     <svg id="chart" width="100%" height="200" viewBox="0 0 1000 200" preserveAspectRatio="none" role="img" aria-label="latency and tokens over time"></svg>
   </section>
   <section class="card" id="table-card" hidden>
@@ -76,7 +106,7 @@ const kPage = `<!doctype html>
     <div><h3>Response body</h3><pre id="response-body"></pre></div>
   </section>
 </main>
-<script>
+<script nonce="__NONCE__">
 "use strict";
 const projectId = __PROJECT_JSON__;
 const storageKey = "svc-dashboard-key:" + projectId;

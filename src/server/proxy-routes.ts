@@ -7,7 +7,8 @@ import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamT
 import { RequestLogQueue } from '../proxy/request-log.js';
 import type { KeyIdentity, ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { RequestLogRow } from '../store/types.js';
-import { dashboardPage } from './dashboard-page.js';
+import { dashboardPage, isProjectIdShape } from './dashboard-page.js';
+import { newNonce, pagePolicy } from './security-headers.js';
 
 interface ProjectParams {
   project_id: string;
@@ -140,15 +141,12 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   );
 
   app.get<{ Params: ProjectParams }>('/:project_id/dashboard', async (request, reply) => {
-    reply
-      .type('text/html; charset=utf-8')
-      .header('cache-control', 'no-store')
-      // Everything the page needs is inline; it talks only to this service.
-      .header(
-        'content-security-policy',
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
-      )
-      .send(dashboardPage(request.params.project_id));
+    const projectId = request.params.project_id;
+    if (!isProjectIdShape(projectId)) throw new SvcError('not_found', 'No such project dashboard', { param: 'project_id' });
+    const nonce = newNonce();
+    // Everything the page needs is inline and carries the nonce; it talks only to this service.
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+    return reply.header('content-security-policy', pagePolicy(nonce)).send(dashboardPage(projectId, nonce));
   });
 }
 

@@ -1,53 +1,59 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
+import Database from 'better-sqlite3';
 
 import { SvcError } from '../errors.js';
 
-/** The file that marks a data directory as served by one process. */
+/** The file that says, for people and scripts, which process serves a data directory. It is never trusted. */
 export const kLockFile = 'serve.pid';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** The file whose lock is the lock: a SQLite database held in an exclusive transaction. */
+export const kLockDatabase = 'serve.lock';
 
 /**
- * Claims a data directory for this process. Two servers on one directory
- * would each requeue the other's running jobs at start-up and train them
- * twice, so the second one is refused. A lock left by a process that died
- * (SIGKILL, a crash) is taken over. Returns the release function.
+ * Claims a data directory for this process. Two servers on one directory would each requeue the other's running
+ * jobs at start-up and train them twice, so the second one is refused.
+ *
+ * The lock is the operating system's (SQLite's `fcntl` lock on `serve.lock`, held in an exclusive transaction), not
+ * a pid in a file: the kernel drops it when the holder dies, however it dies, so there is no stale lock to take
+ * over, no race between two takers, and no pid to misread (pid 1 after a container restart, our own pid, an empty
+ * file). `serve.pid` is written after the lock is held, for operators, and only read to name the holder in the
+ * error. Returns the release function.
  *
  * @example
  * ```ts
- * const release = lockDataDir('./svc-data'); // writes ./svc-data/serve.pid
+ * const release = lockDataDir('./svc-data'); // holds ./svc-data/serve.lock, writes ./svc-data/serve.pid
  * release();
  * ```
  */
 export function lockDataDir(dataDir: string): () => void {
-  const file = join(dataDir, kLockFile);
-  for (let attempt = 0; attempt < 2; attempt += 1) {
-    try {
-      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
-      return () => {
-        try {
-          if (Number(readFileSync(file, 'utf8')) === process.pid) rmSync(file, { force: true });
-        } catch {
-          // Already gone: nothing to release.
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(file, 'utf8'));
-      if (Number.isInteger(holder) && alive(holder)) {
-        throw new SvcError('conflict', `another svc serve (pid ${holder}) is using the data directory ${dataDir}`);
-      }
-      rmSync(file, { force: true });
-    }
+  mkdirSync(dataDir, { recursive: true });
+  // timeout 0: a held lock answers SQLITE_BUSY at once instead of after better-sqlite3's default 5 s wait.
+  const db = new Database(join(dataDir, kLockDatabase), { timeout: 0 });
+  try {
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+    throw new SvcError('conflict', `another svc serve${holderText(dataDir)} is using the data directory ${dataDir}`);
   }
-  throw new SvcError('conflict', `could not lock the data directory ${dataDir}`);
+  const pidFile = join(dataDir, kLockFile);
+  writeFileSync(pidFile, `${process.pid}\n`);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    rmSync(pidFile, { force: true });
+    db.close();
+  };
+}
+
+/** ` (pid 1234)` when `serve.pid` names one, else nothing: the message only, never a decision. */
+function holderText(dataDir: string): string {
+  try {
+    const text = readFileSync(join(dataDir, kLockFile), 'utf8').trim();
+    return /^[1-9]\d{0,9}$/.test(text) ? ` (pid ${text})` : '';
+  } catch {
+    return '';
+  }
 }

@@ -196,8 +196,8 @@ export class SvcService {
   }
 
   /**
-   * The check in front of every proxied call: the project exists (else 404),
-   * belongs to the caller's organization and that organization has been
+   * The check in front of every proxied call: the project exists and
+   * belongs to the caller's organization (else 404, alike) and that organization has been
    * granted proxy access (else 403).
    */
   async authorizeProxy(principal: Principal, projectId: string): Promise<Project> {
@@ -205,11 +205,8 @@ export class SvcService {
     if (project === null) {
       throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
     }
-    if (project.orgId !== principal.orgId) {
-      throw new SvcError('permission', `This API key's organization does not own the project '${projectId}'`, {
-        param: 'project_id',
-      });
-    }
+    // Another organization's project reads as an unknown one: a key must not learn which ids exist.
+    if (project.orgId !== principal.orgId) throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
     if (!(await this.hasProxyAccess(principal.orgId))) {
       throw new SvcError(
         'permission',

@@ -80,24 +80,28 @@ export const kMigrations: readonly string[] = Object.freeze([
   `,
 ]);
 
-/** Brings the database to the newest schema; returns the version it ends at. */
+/**
+ * Brings the database to the newest schema; returns the version it ends at. All of it runs in one IMMEDIATE
+ * transaction: a second process opening a fresh directory at the same time waits for the write lock (the
+ * connection's busy timeout), then reads the version the first one left and has nothing to do.
+ */
 export function migrate(db: Database.Database): number {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
-  const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
-  if (row === undefined) db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
-  let version = row?.version ?? 0;
-  if (version > kMigrations.length) {
-    throw new Error(
-      `the data directory was written by a newer svc-classify (schema ${version}, this build knows ${kMigrations.length})`,
-    );
-  }
-  const bump = db.prepare('UPDATE schema_version SET version = ?');
-  for (; version < kMigrations.length; version += 1) {
-    const sql = kMigrations[version];
-    db.transaction(() => {
-      db.exec(sql);
+  const run = db.transaction((): number => {
+    db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+    const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+    if (row === undefined) db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
+    let version = row?.version ?? 0;
+    if (version > kMigrations.length) {
+      throw new Error(
+        `the data directory was written by a newer svc-classify (schema ${version}, this build knows ${kMigrations.length})`,
+      );
+    }
+    const bump = db.prepare('UPDATE schema_version SET version = ?');
+    for (; version < kMigrations.length; version += 1) {
+      db.exec(kMigrations[version]);
       bump.run(version + 1);
-    })();
-  }
-  return version;
+    }
+    return version;
+  });
+  return run.immediate();
 }

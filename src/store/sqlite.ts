@@ -123,10 +123,11 @@ export class SqliteStore implements Store {
   static open(dataDir: string): SqliteStore {
     mkdirSync(dataDir, { recursive: true });
     const db = new Database(join(dataDir, kDatabaseFile));
+    // A CLI write and the server's job runner may meet, and so may two processes opening a fresh directory:
+    // wait instead of failing with SQLITE_BUSY. Set first, so that switching to WAL waits too.
+    db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
     db.pragma('foreign_keys = ON');
-    // A CLI write and the server's job runner may meet; wait instead of failing with SQLITE_BUSY.
-    db.pragma('busy_timeout = 5000');
     migrate(db);
     return new SqliteStore(db);
   }

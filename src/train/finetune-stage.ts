@@ -1,7 +1,7 @@
 // The fine-tuning stage from the main thread: it starts the pool task, relays its per-step
 // progress, and turns an AbortSignal into the task's stop flag (checked between steps), so an
 // aborted run ends within one step and leaves the worker and its loaded encoders alive.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
@@ -35,9 +35,38 @@ export function finetuneThreads(): number {
   return workers * engineThreads;
 }
 
+/** Fine-tuning runs write their encoder under `<tmpdir>/svc-classify-finetune-<pid>-XXXXXX` until it is saved. */
+export const kFinetuneFolderPrefix = 'svc-classify-finetune-';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the fine-tuning folders of processes that are gone (killed mid-training). A folder whose pid is alive is
+ * kept, even if the pid was reused: a leftover folder costs disk, a removed live one costs a training run.
+ * Resolves to the folders removed.
+ */
+export async function sweepFinetuneFolders(root: string = tmpdir()): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    const pid = new RegExp(`^${kFinetuneFolderPrefix}([1-9]\\d{0,9})-`).exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid || alive(Number(pid))) continue;
+    await rm(join(root, name), { recursive: true, force: true });
+    removed.push(join(root, name));
+  }
+  return removed.sort();
+}
+
 export async function runFinetuneStage(options: FinetuneStageOptions): Promise<FinetunedEncoder> {
   if (options.signal?.aborted) throw new SvcError('aborted', 'training was aborted');
-  const dir = await mkdtemp(join(tmpdir(), 'svc-classify-'));
+  // The pid in the name lets a later start-up remove the folder if this process dies with it (sweepFinetuneFolders).
+  const dir = await mkdtemp(join(tmpdir(), `${kFinetuneFolderPrefix}${process.pid}-`));
   const stop = new Int32Array(new SharedArrayBuffer(4));
   const onAbort = () => Atomics.store(stop, 0, 1);
   options.signal?.addEventListener('abort', onAbort, { once: true });

@@ -36,7 +36,18 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   page.on('request', (request) => {
     if (!request.url().startsWith(h.base)) foreign.push(request.url());
   });
-  await page.goto(`${h.base}/v2/${h.projectId}/dashboard`);
+  // The page runs under its strict policy: a blocked script, style or fetch would show up here.
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
+  const response = await page.goto(`${h.base}/v2/${h.projectId}/dashboard`);
+  const policy = response!.headers()['content-security-policy'];
+  const nonce = /script-src 'nonce-([A-Za-z0-9_-]{22})'/.exec(policy)![1];
+  expect(policy).toBe(
+    `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
+  );
+  expect(response!.headers()['x-content-type-options']).toBe('nosniff');
   expect(await page.title()).toBe(`svc-classify · ${h.projectId} · requests`);
   expect(await page.textContent('header code')).toBe(`project ${h.projectId}`);
   await page.fill('#api-key', h.acmeKey);
@@ -64,6 +75,7 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   expect(await page.$$eval('#chart polyline', (lines) => lines.length)).toBe(2);
   expect(await page.$$eval('#chart circle', (dots) => dots.length)).toBe(3 + 2);
   expect(foreign).toEqual([]);
+  expect(violations).toEqual([]);
 
   // Refresh picks up a call made after the page loaded.
   await openai.chat.completions.create({ model: 'provider-b:mistral-fake', messages: [{ role: 'user', content: 'later' }] });
@@ -76,5 +88,29 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   const dir = join(process.cwd(), 'tmp');
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: join(dir, 'dashboard.png'), fullPage: true });
+  await page.close();
+});
+
+it('answers 404 to an id that is not a project id, and no script of the attacker runs', async () => {
+  const page = await browser.newPage();
+  const dialogs: string[] = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  // $' and $` are replacement patterns: spliced into the page by String.replace they re-insert the page around them.
+  const answers: string[] = [];
+  for (const id of ["$'$`(alert(1))//", '$&<script>alert(2)</script>', 'proj_x"><script>alert(3)</script>']) {
+    const response = await page.goto(`${h.base}/v2/${encodeURIComponent(id)}/dashboard`);
+    await page.waitForTimeout(100);
+    answers.push(`${response!.status()} ${response!.headers()['content-type']}`);
+  }
+  expect(dialogs).toEqual([]);
+  expect(answers).toEqual(Array(3).fill('404 application/json; charset=utf-8'));
+  // Two responses, two nonces.
+  const a = await fetch(`${h.base}/v2/${h.projectId}/dashboard`);
+  const b = await fetch(`${h.base}/v2/${h.projectId}/dashboard`);
+  expect(a.headers.get('content-security-policy')).not.toBe(b.headers.get('content-security-policy'));
+  expect(await a.text()).toContain(`<script nonce="${/'nonce-([^']+)'/.exec(a.headers.get('content-security-policy')!)![1]}">`);
   await page.close();
 });

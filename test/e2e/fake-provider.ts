@@ -2,11 +2,22 @@
 // Failures are chosen by the model name the client sends (after the proxy strips the prefix), so tests
 // can run them through the official SDKs and concurrently:
 //   fail-500, fail-429 (retry-after: 7), slow-<ms> (headers after <ms>), slow-<ms>-then-<failure>, cut (connection
-//   dropped mid-body), hang (never answers), stall (a stream that sends two content chunks, then nothing).
+//   dropped mid-body), hang (never answers), stall (a stream that sends two content chunks, then nothing),
+//   fail-leak (401 quoting the operator's key, as providers do), fail-huge (500 whose JSON message is 8 MB).
+// Every answer carries the operator's account headers (openai-organization, rate limits), which the proxy must drop.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export const kFakeKeys = Object.freeze({ a: 'sk-fake-a-operator', b: 'sk-fake-b-operator', c: 'sk-fake-c-operator' });
+
+/** Headers about the operator's provider account, sent with every answer. */
+export const kAccountHeaders = Object.freeze({
+  'openai-organization': 'org-operator',
+  'openai-project': 'proj-operator',
+  'x-ratelimit-remaining-requests': '4999',
+  'anthropic-organization-id': 'operator-org-id',
+  server: 'fake-provider/1.0',
+});
 
 export interface RecordedRequest {
   provider: 'a' | 'b' | 'c';
@@ -143,7 +154,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       return;
     }
     const fail = (status: number, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_fake', ...headers });
+      res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_fake', ...kAccountHeaders, ...headers });
       res.end(JSON.stringify(errorBody(provider, status, `fake provider failure ${status}`)));
     };
     const slow = /^slow-(\d+)(?:-then-(.+))?$/.exec(model);
@@ -152,6 +163,19 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     if (failure === 'fail-500') return fail(500);
     if (failure === 'fail-429') return fail(429, { 'retry-after': '7' });
     if (failure === 'hang') return;
+    if (failure === 'fail-leak') {
+      res.writeHead(401, { 'content-type': 'application/json', ...kAccountHeaders });
+      res.end(JSON.stringify(errorBody(provider, 401, `Incorrect API key provided: ${key}. Header was Bearer ${key}`)));
+      return;
+    }
+    if (failure === 'fail-huge') {
+      res.writeHead(500, { 'content-type': 'application/json', ...kAccountHeaders });
+      res.write('{"error":{"message":"');
+      const mb = Buffer.alloc(1 << 20, 'x');
+      for (let i = 0; i < 8 && !res.destroyed; i++) if (!res.write(mb)) await new Promise((r) => res.once('drain', r));
+      res.end('","type":"server_error"}}');
+      return;
+    }
 
     const pieces = fakeReplyPieces(lastUserText(body));
     const inputTokens = promptTokens(body);
@@ -161,7 +185,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
         provider === 'c'
           ? messageEvents(model, pieces, inputTokens)
           : chatChunks(provider, model, pieces, { prompt_tokens: inputTokens, completion_tokens: pieces.length, total_tokens: inputTokens + pieces.length }, includeUsage);
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-request-id': 'req_fake', 'set-cookie': 'upstream=1' });
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-request-id': 'req_fake', 'set-cookie': 'upstream=1', ...kAccountHeaders });
       for (const [i, event] of events.entries()) {
         if ((model === 'cut' || model === 'stall') && i === 3) {
           if (model === 'cut') res.socket?.destroy();
@@ -174,7 +198,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       return;
     }
     const text = JSON.stringify(completeBody(provider, model, pieces, inputTokens));
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': 'req_fake' });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': 'req_fake', ...kAccountHeaders });
     if (model === 'cut') {
       res.write(text.slice(0, 20));
       await tick();

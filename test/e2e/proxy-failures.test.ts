@@ -57,14 +57,11 @@ describe('access', () => {
     expect(error.message).toBe("403 The organization 'globex' has no proxy access; request access from the operator");
   });
 
-  it("403 on another organization's project, 404 on an unknown project, in the anthropic shape", async () => {
+  it("404 alike on another organization's project and on an unknown one, in the anthropic shape", async () => {
     const other = new Anthropic({ baseURL: `${h.base}/v2/${h.globexProjectId}/`, apiKey: h.acmeKey, maxRetries: 0 });
-    const forbidden = await caught(other.messages.create({ model: 'provider-c:x', max_tokens: 8, messages }));
-    expect(forbidden).toBeInstanceOf(Anthropic.PermissionDeniedError);
-    expect(forbidden.error).toEqual({
-      type: 'error',
-      error: { type: 'permission_error', message: "This API key's organization does not own the project 'proj_globex00001'" },
-    });
+    const foreign = await caught(other.messages.create({ model: 'provider-c:x', max_tokens: 8, messages }));
+    expect(foreign).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(foreign.error).toEqual({ type: 'error', error: { type: 'not_found_error', message: "The project 'proj_globex00001' does not exist" } });
     const missing = new Anthropic({ baseURL: `${h.base}/v2/proj_nothere0000/`, apiKey: h.acmeKey, maxRetries: 0 });
     const notFound = await caught(missing.messages.create({ model: 'provider-c:x', max_tokens: 8, messages }));
     expect(notFound).toBeInstanceOf(Anthropic.NotFoundError);

@@ -50,11 +50,13 @@ describe('GET /v2/{project_id}/requests', () => {
     expect(row.created_at).toBe(Math.floor(row.created_at_ms / 1000));
   });
 
-  it('answers 401, 403 and 400 in the service error shape', async () => {
+  it("answers 401, 404 (another organization's project) and 400 in the service error shape", async () => {
     expect(await list('', 'svc_nope')).toEqual({
       status: 401, body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' } },
     });
-    expect((await list('', h.globexKey)).status).toBe(403);
+    expect(await list('', h.globexKey)).toEqual({
+      status: 404, body: { error: { message: `The project '${h.projectId}' does not exist`, type: 'not_found_error', param: 'project_id', code: 'not_found' } },
+    });
     expect(await list('?limit=0')).toEqual({
       status: 400, body: { error: { message: 'limit must be an integer from 1 to 500', type: 'invalid_request_error', param: 'limit', code: 'invalid_request' } },
     });

@@ -19,10 +19,9 @@ describe('upstreamHeaders', () => {
     'content-type': 'application/json; charset=utf-8',
   };
 
-  it('keeps the client headers but its credentials, cookies and hop-by-hop ones, and adds the operator key', () => {
+  it("keeps only the headers the provider's API reads, and adds the operator key", () => {
     expect(upstreamHeaders(incoming, 'provider-a', 'sk-op', 42)).toEqual({
       'user-agent': 'OpenAI/JS 6.49.0',
-      'anthropic-version': '2023-06-01',
       'content-type': 'application/json',
       'content-length': 42,
       'accept-encoding': 'identity',
@@ -42,8 +41,11 @@ describe('upstreamHeaders', () => {
 });
 
 describe('downstreamHeaders', () => {
-  it('drops cookies and hop-by-hop headers; a stream loses its length and gets the no-buffering headers', () => {
-    const upstream = { 'content-type': 'text/event-stream', 'content-length': '10', 'set-cookie': ['a=1'], connection: 'close', 'retry-after': '7' };
+  it("drops the operator's account headers, cookies and hop-by-hop ones; a stream loses its length and gets the no-buffering headers", () => {
+    const upstream = {
+      'content-type': 'text/event-stream', 'content-length': '10', 'set-cookie': ['a=1'], connection: 'close', 'retry-after': '7',
+      'openai-organization': 'org-operator', 'x-ratelimit-limit-tokens': '1000000', server: 'cloudflare',
+    };
     expect(downstreamHeaders(upstream, false)).toEqual({ 'content-type': 'text/event-stream', 'content-length': '10', 'retry-after': '7' });
     expect(downstreamHeaders(upstream, true)).toEqual({
       'content-type': 'text/event-stream', 'retry-after': '7', 'cache-control': 'no-cache', 'x-accel-buffering': 'no',

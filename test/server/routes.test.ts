@@ -244,7 +244,7 @@ describe('the proxy option', () => {
     expect(ok.json()).toEqual({ principal: { orgId: 'acme', keyId }, project: { ...project }, options: ['upstream', 'service'] });
     const denied = await app.inject({ method: 'GET', url: `/v2/${project.id}/whoami`, headers: { 'x-api-key': otherKey } });
     expect([denied.statusCode, denied.json()]).toEqual([
-      403, err('permission_error', `This API key's organization does not own the project '${project.id}'`, 'project_id', 'permission'),
+      404, err('not_found_error', `The project '${project.id}' does not exist`, 'project_id', 'not_found'),
     ]);
     await service.setProxyAccess('acme', false);
   });

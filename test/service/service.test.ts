@@ -97,7 +97,7 @@ describe('organizations and keys', () => {
     await service.createOrganization('globex');
     const globex = await service.authenticate((await service.createApiKey('globex')).key);
     expect(await rejection(service.authorizeProxy(globex, project.id))).toEqual({
-      code: 'permission', status: 403, message: `This API key's organization does not own the project '${project.id}'`, param: 'project_id',
+      code: 'not_found', status: 404, message: `The project '${project.id}' does not exist`, param: 'project_id',
     });
     expect((await rejection(service.authorizeProxy(acme, 'proj_000000000000'))).status).toBe(404);
   });
