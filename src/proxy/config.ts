@@ -1,3 +1,4 @@
+import { SvcService } from '../service/service.js';
 import type { ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, ResolvedProxyOptions } from './types.js';
 
 /**
@@ -74,16 +75,10 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
 /** Validates the plugin options and fills in defaults. */
 export function resolveProxyOptions(options: ProxyRoutesOptions): ResolvedProxyOptions {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const service = options.service;
-  const store = options.store ?? service?.store;
-  if (!store || typeof store.insertRequestLog !== 'function') throw new TypeError('options.store must be a Store');
-  const authenticate = options.authenticate ?? (service ? (key: string) => service.authenticate(key) : undefined);
-  if (typeof authenticate !== 'function') throw new TypeError('options.authenticate must be a function');
-  const authorizeProxy = service?.authorizeProxy?.bind(service) ?? null;
+  const { service } = options;
+  if (!(service instanceof SvcService)) throw new TypeError('options.service must be an SvcService');
   return {
-    store,
-    authenticate,
-    authorizeProxy,
+    service,
     providers: resolveProviderConfig(options.providers, options.env ?? process.env),
     upstreamTimeoutMs: positiveInteger(options.upstreamTimeoutMs, 'upstreamTimeoutMs', kDefaults.upstreamTimeoutMs),
     pingIntervalMs: positiveInteger(options.pingIntervalMs, 'pingIntervalMs', kDefaults.pingIntervalMs),

@@ -5,7 +5,8 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob, TrainingProgress } from '../../src/service/runtime.js';
+import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob } from '../../src/service/runtime.js';
+import type { TrainProgress } from '../../src/train/train.js';
 
 const words = (text: string) => text.toLowerCase().match(/[a-z']+/g) ?? [];
 
@@ -29,7 +30,7 @@ export class WordCountRuntime implements ModelRuntime {
     return join(this.hubRoot, orgId, modelId);
   }
 
-  async train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainingProgress) => void; signal?: AbortSignal }): Promise<void> {
+  async train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<void> {
     if (this.gate) {
       // Waits for the gate, or stops at once when aborted (as the library's train() does).
       const signal = hooks.signal;
@@ -51,7 +52,7 @@ export class WordCountRuntime implements ModelRuntime {
         head.counts[side][word] = (head.counts[side][word] ?? 0) + 1;
         head.totals[side] += 1;
       }
-      hooks.onProgress?.({ stage: 'count', done: i + 1, total: job.examples.length });
+      hooks.onProgress?.({ stage: 'embed', done: i + 1, total: job.examples.length });
     });
     const dir = this.modelDir(job.orgId, job.modelId);
     await mkdir(join(dir, 'onnx'), { recursive: true });

@@ -8,8 +8,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Mistral } from '@mistralai/mistralai';
 import Fastify, { type FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
-import { SvcError } from '../../src/errors.js';
-import type { KeyIdentity, ProxyRoutesOptions } from '../../src/proxy/types.js';
+import type { ProxyRoutesOptions } from '../../src/proxy/types.js';
+import { SvcService } from '../../src/service/service.js';
+import { WordCountRuntime } from '../_support/word-count-runtime.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { RequestLogRow } from '../../src/store/types.js';
@@ -47,16 +48,6 @@ async function createKey(store: SqliteStore, orgId: string): Promise<{ key: stri
   return { key, keyId };
 }
 
-/** Key lookup on the store, as the service does it: the hash of the bearer value, never revoked. */
-function storeAuthenticate(store: SqliteStore) {
-  return async (header: string): Promise<KeyIdentity> => {
-    const key = header.replace(/^Bearer\s+/i, '').trim();
-    const record = await store.findApiKeyByHash(sha256(key));
-    if (!record || record.revokedAt !== null) throw new SvcError('authentication', 'Invalid API key');
-    return { orgId: record.orgId, keyId: record.id };
-  };
-}
-
 /** `fake`: an already running fake provider (e.g. in another thread) to use instead of starting one. */
 export async function startProxyHarness(
   overrides: Partial<ProxyRoutesOptions> = {},
@@ -77,10 +68,11 @@ export async function startProxyHarness(
 
   // An aborted fetch can leave undici's spare connection open; do not wait out the keep-alive timeout on close.
   const app = Fastify({ forceCloseConnections: true });
+  // The proxy checks callers through the service; the runtime is never asked to train or predict here.
+  const service = new SvcService({ store, runtime: new WordCountRuntime(dataDir) });
   await app.register(proxyRoutes, {
     prefix: '/v2',
-    store,
-    authenticate: storeAuthenticate(store),
+    service,
     providers: {
       'provider-a': { url: fake.urls.a, key: kFakeKeys.a },
       'provider-b': { url: fake.urls.b, key: kFakeKeys.b },

@@ -108,7 +108,7 @@ describe('training jobs', () => {
     const created = await service.train(acme, request);
     expect(created).toEqual({
       id: created.id, object: 'model', created_at: created.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 512,
+      task_type: 'binary-classification', context_window: 256,
     });
     expect(created.id).toMatch(/^svc-small-[0-9a-f]{12}$/);
     await service.idle();
