@@ -118,7 +118,7 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
  * const ids = Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102, 101, 7592, 102);
  * trainer.step({ ids, lengths: Int32Array.of(7, 3), pairA: Int32Array.of(0),
  *   pairB: Int32Array.of(1), labels: Float32Array.of(0) });
- * // { loss: 0.0123..., lr: 0, step: 1 }
+ * // { loss: 0.0123..., lr: 0, step: 1, gradNorm: 0.04... }
  * trainer.save('/tmp/model/model.fp16.safetensors');
  * ```
  */

@@ -34,7 +34,9 @@ export const modelSchema = z
     context_window: z
       .number()
       .int()
-      .describe('Tokens read per text; a longer text is cut to this many and its prediction says truncated: true'),
+      .describe(
+        'Tokens read per text, [CLS] and [SEP] included: a longer text is classified on its first context_window tokens (the rest is not read)',
+      ),
     error: z.string().optional().describe('Why training failed (status "failed" only)'),
   })
   .meta({ id: 'Model' });

@@ -169,6 +169,10 @@ describe('/v2', () => {
     expect(await call('GET', '/v2/models', undefined, null)).toEqual({
       status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
     });
+    // `Bearer ` with nothing after it is a missing key as well.
+    expect(await call('GET', '/v2/models', undefined, '')).toEqual({
+      status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
+    });
     expect(await call('GET', '/v2/models', undefined, 'svc_unknown')).toEqual({
       status: 401, body: err('authentication_error', 'Invalid API key', null, 'authentication'),
     });
@@ -195,6 +199,16 @@ describe('/v2', () => {
       [{ model: 'svc-small', task_type: 'binary-classification', examples: examples.slice(0, 5) }, 'at least 20 examples are required (got 5)', 'examples'],
       [{ model: 'svc-large', task_type: 'binary-classification', examples }, "model must be one of svc-small (got 'svc-large')", 'model'],
     ];
+    // Valid JSON in a body labelled as text or a form is refused for its content type, not its shape.
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const response = await app.inject({
+        method: 'POST', url: '/v2/predict', payload: JSON.stringify({ model: 'm', inputs: ['x'] }),
+        headers: { authorization: `Bearer ${key}`, 'content-type': contentType },
+      });
+      expect({ status: response.statusCode, body: response.json() }).toEqual({
+        status: 415, body: err('invalid_request_error', 'Send the request body as application/json', null, 'invalid_request'),
+      });
+    }
     for (const [body, message, param] of trainCases) {
       expect(await call('POST', '/v2/train', body)).toEqual({ status: 400, body: err('invalid_request_error', message, param, 'invalid_request') });
     }
