@@ -7,6 +7,7 @@ import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeEncoder } from './binding.js';
 import { loadAddon } from './load.js';
 import { Tokenizer } from './tokenizer.js';
+import * as is from '../is.js';
 
 /** Arithmetic of the encoder: fp32 (exact) or int8 (weights per channel, activations per row; faster). */
 export type EncoderPrecision = 'fp32' | 'int8';
@@ -30,13 +31,10 @@ const kWeightFiles = Object.freeze(['model.safetensors', 'model.fp16.safetensors
 const kDefaultMaxLength = 256;
 
 function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  is.object(options, 'options');
   const precision = options.precision ?? 'fp32';
   if (!kPrecisions.includes(precision)) throw new TypeError("options.precision must be 'fp32' or 'int8'");
-  const threads = options.threads ?? availableParallelism();
-  if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 1 || threads > 1024) {
-    throw new TypeError('options.threads must be a positive integer');
-  }
+  const threads = is.positiveInteger(options.threads ?? availableParallelism(), 'options.threads', 1024);
   return { precision, threads };
 }
 

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { fromNativeError } from '../errors.js';
 import type { NativeTrainer } from './binding.js';
 import { loadAddon } from './load.js';
+import * as is from '../is.js';
+import { kDefaultSeed } from '../random.js';
 
 /** A packed batch: the token ids of every text back to back, and the pairs the loss compares. */
 export interface PairBatch {
@@ -65,43 +67,25 @@ interface ResolvedTrainerOptions {
   dropout: number | undefined;
 }
 
-const kDefaults = Object.freeze({ threads: 1, seed: 42, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
+const kDefaults = Object.freeze({ threads: 1, seed: kDefaultSeed, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
 const kAdam = Object.freeze({ beta1: 0.9, beta2: 0.999, eps: 1e-6 });
 
-function positiveInteger(value: unknown, name: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`${name} must be a positive integer`);
-  if (value < 1) throw new RangeError(`${name} must be a positive integer`);
-  return value;
-}
-
-function flag(value: unknown, name: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new TypeError(`${name} must be a boolean`);
-  return value;
-}
 
 function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps' | 'maxGradNorm', min: number, max: number) => {
-    const value = options[key];
-    if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !Number.isFinite(value)) throw new TypeError(`options.${key} must be a number`);
-    if (value < min || value >= max) throw new RangeError(`options.${key} must be in [${min}, ${max})`);
-    return value;
-  };
-  const seed = options.seed ?? kDefaults.seed;
-  if (typeof seed !== 'number' || !Number.isSafeInteger(seed) || seed < 0)
-    throw new TypeError('options.seed must be a non-negative integer');
+  is.object(options, 'options');
+  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps' | 'maxGradNorm', min: number, max: number) =>
+    options[key] === undefined ? undefined : is.numberInRange(options[key], `options.${key}`, min, max);
+  const seed = is.nonNegativeInteger(options.seed ?? kDefaults.seed, 'options.seed');
   return {
-    totalSteps: positiveInteger(options.totalSteps, 'options.totalSteps'),
-    threads: positiveInteger(options.threads ?? kDefaults.threads, 'options.threads'),
+    totalSteps: is.positiveInteger(options.totalSteps, 'options.totalSteps'),
+    threads: is.positiveInteger(options.threads ?? kDefaults.threads, 'options.threads'),
     seed,
     lr: number('lr', 0, 1) ?? kDefaults.lr,
     weightDecay: number('weightDecay', 0, 1) ?? kDefaults.weightDecay,
     warmupRatio: number('warmupRatio', 0, 1) ?? kDefaults.warmupRatio,
     eps: number('eps', 0, 1) ?? kAdam.eps,
     maxGradNorm: number('maxGradNorm', 0, Infinity) ?? 0,
-    trainEmbeddings: flag(options.trainEmbeddings, 'options.trainEmbeddings'),
+    trainEmbeddings: is.boolean(options.trainEmbeddings ?? false, 'options.trainEmbeddings'),
     dropout: number('dropout', 0, 1),
   };
 }

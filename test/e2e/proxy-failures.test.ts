@@ -5,8 +5,8 @@ import { Mistral } from '@mistralai/mistralai';
 import { SDKError } from '@mistralai/mistralai/models/errors';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatChunks } from './fake-provider.js';
-import { officialClients, type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { chatChunks } from '../../fixtures/fake-provider.js';
+import { officialClients, type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;

@@ -211,7 +211,7 @@ describe('EncoderTrainer on svc-small', () => {
     const bad = (options: object) => () => EncoderTrainer.open(base.weightsFile, base.configFile, options as never);
     expect(bad({ totalSteps: 0 })).toThrow(new RangeError('options.totalSteps must be a positive integer'));
     expect(bad({ totalSteps: 5, threads: 1.5 })).toThrow(new TypeError('options.threads must be a positive integer'));
-    expect(bad({ totalSteps: 5, seed: -1 })).toThrow(new TypeError('options.seed must be a non-negative integer'));
+    expect(bad({ totalSteps: 5, seed: -1 })).toThrow(new RangeError('options.seed must be a non-negative integer'));
     expect(bad({ totalSteps: 5, lr: 2 })).toThrow(new RangeError('options.lr must be in [0, 1)'));
     const trainer = open(1, 1);
     expect(() => trainer.step({ ...kBatch, pairB: Int32Array.of(1, 3, 4, 4, 2, 9) })).toThrow(

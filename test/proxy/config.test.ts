@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { WordCountRuntime } from '../_support/word-count-runtime.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 describe('resolveProviderConfig', () => {
   it('takes options first, then SVC_PROVIDER_* variables, then the public API addresses', () => {
@@ -37,7 +37,7 @@ describe('resolveProxyOptions', () => {
       const resolved = resolveProxyOptions({ service, env: {} });
       expect([resolved.upstreamTimeoutMs, resolved.pingIntervalMs, resolved.bodyLimit]).toEqual([600_000, 5_000, 16_777_216]);
       expect(resolved.service).toBe(service);
-      expect(() => resolveProxyOptions({ service, pingIntervalMs: 0 })).toThrow(new TypeError('options.pingIntervalMs must be a positive integer'));
+      expect(() => resolveProxyOptions({ service, pingIntervalMs: 0 })).toThrow(new RangeError('options.pingIntervalMs must be a positive integer'));
       expect(() => resolveProxyOptions({ store: {} } as never)).toThrow(new TypeError('options.service must be an SvcService'));
     } finally {
       service.store.close();

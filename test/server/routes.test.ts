@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { hubRoutes } from '../../src/server/hub-routes.js';
 import { svcRoutes } from '../../src/server/routes.js';
 import { SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { WordCountRuntime } from '../_support/word-count-runtime.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({

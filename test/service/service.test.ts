@@ -4,13 +4,13 @@ import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { SvcError } from '../../src/errors.js';
 import { hashApiKey } from '../../src/service/keys.js';
 import { type Principal, SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { TrainingExample } from '../../src/store/types.js';
-import { WordCountRuntime } from '../_support/word-count-runtime.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
 const examples: TrainingExample[] = [
