@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 
-import { fromNativeError, SvcError } from '../errors.js';
+import { callNative, SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import type { NativeTokenizer } from './binding.js';
 import { loadAddon } from './load.js';
@@ -122,12 +122,7 @@ export class Tokenizer {
     if (typeof path !== 'string' || path.length === 0) throw new TypeError('path must be a non-empty string');
     const opts = checkOptions(options);
     if (!existsSync(path)) throw new SvcError('not_found', `tokenizer file not found: ${path}`);
-    let native: NativeTokenizer;
-    try {
-      native = new (loadAddon().Tokenizer)(path);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    const native: NativeTokenizer = callNative(() => new (loadAddon().Tokenizer)(path));
     const fileMax = native.fileMaxLength;
     const fallback = fileMax >= kMinMaxLength && fileMax <= kMaxMaxLength ? fileMax : kFallbackMaxLength;
     return new Tokenizer(native, checkMaxLength(opts.maxLength, fallback));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-import { fromNativeError } from '../errors.js';
+import { callNative } from '../errors.js';
 import type { NativeTrainer } from './binding.js';
 import { loadAddon } from './load.js';
 import * as is from '../is.js';
@@ -122,7 +122,7 @@ export class EncoderTrainer {
       hidden_dropout_prob?: number;
     };
     const { Trainer } = loadAddon();
-    try {
+    return callNative(() => {
       return new EncoderTrainer(
         new Trainer(weightsFile, {
           heads: config.num_attention_heads,
@@ -140,56 +140,42 @@ export class EncoderTrainer {
           threads: resolved.threads,
         }),
       );
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
   }
 
   /** Embedding width. */
   get dim(): number {
-    try {
-      return this.#native.dim;
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    return this.#call(() => this.#native.dim);
   }
 
   get stepsDone(): number {
-    try {
-      return this.#native.stepsDone;
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    return this.#call(() => this.#native.stepsDone);
   }
 
   /** One forward, backward and AdamW update on a batch of pairs. */
   step(batch: PairBatch): TrainStep {
-    try {
+    return this.#call(() => {
       const [loss, lr, step, gradNorm] = this.#native.step(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
       return { loss: loss!, lr: lr!, step: step!, gradNorm: gradNorm! };
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
   }
 
   /** The batch's loss with dropout off, without updating the weights. */
   evaluate(batch: PairBatch): number {
-    try {
-      return this.#native.evaluate(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    return this.#call(() => this.#native.evaluate(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels));
   }
 
   /** Normalized embeddings of the texts under the current weights, `lengths.length x dim`. */
   embed(ids: Int32Array, lengths: Int32Array): Float32Array {
-    try {
+    return this.#call(() => {
       const out = new Float32Array(lengths.length * this.#native.dim);
       this.#native.embed(ids, lengths, out);
       return out;
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
+  }
+
+  #call<T>(fn: () => T): T {
+    return callNative(fn);
   }
 
   /** Frees the native weights, optimizer state and threads now rather than at garbage collection. */
@@ -199,11 +185,7 @@ export class EncoderTrainer {
 
   /** Writes the trained encoder as fp16 safetensors (same tensor names as the base checkpoint). */
   save(path: string): void {
-    try {
-      this.#native.save(path);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    this.#call(() => this.#native.save(path));
   }
 }
 

@@ -64,7 +64,7 @@ function checkCount(value: unknown, name: string): void {
 export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
-  if (pool) throw new Error('configurePool must be called before the pool starts (call closePool first)');
+  if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
   const wanted = { ...defaultPoolOptions(), ...options };
   // Given only one of the two, the other follows so that the product fits the cores.

@@ -3,6 +3,7 @@ import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-
 import type { z } from 'zod';
 
 import type { Principal, SvcService } from '../service/service.js';
+import { SvcError } from '../errors.js';
 import { errorBody, svcErrorHandler } from './errors.js';
 import { OpenApiCollector } from './openapi.js';
 import {
@@ -44,7 +45,7 @@ declare module 'fastify' {
 
 /** The principal of an authenticated /v2 request. */
 export function principalOf(request: FastifyRequest): Principal {
-  if (request.svcPrincipal === null) throw new Error('route registered outside the authenticated scope');
+  if (request.svcPrincipal === null) throw new SvcError('internal', 'route registered outside the authenticated scope');
   return request.svcPrincipal;
 }
 
@@ -105,6 +106,8 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
       async (request) => service.train(principalOf(request), request.body),
     );
 
+    // One declaration per route, alike by design: each names its schemas (validation and OpenAPI)
+    // and the one service call that answers it.
     routes.get(
       '/models',
       { schema: { summary: 'Models that accept requests', response: { 200: modelListSchema } } },
