@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-import { callNative } from '../errors.js';
+import { callNative, SvcError } from '../errors.js';
 import type { NativeTrainer } from './binding.js';
 import { loadAddon } from './load.js';
 import * as is from '../is.js';
@@ -174,12 +174,17 @@ export class EncoderTrainer {
     });
   }
 
+  #disposed = false;
+
   #call<T>(fn: () => T): T {
+    // Same error and message as a disposed Encoder.
+    if (this.#disposed) throw new SvcError('invalid_request', 'the trainer has been disposed');
     return callNative(fn);
   }
 
   /** Frees the native weights, optimizer state and threads now rather than at garbage collection. */
   dispose(): void {
+    this.#disposed = true;
     this.#native.dispose();
   }
 
