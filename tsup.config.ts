@@ -1,18 +1,20 @@
 import { defineConfig } from 'tsup';
 
-// Three entry points: the library, the pool's worker (piscina loads it by file
-// name, so it must be its own file), and the `svc` command.
+// Four entry points: the library (`svc-classify`), the service pieces (`svc-classify/server`),
+// the pool's worker (piscina loads it by file name, so it must be its own file), and the `svc`
+// command. Shared code goes to chunks so that both package entries use one SvcError class.
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
+    server: 'src/server/index.ts',
     worker: 'src/pool/worker.ts',
     cli: 'src/cli/main.ts',
   },
   format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts' } },
+  dts: { entry: { index: 'src/index.ts', server: 'src/server/index.ts' } },
   sourcemap: true,
   clean: true,
   shims: true,
   target: 'node20',
-  splitting: false,
+  splitting: true,
 });

@@ -1,9 +1,9 @@
 // Worker side of bench/proxy.ts: the fake provider and the proxy each get a thread of their own, so the client
 // (the main thread), the proxy and the upstream do not queue behind each other's work on one event loop.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { FakeProvider } from '../test/e2e/fake-provider.js';
-import { startFakeProvider } from '../test/e2e/fake-provider.js';
-import { startProxyHarness } from '../test/e2e/proxy-harness.js';
+import type { FakeProvider } from '../fixtures/fake-provider.js';
+import { startFakeProvider } from '../fixtures/fake-provider.js';
+import { startProxyHarness } from '../fixtures/proxy-harness.js';
 
 export interface ProxyThreadReady {
   sdkBase: string;

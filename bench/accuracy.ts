@@ -12,9 +12,9 @@ import { performance } from 'node:perf_hooks';
 import { closePool, train } from '../src/index.js';
 import type { Classifier, TrainOptions, TrainRequest } from '../src/index.js';
 import { intOption } from './_common.js';
-import { kPerClass, split } from './_draw.js';
-import { uciSentences } from './corpora.js';
-import type { LabelledText, UciTask } from './corpora.js';
+import { kPerClass, split } from '../fixtures/draw.js';
+import { uciSentences } from '../fixtures/corpora.js';
+import type { LabelledText, UciTask } from '../fixtures/corpora.js';
 
 interface Method {
   name: string;

@@ -13,9 +13,9 @@ import type * as ort from 'onnxruntime-node';
 
 import { Encoder } from '../src/native/encoder.js';
 import { cpuInfo } from '../src/native/index.js';
-import { hfTokenize, ortEmbedPadded, ortEncoderSession, transformersJsEmbedder } from './_onnx-peers.js';
+import { hfTokenize, ortEmbedPadded, ortEncoderSession, transformersJsEmbedder } from '../fixtures/onnx-peers.js';
 import { intOption, type ThroughputResult } from './_common.js';
-import { allUciTexts, emailBodies } from './corpora.js';
+import { allUciTexts, emailBodies } from '../fixtures/corpora.js';
 
 interface Peer {
   impl: string;

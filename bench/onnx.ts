@@ -8,9 +8,9 @@ import { performance } from 'node:perf_hooks';
 
 import type * as ort from 'onnxruntime-node';
 
-import { hfTokenize, ortEmbedPadded, ortEmbedSorted, ortEncoderSession, transformersJsEmbedder } from './_onnx-peers.js';
+import { hfTokenize, ortEmbedPadded, ortEmbedSorted, ortEncoderSession, transformersJsEmbedder } from '../fixtures/onnx-peers.js';
 import { intOption, type ThroughputResult } from './_common.js';
-import { allUciTexts } from './corpora.js';
+import { allUciTexts } from '../fixtures/corpora.js';
 
 interface Peer {
   impl: string;

@@ -7,8 +7,8 @@ import { performance } from 'node:perf_hooks';
 
 import { closePool, configurePool, train } from '../src/index.js';
 import { batchStats } from '../src/predict/batcher.js';
-import { split } from './_draw.js';
-import { allUciTexts, uciSentences } from './corpora.js';
+import { split } from '../fixtures/draw.js';
+import { allUciTexts, uciSentences } from '../fixtures/corpora.js';
 
 interface Row {
   layout: string;

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { type FakeProvider, kFakeKeys } from '../test/e2e/fake-provider.js';
+import { type FakeProvider, kFakeKeys } from '../fixtures/fake-provider.js';
 import { intOption } from './_common.js';
 import type { ProxyThreadReady } from './_proxy-threads.js';
 

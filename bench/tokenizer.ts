@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 
 import { Tokenizer } from '../src/index.js';
 import { resolveBaseModel } from '../src/model/base-models.js';
-import { allUciTexts, emailBodies } from './corpora.js';
+import { allUciTexts, emailBodies } from '../fixtures/corpora.js';
 
 // The reference parallelizes encodeBatch with rayon; pin it to one thread
 // before it loads, so every implementation runs on one core.

@@ -9,47 +9,13 @@ import { EncoderTrainer } from '../src/native/trainer.js';
 import type { PairBatch } from '../src/native/trainer.js';
 import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs } from '../src/train/pairs.js';
 import type { Pairs } from '../src/train/pairs.js';
-import { uciSentences } from './corpora.js';
-import type { UciTask } from './corpora.js';
+import { uciSentences } from '../fixtures/corpora.js';
+import type { UciTask } from '../fixtures/corpora.js';
+import { pairBatch } from '../fixtures/pair-batch.js';
 
 function option(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
-}
-
-/**
- * Packs pairs [start, start + size) into one trainer batch with each pair's two texts as rows
- * of their own (2 x size rows), as sentence-transformers feeds a pair loss: every occurrence of
- * a text gets its own dropout mask. Twice the rows of the library's `packPairBatch`, for the
- * same accuracy on the few-shot tasks; this suite compares their speed.
- *
- * @example
- * ```ts
- * const tokens = [Int32Array.of(101, 7592, 102), Int32Array.of(101, 2088, 102)];
- * const batch = pairBatch(tokens, { a: Int32Array.of(0, 1), b: Int32Array.of(1, 1), labels: Float32Array.of(0, 1) }, 0, 2);
- * Array.from(batch.lengths); // [3, 3, 3, 3]
- * Array.from(batch.pairA); // [0, 2]
- * Array.from(batch.pairB); // [1, 3]
- * ```
- */
-export function pairBatch(tokens: readonly Int32Array[], pairs: Pairs, start: number, size: number): PairBatch {
-  const end = Math.min(pairs.a.length, start + size);
-  const rows: Int32Array[] = [];
-  for (let p = start; p < end; p += 1) rows.push(tokens[pairs.a[p]!]!, tokens[pairs.b[p]!]!);
-  const lengths = Int32Array.from(rows, (row) => row.length);
-  const ids = new Int32Array(lengths.reduce((sum, n) => sum + n, 0));
-  let offset = 0;
-  for (const row of rows) {
-    ids.set(row, offset);
-    offset += row.length;
-  }
-  return {
-    ids,
-    lengths,
-    pairA: Int32Array.from({ length: end - start }, (_, i) => 2 * i),
-    pairB: Int32Array.from({ length: end - start }, (_, i) => 2 * i + 1),
-    labels: pairs.labels.slice(start, end),
-  };
 }
 
 interface Result {

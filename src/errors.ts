@@ -65,6 +65,20 @@ export function fromNativeError(error: unknown): SvcError {
   return wrapped;
 }
 
+/**
+ * The one rule for calling into the addon, used by every wrapped class (Encoder, EncoderTrainer,
+ * Tokenizer): a RangeError or TypeError is the caller's mistake (bad ids, lengths, element
+ * types) and is kept as is; anything else the C++ side throws becomes `SvcError('native_error')`.
+ */
+export function callNative<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof RangeError || error instanceof TypeError) throw error;
+    throw fromNativeError(error);
+  }
+}
+
 // The `type` of the `{ error: { message, type, param, code } }` body for each status, as
 // OpenAI-compatible clients expect it. The /v2 routes and the provider-A proxy share it.
 const kErrorTypeByStatus: Readonly<Record<number, string>> = Object.freeze({

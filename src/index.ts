@@ -1,10 +1,13 @@
-// Public exports of svc-classify. Everything a user imports is listed here.
+// The library: train, predict, embed and tokenize, with the pool's settings. Nothing here loads
+// Fastify or SQLite; the service pieces (routes, store, proxy) are in `svc-classify/server`.
 export { SvcError } from './errors.js';
 export type { SvcErrorCode } from './errors.js';
 export { cpuInfo } from './native/index.js';
 export type { NativeCpuInfo } from './native/index.js';
 export { Encoder } from './native/encoder.js';
 export type { EncoderOptions, EncoderPrecision } from './native/encoder.js';
+export { Tokenizer } from './native/tokenizer.js';
+export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
 export { train } from './train/train.js';
 export type { TrainOptions, TrainProgress } from './train/train.js';
 export {
@@ -27,33 +30,3 @@ export { kManifestFormatVersion } from './model/manifest.js';
 export type { BodyKind, FinetuneSettings, Manifest, TrainingMetrics, TrainingSettings } from './model/manifest.js';
 export { configurePool, closePool } from './pool/pool.js';
 export type { PoolOptions } from './pool/pool.js';
-export { Tokenizer } from './native/tokenizer.js';
-export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
-export { svcRoutes, kDefaultBodyLimit } from './server/routes.js';
-export type { SvcRoutesOptions } from './server/routes.js';
-export { hubRoutes } from './server/hub-routes.js';
-export type { HubRoutesOptions } from './server/hub-routes.js';
-export { errorBody } from './server/errors.js';
-export type { ErrorBody } from './server/errors.js';
-export { startServer } from './server/app.js';
-export type { ServerOptions, RunningServer } from './server/app.js';
-export { SvcService, toModelObject } from './service/service.js';
-export type { Principal, ModelObject, ProxyModelObject, PredictResponse, CreatedApiKey, SvcServiceOptions } from './service/service.js';
-export { LibraryRuntime } from './service/library-runtime.js';
-export type { LibraryRuntimeOptions } from './service/library-runtime.js';
-export type { ModelRuntime, RuntimeTrainJob, RuntimePrediction, TrainingProgress } from './service/runtime.js';
-export { openService, proxyModelsFromEnv } from './service/open.js';
-export { SqliteStore } from './store/sqlite.js';
-export type { Store } from './store/types.js';
-export { proxyRoutes } from './server/proxy-routes.js';
-export { resolveProviderConfig, kDefaultProviderUrls } from './proxy/config.js';
-export type {
-  Authenticate,
-  KeyIdentity,
-  ProviderConfig,
-  ProviderEndpoint,
-  ProviderName,
-  ProviderOptions,
-  ProxyRoutesOptions,
-  ProxyService,
-} from './proxy/types.js';

@@ -1,3 +1,6 @@
+/** The seed of every seeded draw (pairs, their order, dropout masks) when the caller gives none. */
+export const kDefaultSeed = 42;
+
 /**
  * mulberry32: a small, fast, well-mixed 32-bit PRNG. Seeded draws (training
  * pairs, few-shot splits, generated test corpora) give the same sequence on

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "addon_data.h"
+#include "errors.h"
 #include "encoder/encoder.h"
 #include "encoder/weights.h"
 
@@ -36,18 +37,17 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
     if (precision != "fp32" && precision != "int8")
       throw Napi::TypeError::New(env, "precision must be 'fp32' or 'int8'");
     const int threads = info[3].As<Napi::Number>().Int32Value();
-    try {
-      auto weights = svc::acquire_weights(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
-                                          precision == "int8" ? svc::Precision::kInt8 : svc::Precision::kF32);
-      encoder_ = std::make_unique<svc::Encoder>(std::move(weights), threads);
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(env, e.what());
-    }
+    const std::string config = info[0].As<Napi::String>().Utf8Value();
+    const std::string weights_path = info[1].As<Napi::String>().Utf8Value();
+    encoder_ = call_native(env, [&] {
+      auto weights = svc::acquire_weights(config, weights_path, precision == "int8" ? svc::Precision::kInt8 : svc::Precision::kF32);
+      return std::make_unique<svc::Encoder>(std::move(weights), threads);
+    });
   }
 
  private:
   svc::Encoder& live(Napi::Env env) {
-    if (!encoder_) throw Napi::Error::New(env, "the encoder has been disposed");
+    if (!encoder_) throw disposed(env, "encoder");
     return *encoder_;
   }
 
@@ -55,30 +55,18 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
   Napi::Value Run(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     svc::Encoder& enc = live(env);
-    if (info.Length() != 3 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsTypedArray())
-      throw Napi::TypeError::New(env, "expected (ids: Int32Array, lengths: Int32Array, out: Float32Array)");
-    auto ids = info[0].As<Napi::TypedArray>();
-    auto lengths = info[1].As<Napi::TypedArray>();
-    auto out = info[2].As<Napi::TypedArray>();
-    if (ids.TypedArrayType() != napi_int32_array || lengths.TypedArrayType() != napi_int32_array ||
-        out.TypedArrayType() != napi_float32_array)
-      throw Napi::TypeError::New(env, "expected (ids: Int32Array, lengths: Int32Array, out: Float32Array)");
-    auto ids32 = ids.As<Napi::Int32Array>();
-    auto len32 = lengths.As<Napi::Int32Array>();
-    auto outf = out.As<Napi::Float32Array>();
+    auto ids32 = typed_array_arg<Napi::Int32Array>(info, 0, "ids");
+    auto len32 = typed_array_arg<Napi::Int32Array>(info, 1, "lengths");
+    auto outf = typed_array_arg<Napi::Float32Array>(info, 2, "out");
     const size_t rows = kPooled ? len32.ElementLength() : ids32.ElementLength();
     if (outf.ElementLength() != rows * static_cast<size_t>(enc.dim()))
       throw Napi::RangeError::New(env, "out has the wrong length");
-    try {
+    call_native(env, [&] {
       if (kPooled)
         enc.embed(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data());
       else
         enc.hidden_states(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data());
-    } catch (const std::invalid_argument& e) {
-      throw Napi::RangeError::New(env, e.what());
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(env, e.what());
-    }
+    });
     return env.Undefined();
   }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "addon_data.h"
+#include "errors.h"
 #include "tokenizer/tokenizer.h"
 
 namespace svc_bindings {
@@ -31,11 +32,8 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
   // new Tokenizer(pathToTokenizerJson)
   explicit TokenizerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TokenizerWrap>(info) {
     if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(info.Env(), "path must be a string");
-    try {
-      tokenizer_ = svc::tok::Tokenizer::from_file(info[0].As<Napi::String>().Utf8Value());
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    tokenizer_ = call_native(info.Env(), [&] { return svc::tok::Tokenizer::from_file(path); });
   }
 
  private:

@@ -7,24 +7,13 @@
 #include <string>
 
 #include "addon_data.h"
+#include "errors.h"
 #include "train/gradcheck.h"
 #include "train/trainer.h"
 
 namespace svc_bindings {
 
 namespace {
-
-template <typename Array>
-Array typed_arg(const Napi::CallbackInfo& info, size_t i, const char* name) {
-  if (info.Length() <= i || !info[i].IsTypedArray()) throw Napi::TypeError::New(info.Env(), std::string(name) + " must be a typed array");
-  Array a = info[i].As<Array>();
-  return a;
-}
-
-double number_option(const Napi::Object& o, const char* key, double fallback) {
-  const Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
-}
 
 class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
  public:
@@ -43,30 +32,27 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
       throw Napi::TypeError::New(info.Env(), "Trainer(weightsFile, options)");
     const Napi::Object o = info[1].As<Napi::Object>();
     svc::train::TrainerOptions t;
-    t.heads = static_cast<int>(number_option(o, "heads", t.heads));
-    t.ln_eps = number_option(o, "lnEps", t.ln_eps);
-    t.dropout = number_option(o, "dropout", t.dropout);
-    t.adam.lr = number_option(o, "lr", t.adam.lr);
-    t.adam.beta1 = number_option(o, "beta1", t.adam.beta1);
-    t.adam.beta2 = number_option(o, "beta2", t.adam.beta2);
-    t.adam.eps = number_option(o, "eps", t.adam.eps);
-    t.adam.weight_decay = number_option(o, "weightDecay", t.adam.weight_decay);
-    t.adam.warmup_ratio = number_option(o, "warmupRatio", t.adam.warmup_ratio);
-    t.adam.total_steps = static_cast<int64_t>(number_option(o, "totalSteps", 1));
-    t.seed = static_cast<uint64_t>(number_option(o, "seed", 42));
-    t.threads = static_cast<int>(number_option(o, "threads", 1));
-    t.max_grad_norm = number_option(o, "maxGradNorm", t.max_grad_norm);
-    t.train_embeddings = number_option(o, "trainEmbeddings", 0) != 0;
-    try {
-      trainer_ = std::make_unique<svc::train::Trainer>(info[0].As<Napi::String>().Utf8Value(), t);
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    t.heads = static_cast<int>(required_number(o, "heads"));
+    t.ln_eps = required_number(o, "lnEps");
+    t.dropout = required_number(o, "dropout");
+    t.adam.lr = required_number(o, "lr");
+    t.adam.beta1 = required_number(o, "beta1");
+    t.adam.beta2 = required_number(o, "beta2");
+    t.adam.eps = required_number(o, "eps");
+    t.adam.weight_decay = required_number(o, "weightDecay");
+    t.adam.warmup_ratio = required_number(o, "warmupRatio");
+    t.adam.total_steps = static_cast<int64_t>(required_number(o, "totalSteps"));
+    t.seed = static_cast<uint64_t>(required_number(o, "seed"));
+    t.threads = static_cast<int>(required_number(o, "threads"));
+    t.max_grad_norm = required_number(o, "maxGradNorm");
+    t.train_embeddings = required_number(o, "trainEmbeddings") != 0;
+    const std::string weights = info[0].As<Napi::String>().Utf8Value();
+    trainer_ = call_native(info.Env(), [&] { return std::make_unique<svc::train::Trainer>(weights, t); });
   }
 
  private:
   svc::train::Trainer& live(const Napi::CallbackInfo& info) {
-    if (!trainer_) throw Napi::Error::New(info.Env(), "the trainer is disposed");
+    if (!trainer_) throw disposed(info.Env(), "trainer");
     return *trainer_;
   }
 
@@ -76,11 +62,11 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
   svc::train::PairBatch batch(const Napi::CallbackInfo& info) {
-    Napi::Int32Array ids = typed_arg<Napi::Int32Array>(info, 0, "ids");
-    Napi::Int32Array lengths = typed_arg<Napi::Int32Array>(info, 1, "lengths");
-    Napi::Int32Array pa = typed_arg<Napi::Int32Array>(info, 2, "pairA");
-    Napi::Int32Array pb = typed_arg<Napi::Int32Array>(info, 3, "pairB");
-    Napi::Float32Array labels = typed_arg<Napi::Float32Array>(info, 4, "labels");
+    Napi::Int32Array ids = typed_array_arg<Napi::Int32Array>(info, 0, "ids");
+    Napi::Int32Array lengths = typed_array_arg<Napi::Int32Array>(info, 1, "lengths");
+    Napi::Int32Array pa = typed_array_arg<Napi::Int32Array>(info, 2, "pairA");
+    Napi::Int32Array pb = typed_array_arg<Napi::Int32Array>(info, 3, "pairB");
+    Napi::Float32Array labels = typed_array_arg<Napi::Float32Array>(info, 4, "labels");
     int64_t tokens = 0;
     for (size_t i = 0; i < lengths.ElementLength(); ++i) tokens += lengths[i];
     if (tokens != static_cast<int64_t>(ids.ElementLength()))
@@ -95,12 +81,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   Napi::Value Step(const Napi::CallbackInfo& info) {
     svc::train::Trainer& trainer = live(info);
     const svc::train::PairBatch b = batch(info);
-    svc::train::StepResult r;
-    try {
-      r = trainer.step(b);
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    const svc::train::StepResult r = call_native(info.Env(), [&] { return trainer.step(b); });
     Napi::Float64Array out = Napi::Float64Array::New(info.Env(), 4);
     out[0] = r.loss;
     out[1] = r.lr;
@@ -112,41 +93,30 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   Napi::Value Evaluate(const Napi::CallbackInfo& info) {
     svc::train::Trainer& trainer = live(info);
     const svc::train::PairBatch b = batch(info);
-    try {
-      return Napi::Number::New(info.Env(), trainer.evaluate(b));
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    return Napi::Number::New(info.Env(), call_native(info.Env(), [&] { return trainer.evaluate(b); }));
   }
 
   // embed(ids, lengths, out: Float32Array of lengths.length x dim)
   Napi::Value Embed(const Napi::CallbackInfo& info) {
     svc::train::Trainer& trainer = live(info);
-    Napi::Int32Array ids = typed_arg<Napi::Int32Array>(info, 0, "ids");
-    Napi::Int32Array lengths = typed_arg<Napi::Int32Array>(info, 1, "lengths");
-    Napi::Float32Array out = typed_arg<Napi::Float32Array>(info, 2, "out");
+    Napi::Int32Array ids = typed_array_arg<Napi::Int32Array>(info, 0, "ids");
+    Napi::Int32Array lengths = typed_array_arg<Napi::Int32Array>(info, 1, "lengths");
+    Napi::Float32Array out = typed_array_arg<Napi::Float32Array>(info, 2, "out");
     int64_t tokens = 0;
     for (size_t i = 0; i < lengths.ElementLength(); ++i) tokens += lengths[i];
     if (tokens != static_cast<int64_t>(ids.ElementLength()))
       throw Napi::RangeError::New(info.Env(), "lengths must add up to ids.length");
     if (out.ElementLength() != lengths.ElementLength() * static_cast<size_t>(trainer.config().hidden))
       throw Napi::RangeError::New(info.Env(), "out must hold lengths.length x dim floats");
-    try {
-      trainer.embed(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), out.Data());
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    call_native(info.Env(), [&] { trainer.embed(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), out.Data()); });
     return info.Env().Undefined();
   }
 
   Napi::Value Save(const Napi::CallbackInfo& info) {
     svc::train::Trainer& trainer = live(info);
     if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(info.Env(), "path must be a string");
-    try {
-      trainer.save(info[0].As<Napi::String>().Utf8Value());
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    call_native(info.Env(), [&] { trainer.save(path); });
     return info.Env().Undefined();
   }
 

@@ -3,7 +3,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
+import type { ModelObject, PredictResponse, ProgressObject } from '../server/schemas.js';
 import { readExamplesFile } from './examples-file.js';
 import { fetchService } from './fetch-error.js';
 
@@ -18,7 +20,7 @@ interface Connection {
 
 function connection(values: { url?: string; key?: string }): Connection {
   const key = values.key ?? process.env.SVC_KEY;
-  if (key === undefined || key.length === 0) throw new Error('no API key: pass --key or set SVC_KEY');
+  if (key === undefined || key.length === 0) throw new SvcError('authentication', 'no API key: pass --key or set SVC_KEY');
   return { url: (values.url ?? process.env.SVC_URL ?? kDefaultUrl).replace(/\/+$/, ''), key };
 }
 
@@ -30,29 +32,22 @@ async function call<T>(conn: Connection, method: string, path: string, body?: un
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
-  if (!response.ok) {
-    let message = text;
-    try {
-      message = (JSON.parse(text) as { error: { message: string } }).error.message;
-    } catch {}
-    throw new Error(`${response.status}: ${message}`);
-  }
+  if (!response.ok) throw serviceError(response.status, text);
   return JSON.parse(text) as T;
 }
 
-interface ModelObject {
-  id: string;
-  status: 'training' | 'trained' | 'failed';
-  error?: string;
+/** The service's error body as an SvcError with the same code and param (`500: ...` when the body is not ours). */
+function serviceError(status: number, text: string): SvcError {
+  try {
+    const { error } = JSON.parse(text) as { error: { message: string; code: string | null; param: string | null } };
+    const code = (error.code ?? 'internal') as ConstructorParameters<typeof SvcError>[0];
+    return new SvcError(code, `${status}: ${error.message}`, error.param === null ? {} : { param: error.param });
+  } catch {
+    return new SvcError('internal', `${status}: ${text}`);
+  }
 }
 
-interface Progress {
-  status: ModelObject['status'];
-  stage: string | null;
-  done: number;
-  total: number;
-  loss?: number | null;
-}
+type Progress = Pick<ProgressObject, 'status' | 'stage' | 'done' | 'total' | 'loss'>;
 
 /** `[##########----------] finetune 25/50 loss 0.1234`, redrawn in place on a terminal, a line per new step elsewhere. */
 function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
@@ -108,7 +103,7 @@ export async function trainCommand(args: string[]): Promise<number> {
     const report = progressReporter(process.stderr);
     while (model.status === 'training') {
       await new Promise((r) => setTimeout(r, kPollMs));
-      const progress = await call<Progress>(conn, 'GET', `/v2/models/${model.id}/progress`);
+      const progress = await call<ProgressObject>(conn, 'GET', `/v2/models/${model.id}/progress`);
       report(progress);
       if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
     }
@@ -130,11 +125,12 @@ export async function predictCommand(args: string[]): Promise<number> {
     console.error('usage: svc predict --model <id> "text" ...');
     return 2;
   }
-  const result = await call(connection(values), 'POST', '/v2/predict', { model: values.model, inputs: positionals });
+  const result = await call<PredictResponse>(connection(values), 'POST', '/v2/predict', { model: values.model, inputs: positionals });
   console.log(JSON.stringify(result, null, 2));
   return 0;
 }
 
+// Like every command, pull opens with its own parseArgs call (the same shape as the operator's).
 /** `svc pull <org>/<model_id> [--dir <dir>]`: downloads a model directory from the service's hub. */
 export async function pullCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -156,7 +152,7 @@ export async function pullCommand(args: string[]): Promise<number> {
     const response = await fetch(`${conn.url}/hub/${hubId}/resolve/main/${rfilename}`, {
       headers: { authorization: `Bearer ${conn.key}` },
     });
-    if (!response.ok) throw new Error(`${response.status}: could not download ${rfilename}`);
+    if (!response.ok) throw serviceError(response.status, `could not download ${rfilename}`);
     const target = resolve(dir, ...rfilename.split('/'));
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, new Uint8Array(await response.arrayBuffer()));

@@ -40,6 +40,8 @@ export async function orgsCommand(args: string[]): Promise<number> {
   return 2;
 }
 
+// Each command opens with its own parseArgs call and ends with its usage line; the alike shapes
+// are that boilerplate, kept per command so each lists its own options.
 /** `svc keys create --org <org>` (prints the key, once) / `svc keys revoke <key-id>` / `svc keys list --org <org>`. */
 export async function keysCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

@@ -15,7 +15,7 @@ export interface NativeCpuInfo {
   neonDotprod: boolean;
 }
 
-/** Options of the native `Trainer` constructor; unset numbers take the training core's defaults. */
+/** Options of the native `Trainer` constructor; every field is required (`EncoderTrainer` fills in the defaults). */
 export interface NativeTrainerOptions {
   heads: number;
   lnEps: number;
@@ -36,7 +36,7 @@ export interface NativeTrainerOptions {
 
 /** native/bindings/trainer_wrap.cc: contrastive fine-tuning of a BERT encoder. */
 export interface NativeTrainer {
-  /** One optimizer step on a packed batch of texts and the pairs over them; returns [loss, lr, stepsDone]. */
+  /** One optimizer step on a packed batch of texts and the pairs over them; returns [loss, lr, stepsDone, gradNorm] (gradNorm: the gradient's global L2 norm before clipping). */
   step(ids: Int32Array, lengths: Int32Array, pairA: Int32Array, pairB: Int32Array, labels: Float32Array): Float64Array;
   /** The loss of a batch without dropout and without an update. */
   evaluate(ids: Int32Array, lengths: Int32Array, pairA: Int32Array, pairB: Int32Array, labels: Float32Array): number;

@@ -2,11 +2,12 @@ import { existsSync, readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 
-import { fromNativeError, SvcError } from '../errors.js';
+import { callNative, SvcError } from '../errors.js';
 import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeEncoder } from './binding.js';
 import { loadAddon } from './load.js';
 import { Tokenizer } from './tokenizer.js';
+import * as is from '../is.js';
 
 /** Arithmetic of the encoder: fp32 (exact) or int8 (weights per channel, activations per row; faster). */
 export type EncoderPrecision = 'fp32' | 'int8';
@@ -30,13 +31,10 @@ const kWeightFiles = Object.freeze(['model.safetensors', 'model.fp16.safetensors
 const kDefaultMaxLength = 256;
 
 function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  is.object(options, 'options');
   const precision = options.precision ?? 'fp32';
   if (!kPrecisions.includes(precision)) throw new TypeError("options.precision must be 'fp32' or 'int8'");
-  const threads = options.threads ?? availableParallelism();
-  if (typeof threads !== 'number' || !Number.isInteger(threads) || threads < 1 || threads > 1024) {
-    throw new TypeError('options.threads must be a positive integer');
-  }
+  const threads = is.positiveInteger(options.threads ?? availableParallelism(), 'options.threads', 1024);
   return { precision, threads };
 }
 
@@ -140,12 +138,10 @@ export class Encoder {
     const resolved = resolveOptions(options);
     const files = findModelFiles(model);
     const { Encoder: NativeEncoderClass } = loadAddon();
-    try {
+    return callNative(() => {
       const native = new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
       return new Encoder(native, resolved.precision, files);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
   }
 
   #live(): NativeEncoder {
@@ -228,6 +224,8 @@ export class Encoder {
    * encoder.hiddenStatesSync(Int32Array.of(101, 7592, 102), Int32Array.of(3)).length; // 1152
    * ```
    */
+  // The same steps as embedIdsSync with another native call and output size; kept apart so each
+  // method reads on its own.
   hiddenStatesSync(ids: Int32Array, lengths: Int32Array): Float32Array {
     const native = this.#live();
     checkIds(ids, lengths);
@@ -237,13 +235,7 @@ export class Encoder {
   }
 
   #call(fn: () => void): void {
-    try {
-      fn();
-    } catch (error) {
-      // The engine reports bad ids or lengths as RangeError: the caller's mistake, kept as is.
-      if (error instanceof RangeError || error instanceof TypeError) throw error;
-      throw fromNativeError(error);
-    }
+    callNative(fn);
   }
 
   /** Frees the threads and this encoder's hold on the shared weights. Idempotent. */

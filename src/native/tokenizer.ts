@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 
-import { fromNativeError, SvcError } from '../errors.js';
+import { callNative, SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import type { NativeTokenizer } from './binding.js';
 import { loadAddon } from './load.js';
+import * as is from '../is.js';
 
 /**
  * Options of {@link Tokenizer.encode}.
@@ -71,7 +72,7 @@ const kFallbackMaxLength = 512;
 
 function checkOptions(options: unknown): Record<string, unknown> {
   if (options === undefined) return {};
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  is.object(options, 'options');
   return options as Record<string, unknown>;
 }
 
@@ -121,12 +122,7 @@ export class Tokenizer {
     if (typeof path !== 'string' || path.length === 0) throw new TypeError('path must be a non-empty string');
     const opts = checkOptions(options);
     if (!existsSync(path)) throw new SvcError('not_found', `tokenizer file not found: ${path}`);
-    let native: NativeTokenizer;
-    try {
-      native = new (loadAddon().Tokenizer)(path);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    const native: NativeTokenizer = callNative(() => new (loadAddon().Tokenizer)(path));
     const fileMax = native.fileMaxLength;
     const fallback = fileMax >= kMinMaxLength && fileMax <= kMaxMaxLength ? fileMax : kFallbackMaxLength;
     return new Tokenizer(native, checkMaxLength(opts.maxLength, fallback));
@@ -141,7 +137,7 @@ export class Tokenizer {
    * ```
    */
   static fromPretrained(name: string): Tokenizer {
-    if (typeof name !== 'string') throw new TypeError('name must be a string');
+    is.string(name, 'name');
     const model = resolveBaseModel(name);
     return Tokenizer.fromFile(model.tokenizerFile, { maxLength: model.maxLength });
   }
@@ -155,7 +151,7 @@ export class Tokenizer {
    * ```
    */
   encode(text: string, options?: EncodeOptions): Int32Array {
-    if (typeof text !== 'string') throw new TypeError('text must be a string');
+    is.string(text, 'text');
     const maxLength = checkMaxLength(checkOptions(options).maxLength, this.maxLength);
     return this.#native.encode(text, maxLength);
   }
@@ -193,7 +189,7 @@ export class Tokenizer {
    * ```
    */
   tokenId(token: string): number | null {
-    if (typeof token !== 'string') throw new TypeError('token must be a string');
+    is.string(token, 'token');
     return this.#native.tokenId(token);
   }
 }

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 
-import { fromNativeError } from '../errors.js';
+import { callNative, SvcError } from '../errors.js';
 import type { NativeTrainer } from './binding.js';
 import { loadAddon } from './load.js';
+import * as is from '../is.js';
+import { kDefaultSeed } from '../random.js';
 
 /** A packed batch: the token ids of every text back to back, and the pairs the loss compares. */
 export interface PairBatch {
@@ -65,43 +67,25 @@ interface ResolvedTrainerOptions {
   dropout: number | undefined;
 }
 
-const kDefaults = Object.freeze({ threads: 1, seed: 42, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
+const kDefaults = Object.freeze({ threads: 1, seed: kDefaultSeed, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
 const kAdam = Object.freeze({ beta1: 0.9, beta2: 0.999, eps: 1e-6 });
 
-function positiveInteger(value: unknown, name: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`${name} must be a positive integer`);
-  if (value < 1) throw new RangeError(`${name} must be a positive integer`);
-  return value;
-}
-
-function flag(value: unknown, name: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new TypeError(`${name} must be a boolean`);
-  return value;
-}
 
 function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps' | 'maxGradNorm', min: number, max: number) => {
-    const value = options[key];
-    if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !Number.isFinite(value)) throw new TypeError(`options.${key} must be a number`);
-    if (value < min || value >= max) throw new RangeError(`options.${key} must be in [${min}, ${max})`);
-    return value;
-  };
-  const seed = options.seed ?? kDefaults.seed;
-  if (typeof seed !== 'number' || !Number.isSafeInteger(seed) || seed < 0)
-    throw new TypeError('options.seed must be a non-negative integer');
+  is.object(options, 'options');
+  const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps' | 'maxGradNorm', min: number, max: number) =>
+    options[key] === undefined ? undefined : is.numberInRange(options[key], `options.${key}`, min, max);
+  const seed = is.nonNegativeInteger(options.seed ?? kDefaults.seed, 'options.seed');
   return {
-    totalSteps: positiveInteger(options.totalSteps, 'options.totalSteps'),
-    threads: positiveInteger(options.threads ?? kDefaults.threads, 'options.threads'),
+    totalSteps: is.positiveInteger(options.totalSteps, 'options.totalSteps'),
+    threads: is.positiveInteger(options.threads ?? kDefaults.threads, 'options.threads'),
     seed,
     lr: number('lr', 0, 1) ?? kDefaults.lr,
     weightDecay: number('weightDecay', 0, 1) ?? kDefaults.weightDecay,
     warmupRatio: number('warmupRatio', 0, 1) ?? kDefaults.warmupRatio,
     eps: number('eps', 0, 1) ?? kAdam.eps,
     maxGradNorm: number('maxGradNorm', 0, Infinity) ?? 0,
-    trainEmbeddings: flag(options.trainEmbeddings, 'options.trainEmbeddings'),
+    trainEmbeddings: is.boolean(options.trainEmbeddings ?? false, 'options.trainEmbeddings'),
     dropout: number('dropout', 0, 1),
   };
 }
@@ -118,7 +102,7 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
  * const ids = Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102, 101, 7592, 102);
  * trainer.step({ ids, lengths: Int32Array.of(7, 3), pairA: Int32Array.of(0),
  *   pairB: Int32Array.of(1), labels: Float32Array.of(0) });
- * // { loss: 0.0123..., lr: 0, step: 1 }
+ * // { loss: 0.0123..., lr: 0, step: 1, gradNorm: 0.04... }
  * trainer.save('/tmp/model/model.fp16.safetensors');
  * ```
  */
@@ -138,7 +122,7 @@ export class EncoderTrainer {
       hidden_dropout_prob?: number;
     };
     const { Trainer } = loadAddon();
-    try {
+    return callNative(() => {
       return new EncoderTrainer(
         new Trainer(weightsFile, {
           heads: config.num_attention_heads,
@@ -156,70 +140,57 @@ export class EncoderTrainer {
           threads: resolved.threads,
         }),
       );
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
   }
 
   /** Embedding width. */
   get dim(): number {
-    try {
-      return this.#native.dim;
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    return this.#call(() => this.#native.dim);
   }
 
   get stepsDone(): number {
-    try {
-      return this.#native.stepsDone;
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    return this.#call(() => this.#native.stepsDone);
   }
 
   /** One forward, backward and AdamW update on a batch of pairs. */
   step(batch: PairBatch): TrainStep {
-    try {
+    return this.#call(() => {
       const [loss, lr, step, gradNorm] = this.#native.step(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
       return { loss: loss!, lr: lr!, step: step!, gradNorm: gradNorm! };
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
   }
 
   /** The batch's loss with dropout off, without updating the weights. */
   evaluate(batch: PairBatch): number {
-    try {
-      return this.#native.evaluate(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    return this.#call(() => this.#native.evaluate(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels));
   }
 
   /** Normalized embeddings of the texts under the current weights, `lengths.length x dim`. */
   embed(ids: Int32Array, lengths: Int32Array): Float32Array {
-    try {
+    return this.#call(() => {
       const out = new Float32Array(lengths.length * this.#native.dim);
       this.#native.embed(ids, lengths, out);
       return out;
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    });
+  }
+
+  #disposed = false;
+
+  #call<T>(fn: () => T): T {
+    // Same error and message as a disposed Encoder.
+    if (this.#disposed) throw new SvcError('invalid_request', 'the trainer has been disposed');
+    return callNative(fn);
   }
 
   /** Frees the native weights, optimizer state and threads now rather than at garbage collection. */
   dispose(): void {
+    this.#disposed = true;
     this.#native.dispose();
   }
 
   /** Writes the trained encoder as fp16 safetensors (same tensor names as the base checkpoint). */
   save(path: string): void {
-    try {
-      this.#native.save(path);
-    } catch (error) {
-      throw fromNativeError(error);
-    }
+    this.#call(() => this.#native.save(path));
   }
 }
 

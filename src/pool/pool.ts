@@ -15,6 +15,7 @@ import { SvcError, fromNativeError } from '../errors.js';
 import type { SvcErrorCode } from '../errors.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
+import * as is from '../is.js';
 
 const debug = debuglog('svc');
 
@@ -47,9 +48,7 @@ let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
 
 function checkCount(value: unknown, name: string): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`${name} must be a positive integer`);
-  if (value < 1) throw new RangeError(`${name} must be a positive integer`);
+  if (value !== undefined) is.positiveInteger(value, name);
 }
 
 /**
@@ -65,7 +64,7 @@ function checkCount(value: unknown, name: string): void {
 export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
-  if (pool) throw new Error('configurePool must be called before the pool starts (call closePool first)');
+  if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
   const wanted = { ...defaultPoolOptions(), ...options };
   // Given only one of the two, the other follows so that the product fits the cores.

@@ -1,4 +1,6 @@
+import { SvcService } from '../service/service.js';
 import type { ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, ResolvedProxyOptions } from './types.js';
+import * as is from '../is.js';
 
 /**
  * The providers' public API addresses, used when neither options nor environment name one.
@@ -57,33 +59,21 @@ export function resolveProviderConfig(
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new TypeError(`options.providers['${name}'].url must be an http(s) URL`);
     }
-    if (typeof key !== 'string') throw new TypeError(`options.providers['${name}'].key must be a string`);
+    is.string(key, `options.providers['${name}'].key`);
     out[name] = Object.freeze({ url: url.replace(/\/+$/, ''), key });
   }
   return Object.freeze(out);
 }
 
-function positiveInteger(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    throw new TypeError(`options.${name} must be a positive integer`);
-  }
-  return value;
-}
+const positiveInteger = (value: unknown, name: string, fallback: number) => is.positiveInteger(value ?? fallback, `options.${name}`);
 
 /** Validates the plugin options and fills in defaults. */
 export function resolveProxyOptions(options: ProxyRoutesOptions): ResolvedProxyOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-  const service = options.service;
-  const store = options.store ?? service?.store;
-  if (!store || typeof store.insertRequestLog !== 'function') throw new TypeError('options.store must be a Store');
-  const authenticate = options.authenticate ?? (service ? (key: string) => service.authenticate(key) : undefined);
-  if (typeof authenticate !== 'function') throw new TypeError('options.authenticate must be a function');
-  const authorizeProxy = service?.authorizeProxy?.bind(service) ?? null;
+  is.object(options, 'options');
+  const { service } = options;
+  if (!(service instanceof SvcService)) throw new TypeError('options.service must be an SvcService');
   return {
-    store,
-    authenticate,
-    authorizeProxy,
+    service,
     providers: resolveProviderConfig(options.providers, options.env ?? process.env),
     upstreamTimeoutMs: positiveInteger(options.upstreamTimeoutMs, 'upstreamTimeoutMs', kDefaults.upstreamTimeoutMs),
     pingIntervalMs: positiveInteger(options.pingIntervalMs, 'pingIntervalMs', kDefaults.pingIntervalMs),

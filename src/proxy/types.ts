@@ -1,4 +1,5 @@
-import type { ProviderName, Store } from '../store/types.js';
+import type { SvcService } from '../service/service.js';
+import type { ProviderName } from '../store/types.js';
 
 export type { ProviderName } from '../store/types.js';
 
@@ -16,39 +17,12 @@ export type ProviderOptions = Partial<Record<ProviderName, Partial<ProviderEndpo
 /** Provider settings after resolution: every provider has a URL and a key. */
 export type ProviderConfig = Readonly<Record<ProviderName, Readonly<ProviderEndpoint>>>;
 
-/** Who is calling: the key's organization and the key's id (safe to log). */
-export interface KeyIdentity {
-  orgId: string;
-  keyId: string;
-}
-
 /**
- * Resolves an `Authorization` header value (`Bearer svc_...`) or a bare key to its identity.
- * Throws (any error; an `SvcError` with code `authentication` is expected) when the key is unknown or revoked.
- */
-export type Authenticate = (authorizationHeaderOrKey: string) => Promise<KeyIdentity> | KeyIdentity;
-
-/**
- * The part of the service the proxy uses (`SvcService` has this shape): its store, its key check and, when it has
- * one, its proxy access rule.
- */
-export interface ProxyService {
-  store: Store;
-  authenticate(authorizationHeaderOrKey: string): Promise<KeyIdentity> | KeyIdentity;
-  /** Resolves when the caller's organization owns the project and has proxy access; throws SvcError otherwise. */
-  authorizeProxy?(principal: KeyIdentity, projectId: string): Promise<unknown>;
-}
-
-/**
- * Options of the `proxyRoutes` Fastify plugin: either `service` (as the /v2 plugin passes it) or `store` and
- * `authenticate`.
+ * Options of the `proxyRoutes` Fastify plugin. Callers, projects and proxy grants are checked by
+ * `service` (the /v2 plugin passes its own); the request log goes to `service.store`.
  */
 export interface ProxyRoutesOptions {
-  service?: ProxyService;
-  /** Projects, organizations (proxy access) and the request log. Defaults to `service.store`. */
-  store?: Store;
-  /** Defaults to `service.authenticate`. */
-  authenticate?: Authenticate;
+  service: SvcService;
   /** Upstream URLs and keys; missing settings come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}` or the public API addresses. */
   providers?: ProviderOptions;
   /** Give up on an upstream that sends nothing for this long: 504 before the reply started, an error event after. Default 600000. */
@@ -63,9 +37,7 @@ export interface ProxyRoutesOptions {
 
 /** `ProxyRoutesOptions` with every default applied. */
 export interface ResolvedProxyOptions {
-  store: Store;
-  authenticate: Authenticate;
-  authorizeProxy: ((principal: KeyIdentity, projectId: string) => Promise<unknown>) | null;
+  service: SvcService;
   providers: ProviderConfig;
   upstreamTimeoutMs: number;
   pingIntervalMs: number;

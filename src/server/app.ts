@@ -5,7 +5,7 @@ import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
 import { SvcService } from '../service/service.js';
-import type { ProviderOptions } from '../proxy/types.js';
+import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
 import { proxyRoutes } from './proxy-routes.js';
 import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
@@ -24,9 +24,9 @@ export interface ServerOptions {
   /** Provider URLs and keys for the proxy; missing ones come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}`. */
   providers?: ProviderOptions;
   /** The proxy plugin (default: svc-classify's `proxyRoutes`); `false` serves no proxy routes. */
-  proxy?: FastifyPluginAsync<{ service: SvcService }> | false;
+  proxy?: FastifyPluginAsync<ProxyRoutesOptions> | false;
   /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
-  proxyOptions?: Record<string, unknown>;
+  proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
 }
 
 export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1' });

@@ -1,12 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 
 import { errorTypeForStatus, SvcError } from '../errors.js';
+import { kDialects } from '../proxy/dialects.js';
+import type { ErrorBody } from './schemas.js';
 
-/** The error body of every /v2 and hub route. */
-export interface ErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
-}
+export type { ErrorBody } from './schemas.js';
 
 /**
  * Builds `{ error: { message, type, param, code } }`, the type following the status.
@@ -21,50 +19,9 @@ export function errorBody(status: number, message: string, code: string | null, 
   return { error: { message, type: errorTypeForStatus(status), param, code } };
 }
 
-/** `examples.3.label` from zod's path, written as users write it: `examples[3].label`. */
-function formatPath(path: readonly (string | number)[]): string {
-  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
-}
-
-const kArticles: Record<string, string> = { array: 'an array', object: 'an object', integer: 'an integer' };
-
-interface ZodIssueLike {
-  keyword: string;
-  instancePath: string;
-  message: string;
-  params: { keys?: string[]; expected?: string };
-}
-
-/** One validation issue as a 400 body naming the field. */
-function validationBody(issue: ZodIssueLike, context: string | undefined): ErrorBody {
-  const path = issue.instancePath
-    .split('/')
-    .filter((s) => s.length > 0)
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-  if (issue.keyword === 'unrecognized_keys') {
-    // Worded as the library words it: "the request has unknown field 'foo'".
-    const keys = issue.params.keys ?? [];
-    const owner = path.length > 0 ? formatPath(path) : context === 'body' || context === undefined ? 'the request' : `the ${context}`;
-    const list = keys.map((k) => `'${k}'`).join(', ');
-    return errorBody(400, `${owner} has unknown field${keys.length === 1 ? '' : 's'} ${list}`, 'invalid_request', formatPath([...path, keys[0] ?? '']));
-  }
-  const param = path.length > 0 ? formatPath(path) : null;
-  if (issue.keyword === 'invalid_type' && param !== null) {
-    if (/received undefined/.test(issue.message)) {
-      return errorBody(400, `${param} is required`, 'invalid_request', param);
-    }
-    const expected = issue.params.expected ?? 'value';
-    return errorBody(400, `${param} must be ${kArticles[expected] ?? `a ${expected}`}`, 'invalid_request', param);
-  }
-  if (issue.keyword === 'invalid_type') {
-    return errorBody(400, `The request body must be a JSON object`, 'invalid_request', null);
-  }
-  return errorBody(400, param === null ? issue.message : `${issue.message.includes(param) ? '' : `${param}: `}${issue.message}`, 'invalid_request', param);
-}
-
 /**
  * Maps anything a route throws to the error body and status: SvcError by its
- * status, zod validation failures to 400 naming the field, Fastify's own
+ * status (validation failures are SvcErrors naming the field), Fastify's own
  * body-parser errors (413 over the limit, 400 bad JSON, 415), the rest to 500.
  */
 export function errorReply(error: FastifyError | Error, request: FastifyRequest): { status: number; body: ErrorBody } {
@@ -72,10 +29,6 @@ export function errorReply(error: FastifyError | Error, request: FastifyRequest)
     return { status: error.status, body: errorBody(error.status, error.message, error.code, error.param) };
   }
   const fastifyError = error as FastifyError;
-  if (hasZodFastifySchemaValidationErrors(fastifyError)) {
-    const issue = fastifyError.validation[0] as unknown as ZodIssueLike;
-    return { status: 400, body: validationBody(issue, fastifyError.validationContext) };
-  }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return {
@@ -99,9 +52,15 @@ export function errorReply(error: FastifyError | Error, request: FastifyRequest)
   return { status: 500, body: errorBody(500, 'The service failed to handle the request', 'internal') };
 }
 
-/** The plugin's error handler (set inside the plugin: the host app's own handler stays in charge of its routes). */
+/**
+ * The one error handler of the /v2, proxy and hub plugins (set inside each plugin: the host app's
+ * own handler stays in charge of its routes). A proxy route answers in its provider's error shape.
+ */
 export function svcErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const { status, body } = errorReply(error, request);
   if (status === 401) reply.header('www-authenticate', 'Bearer');
-  void reply.code(status).type('application/json; charset=utf-8').send(body);
+  const dialect = request.routeOptions.config?.svcDialect;
+  const { message, param, code } = body.error;
+  const sent = dialect === undefined ? body : kDialects[dialect].errorBody(status, message, { param, code: code ?? undefined });
+  void reply.code(status).type('application/json; charset=utf-8').send(sent);
 }

@@ -5,9 +5,11 @@ import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
 import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
-import type { KeyIdentity, ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
+import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
+import type { Principal } from '../service/service.js';
 import type { RequestLogRow } from '../store/types.js';
 import { dashboardPage, isProjectIdShape } from './dashboard-page.js';
+import { svcErrorHandler } from './errors.js';
 import { newNonce, pagePolicy } from './security-headers.js';
 
 interface ProjectParams {
@@ -21,7 +23,7 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     /** The caller of a proxy route, known before its body is read. */
-    svcProxyIdentity: KeyIdentity | null;
+    svcProxyIdentity: Principal | null;
   }
 }
 
@@ -36,14 +38,14 @@ const kDefaultListLimit = 50;
  *
  * @example
  * ```ts
- * app.register(proxyRoutes, { prefix: '/v2', store, authenticate, providers: { 'provider-a': { key: 'sk-...' } } });
+ * app.register(proxyRoutes, { prefix: '/v2', service, providers: { 'provider-a': { key: 'sk-...' } } });
  * // new OpenAI({ baseURL: 'http://127.0.0.1:8080/v2/proj_0123456789ab/', apiKey: 'svc_...' })
  * //   .chat.completions.create({ model: 'provider-a:gpt-4o-mini', messages }) -> the provider's answer, logged
  * ```
  */
 export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOptions): Promise<void> {
   const resolved = resolveProxyOptions(options);
-  const log = new RequestLogQueue(resolved.store);
+  const log = new RequestLogQueue(resolved.service.store);
   const agents = createUpstreamAgents();
   const settings: ForwardSettings = {
     agents,
@@ -63,14 +65,8 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
-    const dialect = kDialects[request.routeOptions.config?.svcDialect ?? 'openai'];
-    const status = error instanceof SvcError ? error.status : error.statusCode ?? 500;
-    if (status >= 500) request.log.error(error);
-    const message = status >= 500 && !(error instanceof SvcError) ? 'Internal error' : error.message;
-    const detail = error instanceof SvcError ? { code: error.code, param: error.param } : { code: fastifyCode(status) };
-    reply.code(status).send(dialect.errorBody(status, message, detail));
-  });
+  // The /v2 error handler; on these routes it answers in the route's provider dialect.
+  app.setErrorHandler(svcErrorHandler);
 
   // Every (route, provider) pair's upstream address, parsed once.
   const targets = {} as Record<DialectName, Partial<Record<ProviderName, UpstreamTarget>>>;
@@ -90,7 +86,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
         config: { svcDialect: name },
         // Check the caller before the body is read: a stranger cannot make us parse megabytes.
         onRequest: async (request) => {
-          request.svcProxyIdentity = await authorizeProject(resolved, credential(request), request.params.project_id, 'proxy');
+          request.svcProxyIdentity = await authorizeProject(resolved.service, credential(request), request.params.project_id, 'proxy');
         },
       },
       async (request, reply) => {
@@ -126,10 +122,10 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
     '/:project_id/requests',
     async (request) => {
-      await authorizeProject(resolved, credential(request), request.params.project_id, 'read-log');
+      await authorizeProject(resolved.service, credential(request), request.params.project_id, 'read-log');
       const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
       const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
-      const rows = await resolved.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });
+      const rows = await resolved.service.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });
       const page = rows.slice(0, limit);
       return {
         object: 'list',
@@ -148,12 +144,6 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
     return reply.header('content-security-policy', pagePolicy(nonce)).send(dashboardPage(projectId, nonce));
   });
-}
-
-/** SvcError codes for Fastify's own errors (body too large, bad JSON, unsupported media type). */
-function fastifyCode(status: number): string {
-  if (status === 413) return 'payload_too_large';
-  return status < 500 ? 'invalid_request' : 'internal';
 }
 
 /** The caller's key from `Authorization: Bearer ...` or, as the Anthropic SDK may send it, `x-api-key`. */
@@ -193,6 +183,16 @@ function routeModel(
   const colon = model.indexOf(':');
   const prefix = colon > 0 ? model.slice(0, colon) : '';
   const upstreamModel = model.slice(colon + 1);
+  const elsewhere = (Object.keys(kDialects) as DialectName[]).find(
+    (name) => upstreamPaths !== kDialects[name].upstreamPaths && prefix in kDialects[name].upstreamPaths,
+  );
+  if (elsewhere !== undefined && upstreamModel !== '') {
+    throw new SvcError(
+      'invalid_request',
+      `${prefix} models are served on /v2/{project_id}${kDialects[elsewhere].route}, not on this route; this route takes ${knownList}`,
+      { param: 'model' },
+    );
+  }
   if (!known.includes(prefix as ProviderName) || upstreamModel === '') {
     throw new SvcError(
       'invalid_request',

@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
 
 import type { Principal, SvcService } from '../service/service.js';
+import { SvcError } from '../errors.js';
 import { errorBody, svcErrorHandler } from './errors.js';
 import { OpenApiCollector } from './openapi.js';
 import {
@@ -9,11 +11,13 @@ import {
   modelListSchema,
   modelParamsSchema,
   modelSchema,
-  predictBodySchema,
+  predictRequestSchema,
   predictResponseSchema,
   progressSchema,
-  trainBodySchema,
+  trainRequestSchema,
 } from './schemas.js';
+import { parseRequest } from '../parse.js';
+import type { ProxyRoutesOptions } from '../proxy/types.js';
 
 /** Request bodies above this many bytes get 413 (10,000 examples of a few hundred characters fit easily). */
 export const kDefaultBodyLimit = 16 * 1024 * 1024;
@@ -27,9 +31,9 @@ export interface SvcRoutesOptions {
    * The provider proxy's routes, registered inside this plugin (same prefix)
    * with `{ service }` as options. They authenticate with `service.authenticate`.
    */
-  proxy?: FastifyPluginAsync<{ service: SvcService }>;
+  proxy?: FastifyPluginAsync<ProxyRoutesOptions>;
   /** More options for the proxy plugin (provider URLs and keys), passed next to `service`. */
-  proxyOptions?: Record<string, unknown>;
+  proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
 }
 
 declare module 'fastify' {
@@ -41,7 +45,7 @@ declare module 'fastify' {
 
 /** The principal of an authenticated /v2 request. */
 export function principalOf(request: FastifyRequest): Principal {
-  if (request.svcPrincipal === null) throw new Error('route registered outside the authenticated scope');
+  if (request.svcPrincipal === null) throw new SvcError('internal', 'route registered outside the authenticated scope');
   return request.svcPrincipal;
 }
 
@@ -62,7 +66,19 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   const { service } = options;
   const bodyLimit = options.bodyLimit ?? kDefaultBodyLimit;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
+  // Bodies are parsed once, by the service, with the same schemas the routes document (a library
+  // caller of SvcService gets the same checks and messages); params are parsed here.
+  app.setValidatorCompiler(({ schema, httpPart }) => (data: unknown) => {
+    if (httpPart === 'body') return { value: data };
+    try {
+      return { value: parseRequest(schema as z.ZodType, data) };
+    } catch (error) {
+      return { error: error as Error };
+    }
+  });
+  // JSON only: without its text/plain parser Fastify answers 415 for a body sent as text/plain,
+  // as for a form, instead of handing the route a string.
+  app.removeContentTypeParser('text/plain');
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(svcErrorHandler);
   app.setNotFoundHandler((request, reply) => {
@@ -86,10 +102,12 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
 
     routes.post(
       '/train',
-      { bodyLimit, schema: { summary: 'Start training a classifier', body: trainBodySchema, response: { 200: modelSchema } } },
+      { bodyLimit, schema: { summary: 'Start training a classifier', body: trainRequestSchema, response: { 200: modelSchema } } },
       async (request) => service.train(principalOf(request), request.body),
     );
 
+    // One declaration per route, alike by design: each names its schemas (validation and OpenAPI)
+    // and the one service call that answers it.
     routes.get(
       '/models',
       { schema: { summary: 'Models that accept requests', response: { 200: modelListSchema } } },
@@ -105,21 +123,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
     routes.get(
       '/models/:model_id/progress',
       { schema: { summary: 'Training progress of a model', params: modelParamsSchema, response: { 200: progressSchema } } },
-      async (request) => {
-        const principal = principalOf(request);
-        const id = request.params.model_id;
-        const progress = await service.getProgress(principal, id);
-        const model = await service.getModel(principal, id);
-        return {
-          object: 'training.progress' as const,
-          model: id,
-          status: model.status,
-          stage: progress?.stage ?? null,
-          done: progress?.done ?? 0,
-          total: progress?.total ?? 0,
-          loss: progress?.loss ?? null,
-        };
-      },
+      async (request) => service.getProgress(principalOf(request), request.params.model_id),
     );
 
     routes.delete(
@@ -130,7 +134,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
 
     routes.post(
       '/predict',
-      { bodyLimit, schema: { summary: 'Classify texts', body: predictBodySchema, response: { 200: predictResponseSchema } } },
+      { bodyLimit, schema: { summary: 'Classify texts', body: predictRequestSchema, response: { 200: predictResponseSchema } } },
       async (request) => service.predict(principalOf(request), request.body),
     );
   });

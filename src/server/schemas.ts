@@ -1,29 +1,31 @@
+// The /v2 HTTP contract, one zod schema per body: the routes validate and document with them
+// (OpenAPI is generated from them), `SvcService` parses with them, and the types below, inferred
+// from them, are what the service returns and the CLI client reads. Nothing here loads Fastify.
+// Request schemas are strict: an unknown field is a 400 that names it. The train request is the
+// library's own `trainRequestSchema` (train/request.ts): `train()` and `POST /v2/train` share it.
 import { z } from 'zod';
 
-import { kMaxPredictInputs } from '../service/validate.js';
+import { typeError } from '../parse.js';
+import { kMaxTextLength } from '../train/request.js';
 
-// Request schemas are strict: an unknown field is a 400 that names it.
+export { trainRequestSchema } from '../train/request.js';
 
-export const exampleSchema = z.strictObject({
-  text: z.string(),
-  label: z.boolean(),
-  label_text: z.string(),
-});
+/** Most texts one predict request may carry. */
+export const kMaxPredictInputs = 2048;
 
-export const trainBodySchema = z.strictObject({
-  model: z.string().describe('Base model, e.g. svc-small'),
-  task_type: z.string().describe('binary-classification'),
-  examples: z.array(exampleSchema).describe('At least 20 examples with both labels and one shared label_text'),
-  finetune: z.boolean().optional().describe('Fine-tune the encoder on pairs of examples (SetFit) before the head; default true'),
-  num_iterations: z.number().optional().describe('Pair rounds per example when fine-tuning; default 20'),
-});
-
-export const predictBodySchema = z.strictObject({
-  model: z.string().describe('A trained model id, e.g. svc-small-1a2b3c4d5e6f'),
+export const predictRequestSchema = z.strictObject({
+  model: z.string({ error: typeError('a string') }).describe('A trained model id, e.g. svc-small-1a2b3c4d5e6f'),
   inputs: z
-    .array(z.string())
-    .min(1, { error: 'inputs must hold at least one text' })
-    .max(kMaxPredictInputs, { error: `inputs holds more than ${kMaxPredictInputs} texts, the limit per request` }),
+    .array(
+      // Training's bound: tokenizing a megabyte text costs far more than the 256 tokens it is cut to.
+      z.string({ error: typeError('a string') }).max(kMaxTextLength, {
+        error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
+      }),
+      { error: typeError('an array') },
+    )
+    .min(1, { error: 'must hold at least one text' })
+    .max(kMaxPredictInputs, { error: `holds more than ${kMaxPredictInputs} texts, the limit per request` })
+    .describe(`1 to ${kMaxPredictInputs} texts of at most ${kMaxTextLength} characters each`),
 });
 
 export const modelParamsSchema = z.strictObject({ model_id: z.string() });
@@ -36,7 +38,12 @@ export const modelSchema = z
     status: z.enum(['training', 'trained', 'failed']),
     owned_by: z.string(),
     task_type: z.literal('binary-classification'),
-    context_window: z.number().int(),
+    context_window: z
+      .number()
+      .int()
+      .describe(
+        'Tokens read per text, [CLS] and [SEP] included: a longer text is classified on its first context_window tokens (the rest is not read)',
+      ),
     error: z.string().optional().describe('Why training failed (status "failed" only)'),
   })
   .meta({ id: 'Model' });
@@ -83,3 +90,15 @@ export const errorSchema = z
     }),
   })
   .meta({ id: 'Error' });
+
+export type PredictRequest = z.infer<typeof predictRequestSchema>;
+/** The model object of the HTTP contract. */
+export type ModelObject = z.infer<typeof modelSchema>;
+/** A provider model reachable through the proxy (`provider-a:<name>`). */
+export type ProxyModelObject = z.infer<typeof proxyModelSchema>;
+export type ModelList = z.infer<typeof modelListSchema>;
+export type PredictResponse = z.infer<typeof predictResponseSchema>;
+export type DeletedModel = z.infer<typeof deletedSchema>;
+export type ProgressObject = z.infer<typeof progressSchema>;
+/** The error body of every /v2 and hub route. */
+export type ErrorBody = z.infer<typeof errorSchema>;

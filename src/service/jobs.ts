@@ -1,7 +1,8 @@
 import { debuglog } from 'node:util';
 
 import type { Store } from '../store/types.js';
-import type { ModelRuntime, TrainingProgress } from './runtime.js';
+import type { TrainProgress } from '../train/train.js';
+import type { ModelRuntime } from './runtime.js';
 
 const debug = debuglog('svc');
 
@@ -20,7 +21,7 @@ export interface JobRunnerOptions {
 
 interface RunningJob {
   controller: AbortController;
-  progress: TrainingProgress | null;
+  progress: TrainProgress | null;
   done: Promise<void>;
   /** Why the job was aborted: the model was deleted, or the service is shutting down. */
   abortedFor: 'delete' | 'shutdown' | 'timeout' | null;
@@ -40,6 +41,8 @@ export class JobRunner {
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #running = new Map<string, RunningJob>();
+  /** The last progress of jobs that finished in this process, so `/progress` of a trained model shows where it ended. */
+  readonly #finished = new Map<string, TrainProgress>();
   #pumping: Promise<void> | null = null;
   #pumpAgain = false;
   #closed = false;
@@ -79,13 +82,14 @@ export class JobRunner {
     });
   }
 
-  /** The latest progress of a running job, or null. */
-  progress(modelId: string): TrainingProgress | null {
-    return this.#running.get(modelId)?.progress ?? null;
+  /** The latest progress of a running job, the last one of a job that finished in this process, or null. */
+  progress(modelId: string): TrainProgress | null {
+    return this.#running.get(modelId)?.progress ?? this.#finished.get(modelId) ?? null;
   }
 
   /** Stops a running job because its model is being deleted; resolves when it has stopped. */
   async cancel(modelId: string): Promise<void> {
+    this.#finished.delete(modelId);
     const job = this.#running.get(modelId);
     if (job === undefined) return;
     job.abortedFor ??= 'delete';
@@ -156,6 +160,7 @@ export class JobRunner {
       const now = this.#now();
       await this.#store.setModelStatus(modelId, 'trained', null, now);
       await this.#store.setJobState(modelId, 'done', now);
+      if (entry.progress !== null) this.#finished.set(modelId, { ...entry.progress, done: entry.progress.total });
       debug('trained %s', modelId);
     } catch (error) {
       if (entry.abortedFor === 'shutdown') {

@@ -3,7 +3,8 @@ import { closePool, poolOptions } from '../pool/pool.js';
 import { Classifier, type Prediction } from '../predict/classifier.js';
 import type { TrainRequest } from '../train/request.js';
 import { train } from '../train/train.js';
-import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob, TrainingProgress } from './runtime.js';
+import type { TrainProgress } from '../train/train.js';
+import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob } from './runtime.js';
 
 /** Loaded classifiers kept in memory (a head is a few kilobytes; the encoder is shared per worker). */
 export const kDefaultCachedModels = 256;
@@ -50,7 +51,7 @@ export class LibraryRuntime implements ModelRuntime {
 
   async train(
     job: RuntimeTrainJob,
-    hooks: { onProgress?: (p: TrainingProgress) => void; signal?: AbortSignal },
+    hooks: { onProgress?: (p: TrainProgress) => void; signal?: AbortSignal },
   ): Promise<void> {
     const hubId = `${job.orgId}/${job.modelId}`;
     this.#loaded.delete(hubId);

@@ -1,13 +1,5 @@
+import type { TrainProgress } from '../train/train.js';
 import type { TrainingExample } from '../store/types.js';
-
-/** What a training run reports while it works. */
-export interface TrainingProgress {
-  stage: string;
-  done: number;
-  total: number;
-  /** Running contrastive loss while the encoder is fine-tuned. */
-  loss?: number;
-}
 
 /** One training job as the runtime sees it. */
 export interface RuntimeTrainJob {
@@ -34,7 +26,7 @@ export interface RuntimePrediction {
  */
 export interface ModelRuntime {
   /** Trains the job and writes the model directory to the hub at `<org>/<model_id>`. */
-  train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainingProgress) => void; signal?: AbortSignal }): Promise<void>;
+  train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<void>;
   /** Runs a trained model; one prediction per text, in order. */
   predict(orgId: string, modelId: string, texts: string[]): Promise<RuntimePrediction[]>;
   /** Forgets the model: unloads it and removes its hub directory. Missing models are not an error. */

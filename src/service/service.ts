@@ -6,41 +6,23 @@ import { resolveBaseModel } from '../model/base-models.js';
 import type { ApiKeyRecord, ModelRecord, Organization, Project, Store } from '../store/types.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
-import type { ModelRuntime, TrainingProgress } from './runtime.js';
+import type { ModelRuntime } from './runtime.js';
 import { validateTrainRequest } from '../train/request.js';
-import { validatePredictInputs } from './validate.js';
+import { parseRequest } from '../parse.js';
+import {
+  predictRequestSchema,
+  type DeletedModel,
+  type ModelList,
+  type ModelObject,
+  type PredictResponse,
+  type ProgressObject,
+  type ProxyModelObject,
+} from '../server/schemas.js';
 
-/** Who is calling: the organization and the key used. */
+/** Who is calling: the organization and the key used (the key id is safe to log). */
 export interface Principal {
   orgId: string;
   keyId: string;
-}
-
-/** The model object of the HTTP contract. */
-export interface ModelObject {
-  id: string;
-  object: 'model';
-  /** Unix seconds. */
-  created_at: number;
-  status: 'training' | 'trained' | 'failed';
-  owned_by: string;
-  task_type: 'binary-classification';
-  context_window: number;
-  error?: string;
-}
-
-/** A provider model reachable through the proxy (`provider-a:<name>`). */
-export interface ProxyModelObject {
-  id: string;
-  object: 'model';
-  created_at: number;
-  owned_by: string;
-}
-
-export interface PredictResponse {
-  model: string;
-  label_text: string;
-  predictions: { label: boolean; probability: number }[];
 }
 
 export interface CreatedApiKey {
@@ -179,6 +161,10 @@ export class SvcService {
     if (raw.length === 0) {
       throw new SvcError('authentication', "Missing API key: send it as 'Authorization: Bearer <key>'");
     }
+    // `Bearer ` with nothing after it is a missing key too, not a wrong one.
+    if (/^Bearer$/i.test(raw)) {
+      throw new SvcError('authentication', "Missing API key: send it as 'Authorization: Bearer <key>'");
+    }
     const key = kBearer.exec(raw)?.[1] ?? raw;
     const record = await this.store.findApiKeyByHash(hashApiKey(key));
     if (record === null) throw new SvcError('authentication', 'Invalid API key');
@@ -201,12 +187,7 @@ export class SvcService {
    * granted proxy access (else 403).
    */
   async authorizeProxy(principal: Principal, projectId: string): Promise<Project> {
-    const project = await this.store.getProject(projectId);
-    if (project === null) {
-      throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
-    }
-    // Another organization's project reads as an unknown one: a key must not learn which ids exist.
-    if (project.orgId !== principal.orgId) throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
+    const project = await this.ownProject(principal, projectId);
     if (!(await this.hasProxyAccess(principal.orgId))) {
       throw new SvcError(
         'permission',
@@ -216,9 +197,22 @@ export class SvcService {
     return project;
   }
 
+  /** The project when the caller's organization owns it; 404 when it does not exist or another organization owns it. */
+  async ownProject(principal: Principal, projectId: string): Promise<Project> {
+    const project = await this.store.getProject(projectId);
+    if (project === null) {
+      throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
+    }
+    // Another organization's project reads as an unknown one: a key must not learn which ids exist.
+    if (project.orgId !== principal.orgId) {
+      throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project_id' });
+    }
+    return project;
+  }
+
   // ---- models ------------------------------------------------------------------------------
 
-  /** Stores the job and its examples and returns the model with `status: "training"`. */
+  /** Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with `status: "training"`. */
   async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
     const request = validateTrainRequest(body);
     const now = Date.now();
@@ -250,14 +244,24 @@ export class SvcService {
     return toModelObject(await this.#ownModel(principal, modelId));
   }
 
-  /** Training progress of one of the caller's models (null when it is not running right now). */
-  async getProgress(principal: Principal, modelId: string): Promise<TrainingProgress | null> {
-    await this.#ownModel(principal, modelId);
-    return this.#jobs.progress(modelId);
+  /**
+   * Training progress of one of the caller's models. A trained model reports the stage it ended
+   * in with `done === total` (`stage: 'done', done: 1, total: 1` when it was trained before this
+   * process started); a model that has not started yet, or failed, reports `stage: null`.
+   */
+  async getProgress(principal: Principal, modelId: string): Promise<ProgressObject> {
+    const record = await this.#ownModel(principal, modelId);
+    const progress = this.#jobs.progress(modelId);
+    const base = { object: 'training.progress' as const, model: record.id, status: record.status };
+    if (record.status === 'trained') {
+      const total = progress?.total ?? 1;
+      return { ...base, stage: progress?.stage ?? 'done', done: total, total, loss: progress?.loss ?? null };
+    }
+    return { ...base, stage: progress?.stage ?? null, done: progress?.done ?? 0, total: progress?.total ?? 0, loss: progress?.loss ?? null };
   }
 
   /** The models that accept requests (trained), then the proxy models when the organization may use the proxy. */
-  async listModels(principal: Principal): Promise<{ object: 'list'; data: (ModelObject | ProxyModelObject)[] }> {
+  async listModels(principal: Principal): Promise<ModelList> {
     const own = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained').map(toModelObject);
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
@@ -265,8 +269,9 @@ export class SvcService {
     return { object: 'list', data: [...own, ...proxy] };
   }
 
-  async predict(principal: Principal, request: { model: string; inputs: unknown[] }): Promise<PredictResponse> {
-    validatePredictInputs(request.inputs);
+  /** Parses `body` with the predict schema (the same one `POST /v2/predict` documents) and classifies its inputs. */
+  async predict(principal: Principal, body: unknown): Promise<PredictResponse> {
+    const request = parseRequest(predictRequestSchema, body);
     const record = await this.#ownModel(principal, request.model);
     if (record.status === 'training') {
       throw new SvcError('conflict', `The model '${record.id}' is still training; retry when its status is 'trained'`, {
@@ -281,7 +286,7 @@ export class SvcService {
   }
 
   /** Removes the model, its job and examples, and its hub copy; a running job is stopped first. */
-  async deleteModel(principal: Principal, modelId: string): Promise<{ id: string; object: 'model'; deleted: true }> {
+  async deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
     const record = await this.#ownModel(principal, modelId);
     await this.store.deleteModel(record.id);
     await this.#jobs.cancel(record.id);
@@ -328,7 +333,7 @@ export class SvcService {
  * ```ts
  * toModelObject(await store.getModel('svc-small-1a2b3c4d5e6f'));
  * // { id: 'svc-small-1a2b3c4d5e6f', object: 'model', created_at: 1795327426, status: 'trained',
- * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 512 }
+ * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 256 }
  * ```
  */
 export function toModelObject(record: ModelRecord): ModelObject {
@@ -339,7 +344,7 @@ export function toModelObject(record: ModelRecord): ModelObject {
     status: record.status,
     owned_by: record.orgId,
     task_type: record.taskType,
-    context_window: resolveBaseModel(record.baseModel).contextWindow,
+    context_window: resolveBaseModel(record.baseModel).maxLength,
   };
   if (record.status === 'failed') object.error = record.error ?? 'training failed';
   return object;

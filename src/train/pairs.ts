@@ -1,7 +1,8 @@
 // SetFit's pairs for contrastive fine-tuning, and their packing into the
 // batches the native trainer steps on.
 import type { PairBatch } from '../native/trainer.js';
-import { seededRandom } from '../random.js';
+import { kDefaultSeed, seededRandom } from '../random.js';
+import * as is from '../is.js';
 
 /** Pairs per training step (SetFit's batch size). */
 export const kBatchPairs = 16;
@@ -70,9 +71,8 @@ function shuffle<T>(items: T[], random: () => number): T[] {
  */
 export function samplePairs(labels: readonly (boolean | number)[], options: PairOptions = {}): Pairs {
   const iterations = options.iterations ?? 20;
-  const seed = options.seed ?? 42;
-  if (!Number.isInteger(iterations) || iterations < 1) throw new RangeError('options.iterations must be a positive integer');
-  if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError('options.seed must be a non-negative integer');
+  is.positiveInteger(iterations, 'options.iterations');
+  const seed = is.nonNegativeInteger(options.seed ?? kDefaultSeed, 'options.seed');
   if (new Set(labels).size < 2) throw new RangeError('labels must hold at least two classes');
   const random = seededRandom(seed);
   const n = labels.length;

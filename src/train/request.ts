@@ -2,7 +2,7 @@
 // validated request or an SvcError whose message names the field and index at fault.
 import { z } from 'zod';
 
-import { SvcError } from '../errors.js';
+import { parseRequest, typeError } from '../parse.js';
 import { baseModelNames, isBaseModelName } from '../model/base-models.js';
 import { pairCount } from './pairs.js';
 
@@ -35,37 +35,7 @@ export const kTaskTypes = ['binary-classification'] as const;
 
 export type TaskType = (typeof kTaskTypes)[number];
 
-/** One labelled example. `label_text` names what `label: true` means, e.g. "positive review". */
-export interface TrainExample {
-  text: string;
-  label: boolean;
-  label_text: string;
-}
-
-/** What `train()` and `POST /v2/train` accept. */
-export interface TrainRequest {
-  /** Base encoder, e.g. `svc-small`. */
-  model: string;
-  task_type: TaskType;
-  examples: TrainExample[];
-  /**
-   * Fine-tune the encoder on pairs of examples before fitting the head (SetFit). Default true;
-   * false keeps the base encoder frozen and only fits the head (faster, less accurate).
-   */
-  finetune?: boolean;
-  /**
-   * Pair rounds per example when fine-tuning: each example gets this many same-label and
-   * other-label pairs. Default 20 (800 pairs for 20 examples), fewer for large sets so the pairs
-   * stay within 4,000.
-   */
-  num_iterations?: number;
-}
-
-/** A type error that says "is required" when the field is missing altogether. */
-const typeError = (what: string) => (issue: { input?: unknown }) =>
-  issue.input === undefined ? 'is required' : `must be ${what}`;
-
-// Messages are written without the field name; `validateTrainRequest` puts the path in front
+// Messages are written without the field name; `parseRequest` puts the path in front
 // (`examples[3].label must be a boolean`). Issues flagged `whole` are complete sentences.
 const exampleSchema = z
   .object({
@@ -82,7 +52,11 @@ const exampleSchema = z
       // config.json's id2label names the false class 'false'.
       .refine((value) => value !== 'false', { error: "must not be 'false' (that names the other class)" }),
   })
-  .strict();
+  .strict()
+  .describe('One labelled example; label_text names what label: true means, e.g. "positive review"');
+
+/** One labelled example. `label_text` names what `label: true` means, e.g. "positive review". */
+export type TrainExample = z.infer<typeof exampleSchema>;
 
 /**
  * The zod schema of a train request (strict: unknown fields are rejected). Prefer
@@ -101,18 +75,31 @@ export const trainRequestSchema = z
       .string({ error: typeError('a string') })
       .refine(isBaseModelName, {
         error: (issue) => `must be one of ${baseModelNames.join(', ')} (got '${String(issue.input)}')`,
-      }),
+      })
+      .describe('Base encoder, e.g. svc-small'),
     task_type: z.enum(kTaskTypes, {
       error: (issue) =>
         issue.input === undefined ? 'is required' : `must be 'binary-classification' (got ${JSON.stringify(issue.input)})`,
     }),
-    examples: z.array(exampleSchema, { error: typeError('an array') }),
-    finetune: z.boolean({ error: typeError('a boolean') }).optional(),
+    examples: z
+      .array(exampleSchema, { error: typeError('an array') })
+      .describe(`${kMinExamples} to ${kMaxExamples} examples with both labels and one shared label_text`),
+    finetune: z
+      .boolean({ error: typeError('a boolean') })
+      .optional()
+      .describe(
+        'Fine-tune the encoder on pairs of examples (SetFit) before fitting the head; default true. ' +
+          'false keeps the base encoder frozen and only fits the head (faster, less accurate)',
+      ),
     num_iterations: z
       .int({ error: typeError('an integer') })
       .min(1, { error: 'must be at least 1' })
       .max(kMaxNumIterations, { error: `must be at most ${kMaxNumIterations}` })
-      .optional(),
+      .optional()
+      .describe(
+        `Pair rounds per example when fine-tuning (one same-label and one other-label pair each); default ${kDefaultNumIterations}, ` +
+          `fewer for large sets so the pairs stay within ${kDefaultMaxPairs}`,
+      ),
   })
   .strict()
   .superRefine((request, ctx) => {
@@ -141,28 +128,8 @@ export const trainRequestSchema = z
     }
   });
 
-/** `['examples', 3, 'label']` -> `examples[3].label`. */
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out === '' ? String(key) : `.${String(key)}`;
-  }
-  return out;
-}
-
-function describe(issue: z.core.$ZodIssue): { message: string; param: string | null } {
-  const param = formatPath(issue.path);
-  if (issue.code === 'custom' && issue.params?.whole) return { message: issue.message, param };
-  if (issue.code === 'unrecognized_keys') {
-    const fields = issue.keys.map((key) => `'${key}'`).join(', ');
-    return { message: `${param === '' ? 'the request' : param} has unknown field ${fields}`, param: param || null };
-  }
-  if (issue.code === 'invalid_type' && issue.expected === 'object') {
-    return { message: `${param === '' ? 'the request' : param} must be an object`, param: param || null };
-  }
-  return { message: param === '' ? issue.message : `${param} ${issue.message}`, param: param || null };
-}
+/** What `train()`, `SvcService.train` and `POST /v2/train` accept. */
+export type TrainRequest = z.infer<typeof trainRequestSchema>;
 
 /**
  * Checks a train request and returns it typed; throws `SvcError('invalid_request')` for the
@@ -175,10 +142,7 @@ function describe(issue: z.core.$ZodIssue): { message: string; param: string | n
  * ```
  */
 export function validateTrainRequest(input: unknown): TrainRequest {
-  const result = trainRequestSchema.safeParse(input);
-  if (result.success) return result.data;
-  const { message, param } = describe(result.error.issues[0]);
-  throw new SvcError('invalid_request', message, param ? { param } : {});
+  return parseRequest(trainRequestSchema, input);
 }
 
 /**

@@ -20,6 +20,8 @@ import type { FinetunedEncoder } from './finetune-stage.js';
 import { kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
 import { numIterations, validateTrainRequest } from './request.js';
 import type { TrainRequest } from './request.js';
+import * as is from '../is.js';
+import { kDefaultSeed } from '../random.js';
 
 /** A progress event: `done` of `total` units of the current stage. */
 export interface TrainProgress {
@@ -51,16 +53,12 @@ export interface TrainOptions {
 
 /** Inverse L2 regularization strength of the head (scikit-learn's default). */
 export const kHeadC = 1;
-/** Seeds fine-tuning when `options.seed` is not given. */
-export const kDefaultSeed = 42;
 /** Examples per embedding task: small enough that aborting and progress stay prompt. */
 const kEmbedChunk = 64;
 
 function checkOptions(options: TrainOptions): void {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
-    throw new TypeError('options.onProgress must be a function');
-  }
+  is.object(options, 'options');
+  if (options.onProgress !== undefined) is.func(options.onProgress, 'options.onProgress');
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new TypeError('options.signal must be an AbortSignal');
   }
@@ -71,9 +69,7 @@ function checkOptions(options: TrainOptions): void {
     throw new TypeError('options.id must be a non-empty string');
   }
   if (options.hub && options.id === undefined) throw new TypeError('options.id is required with options.hub');
-  if (options.seed !== undefined && (!Number.isSafeInteger(options.seed) || options.seed < 0)) {
-    throw new TypeError('options.seed must be a non-negative integer');
-  }
+  if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {

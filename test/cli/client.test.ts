@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { exited, kRepoRoot, serve, svc } from '../_support/cli.js';
 
 const yelp = uciSentences('yelp');

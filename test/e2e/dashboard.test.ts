@@ -5,7 +5,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 
 let h: ProxyHarness;
 let browser: Browser;

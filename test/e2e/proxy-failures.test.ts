@@ -5,8 +5,8 @@ import { Mistral } from '@mistralai/mistralai';
 import { SDKError } from '@mistralai/mistralai/models/errors';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatChunks } from './fake-provider.js';
-import { officialClients, type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { chatChunks } from '../../fixtures/fake-provider.js';
+import { officialClients, type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;
@@ -77,7 +77,14 @@ describe('access', () => {
     });
     const wrongRoute = await caught(anthropic.messages.create({ model: 'provider-a:gpt-4o', max_tokens: 8, messages }));
     expect(wrongRoute).toBeInstanceOf(Anthropic.BadRequestError);
-    expect(wrongRoute.error.error.message).toBe("model 'provider-a:gpt-4o' has no known provider prefix; known prefixes: provider-c:");
+    expect(wrongRoute.error.error.message).toBe(
+      'provider-a models are served on /v2/{project_id}/chat/completions, not on this route; this route takes provider-c:',
+    );
+    const anthropicModel = await caught(openai.chat.completions.create({ model: 'provider-c:claude-x', messages }));
+    expect(anthropicModel).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(anthropicModel.error.message).toBe(
+      'provider-c models are served on /v2/{project_id}/v1/messages, not on this route; this route takes provider-a:, provider-b:',
+    );
     const mistralError = await caught(mistral.chat.complete({ model: 'mistral-small', messages }));
     expect(mistralError).toBeInstanceOf(SDKError);
     expect(mistralError.statusCode).toBe(400);
@@ -96,7 +103,7 @@ describe('request bodies', () => {
       const error = await caught(client.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }));
       expect(error).toBeInstanceOf(Anthropic.APIError);
       expect(error.status).toBe(413);
-      expect(error.error).toEqual({ type: 'error', error: { type: 'request_too_large', message: 'Request body is too large' } });
+      expect(error.error).toEqual({ type: 'error', error: { type: 'request_too_large', message: 'The request body is larger than the limit of 1024 bytes' } });
       // A caller without a valid key is turned away before the body is read.
       const stranger = new Anthropic({ baseURL: small.sdkBase, apiKey: 'svc_unknown', maxRetries: 0 });
       const unknown = await caught(stranger.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }));

@@ -2,8 +2,8 @@
 // error column, and an upstream error body too large to keep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { kFakeKeys } from './fake-provider.js';
-import { type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { kFakeKeys } from '../../fixtures/fake-provider.js';
+import { type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 
 let h: ProxyHarness;
 beforeAll(async () => {

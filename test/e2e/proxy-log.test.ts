@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kDatabaseFile } from '../../src/store/sqlite.js';
-import { officialClients, type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { officialClients, type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;

@@ -3,8 +3,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Mistral } from '@mistralai/mistralai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kFakeKeys } from './fake-provider.js';
-import { officialClients, type ProxyHarness, startProxyHarness } from './proxy-harness.js';
+import { kFakeKeys } from '../../fixtures/fake-provider.js';
+import { officialClients, type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;

@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
-import { type FakeProvider, kFakeKeys, startFakeProvider } from './fake-provider.js';
+import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
 
 let dir: string;
 let fake: FakeProvider;

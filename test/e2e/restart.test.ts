@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { exited, serve, svc } from '../_support/cli.js';
 

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { exited, serve, svc } from '../_support/cli.js';
-import { type FakeProvider, kFakeKeys, startFakeProvider } from './fake-provider.js';
+import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-serve-proxy-'));
 let fake: FakeProvider;

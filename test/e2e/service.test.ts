@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { env, pipeline } from '@huggingface/transformers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
@@ -67,7 +67,7 @@ describe('svc serve', () => {
     expect(modelId).toMatch(/^svc-small-[0-9a-f]{12}$/);
     const model = {
       id: modelId, object: 'model', created_at: started.body.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 512,
+      task_type: 'binary-classification', context_window: 256,
     };
     expect(started.body).toEqual(model);
 

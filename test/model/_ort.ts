@@ -3,7 +3,7 @@
 // the same helpers the benchmark's onnxruntime peers use.
 import * as ort from 'onnxruntime-node';
 
-import { hfTokenize, paddedFeeds } from '../../bench/_onnx-peers.js';
+import { hfTokenize, paddedFeeds } from '../../fixtures/onnx-peers.js';
 
 export { paddedFeeds };
 export const tokenize = hfTokenize;

@@ -1,7 +1,7 @@
 import type * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { allUciTexts } from '../../bench/corpora.js';
+import { allUciTexts } from '../../fixtures/corpora.js';
 import { buildEncoderOnnx, quantizePerOutputChannel } from '../../src/model/onnx/index.js';
 import { cosine, createSession, runBatches, tokenize } from './_ort.js';
 

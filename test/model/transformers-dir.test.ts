@@ -6,7 +6,7 @@ import { env, pipeline } from '@huggingface/transformers';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { allUciTexts, emailBodies } from '../../bench/corpora.js';
+import { allUciTexts, emailBodies } from '../../fixtures/corpora.js';
 import { writeTransformersJsModelDir } from '../../src/model/onnx/index.js';
 import { createSession, maxAbsDiff, runBatches, tokenize } from './_ort.js';
 

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { env, pipeline } from '@huggingface/transformers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { split } from '../../bench/_draw.js';
-import { uciSentences } from '../../bench/corpora.js';
+import { split } from '../../fixtures/draw.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { closePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { allUciTexts, emailBodies } from '../../bench/corpora.js';
+import { allUciTexts, emailBodies } from '../../fixtures/corpora.js';
 import { cpuInfo } from '../../src/index.js';
 import { packageRoot } from '../../src/native/index.js';
 import { cosine, maxAbsDiff, referenceIds, row } from './_reference_ids.js';

@@ -3,7 +3,7 @@
 import type * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { allUciTexts, emailBodies } from '../../bench/corpora.js';
+import { allUciTexts, emailBodies } from '../../fixtures/corpora.js';
 import { Encoder } from '../../src/index.js';
 import { buildEncoderOnnx } from '../../src/model/onnx/index.js';
 import { createSession, paddedFeeds, runBatches } from '../model/_ort.js';

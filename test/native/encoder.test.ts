@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Encoder, SvcError } from '../../src/index.js';
 import { loadedWeightSets } from '../../src/native/encoder.js';
-import { allUciTexts, emailBodies } from '../../bench/corpora.js';
+import { allUciTexts, emailBodies } from '../../fixtures/corpora.js';
 import { cosine, maxAbsDiff, referenceIds, row } from './_reference_ids.js';
 
 const kExample = Int32Array.of(101, 2023, 2003, 2019, 2742, 6251, 102); // "This is an example sentence"
@@ -96,10 +96,10 @@ describe('Encoder (svc-small, fp32)', () => {
 describe('Encoder options and lifecycle', () => {
   it('validates options with exact messages', () => {
     expect(() => Encoder.fromPretrained('svc-small', { threads: 0 })).toThrow(
-      new TypeError('options.threads must be a positive integer'),
+      new RangeError('options.threads must be an integer from 1 to 1024'),
     );
     expect(() => Encoder.fromPretrained('svc-small', { threads: 1.5 })).toThrow(
-      new TypeError('options.threads must be a positive integer'),
+      new TypeError('options.threads must be an integer from 1 to 1024'),
     );
     expect(() => Encoder.fromPretrained('svc-small', { precision: 'fp16' as 'fp32' })).toThrow(
       new TypeError("options.precision must be 'fp32' or 'int8'"),

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Tokenizer as HfTokenizer } from 'tokenizers';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { allUciTexts, emailBodies } from '../../bench/corpora.js';
+import { allUciTexts, emailBodies } from '../../fixtures/corpora.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { Tokenizer } from '../../src/native/tokenizer.js';
 import { hardCorpus } from '../fixtures/hard-corpus.js';

@@ -174,7 +174,7 @@ describe('EncoderTrainer on svc-small', () => {
       expect(cosine(row(served), row(trained))).toBeGreaterThan(0.9999);
       expect(cosine(row(served), row(again))).toBeGreaterThan(0.999999);
     }
-    expect(() => reloaded.embed(kBatch.ids, kBatch.lengths)).toThrow(new SvcError('native_error', 'the trainer is disposed'));
+    expect(() => reloaded.embed(kBatch.ids, kBatch.lengths)).toThrow(new SvcError('invalid_request', 'the trainer has been disposed'));
   });
 
   it('trains the embedding tables with trainEmbeddings, and keeps them as loaded without', () => {
@@ -211,11 +211,15 @@ describe('EncoderTrainer on svc-small', () => {
     const bad = (options: object) => () => EncoderTrainer.open(base.weightsFile, base.configFile, options as never);
     expect(bad({ totalSteps: 0 })).toThrow(new RangeError('options.totalSteps must be a positive integer'));
     expect(bad({ totalSteps: 5, threads: 1.5 })).toThrow(new TypeError('options.threads must be a positive integer'));
-    expect(bad({ totalSteps: 5, seed: -1 })).toThrow(new TypeError('options.seed must be a non-negative integer'));
+    expect(bad({ totalSteps: 5, seed: -1 })).toThrow(new RangeError('options.seed must be a non-negative integer'));
     expect(bad({ totalSteps: 5, lr: 2 })).toThrow(new RangeError('options.lr must be in [0, 1)'));
     const trainer = open(1, 1);
+    // Bad batches are the caller's mistake: RangeError, as the Encoder reports bad ids.
     expect(() => trainer.step({ ...kBatch, pairB: Int32Array.of(1, 3, 4, 4, 2, 9) })).toThrow(
-      new SvcError('native_error', 'pair index out of range'),
+      new RangeError('pair index out of range'),
+    );
+    expect(() => trainer.step({ ...kBatch, labels: Float64Array.from(kBatch.labels) as never })).toThrow(
+      new TypeError('labels must be a Float32Array'),
     );
     expect(() => trainer.step({ ...kBatch, lengths: Int32Array.of(7, 7, 9, 7, 7) })).toThrow(
       'lengths must add up to ids.length',

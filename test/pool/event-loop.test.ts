@@ -2,8 +2,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { split } from '../../bench/_draw.js';
-import { allUciTexts, uciSentences } from '../../bench/corpora.js';
+import { split } from '../../fixtures/draw.js';
+import { allUciTexts, uciSentences } from '../../fixtures/corpora.js';
 import { closePool } from '../../src/pool/pool.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { train } from '../../src/train/train.js';

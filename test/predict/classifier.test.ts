@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { split } from '../../bench/_draw.js';
-import { uciSentences } from '../../bench/corpora.js';
+import { split } from '../../fixtures/draw.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { closePool, runTask } from '../../src/pool/pool.js';
 import { batchStats } from '../../src/predict/batcher.js';

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { resolveProviderConfig, resolveProxyOptions } from '../../src/proxy/config.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SvcService } from '../../src/service/service.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 describe('resolveProviderConfig', () => {
   it('takes options first, then SVC_PROVIDER_* variables, then the public API addresses', () => {
@@ -24,13 +30,18 @@ describe('resolveProviderConfig', () => {
 });
 
 describe('resolveProxyOptions', () => {
-  const store = { insertRequestLog() {} } as never;
-  const authenticate = () => ({ orgId: 'o', keyId: 'k' });
   it('fills in defaults and names a bad option', () => {
-    const resolved = resolveProxyOptions({ store, authenticate, env: {} });
-    expect([resolved.upstreamTimeoutMs, resolved.pingIntervalMs, resolved.bodyLimit]).toEqual([600_000, 5_000, 16_777_216]);
-    expect(() => resolveProxyOptions({ store, authenticate, pingIntervalMs: 0 })).toThrow(new TypeError('options.pingIntervalMs must be a positive integer'));
-    expect(() => resolveProxyOptions({ store, authenticate: 1 as never })).toThrow(new TypeError('options.authenticate must be a function'));
-    expect(() => resolveProxyOptions({ authenticate } as never)).toThrow(new TypeError('options.store must be a Store'));
+    const dir = mkdtempSync(join(tmpdir(), 'svc-proxy-config-'));
+    const service = new SvcService({ store: SqliteStore.open(dir), runtime: new WordCountRuntime(dir) });
+    try {
+      const resolved = resolveProxyOptions({ service, env: {} });
+      expect([resolved.upstreamTimeoutMs, resolved.pingIntervalMs, resolved.bodyLimit]).toEqual([600_000, 5_000, 16_777_216]);
+      expect(resolved.service).toBe(service);
+      expect(() => resolveProxyOptions({ service, pingIntervalMs: 0 })).toThrow(new RangeError('options.pingIntervalMs must be a positive integer'));
+      expect(() => resolveProxyOptions({ store: {} } as never)).toThrow(new TypeError('options.service must be an SvcService'));
+    } finally {
+      service.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { hubRoutes } from '../../src/server/hub-routes.js';
 import { svcRoutes } from '../../src/server/routes.js';
 import { SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { WordCountRuntime } from '../_support/word-count-runtime.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
@@ -60,7 +60,7 @@ beforeAll(async () => {
     prefix: '/v2',
     service,
     bodyLimit: 64 * 1024,
-    proxyOptions: { upstream: 'http://127.0.0.1:1' },
+    proxyOptions: { upstreamTimeoutMs: 1_000 },
     // Stands in for the provider proxy's plugin: mounted inside, with the service and its own options.
     proxy: async (scope, opts) => {
       scope.get('/:project_id/whoami', async (request) => {
@@ -98,13 +98,13 @@ describe('/v2', () => {
     const model = started.body as { id: string; created_at: number };
     expect(model).toEqual({
       id: model.id, object: 'model', created_at: model.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 512,
+      task_type: 'binary-classification', context_window: 256,
     });
     expect(Math.abs(model.created_at - Date.now() / 1000)).toBeLessThan(5);
     await service.idle();
     expect(await call('GET', `/v2/models/${model.id}`)).toEqual({ status: 200, body: { ...model, status: 'trained' } });
     expect(await call('GET', `/v2/models/${model.id}/progress`)).toEqual({
-      status: 200, body: { object: 'training.progress', model: model.id, status: 'trained', stage: null, done: 0, total: 0, loss: null },
+      status: 200, body: { object: 'training.progress', model: model.id, status: 'trained', stage: 'embed', done: 20, total: 20, loss: null },
     });
 
     const predicted = await call('POST', '/v2/predict', { model: model.id, inputs: [examples[0].text, examples[10].text] });
@@ -169,6 +169,10 @@ describe('/v2', () => {
     expect(await call('GET', '/v2/models', undefined, null)).toEqual({
       status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
     });
+    // `Bearer ` with nothing after it is a missing key as well.
+    expect(await call('GET', '/v2/models', undefined, '')).toEqual({
+      status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
+    });
     expect(await call('GET', '/v2/models', undefined, 'svc_unknown')).toEqual({
       status: 401, body: err('authentication_error', 'Invalid API key', null, 'authentication'),
     });
@@ -184,7 +188,7 @@ describe('/v2', () => {
       [{ model: 'm', inputs: ['a', 7] }, 'inputs[1] must be a string', 'inputs[1]'],
       [{ model: 'm' }, 'inputs is required', 'inputs'],
       [{ model: 'm', inputs: ['a'], temperature: 1 }, "the request has unknown field 'temperature'", 'temperature'],
-      [[1, 2], 'The request body must be a JSON object', null],
+      [[1, 2], 'the request must be an object', null],
     ];
     for (const [body, message, param] of predictCases) {
       expect(await call('POST', '/v2/predict', body)).toEqual({ status: 400, body: err('invalid_request_error', message, param, 'invalid_request') });
@@ -195,6 +199,16 @@ describe('/v2', () => {
       [{ model: 'svc-small', task_type: 'binary-classification', examples: examples.slice(0, 5) }, 'at least 20 examples are required (got 5)', 'examples'],
       [{ model: 'svc-large', task_type: 'binary-classification', examples }, "model must be one of svc-small (got 'svc-large')", 'model'],
     ];
+    // Valid JSON in a body labelled as text or a form is refused for its content type, not its shape.
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const response = await app.inject({
+        method: 'POST', url: '/v2/predict', payload: JSON.stringify({ model: 'm', inputs: ['x'] }),
+        headers: { authorization: `Bearer ${key}`, 'content-type': contentType },
+      });
+      expect({ status: response.statusCode, body: response.json() }).toEqual({
+        status: 415, body: err('invalid_request_error', 'Send the request body as application/json', null, 'invalid_request'),
+      });
+    }
     for (const [body, message, param] of trainCases) {
       expect(await call('POST', '/v2/train', body)).toEqual({ status: 400, body: err('invalid_request_error', message, param, 'invalid_request') });
     }
@@ -227,7 +241,7 @@ describe('/v2', () => {
       type: 'object',
       properties: {
         model: { type: 'string', description: 'A trained model id, e.g. svc-small-1a2b3c4d5e6f' },
-        inputs: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048 },
+        inputs: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048, description: '1 to 2048 texts' },
       },
       required: ['model', 'inputs'],
       additionalProperties: false,
@@ -241,7 +255,7 @@ describe('the proxy option', () => {
     await service.setProxyAccess('acme', true);
     const ok = await app.inject({ method: 'GET', url: `/v2/${project.id}/whoami`, headers: { 'x-api-key': key } });
     const keyId = (await service.authenticate(key)).keyId;
-    expect(ok.json()).toEqual({ principal: { orgId: 'acme', keyId }, project: { ...project }, options: ['upstream', 'service'] });
+    expect(ok.json()).toEqual({ principal: { orgId: 'acme', keyId }, project: { ...project }, options: ['upstreamTimeoutMs', 'service'] });
     const denied = await app.inject({ method: 'GET', url: `/v2/${project.id}/whoami`, headers: { 'x-api-key': otherKey } });
     expect([denied.statusCode, denied.json()]).toEqual([
       404, err('not_found_error', `The project '${project.id}' does not exist`, 'project_id', 'not_found'),

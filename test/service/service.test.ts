@@ -4,13 +4,13 @@ import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../bench/corpora.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { SvcError } from '../../src/errors.js';
 import { hashApiKey } from '../../src/service/keys.js';
 import { type Principal, SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { TrainingExample } from '../../src/store/types.js';
-import { WordCountRuntime } from '../_support/word-count-runtime.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
 const examples: TrainingExample[] = [
@@ -108,7 +108,7 @@ describe('training jobs', () => {
     const created = await service.train(acme, request);
     expect(created).toEqual({
       id: created.id, object: 'model', created_at: created.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 512,
+      task_type: 'binary-classification', context_window: 256,
     });
     expect(created.id).toMatch(/^svc-small-[0-9a-f]{12}$/);
     await service.idle();

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { split } from '../../bench/_draw.js';
-import { uciSentences } from '../../bench/corpora.js';
+import { split } from '../../fixtures/draw.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { SvcError } from '../../src/errors.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { SafetensorsFile } from '../../src/model/safetensors.js';

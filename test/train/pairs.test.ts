@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { pairBatch } from '../../bench/train.js';
+import { pairBatch } from '../../fixtures/pair-batch.js';
 import { packPairBatch, pairCount, samplePairs, stepCount } from '../../src/train/pairs.js';
 
 describe('samplePairs', () => {
@@ -53,7 +53,7 @@ describe('samplePairs', () => {
   it('rejects a single class and bad options', () => {
     expect(() => samplePairs([true, true])).toThrow(new RangeError('labels must hold at least two classes'));
     expect(() => samplePairs(labels, { iterations: 0 })).toThrow(new RangeError('options.iterations must be a positive integer'));
-    expect(() => samplePairs(labels, { seed: 1.5 })).toThrow(new RangeError('options.seed must be a non-negative integer'));
+    expect(() => samplePairs(labels, { seed: 1.5 })).toThrow(new TypeError('options.seed must be a non-negative integer'));
   });
 });
 

@@ -67,9 +67,9 @@ describe('validateTrainRequest', () => {
       "examples[3].label_text must not be 'false' (that names the other class)",
       'examples[3].label_text',
     ],
-    [withExample3({ score: 1 }), "examples[3] has unknown field 'score'", 'examples[3]'],
+    [withExample3({ score: 1 }), "examples[3] has unknown field 'score'", 'examples[3].score'],
     [withExample3({ label_text: 'negative' }), 'all examples must share one label_text', 'examples'],
-    [request({ extra: true }), "the request has unknown field 'extra'", null],
+    [request({ extra: true }), "the request has unknown field 'extra'", 'extra'],
     [
       request({ examples: examples(20).map((e) => ({ ...e, label: true })) }),
       'examples need at least one true and one false label',

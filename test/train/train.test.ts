@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { split } from '../../bench/_draw.js';
-import { uciSentences } from '../../bench/corpora.js';
+import { split } from '../../fixtures/draw.js';
+import { uciSentences } from '../../fixtures/corpora.js';
 import { SvcError } from '../../src/errors.js';
 import { closePool, poolOptions, runTask } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';

@@ -1,8 +1,9 @@
 // The BERT encoder as a trainable function of a flat parameter vector: the
 // training-mode forward over a packed batch keeps what backward needs, and
-// backward fills a gradient vector of the same layout. Embeddings are frozen
-// (they are inputs, not parameters). Templated on the scalar: float for
-// training, double for the whole-model gradient check.
+// backward fills a gradient vector of the same layout. The embedding tables are
+// kept apart from that vector: frozen by default, trained when the caller passes
+// EmbeddingGrads (trainEmbeddings). Templated on the scalar: float for training,
+// double for the whole-model gradient check.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,7 @@ int64_t param_count(const EncoderConfig& cfg);
 LayerOffsets layer_offsets(const EncoderConfig& cfg, int layer);
 std::vector<ParamTensor> param_tensors(const EncoderConfig& cfg);
 
-// Frozen embedding tables; the encoder input of token i is LN(word + position + type 0).
+// The embedding tables (frozen unless trainEmbeddings); the encoder input of token i is LN(word + position + type 0).
 template <typename T>
 struct Embeddings {
   int vocab = 0, max_positions = 0;

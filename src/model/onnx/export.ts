@@ -3,6 +3,7 @@ import { addBertBody, addMeanPoolNormalize, fp32Linear, kBatchDim, kSequenceDim,
 import { loadBertWeights } from './bert-weights.js';
 import { GraphBuilder, OnnxType } from './graph.js';
 import { int8Linear } from './quantize.js';
+import * as is from '../../is.js';
 
 /** Weight precision of an exported graph. */
 export type OnnxPrecision = 'fp32' | 'int8';
@@ -32,17 +33,13 @@ interface ResolvedExportOptions {
 const kDefaultPrecision: OnnxPrecision = 'fp32';
 
 function resolveOptions(options: OnnxExportOptions | undefined): ResolvedExportOptions {
-  if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new TypeError('options must be an object');
-  }
+  if (options !== undefined) is.object(options, 'options');
   const precision = options?.precision ?? kDefaultPrecision;
   if (precision !== 'fp32' && precision !== 'int8') {
     throw new RangeError(`options.precision must be 'fp32' or 'int8'`);
   }
   const sepTokenId = options?.sepTokenId;
-  if (sepTokenId !== undefined && !(Number.isSafeInteger(sepTokenId) && sepTokenId >= 0)) {
-    throw new RangeError('options.sepTokenId must be a non-negative integer');
-  }
+  if (sepTokenId !== undefined) is.nonNegativeInteger(sepTokenId, 'options.sepTokenId');
   return { precision, sepTokenId };
 }
 

@@ -5,6 +5,7 @@ import { SvcError } from '../../errors.js';
 import type { BaseModel } from '../base-models.js';
 import { toBaseModel } from './bert-weights.js';
 import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type OnnxPrecision } from './export.js';
+import * as is from '../../is.js';
 
 /** What `writeTransformersJsModelDir` writes. */
 export interface TransformersJsDirOptions {
@@ -25,7 +26,7 @@ const kModelMaxLength = 256;
 const kFalseLabel = 'false';
 
 function validate(options: TransformersJsDirOptions): void {
-  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  is.object(options, 'options');
   if (options.task !== 'feature-extraction' && options.task !== 'text-classification') {
     throw new RangeError(`options.task must be 'feature-extraction' or 'text-classification'`);
   }
