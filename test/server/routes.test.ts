@@ -241,7 +241,13 @@ describe('/v2', () => {
       type: 'object',
       properties: {
         model: { type: 'string', description: 'A trained model id, e.g. svc-small-1a2b3c4d5e6f' },
-        inputs: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048, description: '1 to 2048 texts' },
+        inputs: {
+          type: 'array',
+          items: { type: 'string', maxLength: 100000 },
+          minItems: 1,
+          maxItems: 2048,
+          description: '1 to 2048 texts of at most 100000 characters each',
+        },
       },
       required: ['model', 'inputs'],
       additionalProperties: false,
