@@ -1,6 +1,7 @@
-// AVX2 int8 GEMM tile for CPUs without AVX-512: 4 rows x 16 columns per pass, two
-// passes per 32-column panel (8 int32 accumulators per pass, the rest of the 16 ymm
-// hold the weights, their magnitudes and the broadcast activations).
+// AVX2 int8 GEMM tile for CPUs without AVX-512: 3 rows x 16 columns per pass, two
+// passes per 32-column panel (6 int32 accumulators per pass; the rest of the 16 ymm hold
+// the weights, their magnitudes, the broadcast activations and temporaries: with 4 rows
+// the accumulators spill to the stack, measured 8% slower).
 //
 // vpmaddubsw multiplies u8 by s8 and adds adjacent pairs into int16 with saturation:
 // with the +128-shifted activations of the VNNI path, 2 * 255 * 127 overflows. This
@@ -22,7 +23,7 @@ namespace detail {
 namespace {
 
 constexpr int kNr = PackedS8::kNr;
-constexpr int kMr = 4;
+constexpr int kMr = 3;
 
 inline __m256i dot4(__m256i acc, __m256i w_abs, __m256i w, __m256i a, __m256i ones) {
   const __m256i pairs = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(a, w));
@@ -36,14 +37,14 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
   const int groups = kp / 4;
   for (int half = 0; half < 2 && half * 16 < cols; ++half) {
     __m256i acc0[MR], acc1[MR];
-    #pragma GCC unroll 4
+    #pragma GCC unroll 3
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
     const int8_t* b = panel + half * 64;
     for (int g = 0; g < groups; ++g, b += kNr * 4) {
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
       const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
       const __m256i m0 = _mm256_sign_epi8(w0, w0), m1 = _mm256_sign_epi8(w1, w1);  // |w|: w >= -127
-      #pragma GCC unroll 4
+      #pragma GCC unroll 3
       for (int r = 0; r < MR; ++r) {
         int32_t quad;
         __builtin_memcpy(&quad, a + (g * kMr + r) * 4, 4);
@@ -57,7 +58,7 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
     const __m256 ws0 = _mm256_loadu_ps(w_scale + col0), ws1 = _mm256_loadu_ps(w_scale + col0 + 8);
     const __m256 bias0 = _mm256_loadu_ps(bias + col0), bias1 = _mm256_loadu_ps(bias + col0 + 8);
     const int n = cols - col0 < 16 ? cols - col0 : 16;
-    #pragma GCC unroll 4
+    #pragma GCC unroll 3
     for (int r = 0; r < MR; ++r) {
       const __m256 as = _mm256_set1_ps(a_scale[r]);
       const __m256 v0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc0[r]), _mm256_mul_ps(as, ws0), bias0);
