@@ -91,6 +91,7 @@ inline __m512 gelu16(__m512 x) {
 #elif defined(__AVX2__)
 // The same exp / erf / GELU, 8 lanes at a time: the loop over the scalar forms above does
 // not vectorize (floor, the exponent bit trick), and GELU runs over every FFN activation.
+// Intentionally a twin of exp16 / gelu16: other register width, and AVX2 has no scalef or rcp14.
 inline __m256 exp8(__m256 x) {
   x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-87.3f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
