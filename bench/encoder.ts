@@ -106,6 +106,8 @@ export async function run(args: string[]): Promise<void> {
   const jsQ8 = await transformersJsEmbedder('q8', threads);
 
   log(`svc-small encoder, ${threads} threads, kernels ${cpuInfo().level}, ${cpus()[0]?.model ?? 'unknown CPU'} (${availableParallelism()} cores)`);
+  // SVC_ISA caps only our kernels; onnxruntime and transformers.js pick theirs from the CPU.
+  if (process.env.SVC_ISA) log(`SVC_ISA=${process.env.SVC_ISA} caps svc-classify's kernels only; the peers use the CPU's best`);
   const results: ThroughputResult[] = [];
   for (const corpus of corpora) {
     const tokens = corpus.rows.reduce((sum, r) => sum + r.length, 0);

@@ -37,11 +37,17 @@ describe('train', () => {
     expect(classifier.labelText).toBe('positive');
     expect(classifier.baseModel).toBe('svc-small');
     expect(classifier.metrics.train_accuracy).toBe(1);
-    expect(classifier.manifest.training).toEqual({
+    // Newton from zero converges quadratically: after 4 steps the gradient norm sits at the
+    // rounding floor around the 1e-14 tolerance, so whether a 5th step is taken depends on the
+    // last bits of the embeddings. Those differ between kernel levels (each level's fp32 GEMM
+    // sums in its own order; levels agree to 2e-6 per component, not bit for bit), so the count
+    // is 4 or 5 on every level; the fitted head itself is checked against scikit-learn below.
+    const { iterations, ...training } = classifier.manifest.training;
+    expect([4, 5]).toContain(iterations);
+    expect(training).toEqual({
       method: 'frozen-logistic',
       C: 1,
       solver: 'newton-cholesky',
-      iterations: 4,
       max_length: 256,
       examples: 20,
       true_examples: 10,

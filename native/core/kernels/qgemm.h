@@ -28,6 +28,9 @@ PackedS8 pack_s8(const float* w, const float* bias, int n, int k);
 
 // Activations of one GEMM, quantized and packed in blocks of the kernel's mr rows:
 // block b, group g, row r: data[b * mr * kp + (g * mr + r) * 4 + t] = u8(A[b*mr + r][4g + t]).
+// The values are q + 128 (u8) for the scalar and AVX-512 kernels, plain q (s8 bits) for the
+// AVX2 kernel, which needs signed activations to avoid vpmaddubsw's int16 saturation; each
+// kernel quantizes with its own `quantize`, so the encoding never crosses kernels.
 struct QuantizedRows {
   AlignedBuffer<uint8_t> data;
   AlignedBuffer<float> scale;

@@ -1,0 +1,107 @@
+// Standalone test of the int8 GEMM kernels, without Node:
+//   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native -j2 --target qgemm_test
+//   build-native/qgemm_test
+// Each vector level's int8 kernel (AVX2, AVX-512 without and with VNNI, as far as this CPU
+// runs them) against the scalar kernel on the same float inputs. Quantizing is the same
+// float steps and the products are summed in int32 without overflow or saturation, so the
+// outputs must match bit for bit, whatever the tile shape, row count, column tail or depth.
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu_features.h"
+#include "kernels/qgemm.h"
+
+namespace {
+
+int failures = 0;
+int compared = 0;
+
+struct Case {
+  int m, n, k;
+};
+
+// Runs one kernel over A (m x k) and the packed W the way gemm_s8 does: quantize each block
+// of mr rows with the kernel's own quantizer, then one tile per (block, panel).
+std::vector<float> run(const svc::detail::QGemmKernel& kern, const std::vector<float>& a, const svc::PackedS8& w,
+                       int m) {
+  const int k = w.k, kp = w.kp, mr = kern.mr, nr = svc::PackedS8::kNr;
+  const int panels = (w.n + nr - 1) / nr;
+  std::vector<float> c(static_cast<std::size_t>(m) * w.n, -1.0f);
+  svc::AlignedBuffer<uint8_t> block;
+  block.resize(static_cast<std::size_t>(mr) * kp);
+  std::vector<float> scale(mr);
+  for (int r0 = 0; r0 < m; r0 += mr) {
+    const int rows = m - r0 < mr ? m - r0 : mr;
+    kern.quantize(a.data() + static_cast<std::size_t>(r0) * k, k, rows, k, kp, mr, block.data(), scale.data());
+    for (int p = 0; p < panels; ++p) {
+      const int col0 = p * nr, cols = w.n - col0 < nr ? w.n - col0 : nr;
+      kern.tile(block.data(), scale.data(), rows, w.data.data() + static_cast<std::size_t>(p) * nr * kp,
+                w.scale.data() + col0, w.offset.data() + col0, w.bias.data() + col0, kp,
+                c.data() + static_cast<std::size_t>(r0) * w.n + col0, w.n, cols, nullptr, svc::Epilogue::kNone);
+    }
+  }
+  return c;
+}
+
+void compare(const char* level, const svc::detail::QGemmKernel& kern) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  // Depths: multiples of 16 and 8 (vector quantizers), of 4 only, and ragged (padded k);
+  // row counts that leave every partial block; column counts with a tail in each half-panel.
+  const Case cases[] = {{1, 32, 384},  {3, 20, 16},  {5, 48, 12},   {7, 33, 40},  {13, 64, 7},
+                        {14, 96, 384}, {15, 17, 1536}, {29, 384, 384}, {9, 8, 1}, {33, 1536, 384}};
+  for (const Case& t : cases) {
+    std::vector<float> a(static_cast<std::size_t>(t.m) * t.k), w(static_cast<std::size_t>(t.n) * t.k), bias(t.n);
+    for (float& v : a) v = normal(rng);
+    for (float& v : w) v = 0.05f * normal(rng);
+    for (float& v : bias) v = normal(rng);
+    // Outliers and exact ties: a row with one large value (as LayerNorm outputs have), a zero
+    // row (scale 1), and values on the rounding midpoints of their row's scale.
+    a[0] = 40.0f;
+    if (t.m > 2)
+      for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(t.k) + kk] = 0.0f;
+    if (t.m > 3)
+      for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(3) * t.k + kk] = (kk % 5 - 2) * 0.5f;  // 0.5 * 127 = 63.5
+    // Weights at the extremes make |w| = 127 against |a| = 127: the largest pair sum.
+    for (int kk = 0; kk < t.k; kk += 2) w[kk] = -1.0f;
+    const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), t.n, t.k);
+    const std::vector<float> want = run(svc::detail::qgemm_kernel_scalar(), a, packed, t.m);
+    const std::vector<float> got = run(kern, a, packed, t.m);
+    ++compared;
+    if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
+      std::size_t i = 0;
+      while (std::memcmp(&want[i], &got[i], sizeof(float)) == 0) ++i;
+      std::fprintf(stderr, "FAIL: %s m=%d n=%d k=%d: C[%zu][%zu] = %.9g, scalar %.9g\n", level, t.m, t.n, t.k,
+                   i / t.n, i % t.n, got[i], want[i]);
+      ++failures;
+    }
+  }
+}
+
+}  // namespace
+
+int main() {
+  // cpu_features() honours SVC_ISA: a capped run tests only the levels below the cap.
+  const svc::CpuFeatures& f = svc::cpu_features();
+  std::vector<std::string> ran;
+  if (f.avx2) {
+    compare("avx2", svc::detail::qgemm_kernel_avx2());
+    ran.push_back("avx2");
+  }
+  if (f.avx512) {
+    compare("avx512", svc::detail::qgemm_kernel_avx512(false));
+    ran.push_back("avx512");
+  }
+  if (f.avx512vnni) {
+    compare("avx512-vnni", svc::detail::qgemm_kernel_avx512(true));
+    ran.push_back("avx512-vnni");
+  }
+  std::string levels;
+  for (const std::string& l : ran) levels += (levels.empty() ? "" : ", ") + l;
+  std::printf("qgemm_test: %d comparisons against scalar (%s), %d failures\n", compared,
+              levels.empty() ? "no vector level on this CPU" : levels.c_str(), failures);
+  return failures == 0 ? 0 : 1;
+}
