@@ -87,6 +87,7 @@ int main() {
   // cpu_features() honours SVC_ISA: a capped run tests only the levels below the cap.
   const svc::CpuFeatures& f = svc::cpu_features();
   std::vector<std::string> ran;
+#if SVC_ARCH_X86
   if (f.avx2) {
     compare("avx2", svc::detail::qgemm_kernel_avx2());
     ran.push_back("avx2");
@@ -99,6 +100,16 @@ int main() {
     compare("avx512-vnni", svc::detail::qgemm_kernel_avx512(true));
     ran.push_back("avx512-vnni");
   }
+#elif SVC_ARCH_ARM64
+  if (f.neon) {
+    compare("neon", svc::detail::qgemm_kernel_neon());
+    ran.push_back("neon");
+  }
+  if (f.neon_dotprod) {
+    compare("neon-dotprod", svc::detail::qgemm_kernel_neon_dotprod());
+    ran.push_back("neon-dotprod");
+  }
+#endif
   std::string levels;
   for (const std::string& l : ran) levels += (levels.empty() ? "" : ", ") + l;
   std::printf("qgemm_test: %d comparisons against scalar (%s), %d failures\n", compared,
