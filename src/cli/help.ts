@@ -1,6 +1,8 @@
 // What `svc --help`, `svc help <command>` and `svc <command> --help` print. One table, so the
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
+import { kDefaultOrgLimits } from '../service/limits.js';
+
 interface CommandHelp {
   /** One line for the overview. */
   summary: string;
@@ -46,10 +48,21 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     notes: 'SIGINT or SIGTERM stops taking requests, lets in-flight ones finish and leaves unfinished\ntraining jobs queued for the next start.',
   },
   orgs: {
-    summary: 'create and list organizations',
-    usage: ['orgs create <name> [--data <dir>]', 'orgs list [--data <dir>]'],
-    options: [kDataOption, kHelpOption],
-    examples: ['svc orgs create acme', 'svc orgs list'],
+    summary: 'create and list organizations, show and set their limits',
+    usage: [
+      'orgs create <name> [--data <dir>]',
+      'orgs list [--data <dir>]',
+      'orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--data <dir>]',
+    ],
+    options: [
+      ['--running <n>', `training jobs that may run at once (default ${kDefaultOrgLimits.maxRunningJobs})`],
+      ['--queued <n>', `training jobs that may wait in the queue (default ${kDefaultOrgLimits.maxQueuedJobs})`],
+      ['--rpm <n>', `requests per minute per API key, /v2 and proxy (default ${kDefaultOrgLimits.requestsPerMinute})`],
+      kDataOption,
+      kHelpOption,
+    ],
+    examples: ['svc orgs create acme', 'svc orgs list', 'svc orgs limits acme', 'svc orgs limits acme --running 2 --rpm 1200', 'svc orgs limits acme --rpm default'],
+    notes: '`orgs limits` prints every limit; `default` in place of a number gives a limit back to the service default.',
   },
   keys: {
     summary: 'create, list and revoke API keys',
@@ -59,11 +72,17 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     notes: '`keys create` prints the key on stdout (shown only this once) and its id on stderr.',
   },
   projects: {
-    summary: 'create projects (the {project_id} of the proxy routes)',
-    usage: ['projects create --org <org> --name <name> [--data <dir>]'],
-    options: [['--org <org>', 'the organization'], ['--name <name>', 'a name for people'], kDataOption, kHelpOption],
-    examples: ['svc projects create --org acme --name "support bot"'],
-    notes: 'Prints the new project id.',
+    summary: 'create projects (the {project_id} of the proxy routes) and set their token budgets',
+    usage: ['projects create --org <org> --name <name> [--data <dir>]', 'projects budget <project-id> --tokens <n|none> [--data <dir>]'],
+    options: [
+      ['--org <org>', 'the organization'],
+      ['--name <name>', 'a name for people'],
+      ['--tokens <n|none>', 'proxy tokens (input + output) the project may use per calendar month, UTC'],
+      kDataOption,
+      kHelpOption,
+    ],
+    examples: ['svc projects create --org acme --name "support bot"', 'svc projects budget proj_0123456789ab --tokens 2000000'],
+    notes: '`projects create` prints the new project id.',
   },
   proxy: {
     summary: 'grant or revoke an organization\'s use of the provider proxy',

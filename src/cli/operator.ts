@@ -2,8 +2,11 @@
 // them run while `svc serve` is up), so the first organization and key need no server.
 import { parseArgs } from 'node:util';
 
+import { SvcError } from '../errors.js';
+import { kOrgLimitFlags, type ResolvedOrgLimits } from '../service/limits.js';
 import { openService } from '../service/open.js';
 import type { SvcService } from '../service/service.js';
+import type { OrgLimits } from '../store/types.js';
 import { usageLines } from './help.js';
 
 const kDataOption = { data: { type: 'string', default: './svc-data' } } as const;
@@ -17,10 +20,42 @@ async function withService(dataDir: string, work: (service: SvcService) => Promi
   }
 }
 
-/** `svc orgs create <name>` / `svc orgs list`. */
+/** A limit as the operator types it: a positive integer, or `default` to clear the organization's own. */
+function limitValue(flag: string, text: string): number | null {
+  if (text === 'default') return null;
+  const n = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new SvcError('invalid_request', `--${flag} must be a positive integer or 'default'; got '${text}'`, { param: flag });
+  }
+  return n;
+}
+
+function printLimits(orgId: string, limits: ResolvedOrgLimits, own: OrgLimits): void {
+  for (const name of Object.keys(kOrgLimitFlags) as (keyof OrgLimits)[]) {
+    console.log(`${orgId}\t${kOrgLimitFlags[name]}=${limits[name]}${own[name] === null ? ' (default)' : ''}`);
+  }
+}
+
+/** `svc orgs create <name>` / `svc orgs list` / `svc orgs limits <name> [--running n] [--queued n] [--rpm n]`. */
 export async function orgsCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: kDataOption, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...kDataOption, running: { type: 'string' }, queued: { type: 'string' }, rpm: { type: 'string' } },
+    allowPositionals: true,
+  });
   const [action, name] = positionals;
+  if (action === 'limits' && name !== undefined && positionals.length === 2) {
+    const change: Partial<OrgLimits> = {};
+    for (const field of Object.keys(kOrgLimitFlags) as (keyof OrgLimits)[]) {
+      const text = values[kOrgLimitFlags[field] as 'running' | 'queued' | 'rpm'];
+      if (text !== undefined) change[field] = limitValue(kOrgLimitFlags[field], text);
+    }
+    await withService(values.data, async (service) => {
+      const limits = await service.setOrgLimits(name, change);
+      printLimits(name, limits, await service.store.getOrgLimits(name));
+    });
+    return 0;
+  }
   if (action === 'create' && name !== undefined && positionals.length === 2) {
     await withService(values.data, async (service) => {
       await service.createOrganization(name);
@@ -77,13 +112,28 @@ export async function keysCommand(args: string[]): Promise<number> {
   return 2;
 }
 
-/** `svc projects create --org <org> --name <name>` (prints the project id). */
+/**
+ * `svc projects create --org <org> --name <name>` (prints the project id) /
+ * `svc projects budget <project-id> --tokens <n|none>`.
+ */
 export async function projectsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { ...kDataOption, org: { type: 'string' }, name: { type: 'string' } },
+    options: { ...kDataOption, org: { type: 'string' }, name: { type: 'string' }, tokens: { type: 'string' } },
     allowPositionals: true,
   });
+  if (positionals[0] === 'budget' && positionals.length === 2 && values.tokens !== undefined) {
+    const text = values.tokens;
+    const tokens = text === 'none' ? null : /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+    if (tokens !== null && !Number.isSafeInteger(tokens)) {
+      throw new SvcError('invalid_request', `--tokens must be a whole number of tokens or 'none'; got '${text}'`, { param: 'tokens' });
+    }
+    await withService(values.data, async (service) => {
+      const project = await service.setProjectBudget(positionals[1], tokens);
+      console.log(`${project.id}\tmonthly_tokens=${project.monthlyTokenBudget ?? 'none'}`);
+    });
+    return 0;
+  }
   if (positionals[0] === 'create' && positionals.length === 1 && values.org !== undefined && values.name !== undefined) {
     await withService(values.data, async (service) => {
       console.log((await service.createProject(values.org!, values.name!)).id);

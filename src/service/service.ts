@@ -3,7 +3,8 @@ import { join, relative, resolve, sep } from 'node:path';
 
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
-import type { ApiKeyRecord, ModelRecord, Organization, Project, Store } from '../store/types.js';
+import type { ApiKeyRecord, ModelRecord, OrgLimits, Organization, Project, Store } from '../store/types.js';
+import { checkOrgLimits, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime } from './runtime.js';
@@ -139,7 +140,7 @@ export class SvcService {
   async createProject(orgId: string, name: string): Promise<Project> {
     await this.#requireOrg(orgId);
     if (name.trim().length === 0) throw new SvcError('invalid_request', 'The project name must not be empty', { param: 'name' });
-    const project: Project = { id: newId('proj_'), orgId, name, createdAt: Date.now() };
+    const project: Project = { id: newId('proj_'), orgId, name, createdAt: Date.now(), monthlyTokenBudget: null };
     await this.store.createProject(project);
     return project;
   }
@@ -147,6 +148,31 @@ export class SvcService {
   async setProxyAccess(orgId: string, granted: boolean): Promise<void> {
     await this.#requireOrg(orgId);
     await this.store.setProxyAccess(orgId, granted);
+  }
+
+  /** The organization's limits, defaults filled in. */
+  async orgLimits(orgId: string): Promise<ResolvedOrgLimits> {
+    return resolveOrgLimits(await this.store.getOrgLimits(orgId));
+  }
+
+  /** Sets some of an organization's limits (null: back to the default); returns all of them resolved. */
+  async setOrgLimits(orgId: string, limits: Partial<OrgLimits>): Promise<ResolvedOrgLimits> {
+    await this.#requireOrg(orgId);
+    await this.store.setOrgLimits(orgId, checkOrgLimits(limits));
+    return this.orgLimits(orgId);
+  }
+
+  /** Sets a project's monthly proxy token budget (input + output tokens; null: none). */
+  async setProjectBudget(projectId: string, monthlyTokens: number | null): Promise<Project> {
+    const project = await this.store.getProject(projectId);
+    if (project === null) throw new SvcError('not_found', `The project '${projectId}' does not exist`, { param: 'project' });
+    if (monthlyTokens !== null && (!Number.isSafeInteger(monthlyTokens) || monthlyTokens < 0)) {
+      throw new SvcError('invalid_request', `The budget must be a whole number of tokens >= 0; got ${monthlyTokens}`, {
+        param: 'tokens',
+      });
+    }
+    await this.store.setProjectBudget(projectId, monthlyTokens);
+    return { ...project, monthlyTokenBudget: monthlyTokens };
   }
 
   // ---- callers: authentication and the lookups the proxy needs --------------------------------

@@ -78,6 +78,16 @@ export const kMigrations: readonly string[] = Object.freeze([
   );
   CREATE INDEX request_log_project ON request_log(project_id, id);
   `,
+  // 2: per-organization limits set by the operator (null: the service default), per-project proxy token budgets.
+  `
+  CREATE TABLE org_limits (
+    org_id TEXT PRIMARY KEY REFERENCES organizations(id) ON DELETE CASCADE,
+    max_running_jobs INTEGER,
+    max_queued_jobs INTEGER,
+    requests_per_minute INTEGER
+  );
+  ALTER TABLE projects ADD COLUMN monthly_token_budget INTEGER;
+  `,
 ]);
 
 /**

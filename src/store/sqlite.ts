@@ -10,6 +10,7 @@ import type {
   Millis,
   ModelRecord,
   ModelStatus,
+  OrgLimits,
   Organization,
   Project,
   ProviderName,
@@ -24,7 +25,8 @@ export const kDatabaseFile = 'svc.sqlite';
 
 interface OrgRow { id: string; created_at: number; proxy_access: number }
 interface KeyRow { id: string; org_id: string; hash: string; prefix: string; created_at: number; revoked_at: number | null }
-interface ProjectRow { id: string; org_id: string; name: string; created_at: number }
+interface ProjectRow { id: string; org_id: string; name: string; created_at: number; monthly_token_budget: number | null }
+interface LimitsRow { max_running_jobs: number | null; max_queued_jobs: number | null; requests_per_minute: number | null }
 interface ModelRow {
   id: string; org_id: string; base_model: string; task_type: string; label_text: string;
   status: string; error: string | null; created_at: number; updated_at: number;
@@ -41,7 +43,13 @@ const toOrg = (r: OrgRow): Organization => ({ id: r.id, createdAt: r.created_at,
 const toKey = (r: KeyRow): ApiKeyRecord => ({
   id: r.id, orgId: r.org_id, hash: r.hash, prefix: r.prefix, createdAt: r.created_at, revokedAt: r.revoked_at,
 });
-const toProject = (r: ProjectRow): Project => ({ id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at });
+const toProject = (r: ProjectRow): Project => ({
+  id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, monthlyTokenBudget: r.monthly_token_budget,
+});
+const toLimits = (r: LimitsRow | undefined): OrgLimits => ({
+  maxRunningJobs: r?.max_running_jobs ?? null, maxQueuedJobs: r?.max_queued_jobs ?? null,
+  requestsPerMinute: r?.requests_per_minute ?? null,
+});
 const toModel = (r: ModelRow): ModelRecord => ({
   id: r.id, orgId: r.org_id, baseModel: r.base_model, taskType: r.task_type as ModelRecord['taskType'],
   labelText: r.label_text, status: r.status as ModelStatus, error: r.error, createdAt: r.created_at, updatedAt: r.updated_at,
@@ -81,6 +89,12 @@ export class SqliteStore implements Store {
       getOrg: p('SELECT * FROM organizations WHERE id = ?'),
       listOrgs: p('SELECT * FROM organizations ORDER BY created_at, id'),
       setProxy: p('UPDATE organizations SET proxy_access = ? WHERE id = ?'),
+      getLimits: p('SELECT max_running_jobs, max_queued_jobs, requests_per_minute FROM org_limits WHERE org_id = ?'),
+      putLimits: p(
+        `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute) VALUES (?, ?, ?, ?)
+         ON CONFLICT (org_id) DO UPDATE SET max_running_jobs = excluded.max_running_jobs,
+           max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute`,
+      ),
       insertKey: p('INSERT INTO api_keys (id, org_id, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),
       keyByHash: p('SELECT * FROM api_keys WHERE hash = ?'),
       listKeys: p('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id'),
@@ -88,6 +102,7 @@ export class SqliteStore implements Store {
       insertProject: p('INSERT INTO projects (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
       getProject: p('SELECT * FROM projects WHERE id = ?'),
       listProjects: p('SELECT * FROM projects WHERE org_id = ? ORDER BY created_at, id'),
+      setBudget: p('UPDATE projects SET monthly_token_budget = ? WHERE id = ?'),
       insertModel: p(
         `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -156,6 +171,17 @@ export class SqliteStore implements Store {
     this.#sql.setProxy.run(granted ? 1 : 0, orgId);
   }
 
+  async getOrgLimits(orgId: string): Promise<OrgLimits> {
+    return toLimits(this.#sql.getLimits.get(orgId) as LimitsRow | undefined);
+  }
+
+  async setOrgLimits(orgId: string, limits: Partial<OrgLimits>): Promise<void> {
+    this.#db.transaction(() => {
+      const merged = { ...toLimits(this.#sql.getLimits.get(orgId) as LimitsRow | undefined), ...limits };
+      this.#sql.putLimits.run(orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute);
+    }).immediate();
+  }
+
   async insertApiKey(r: ApiKeyRecord): Promise<void> {
     this.#sql.insertKey.run(r.id, r.orgId, r.hash, r.prefix, r.createdAt, r.revokedAt);
   }
@@ -175,6 +201,11 @@ export class SqliteStore implements Store {
 
   async createProject(p: Project): Promise<void> {
     this.#sql.insertProject.run(p.id, p.orgId, p.name, p.createdAt);
+    if (p.monthlyTokenBudget !== null) this.#sql.setBudget.run(p.monthlyTokenBudget, p.id);
+  }
+
+  async setProjectBudget(projectId: string, monthlyTokens: number | null): Promise<void> {
+    this.#sql.setBudget.run(monthlyTokens, projectId);
   }
 
   async getProject(id: string): Promise<Project | null> {

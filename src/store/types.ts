@@ -34,6 +34,22 @@ export interface Project {
   orgId: string;
   name: string;
   createdAt: Millis;
+  /** Proxy tokens (input + output) the project may use per calendar month (UTC); null: no budget. */
+  monthlyTokenBudget: number | null;
+}
+
+/**
+ * An organization's limits as the operator set them (`svc orgs limits`); null means "the service's
+ * default" (`kDefaultOrgLimits` in `service/limits.ts`), so changing a default reaches every
+ * organization that did not set its own.
+ */
+export interface OrgLimits {
+  /** Training jobs that may run at once. */
+  maxRunningJobs: number | null;
+  /** Training jobs that may wait in the queue. */
+  maxQueuedJobs: number | null;
+  /** Requests per minute per API key, on /v2 and on the proxy. */
+  requestsPerMinute: number | null;
 }
 
 export type ModelStatus = 'training' | 'trained' | 'failed';
@@ -101,6 +117,10 @@ export interface Store {
   getOrganization(id: string): Promise<Organization | null>;
   listOrganizations(): Promise<Organization[]>;
   setProxyAccess(orgId: string, granted: boolean): Promise<void>;
+  /** All null when the operator set none. */
+  getOrgLimits(orgId: string): Promise<OrgLimits>;
+  /** Sets the fields present in `limits` (null clears one back to the default) and keeps the others. */
+  setOrgLimits(orgId: string, limits: Partial<OrgLimits>): Promise<void>;
 
   // API keys
   insertApiKey(record: ApiKeyRecord): Promise<void>;
@@ -113,6 +133,8 @@ export interface Store {
   createProject(project: Project): Promise<void>;
   getProject(id: string): Promise<Project | null>;
   listProjects(orgId: string): Promise<Project[]>;
+  /** Null removes the budget. */
+  setProjectBudget(projectId: string, monthlyTokens: number | null): Promise<void>;
 
   // models and their training jobs
   /** Inserts the model (status `training`), its job (`queued`) and its examples in one transaction. */

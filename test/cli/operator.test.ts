@@ -47,6 +47,36 @@ describe('svc operator commands', () => {
     await store.close();
   });
 
+  it('show and set an organization\'s limits and a project\'s token budget', async () => {
+    await svc(['orgs', 'create', 'limited', '--data', dir]);
+    expect(await svc(['orgs', 'limits', 'limited', '--data', dir])).toEqual({
+      code: 0,
+      stdout: 'limited\trunning=1 (default)\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\n',
+      stderr: '',
+    });
+    expect((await svc(['orgs', 'limits', 'limited', '--running', '2', '--rpm', '60', '--data', dir])).stdout).toBe(
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=60\n',
+    );
+    expect((await svc(['orgs', 'limits', 'limited', '--rpm', 'default', '--data', dir])).stdout).toBe(
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\n',
+    );
+    expect(await svc(['orgs', 'limits', 'limited', '--queued', '0', '--data', dir])).toEqual({
+      code: 1, stdout: '', stderr: "svc orgs: --queued must be a positive integer or 'default'; got '0'\n",
+    });
+    expect(await svc(['orgs', 'limits', 'ghost', '--data', dir])).toEqual({
+      code: 1, stdout: '', stderr: "svc orgs: The organization 'ghost' does not exist\n",
+    });
+
+    const projectId = (await svc(['projects', 'create', '--org', 'limited', '--name', 'bot', '--data', dir])).stdout.trim();
+    expect(await svc(['projects', 'budget', projectId, '--tokens', '2000000', '--data', dir])).toEqual({
+      code: 0, stdout: `${projectId}\tmonthly_tokens=2000000\n`, stderr: '',
+    });
+    expect((await svc(['projects', 'budget', projectId, '--tokens', 'none', '--data', dir])).stdout).toBe(`${projectId}\tmonthly_tokens=none\n`);
+    expect(await svc(['projects', 'budget', projectId, '--tokens', 'lots', '--data', dir])).toEqual({
+      code: 1, stdout: '', stderr: "svc projects: --tokens must be a whole number of tokens or 'none'; got 'lots'\n",
+    });
+  });
+
   it('explains wrong usage with exit code 2', async () => {
     expect(await svc(['keys', 'create', '--data', dir])).toEqual({
       code: 2,

@@ -37,7 +37,7 @@ describe('SqliteStore', () => {
     await store.close();
     const db = new Database(join(dir, kDatabaseFile), { readonly: true });
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-    expect(db.prepare('SELECT version FROM schema_version').all()).toEqual([{ version: 1 }]);
+    expect(db.prepare('SELECT version FROM schema_version').all()).toEqual([{ version: kMigrations.length }]);
     db.close();
     store = SqliteStore.open(dir);
     expect((await store.listOrganizations()).map((o) => o.id)).toEqual(['acme']);
@@ -49,7 +49,7 @@ describe('SqliteStore', () => {
     db.prepare('UPDATE schema_version SET version = 99').run();
     db.close();
     expect(() => SqliteStore.open(dir)).toThrow(
-      'the data directory was written by a newer svc-classify (schema 99, this build knows 1)',
+      `the data directory was written by a newer svc-classify (schema 99, this build knows ${kMigrations.length})`,
     );
     store = SqliteStore.open(mkdtempSync(join(tmpdir(), 'svc-store-')));
   });
@@ -74,13 +74,29 @@ describe('SqliteStore', () => {
 
   it('keeps projects per organization', async () => {
     await store.createOrganization('acme');
-    await store.createProject({ id: 'proj_0123456789ab', orgId: 'acme', name: 'chatbot', createdAt: 7 });
-    expect(await store.getProject('proj_0123456789ab')).toEqual({ id: 'proj_0123456789ab', orgId: 'acme', name: 'chatbot', createdAt: 7 });
+    const project = { id: 'proj_0123456789ab', orgId: 'acme', name: 'chatbot', createdAt: 7, monthlyTokenBudget: null };
+    await store.createProject(project);
+    expect(await store.getProject('proj_0123456789ab')).toEqual(project);
     expect(await store.listProjects('acme')).toHaveLength(1);
     expect(await store.listProjects('other')).toEqual([]);
-    await expect(store.createProject({ id: 'proj_x', orgId: 'ghost', name: 'n', createdAt: 1 })).rejects.toThrow(
-      'FOREIGN KEY constraint failed',
-    );
+    await expect(store.createProject({ ...project, id: 'proj_x', orgId: 'ghost' })).rejects.toThrow('FOREIGN KEY constraint failed');
+    await store.setProjectBudget('proj_0123456789ab', 5000);
+    expect((await store.getProject('proj_0123456789ab'))?.monthlyTokenBudget).toBe(5000);
+    await store.setProjectBudget('proj_0123456789ab', null);
+    expect((await store.getProject('proj_0123456789ab'))?.monthlyTokenBudget).toBeNull();
+  });
+
+  it('keeps the limits an operator set per organization, null for the ones left at the default', async () => {
+    await store.createOrganization('acme');
+    const unset = { maxRunningJobs: null, maxQueuedJobs: null, requestsPerMinute: null };
+    expect(await store.getOrgLimits('acme')).toEqual(unset);
+    await store.setOrgLimits('acme', { maxRunningJobs: 2, requestsPerMinute: 60 });
+    await store.setOrgLimits('acme', { maxQueuedJobs: 5 });
+    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: 60 });
+    await store.setOrgLimits('acme', { requestsPerMinute: null });
+    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: null });
+    expect(await store.getOrgLimits('ghost')).toEqual(unset);
+    await expect(store.setOrgLimits('ghost', { maxRunningJobs: 1 })).rejects.toThrow('FOREIGN KEY constraint failed');
   });
 
   it('queues jobs in order, requeues interrupted ones in their place, and deletes a model with its job and examples', async () => {
