@@ -28,6 +28,12 @@ export interface PredictTask {
   biases: Float64Array;
 }
 
+/** A predict task's answer: P(true) per text, and 1 where the text was cut to the encoder's length. */
+export interface PredictResult {
+  probabilities: Float32Array;
+  truncated: Uint8Array;
+}
+
 /** Fits the logistic-regression head on embeddings (n x dim) and labels (0/1). */
 export interface FitTask {
   kind: 'fit';

@@ -22,6 +22,7 @@ import type {
   FitTask,
   PingResult,
   PoolTask,
+  PredictResult,
   PredictTask,
   SaveTask,
   WorkerSettings,
@@ -93,13 +94,14 @@ forgotten.unref();
 forgotten.onmessage = (event) => forget((event as { data: { encoderFile: string } }).data.encoderFile);
 
 function embed(task: EmbedTask): Float32Array {
-  return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts);
+  return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts).embeddings;
 }
 
-function predict(task: PredictTask): Float32Array {
+function predict(task: PredictTask): PredictResult {
   const encoder = encoderFor(task.baseModel, task.encoderFile);
-  const embeddings = embedTexts(task.baseModel, encoder, task.texts);
-  return scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
+  const { embeddings, truncated } = embedTexts(task.baseModel, encoder, task.texts);
+  const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
+  return { probabilities, truncated };
 }
 
 function fit(task: FitTask): FitResult {
@@ -133,7 +135,8 @@ async function dispatch(task: PoolTask): Promise<unknown> {
     case 'embed':
       return move(embed(task));
     case 'predict':
-      return move(predict(task));
+      // Two small arrays (5 bytes a text): copied with the object rather than moved one by one.
+      return predict(task);
     case 'fit':
       return fit(task);
     case 'finetune':
