@@ -3,6 +3,7 @@
 import type { MessagePort } from 'node:worker_threads';
 
 import type { Manifest } from '../model/manifest.js';
+import type { CrossValidation } from '../train/cross-validate.js';
 
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
 export interface EmbedTask {
@@ -50,6 +51,8 @@ export interface FitResult {
   gradientNorm: number;
   /** Share of the training examples the fitted head labels correctly. */
   trainAccuracy: number;
+  /** The same head's k-fold cross-validated quality on the examples. */
+  crossValidation: CrossValidation;
 }
 
 /** Writes a complete model directory (manifest, head, config, tokenizer, ONNX). */

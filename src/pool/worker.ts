@@ -12,6 +12,7 @@ import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
+import { crossValidate, stratifiedFolds, takeRows } from '../train/cross-validate.js';
 import { fitLogisticRegression, sigmoid } from '../train/logistic.js';
 import { embedTexts } from './embed-texts.js';
 import { finetune } from './finetune.js';
@@ -104,21 +105,32 @@ function predict(task: PredictTask): PredictResult {
   return { probabilities, truncated };
 }
 
+/** 1 where the head gives P(true) >= 0.5 for row `rows[r]` of `x`. */
+function binaryLabels(x: ArrayLike<number>, dim: number, rows: ArrayLike<number>, head: { weights: Float64Array; bias: number }): Uint8Array {
+  return Uint8Array.from({ length: rows.length }, (_, r) => {
+    let z = head.bias;
+    for (let j = 0; j < dim; j++) z += head.weights[j] * x[rows[r] * dim + j];
+    return sigmoid(z) >= 0.5 ? 1 : 0;
+  });
+}
+
 function fit(task: FitTask): FitResult {
   const { embeddings, labels, dim, C } = task;
   const result = fitLogisticRegression(embeddings, labels, dim, { C });
-  let correct = 0;
-  for (let i = 0; i < labels.length; i++) {
-    let z = result.bias;
-    for (let j = 0; j < dim; j++) z += result.weights[j] * embeddings[i * dim + j];
-    if (sigmoid(z) >= 0.5 === (labels[i] === 1)) correct++;
-  }
+  const all = Int32Array.from({ length: labels.length }, (_, i) => i);
+  const predicted = binaryLabels(embeddings, dim, all, result);
+  const { fold, folds } = stratifiedFolds(labels, 2);
+  const crossValidation = crossValidate(labels, 2, fold, folds, (train, test) => {
+    const head = fitLogisticRegression(takeRows(embeddings, dim, train), Array.from(train, (i) => labels[i]), dim, { C });
+    return binaryLabels(embeddings, dim, test, head);
+  });
   return {
     weights: result.weights,
     bias: result.bias,
     iterations: result.iterations,
     gradientNorm: result.gradientNorm,
-    trainAccuracy: correct / labels.length,
+    trainAccuracy: predicted.reduce((correct, label, i) => correct + (label === labels[i] ? 1 : 0), 0) / labels.length,
+    crossValidation,
   };
 }
 
