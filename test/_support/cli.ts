@@ -1,5 +1,6 @@
 // Runs the real `svc` command (the TypeScript sources through tsx) as a child process.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,6 +13,24 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * Throws unless dist/ is at least as new as every file in src/: tests of the built package (bin/svc.js,
+ * the examples importing `svc-classify`) would otherwise test yesterday's code.
+ */
+export function expectFreshBundle(): void {
+  const bundle = join(kRepoRoot, 'dist', 'cli.js');
+  let built: number;
+  try {
+    built = statSync(bundle).mtimeMs;
+  } catch {
+    throw new Error(`${bundle} is missing: run 'npx tsup' first`);
+  }
+  const newer = readdirSync(join(kRepoRoot, 'src'), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && statSync(join(entry.parentPath, entry.name)).mtimeMs > built)
+    .map((entry) => entry.name);
+  if (newer.length > 0) throw new Error(`dist/cli.js is older than src/ (${newer.join(', ')}): run 'npx tsup' first`);
+}
+
 /** Runs `svc <args>` to completion. */
 export function svc(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return runNode([...kArgs, ...args], env);
@@ -22,7 +41,8 @@ export function svcBin(args: string[], env: Record<string, string> = {}): Promis
   return runNode([join(kRepoRoot, 'bin', 'svc.js'), ...args], env);
 }
 
-function runNode(nodeArgs: string[], env: Record<string, string>): Promise<CliResult> {
+/** Runs `node <nodeArgs>` from the repository root to completion. */
+export function runNode(nodeArgs: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, nodeArgs, { cwd: kRepoRoot, env: { ...process.env, ...env } });
     let stdout = '';
@@ -39,20 +59,32 @@ export function serve(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  return startNode([...kArgs, 'serve', '--port', '0', ...args], /svc listening on (http:\/\/\S+)/, { env });
+}
+
+/**
+ * Starts `node <nodeArgs>` (from the repository root unless `cwd` says otherwise) and resolves once
+ * its stdout or stderr matches `ready`, whose first group is the address it listens on.
+ */
+export function startNode(
+  nodeArgs: string[],
+  ready: RegExp,
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...kArgs, 'serve', '--port', '0', ...args], {
-      cwd: kRepoRoot,
-      env: { ...process.env, ...env },
+    const child = spawn(process.execPath, nodeArgs, {
+      cwd: options.cwd ?? kRepoRoot,
+      env: { ...process.env, ...options.env },
     });
     let output = '';
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /svc listening on (http:\/\/\S+)/.exec(output);
+      const match = ready.exec(output);
       if (match) resolve({ child, url: match[1], output: () => output });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`svc serve exited with ${code} before listening:\n${output}`)));
+    child.on('exit', (code) => reject(new Error(`${nodeArgs.join(' ')} exited with ${code} before listening:\n${output}`)));
   });
 }
 
