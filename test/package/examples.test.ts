@@ -1,6 +1,6 @@
 // The runnable files in examples/, run as a user runs them: a real `node` process importing the
 // package by its name (`svc-classify`, `svc-classify/server`), which resolves to the built dist/.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -33,6 +33,13 @@ describe('examples/', () => {
       stdout: 'true 0.632 A moving story with wonderful acting.\nfalse 0.473 Two hours of my life I will never get back.\n',
       stderr: '',
     });
+  });
+
+  it('the README shows both programs exactly as they are in examples/', () => {
+    const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
+    for (const file of ['library.mjs', 'fastify-app.mjs']) {
+      expect(readme).toContain('```js\n' + readFileSync(join(kRepoRoot, 'examples', file), 'utf8') + '```\n');
+    }
   });
 
   it('fastify-app.mjs serves /v2 in a Fastify app and starts again on the same data directory', async () => {
