@@ -6,7 +6,7 @@
 // and 64, one server at a time, in one run. Prints requests/s, p50 and p99 per server and the
 // ratios, and how many texts the micro-batcher put in each engine batch (read from the server's
 // NODE_DEBUG=svc lines).
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 
 import { uciSentences } from '../fixtures/corpora.js';
 import { split } from '../fixtures/draw.js';
-import { exited, kRepoRoot, kSvcArgs, serve } from '../fixtures/serve-process.js';
+import { exited, kRepoRoot, kSvcArgs, serve, startNode } from '../fixtures/serve-process.js';
 import { readModelDir } from '../src/model/directory.js';
 import { writeTransformersJsModelDir } from '../src/model/onnx/index.js';
 import { cpuInfo } from '../src/native/index.js';
@@ -57,22 +57,6 @@ async function json(url: string, init: RequestInit): Promise<Record<string, unkn
   const body = (await response.json()) as Record<string, unknown>;
   if (!response.ok) throw new Error(`${url} answered ${response.status}: ${JSON.stringify(body)}`);
   return body;
-}
-
-/** Starts the transformers.js peer and resolves with its URL once its model is loaded. */
-function startPeer(modelDir: string, dtype: 'fp32' | 'q8'): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/_serve-peer.ts', modelDir, dtype], { cwd: kRepoRoot });
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /peer listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ child, url: match[1] });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`the transformers.js peer exited with ${code}:\n${output}`)));
-  });
 }
 
 async function load(target: Target, connections: number, seconds: number): Promise<autocannon.Result> {
@@ -181,7 +165,7 @@ export async function run(args: string[]): Promise<void> {
     for (const connections of kConcurrency) rows.push(await measure(svcTarget, connections, seconds, warmup));
     if (!finetune) {
       for (const dtype of ['fp32', 'q8'] as const) {
-        const peer = await startPeer(peerDir, dtype);
+        const peer = await startNode(['--import', 'tsx', 'bench/_serve-peer.ts', peerDir, dtype], /peer listening on (http:\/\/\S+)/);
         children.push(peer.child);
         const target: Target = { name: `transformers.js ${dtype}`, url: `${peer.url}/predict`, headers: {}, bodies: peerBodies };
         for (const connections of kConcurrency) rows.push(await measure(target, connections, seconds, warmup));
