@@ -5,6 +5,7 @@ import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
 import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
+import { askForStreamUsage } from '../proxy/stream-usage.js';
 import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { Principal } from '../service/service.js';
 import type { RequestLogRow } from '../store/types.js';
@@ -96,6 +97,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
         const clientModel = parsed.model;
         const { provider, upstreamModel } = routeModel(clientModel, dialect.upstreamPaths);
         parsed.model = upstreamModel;
+        const hideUsageChunk = askForStreamUsage(parsed, provider);
         const body = Buffer.from(JSON.stringify(parsed));
         reply.hijack();
         forwardCall(
@@ -107,6 +109,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
             body,
             clientBody,
             stream: parsed.stream === true,
+            hideUsageChunk,
             model: clientModel as string,
             projectId: request.params.project_id,
             keyId: identity.keyId,
