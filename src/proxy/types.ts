@@ -1,3 +1,4 @@
+import type { RateLimitOptions } from '../server/rate-limit.js';
 import type { SvcService } from '../service/service.js';
 import type { ProviderName } from '../store/types.js';
 
@@ -33,6 +34,8 @@ export interface ProxyRoutesOptions {
   bodyLimit?: number;
   /** Environment to read provider settings from. Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Request limits when registered on its own; inside the /v2 plugin the proxy shares that plugin's limits and ignores these. */
+  rateLimit?: RateLimitOptions;
 }
 
 /** `ProxyRoutesOptions` with every default applied. */
