@@ -34,7 +34,7 @@ export interface ProxyRoutesOptions {
   bodyLimit?: number;
   /** Environment to read provider settings from. Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
-  /** Request limits when registered on its own; inside the /v2 plugin the proxy shares that plugin's limits and ignores these. */
+  /** Request limits, when this is the service's first plugin registered; else the service's limits apply (see `RateLimitOptions`). */
   rateLimit?: RateLimitOptions;
 }
 

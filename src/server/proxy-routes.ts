@@ -63,7 +63,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
 
   if (!app.hasRequestDecorator('svcProxyIdentity')) app.decorateRequest('svcProxyIdentity', null);
 
-  // Inside the /v2 plugin this is the /v2 plugin's limiter: one count per key across both.
+  // The service's limiter: inside the /v2 plugin, the one it made, so that a key has one count across both.
   const limiter = await requestLimiter(app, resolved.service, options.rateLimit);
   /** The caller, under the request limits, allowed to use the project as asked. */
   const caller = async (request: FastifyRequest<{ Params: ProjectParams }>, reply: FastifyReply, use: ProjectUse): Promise<Principal> => {

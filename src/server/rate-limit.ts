@@ -6,7 +6,10 @@ import { func, positiveInteger } from '../is.js';
 import { type LimitRejection, limitRejection, retrySeconds } from '../service/limits.js';
 import type { Principal, SvcService } from '../service/service.js';
 
-/** Request limits of the /v2 and proxy plugins; all optional. */
+/**
+ * Request limits of the /v2, proxy and hub plugins; all optional. A service's limits are set once, by the first of
+ * its plugins to be registered (`svcRoutes` in `startServer`); the others share them.
+ */
 export interface RateLimitOptions {
   /**
    * Where the counts live: a `@fastify/rate-limit` store class. Default: its in-memory store, right for one
@@ -21,7 +24,7 @@ export interface RateLimitOptions {
 
 export const kDefaultRateLimits = Object.freeze({ windowMs: 60_000, failedAuthPerWindow: 20 });
 
-/** Authenticates callers under the request limits; one per /v2 plugin, shared by the proxy routes inside it. */
+/** Authenticates callers under the request limits; one per service, shared by its /v2, proxy and hub routes. */
 export interface RequestLimiter {
   /**
    * Turns away an address that failed to authenticate too often (429, before `authenticate` runs), runs
@@ -31,20 +34,30 @@ export interface RequestLimiter {
   admit(request: FastifyRequest, reply: FastifyReply, authenticate: () => Promise<Principal>): Promise<Principal>;
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Set by {@link requestLimiter} in the plugin scope that owns the limits. */
-    svcRequestLimiter: RequestLimiter;
+const kLimiters = new WeakMap<SvcService, Promise<RequestLimiter>>();
+
+/**
+ * The service's request limiter, made by the first of its plugins to be registered (with that plugin's
+ * `rateLimit` options): the /v2, proxy and hub routes of one service share it, so that a key has one count and an
+ * address one tally of failed authentications across all of them.
+ */
+export function requestLimiter(app: FastifyInstance, service: SvcService, options: RateLimitOptions = {}): Promise<RequestLimiter> {
+  let limiter = kLimiters.get(service);
+  if (limiter === undefined) {
+    limiter = createLimiter(app, service, options).catch((error: unknown) => {
+      kLimiters.delete(service);
+      throw error;
+    });
+    kLimiters.set(service, limiter);
   }
+  return limiter;
 }
 
 /**
- * The scope's request limiter, made on first use: the proxy routes registered inside the /v2 plugin get the /v2
- * plugin's, so that a key has one count across /v2 and the proxy. Counting is `@fastify/rate-limit`'s (registered
- * with `global: false`: it hooks no route by itself, and the host app's routes stay unlimited).
+ * Counting is `@fastify/rate-limit`'s, registered with `global: false`: it hooks no route by itself, and the host
+ * app's routes stay unlimited.
  */
-export async function requestLimiter(app: FastifyInstance, service: SvcService, options: RateLimitOptions = {}): Promise<RequestLimiter> {
-  if (app.hasDecorator('svcRequestLimiter')) return app.svcRequestLimiter;
+async function createLimiter(app: FastifyInstance, service: SvcService, options: RateLimitOptions): Promise<RequestLimiter> {
   const windowMs = positiveInteger(options.windowMs ?? kDefaultRateLimits.windowMs, 'rateLimit.windowMs');
   const failedAuthLimit = positiveInteger(
     options.failedAuthPerWindow ?? kDefaultRateLimits.failedAuthPerWindow,
@@ -89,7 +102,6 @@ export async function requestLimiter(app: FastifyInstance, service: SvcService, 
       return caller;
     },
   };
-  app.decorate('svcRequestLimiter', limiter);
   return limiter;
 }
 

@@ -1,4 +1,4 @@
-// Requests per minute per API key on /v2 and the proxy, on a real server: OpenAI's header names on every answer,
+// Requests per minute per API key on /v2, the proxy and the hub, on a real server: OpenAI's header names on every answer,
 // 429 in each route's error shape, the official openai client backing off by itself and then succeeding, operator
 // overrides read per request, and failed authentication limited per client address before any key lookup.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
+import { hubRoutes } from '../../src/server/hub-routes.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
 import { durationText } from '../../src/server/rate-limit.js';
 import { svcRoutes } from '../../src/server/routes.js';
@@ -60,6 +61,8 @@ beforeAll(async () => {
       env: {},
     },
   });
+  // The hub shares the service's limits (set by the /v2 plugin, registered first).
+  await app.register(hubRoutes, { prefix: '/hub', service });
   base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
 });
 
@@ -151,19 +154,22 @@ describe('requests per minute per key', () => {
     });
   });
 
-  it('counts a key once across /v2 and the proxy, and leaves the host app and public routes alone', async () => {
-    await service.setOrgLimits('shared', { requestsPerMinute: 3 });
-    expect(limitHeaders(await get('/v2/models', keys.shared))).toMatchObject({ limit: '3', remaining: '2' });
+  it('counts a key once across /v2, the proxy and the hub, and leaves the host app and public routes alone', async () => {
+    await service.setOrgLimits('shared', { requestsPerMinute: 4 });
+    expect(limitHeaders(await get('/v2/models', keys.shared))).toMatchObject({ limit: '4', remaining: '3' });
+    const hub = await get('/hub/api/models/shared/svc-small-000000000000', keys.shared);
+    expect(hub.status).toBe(404);
+    expect(limitHeaders(hub)).toMatchObject({ limit: '4', remaining: '2' });
     const log = await get(`/v2/${projects.shared}/requests`, keys.shared);
     expect(log.status).toBe(200);
-    expect(limitHeaders(log)).toMatchObject({ limit: '3', remaining: '1' });
+    expect(limitHeaders(log)).toMatchObject({ limit: '4', remaining: '1' });
     const proxied = await fetch(`${base}/v2/${projects.shared}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.shared}` },
       body: JSON.stringify({ model: 'provider-a:gpt-fake', messages, stream: true }),
     });
     expect(proxied.status).toBe(200);
-    expect(limitHeaders(proxied)).toMatchObject({ limit: '3', remaining: '0' });
+    expect(limitHeaders(proxied)).toMatchObject({ limit: '4', remaining: '0' });
     await proxied.text();
     expect((await get('/v2/models', keys.shared)).status).toBe(429);
 
@@ -188,10 +194,13 @@ describe('requests per minute per key', () => {
 describe('failed authentication per client address', () => {
   it('after the limit of bad keys, the address gets 429 before any key is looked up, a good key included', async () => {
     const lookups = vi.spyOn(store, 'findApiKeyByHash');
-    for (let i = 0; i < kFailedAuthLimit; i++) {
-      const response = await get('/v2/models', `svc_wrong_${i}`);
+    // One tally per address across the /v2 routes, the hub and the proxy.
+    const paths = ['/v2/models', '/hub/acme/svc-small-000000000000/resolve/main/config.json', `/v2/${projects.retry}/requests`];
+    for (const [i, path] of paths.entries()) {
+      const response = await get(path, `svc_wrong_${i}`);
       expect(response.status).toBe(401);
     }
+    expect(paths.length).toBe(kFailedAuthLimit);
     expect(lookups).toHaveBeenCalledTimes(kFailedAuthLimit);
     const proxy = await fetch(`${base}/v2/${projects.retry}/chat/completions`, {
       method: 'POST',
