@@ -35,7 +35,7 @@ export interface SvcRoutesOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions>;
   /** More options for the proxy plugin (provider URLs and keys), passed next to `service`. */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
-  /** Request limits (the counting store, the window, failed authentications per address); the proxy routes share them. */
+  /** Request limits (the counting store, the window, failed authentications per address), shared by the service's proxy and hub routes. */
   rateLimit?: RateLimitOptions;
 }
 
