@@ -10,7 +10,10 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
+import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+
 import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
+import { startProxyHarness } from '../../fixtures/proxy-harness.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 import { hubRoutes } from '../../src/server/hub-routes.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
@@ -218,6 +221,62 @@ describe('failed authentication per client address', () => {
     // The window ends and the address may try again.
     await new Promise((resolve) => setTimeout(resolve, Number(proxy.headers.get('retry-after-ms'))));
     expect((await get('/v2/models', keys.override)).status).toBe(200);
+  });
+});
+
+/**
+ * A store two servers share, as replicas would share one on a database: here one Map in this process. It
+ * implements the `@fastify/rate-limit` store interface in full (fixed windows, like its in-memory store).
+ */
+function sharedStore(): { Store: FastifyRateLimitStoreCtor; keys: Set<string> } {
+  const windows = new Map<string, { current: number; start: number }>();
+  const keys = new Set<string>();
+  type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
+  class Store implements FastifyRateLimitStore {
+    incr(key: string, callback: Callback, timeWindow: number): void {
+      const now = Date.now();
+      keys.add(key);
+      const open = windows.get(key);
+      const window = open !== undefined && open.start + timeWindow > now ? open : { current: 0, start: now };
+      window.current += 1;
+      windows.set(key, window);
+      callback(null, { current: window.current, ttl: window.start + timeWindow - now });
+    }
+    read(key: string, callback: Callback, timeWindow: number): void {
+      const now = Date.now();
+      const open = windows.get(key);
+      if (open === undefined || open.start + timeWindow <= now) callback(null, { current: 0, ttl: 0 });
+      else callback(null, { current: open.current, ttl: open.start + timeWindow - now });
+    }
+    child(): FastifyRateLimitStore {
+      return this;
+    }
+  }
+  return { Store, keys };
+}
+
+describe('a store shared by several servers', () => {
+  it('counts for all of them: failed authentications at one server lock the address out of the other', async () => {
+    const { Store, keys: seen } = sharedStore();
+    const rateLimit = { store: Store, windowMs: kWindowMs, failedAuthPerWindow: 2 };
+    const [one, two] = [await startProxyHarness({ rateLimit }), await startProxyHarness({ rateLimit })];
+    try {
+      const ask = (base: string, key: string) =>
+        fetch(`${base}requests`, { headers: { authorization: `Bearer ${key}` } });
+      expect((await ask(one.sdkBase, one.acmeKey)).status).toBe(200);
+      expect((await ask(one.sdkBase, 'svc_wrong_1')).status).toBe(401);
+      expect((await ask(one.sdkBase, 'svc_wrong_2')).status).toBe(401);
+      const locked = await ask(two.sdkBase, two.acmeKey);
+      expect(locked.status).toBe(429);
+      expect(((await locked.json()) as { error: { message: string } }).error.message).toMatch(
+        /^Too many failed authentications from this address \(2 per 4000 ms\); retry in [1-4] s$/,
+      );
+      // The store saw the first server's key and the address both servers share.
+      expect([...seen].sort()).toEqual([one.acmeKeyId, '127.0.0.1'].sort());
+    } finally {
+      await one.close();
+      await two.close();
+    }
   });
 });
 
