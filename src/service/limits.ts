@@ -39,8 +39,9 @@ export type LimitRejection =
   | { kind: 'budget'; projectId: string; month: string; budget: number; used: number };
 
 /**
- * The error for every request a limit turns away, the one place such a rejection is made: 429 `rate_limited`
- * for request rates (the caller sets `retry-after`), 403 `budget_exceeded` for a spent budget.
+ * The error for every request a limit turns away, the one place such a rejection is made (and so the one place to
+ * count them): 429 `rate_limited` for request rates (the caller sets `retry-after`), 403 `budget_exceeded` for a
+ * spent budget.
  *
  * @example
  * ```ts
