@@ -8,6 +8,7 @@ import { SvcService } from '../service/service.js';
 import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
 import { proxyRoutes } from './proxy-routes.js';
+import type { RateLimitOptions } from './rate-limit.js';
 import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
 
@@ -27,6 +28,8 @@ export interface ServerOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions> | false;
   /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
+  /** Request limits of /v2 and the proxy: the counting store, the window, failed authentications per address. */
+  rateLimit?: RateLimitOptions;
 }
 
 export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1' });
@@ -71,6 +74,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     prefix: '/v2',
     service,
     bodyLimit: options.bodyLimit,
+    rateLimit: options.rateLimit,
     proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
     proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
   });

@@ -6,6 +6,8 @@ export { hubRoutes } from './hub-routes.js';
 export type { HubRoutesOptions } from './hub-routes.js';
 export { proxyRoutes } from './proxy-routes.js';
 export { errorBody } from './errors.js';
+export { kDefaultRateLimits } from './rate-limit.js';
+export type { RateLimitOptions } from './rate-limit.js';
 export { startServer } from './app.js';
 export type { ServerOptions, RunningServer } from './app.js';
 export * from './schemas.js';

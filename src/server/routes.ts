@@ -18,6 +18,7 @@ import {
 } from './schemas.js';
 import { parseRequest } from '../parse.js';
 import type { ProxyRoutesOptions } from '../proxy/types.js';
+import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
 
 /** Request bodies above this many bytes get 413 (10,000 examples of a few hundred characters fit easily). */
 export const kDefaultBodyLimit = 16 * 1024 * 1024;
@@ -34,6 +35,8 @@ export interface SvcRoutesOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions>;
   /** More options for the proxy plugin (provider URLs and keys), passed next to `service`. */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
+  /** Request limits (the counting store, the window, failed authentications per address), shared by the service's proxy and hub routes. */
+  rateLimit?: RateLimitOptions;
 }
 
 declare module 'fastify' {
@@ -86,6 +89,8 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   });
   if (!app.hasRequestDecorator('svcPrincipal')) app.decorateRequest('svcPrincipal', null);
 
+  const limiter = await requestLimiter(app, service, options.rateLimit);
+
   const openapi = new OpenApiCollector();
   app.addHook('onRoute', (route) => openapi.add(route));
 
@@ -96,8 +101,8 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   await app.register(async (scope: FastifyInstance) => {
     const routes = scope.withTypeProvider<ZodTypeProvider>();
     // Authenticate before the body is read: an unknown caller cannot make us parse megabytes.
-    routes.addHook('onRequest', async (request) => {
-      request.svcPrincipal = await service.authenticate(request.headers.authorization);
+    routes.addHook('onRequest', async (request, reply) => {
+      request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization));
     });
 
     routes.post(

@@ -3,8 +3,8 @@ import { join, relative, resolve, sep } from 'node:path';
 
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
-import type { ApiKeyRecord, ModelRecord, OrgLimits, Organization, Project, Store } from '../store/types.js';
-import { checkOrgLimits, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
+import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
+import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime } from './runtime.js';
@@ -209,8 +209,8 @@ export class SvcService {
 
   /**
    * The check in front of every proxied call: the project exists and
-   * belongs to the caller's organization (else 404, alike) and that organization has been
-   * granted proxy access (else 403).
+   * belongs to the caller's organization (else 404, alike), that organization has been
+   * granted proxy access (else 403), and the project has tokens left this month (else 403 budget_exceeded).
    */
   async authorizeProxy(principal: Principal, projectId: string): Promise<Project> {
     const project = await this.ownProject(principal, projectId);
@@ -220,7 +220,21 @@ export class SvcService {
         `The organization '${principal.orgId}' has no proxy access; request access from the operator`,
       );
     }
+    await this.#checkBudget(project);
     return project;
+  }
+
+  /**
+   * A project whose calls this calendar month (UTC) used its whole budget gets no more until the month ends.
+   * The check comes before the call and the count after it, so calls already under way may take a project past
+   * its budget; none starts once it is spent.
+   */
+  async #checkBudget(project: Project): Promise<void> {
+    const budget = project.monthlyTokenBudget;
+    if (budget === null) return;
+    const month = usageMonth(Date.now());
+    const used = await this.store.getProjectUsage(project.id, month);
+    if (used >= budget) throw limitRejection({ kind: 'budget', projectId: project.id, month, budget, used });
   }
 
   /** The project when the caller's organization owns it; 404 when it does not exist or another organization owns it. */

@@ -89,6 +89,19 @@ export const kMigrations: readonly string[] = Object.freeze([
   );
   ALTER TABLE projects ADD COLUMN monthly_token_budget INTEGER;
   `,
+  // 3: each project's proxy tokens per calendar month (UTC), kept apart from the request log so that pruning the
+  // log never gives a project its budget back; counted from the rows the log already holds.
+  `
+  CREATE TABLE project_usage (
+    project_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (project_id, month)
+  ) WITHOUT ROWID;
+  INSERT INTO project_usage (project_id, month, tokens)
+    SELECT project_id, strftime('%Y-%m', created_at / 1000, 'unixepoch'), SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0))
+    FROM request_log GROUP BY 1, 2 HAVING SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0)) > 0;
+  `,
 ]);
 
 /**

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 import { migrate } from './migrations.js';
+import { rowTokens, usageMonth } from './types.js';
 import type {
   ApiKeyRecord,
   JobState,
@@ -130,6 +131,11 @@ export class SqliteStore implements Store {
            tokens_in, tokens_out, error, request_body, response_body, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      addUsage: p(
+        `INSERT INTO project_usage (project_id, month, tokens) VALUES (?, ?, ?)
+         ON CONFLICT (project_id, month) DO UPDATE SET tokens = tokens + excluded.tokens`,
+      ),
+      getUsage: p('SELECT tokens FROM project_usage WHERE project_id = ? AND month = ?'),
       listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
     };
   }
@@ -279,11 +285,20 @@ export class SqliteStore implements Store {
   }
 
   async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {
-    const info = this.#sql.insertLog.run(
-      r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
-      r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
-    );
-    return Number(info.lastInsertRowid);
+    // One transaction: the usage counter never misses a logged call, nor counts one twice.
+    return this.#db.transaction(() => {
+      const info = this.#sql.insertLog.run(
+        r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
+        r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
+      );
+      const tokens = rowTokens(r);
+      if (tokens > 0) this.#sql.addUsage.run(r.projectId, usageMonth(r.createdAt), tokens);
+      return Number(info.lastInsertRowid);
+    }).immediate();
+  }
+
+  async getProjectUsage(projectId: string, month: string): Promise<number> {
+    return (this.#sql.getUsage.get(projectId, month) as { tokens: number } | undefined)?.tokens ?? 0;
   }
 
   async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { kDatabaseFile, SqliteStore } from '../../src/store/sqlite.js';
 import { kMigrations } from '../../src/store/migrations.js';
-import type { ModelRecord, TrainingExample } from '../../src/store/types.js';
+import { type ModelRecord, type TrainingExample, usageMonth } from '../../src/store/types.js';
 
 let dir: string;
 let store: SqliteStore;
@@ -141,5 +141,47 @@ describe('SqliteStore', () => {
     expect((await store.listRequestLog('proj_1', { limit: 2 })).map((r) => r.id)).toEqual([ids[2], ids[1]]);
     const older = await store.listRequestLog('proj_1', { limit: 2, before: ids[1] });
     expect(older).toEqual([{ ...row, id: ids[0], createdAt: 0 }]);
+  });
+
+  it('counts each project\'s tokens per UTC month with every log insert, and keeps the count when log rows go', async () => {
+    const row = {
+      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 2, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}',
+      createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999),
+    };
+    await store.insertRequestLog(row);
+    await store.insertRequestLog({ ...row, tokensIn: 10, tokensOut: null });
+    await store.insertRequestLog({ ...row, tokensIn: null, tokensOut: null, status: 502 });
+    await store.insertRequestLog({ ...row, createdAt: Date.UTC(2026, 11, 1, 0, 0, 0, 0), tokensIn: 1, tokensOut: 2 });
+    await store.insertRequestLog({ ...row, projectId: 'proj_2', tokensIn: 100, tokensOut: 1 });
+    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
+    expect(await store.getProjectUsage('proj_1', '2026-12')).toBe(3);
+    expect(await store.getProjectUsage('proj_2', '2026-11')).toBe(101);
+    expect(await store.getProjectUsage('proj_1', '2026-10')).toBe(0);
+    expect(usageMonth(Date.UTC(2026, 10, 30, 23, 59, 59, 999))).toBe('2026-11');
+
+    // Whatever prunes the log (retention), the month's count stays.
+    const db = new Database(join(dir, kDatabaseFile));
+    expect(db.prepare('DELETE FROM request_log').run().changes).toBe(5);
+    db.close();
+    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
+  });
+
+  it('counts the usage a data directory logged before the counter existed', async () => {
+    await store.close();
+    const db = new Database(join(dir, kDatabaseFile));
+    const at = Date.UTC(2026, 10, 15);
+    const insert = db.prepare(
+      `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms, tokens_in,
+         tokens_out, error, request_body, response_body, created_at) VALUES (?, 'key_1', 'provider-a', 'm', 0, 200, 1, 2, ?, ?, NULL, '{}', '{}', ?)`,
+    );
+    insert.run('proj_1', 4, 5, at);
+    insert.run('proj_1', 7, null, at);
+    insert.run('proj_1', null, null, at);
+    db.exec('DROP TABLE project_usage; UPDATE schema_version SET version = 2');
+    db.close();
+    store = SqliteStore.open(dir);
+    expect(store.schemaVersion()).toBe(kMigrations.length);
+    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(16);
   });
 });
