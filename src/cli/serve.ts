@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 
 import type { ProviderOptions } from '../proxy/types.js';
 import { kServerDefaults, startServer } from '../server/app.js';
+import type { RetentionOptions } from '../service/retention.js';
+import { countValue } from './operator.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
 const kExitGraceMs = 5000;
@@ -37,6 +39,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       'provider-a-key': { type: 'string' },
       'provider-b-key': { type: 'string' },
       'provider-c-key': { type: 'string' },
+      'request-log-days': { type: 'string' },
+      'request-log-max-rows': { type: 'string' },
     },
   });
   const providers: ProviderOptions = {};
@@ -47,6 +51,11 @@ export async function serveCommand(args: string[]): Promise<number> {
       providers[`provider-${letter}`] = { ...(url === undefined ? {} : { url }), ...(key === undefined ? {} : { key }) };
     }
   }
+  const retention: RetentionOptions = {};
+  if (values['request-log-days'] !== undefined) retention.days = countValue('request-log-days', values['request-log-days']);
+  if (values['request-log-max-rows'] !== undefined) {
+    retention.maxRowsPerProject = countValue('request-log-max-rows', values['request-log-max-rows']);
+  }
   const workers = positiveInteger(values.workers, 'workers');
   const engineThreads = positiveInteger(values['engine-threads'], 'engine-threads');
   const server = await startServer({
@@ -55,6 +64,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     host: values.host,
     pool: workers === undefined && engineThreads === undefined ? undefined : { workers, engineThreads },
     providers,
+    retention,
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
   console.log(`svc listening on ${server.url} (data: ${resolve(values.data)})`);

@@ -4,6 +4,7 @@ import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
+import type { RetentionOptions } from '../service/retention.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
@@ -27,6 +28,8 @@ export interface ServerOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions> | false;
   /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
+  /** How long and how much of the proxy request log to keep (default 30 days, 100,000 rows per project), pruned hourly. */
+  retention?: RetentionOptions;
 }
 
 export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1' });
@@ -59,7 +62,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let service: SvcService;
   try {
     await sweepLeftovers(dataDir);
-    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
+    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv(), options.retention);
   } catch (error) {
     release();
     throw error;

@@ -88,6 +88,10 @@ export const kMigrations: readonly string[] = Object.freeze([
   );
   ALTER TABLE projects ADD COLUMN monthly_token_budget INTEGER;
   `,
+  // 3: request-log retention finds a project's rows past the age limit without reading the others.
+  `
+  CREATE INDEX request_log_project_created ON request_log(project_id, created_at);
+  `,
 ]);
 
 /**

@@ -20,6 +20,15 @@ import type {
   TrainingJob,
 } from './types.js';
 
+/**
+ * One retention batch: a project's rows too old, or at or below the id of the newest row it no longer keeps.
+ * Exported for the test that checks its query plan.
+ */
+export const kPruneLogSql = `DELETE FROM request_log WHERE id IN (
+  SELECT id FROM request_log WHERE project_id = ? AND created_at < ?
+  UNION SELECT id FROM request_log WHERE project_id = ? AND id <= ?
+  LIMIT ?)`;
+
 /** The database file inside a data directory. */
 export const kDatabaseFile = 'svc.sqlite';
 
@@ -131,6 +140,10 @@ export class SqliteStore implements Store {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
+      logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
+      // The oldest row the project keeps by count: everything at or below the next id goes.
+      nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
+      pruneLog: p(kPruneLogSql),
     };
   }
 
@@ -289,6 +302,16 @@ export class SqliteStore implements Store {
   async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
     const before = options.before ?? Number.MAX_SAFE_INTEGER;
     return (this.#sql.listLog.all(projectId, before, options.limit) as LogRow[]).map(toLog);
+  }
+
+  async listRequestLogProjects(): Promise<string[]> {
+    return (this.#sql.logProjects.all() as { project_id: string }[]).map((r) => r.project_id);
+  }
+
+  async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
+    const nth = this.#sql.nthNewestLog.get(projectId, options.keepNewest) as { id: number } | undefined;
+    // Both halves walk an index on (project_id, ...); UNION counts a row in both once, so a short batch means done.
+    return this.#sql.pruneLog.run(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit).changes;
   }
 
   async close(): Promise<void> {
