@@ -43,6 +43,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],
       ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
       ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],
+      ['--log-level <level>', 'fatal, error, warn, info (default: one JSON line per request), debug, trace or silent (or SVC_LOG_LEVEL)'],
+      ['--metrics-token <t>', 'serve GET /metrics to scrapers sending this bearer token (better: SVC_METRICS_TOKEN); off without one'],
       ['--request-log-days <n>', `days the proxy request log keeps a row (default ${kDefaultRetention.days})`],
       ['--request-log-max-rows <n>', `request-log rows kept per project, newest first (default ${kDefaultRetention.maxRowsPerProject})`],
       kHelpOption,

@@ -1,4 +1,6 @@
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import { randomUUID } from 'node:crypto';
+
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, LogController } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { lockDataDir } from '../service/data-lock.js';
@@ -8,6 +10,7 @@ import type { RetentionOptions } from '../service/retention.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
+import { metricsRoutes, SvcMetrics } from './metrics.js';
 import { proxyRoutes } from './proxy-routes.js';
 import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
@@ -30,13 +33,34 @@ export interface ServerOptions {
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
   /** How long and how much of the proxy request log to keep (default 30 days, 100,000 rows per project), pruned hourly. */
   retention?: RetentionOptions;
+  /** The least severe log line written (pino levels, or `silent`). Default: `SVC_LOG_LEVEL`, else `info` (one line per request). */
+  logLevel?: LogLevel;
+  /** Where log lines go, one JSON object a line. Default stdout. */
+  logStream?: { write(line: string): void };
+  /**
+   * Serve `GET /metrics` to scrapers that send `Authorization: Bearer <token>`. Default: `SVC_METRICS_TOKEN`;
+   * without a token it is not served.
+   */
+  metricsToken?: string;
 }
 
-export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1' });
+/** The log levels, most severe first; `silent` writes nothing. */
+export const kLogLevels = Object.freeze(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const);
+export type LogLevel = (typeof kLogLevels)[number];
+
+export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1', logLevel: 'info' as LogLevel });
+
+/** A log level as given (`options.logLevel`, `--log-level`), checked. */
+export function logLevel(value: string, name: string): LogLevel {
+  if (!(kLogLevels as readonly string[]).includes(value)) throw new RangeError(`${name} must be one of ${kLogLevels.join(', ')}; got '${value}'`);
+  return value as LogLevel;
+}
 
 export interface RunningServer {
   app: FastifyInstance;
   service: SvcService;
+  /** The metrics `GET /metrics` serves; undefined when it is not served (no token). */
+  metrics: SvcMetrics | undefined;
   /** `http://127.0.0.1:8080` */
   url: string;
   /** Stops taking connections, lets in-flight requests finish, puts running jobs back in the queue. */
@@ -67,17 +91,30 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     release();
     throw error;
   }
-  const app = Fastify({ logger: false, forceCloseConnections: 'idle', frameworkErrors: answerFrameworkError });
+  const level = logLevel(options.logLevel ?? (process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel), 'options.logLevel');
+  const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
+  const app = Fastify({
+    // Fastify's own two lines per request are off: the plugins write one, with the caller and the route pattern.
+    logger: { level, ...(options.logStream === undefined ? {} : { stream: options.logStream }) },
+    logController: new LogController({ disableRequestLogging: true }),
+    // Unique across replicas and restarts, so a request id found in the logs names one request.
+    genReqId: () => randomUUID(),
+    forceCloseConnections: 'idle',
+    frameworkErrors: answerFrameworkError,
+  });
+  const metrics = metricsToken === undefined ? undefined : new SvcMetrics({ service });
   app.addHook('onRequest', setSecurityHeaders);
   app.get('/health', async () => ({ ok: true }));
+  if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
   await app.register(svcRoutes, {
     prefix: '/v2',
     service,
     bodyLimit: options.bodyLimit,
     proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
     proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
+    metrics,
   });
-  await app.register(hubRoutes, { prefix: '/hub', service });
+  await app.register(hubRoutes, { prefix: '/hub', service, metrics });
   let address: string;
   try {
     await service.start();
@@ -85,6 +122,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     // A port in use or a store that will not open: leave nothing running behind.
     await app.close().catch(() => {});
+    metrics?.close();
     await service.close().catch(() => {});
     release();
     throw error;
@@ -93,10 +131,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   return {
     app,
     service,
+    metrics,
     url: address,
     close: () => {
       closing ??= (async () => {
         await app.close();
+        metrics?.close();
         await service.close();
         release();
       })();

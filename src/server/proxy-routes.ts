@@ -122,7 +122,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
     '/:project_id/requests',
     async (request) => {
-      await authorizeProject(resolved.service, credential(request), request.params.project_id, 'read-log');
+      request.svcProxyIdentity = await authorizeProject(resolved.service, credential(request), request.params.project_id, 'read-log');
       const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
       const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
       const rows = await resolved.service.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });

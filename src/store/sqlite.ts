@@ -134,6 +134,7 @@ export class SqliteStore implements Store {
       release: p(
         "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
       ),
+      countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
         `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
            tokens_in, tokens_out, error, request_body, response_body, created_at)
@@ -289,6 +290,12 @@ export class SqliteStore implements Store {
 
   async releaseJob(modelId: string, at: Millis): Promise<void> {
     this.#sql.release.run(at, modelId);
+  }
+
+  async countJobs(): Promise<Record<JobState, number>> {
+    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    for (const row of this.#sql.countJobs.all() as { state: JobState; n: number }[]) counts[row.state] = row.n;
+    return counts;
   }
 
   async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {

@@ -155,6 +155,8 @@ export interface Store {
    * shutdown stopped it, so it should not count towards the crash limit.
    */
   releaseJob(modelId: string, at: Millis): Promise<void>;
+  /** How many jobs are in each state (every state present, 0 when none). */
+  countJobs(): Promise<Record<JobState, number>>;
 
   // proxy request log
   insertRequestLog(row: Omit<RequestLogRow, 'id'>): Promise<number>;
