@@ -81,6 +81,11 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
+  const level =
+    options.logLevel !== undefined
+      ? logLevel(options.logLevel, 'options.logLevel')
+      : logLevel(process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel, 'SVC_LOG_LEVEL');
+  const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
   // The lock comes first: nothing, not even a migration, touches a directory another server holds.
   const release = lockDataDir(dataDir);
   let service: SvcService;
@@ -91,8 +96,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     release();
     throw error;
   }
-  const level = logLevel(options.logLevel ?? (process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel), 'options.logLevel');
-  const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
   const app = Fastify({
     // Fastify's own two lines per request are off: the plugins write one, with the caller and the route pattern.
     logger: { level, ...(options.logStream === undefined ? {} : { stream: options.logStream }) },

@@ -107,6 +107,11 @@ describe('a wrong command line', () => {
     expect(await svcBin(['serve', '--port', 'http'])).toEqual({
       code: 2, stdout: '', stderr: "svc serve: --port must be an integer, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
     });
+    expect(await svcBin(['serve', '--log-level', 'loud'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent; got 'loud'\nRun 'svc serve --help' for its options and examples.\n",
+    });
     expect(await svcBin(['info', 'now'])).toEqual({
       code: 2, stdout: '', stderr: "svc info: unexpected argument 'now'\nRun 'svc info --help' for its options and examples.\n",
     });

@@ -14,6 +14,7 @@ import { poolOptions } from '../../src/pool/pool.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { rateLimited } from '../../src/telemetry.js';
 import { exited, serve } from '../_support/cli.js';
+import { httpCall } from '../_support/http.js';
 import { type Family, histogram, parseMetrics, value } from '../_support/prometheus.js';
 
 const imdb = uciSentences('imdb');
@@ -31,17 +32,7 @@ let keyId: string;
 let projectId: string;
 const lines: string[] = [];
 
-async function call(method: string, path: string, bearer: string | null, body?: unknown) {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: {
-      ...(bearer === null ? {} : { authorization: `Bearer ${bearer}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
-}
+const call = (method: string, path: string, bearer: string | null, body?: unknown) => httpCall(server.url, method, path, bearer, body);
 
 async function scrape(): Promise<{ families: Family[]; text: string }> {
   const response = await call('GET', '/metrics', kToken);
