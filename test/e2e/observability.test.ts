@@ -87,6 +87,12 @@ describe('GET /metrics', () => {
     const openai = new OpenAI({ baseURL: `${server.url}/v2/${projectId}/`, apiKey: key, maxRetries: 0 });
     const completion = await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'hello there' }] });
     await openai.chat.completions.create({ model: 'provider-a:fail-500', messages: [{ role: 'user', content: 'x' }] }).catch(() => {});
+    // A stream is counted when its last event has gone out.
+    const stream = await openai.chat.completions.create({
+      model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'go on' }], stream: true, stream_options: { include_usage: true },
+    });
+    let streamed = { prompt_tokens: 0, completion_tokens: 0 };
+    for await (const chunk of stream) if (chunk.usage) streamed = chunk.usage;
     rateLimited('requests');
     const after = await scrape();
 
@@ -100,7 +106,7 @@ describe('GET /metrics', () => {
     expect(moved('svc_http_requests_total', { method: 'POST', route: '/v2/train', status: '200' })).toBe(1);
     expect(moved('svc_http_requests_total', { method: 'GET', route: '/v2/models/:model_id', status: '404' })).toBe(1);
     expect(moved('svc_http_requests_total', { method: 'GET', route: '/v2/models', status: '401' })).toBe(1);
-    expect(moved('svc_http_requests_total', { method: 'POST', route: '/v2/:project_id/chat/completions', status: '200' })).toBe(1);
+    expect(moved('svc_http_requests_total', { method: 'POST', route: '/v2/:project_id/chat/completions', status: '200' })).toBe(2);
     expect(moved('svc_http_requests_total', { method: 'POST', route: '/v2/:project_id/chat/completions', status: '500' })).toBe(1);
     expect(observed('svc_http_request_duration_seconds', { method: 'POST', route: '/v2/predict', status: '200' }).count).toBe(2);
 
@@ -114,12 +120,14 @@ describe('GET /metrics', () => {
     expect(value(after.families, 'svc_pool_busy_workers')).toBe(0);
     expect(value(after.families, 'svc_pool_queue_depth')).toBe(0);
 
-    expect(moved('svc_proxy_requests_total', { provider: 'provider-a', status: '200' })).toBe(1);
+    expect(moved('svc_proxy_requests_total', { provider: 'provider-a', status: '200' })).toBe(2);
     expect(moved('svc_proxy_requests_total', { provider: 'provider-a', status: '500' })).toBe(1);
     expect(moved('svc_proxy_errors_total', { provider: 'provider-a' })).toBe(1);
-    expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'input' })).toBe(completion.usage!.prompt_tokens);
-    expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'output' })).toBe(completion.usage!.completion_tokens);
-    expect(observed('svc_proxy_upstream_duration_seconds', { provider: 'provider-a' }).count).toBe(2);
+    expect(streamed.completion_tokens).toBeGreaterThan(0);
+    const input = completion.usage!.prompt_tokens + streamed.prompt_tokens;
+    expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'input' })).toBe(input);
+    expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'output' })).toBe(completion.usage!.completion_tokens + streamed.completion_tokens);
+    expect(observed('svc_proxy_upstream_duration_seconds', { provider: 'provider-a' }).count).toBe(3);
     expect(moved('svc_rate_limited_total', { kind: 'requests' })).toBe(1);
   });
 });
