@@ -105,7 +105,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     forceCloseConnections: 'idle',
     frameworkErrors: answerFrameworkError,
   });
-  const metrics = metricsToken === undefined ? undefined : new SvcMetrics({ service });
+  const metrics = metricsToken === undefined ? undefined : new SvcMetrics({ service, processMetrics: true });
   app.addHook('onRequest', setSecurityHeaders);
   app.get('/health', async () => ({ ok: true }));
   if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });

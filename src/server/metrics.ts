@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 
 import type { FastifyPluginAsync } from 'fastify';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 import { poolStats } from '../pool/pool.js';
 import type { SvcService } from '../service/service.js';
@@ -22,6 +22,11 @@ export const kUnmatchedRoute = 'unmatched';
 export interface SvcMetricsOptions {
   /** Its store is asked how many training jobs are in each state at each scrape. */
   service: SvcService;
+  /**
+   * Also prom-client's process metrics (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
+   * `nodejs_eventloop_lag_seconds`, ...). Default false: a host app usually collects those itself. `svc serve` turns them on.
+   */
+  processMetrics?: boolean;
 }
 
 /**
@@ -44,6 +49,7 @@ export class SvcMetrics {
 
   constructor(options: SvcMetricsOptions) {
     const registers = [this.registry];
+    if (options.processMetrics === true) collectDefaultMetrics({ register: this.registry });
     const labels = ['method', 'route', 'status'] as const;
     this.#requests = new Counter({ name: 'svc_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: labels, registers });
     this.#requestSeconds = new Histogram({

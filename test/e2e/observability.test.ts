@@ -129,6 +129,10 @@ describe('GET /metrics', () => {
     expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'output' })).toBe(completion.usage!.completion_tokens + streamed.completion_tokens);
     expect(observed('svc_proxy_upstream_duration_seconds', { provider: 'provider-a' }).count).toBe(3);
     expect(moved('svc_rate_limited_total', { kind: 'requests' })).toBe(1);
+    // svc serve adds the process's own: memory, CPU, event-loop delay.
+    expect(value(after.families, 'process_resident_memory_bytes')).toBeGreaterThan(50 * 1024 * 1024);
+    expect(value(after.families, 'process_cpu_seconds_total')).toBeGreaterThan(value(before.families, 'process_cpu_seconds_total'));
+    expect(after.families.find((f) => f.name === 'nodejs_eventloop_lag_seconds')?.type).toBe('GAUGE');
   });
 });
 

@@ -71,6 +71,8 @@ it('with metrics: counts the plugin\'s requests, served where the host mounts me
   // A path no route matched is one series, not one per URL.
   expect(value(families, 'svc_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' })).toBe(1);
   expect(scraped.body).not.toContain('/v2/nowhere');
+  // Process metrics are the host's business unless asked for.
+  expect(families.some((family) => family.name.startsWith('process_') || family.name.startsWith('nodejs_'))).toBe(false);
   await app.close();
   metrics.close();
 });
