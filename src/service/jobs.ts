@@ -1,9 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
-import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
-
 import type { Store } from '../store/types.js';
+import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
 import type { ModelRuntime } from './runtime.js';
 

@@ -1,5 +1,5 @@
 // The /v2 plugin in someone else's Fastify app: it logs through the host's own logger (request.log) and forces
-// none on it, and it serves and counts metrics only when given them.
+// none on it, and it serves and counts metrics only when given them; training jobs counted by state and outcome.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,8 @@ import { metricsRoutes, SvcMetrics } from '../../src/server/metrics.js';
 import { svcRoutes } from '../../src/server/routes.js';
 import { SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { parseMetrics, value } from '../_support/prometheus.js';
+import { uciSentences } from '../../fixtures/corpora.js';
+import { histogram, parseMetrics, value } from '../_support/prometheus.js';
 
 let dir: string;
 let service: SvcService;
@@ -75,4 +76,32 @@ it('with metrics: counts the plugin\'s requests, served where the host mounts me
   expect(families.some((family) => family.name.startsWith('process_') || family.name.startsWith('nodejs_'))).toBe(false);
   await app.close();
   metrics.close();
+});
+
+it('counts training jobs by state and times each run by how it ended', async () => {
+  const imdb = uciSentences('imdb');
+  const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
+    text: r.text, label: r.label, label_text: 'positive',
+  }));
+  const jobsDir = mkdtempSync(join(tmpdir(), 'svc-observe-jobs-'));
+  const trainer = new SvcService({ store: SqliteStore.open(jobsDir), runtime: new WordCountRuntime(join(jobsDir, 'hub')), retention: false });
+  const metrics = new SvcMetrics({ service: trainer });
+  try {
+    await trainer.start();
+    await trainer.createOrganization('acme');
+    const acme = await trainer.authenticate((await trainer.createApiKey('acme')).key);
+    const request = { model: 'svc-small', task_type: 'binary-classification', examples };
+    await trainer.train(acme, request);
+    await trainer.train(acme, { ...request, examples: [...examples.slice(1), { ...examples[0], text: 'please fail' }] });
+    await trainer.idle();
+    const text = await metrics.text();
+    const families = parseMetrics(text);
+    expect(['queued', 'running', 'done', 'failed'].map((state) => value(families, 'svc_training_jobs', { state }))).toEqual([0, 0, 1, 1]);
+    expect(histogram(text, 'svc_training_job_duration_seconds', { outcome: 'done' }).count).toBe(1);
+    expect(histogram(text, 'svc_training_job_duration_seconds', { outcome: 'failed' }).count).toBe(1);
+  } finally {
+    metrics.close();
+    await trainer.close();
+    rmSync(jobsDir, { recursive: true, force: true });
+  }
 });
