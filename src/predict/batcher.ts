@@ -8,6 +8,7 @@ import { SvcError } from '../errors.js';
 import type { LogisticHead } from '../model/directory.js';
 import { poolOptions, runTask } from '../pool/pool.js';
 import type { PredictResult, PredictTask } from '../pool/tasks.js';
+import { publishPredictBatch } from '../telemetry.js';
 
 const debug = debuglog('svc');
 
@@ -137,6 +138,7 @@ class EncoderQueue {
     };
     stats.batches++;
     stats.texts += task.texts.length;
+    publishPredictBatch({ texts: task.texts.length });
     debug('predict batch: %d call(s), %d text(s), %d head(s)', batch.length, task.texts.length, heads.size);
     this.#inFlight++;
     runTask<PredictResult>(task).then(

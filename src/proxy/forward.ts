@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { Dialect, Usage } from './dialects.js';
 import { downstreamHeaders, kStreamHeaders, upstreamHeaders } from './headers.js';
 import type { RequestLogQueue } from './request-log.js';
+import { publishProxyCall } from '../telemetry.js';
 import { eventsMentioning, SseEventCutter, withoutEvents } from './sse.js';
 import { isUsageOnlyChunk } from './stream-usage.js';
 import type { ProviderName } from './types.js';
@@ -120,6 +121,8 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
     if (finished) return;
     finished = true;
     stopPing();
+    const totalMs = performance.now() - t0;
+    publishProxyCall({ provider, status: statusSent, seconds: totalMs / 1000, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, error });
     settings.log.push({
       projectId: call.projectId,
       keyId: call.keyId,
@@ -128,7 +131,7 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
       stream: call.stream,
       status: statusSent,
       ttfbMs: ttfbMs === null ? null : round(ttfbMs),
-      totalMs: round(performance.now() - t0),
+      totalMs: round(totalMs),
       tokensIn: usage.tokensIn,
       tokensOut: usage.tokensOut,
       error,

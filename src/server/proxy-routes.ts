@@ -135,7 +135,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
     '/:project_id/requests',
     async (request, reply) => {
-      await caller(request, reply, 'read-log');
+      request.svcProxyIdentity = await caller(request, reply, 'read-log');
       const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
       const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
       const rows = await resolved.service.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });

@@ -5,6 +5,8 @@ import type { z } from 'zod';
 import type { Principal, SvcService } from '../service/service.js';
 import { SvcError } from '../errors.js';
 import { errorBody, svcErrorHandler } from './errors.js';
+import type { SvcMetrics } from './metrics.js';
+import { observeRequests } from './observe.js';
 import { OpenApiCollector } from './openapi.js';
 import {
   deletedSchema,
@@ -37,6 +39,11 @@ export interface SvcRoutesOptions {
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
   /** Request limits (the counting store, the window, failed authentications per address), shared by the service's proxy and hub routes. */
   rateLimit?: RateLimitOptions;
+  /**
+   * Counts this plugin's requests (by route pattern and status) and their latency in these metrics; serve
+   * them with `metricsRoutes`. Off when absent. Each request is logged through `request.log` either way.
+   */
+  metrics?: SvcMetrics;
 }
 
 declare module 'fastify' {
@@ -69,6 +76,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   const { service } = options;
   const bodyLimit = options.bodyLimit ?? kDefaultBodyLimit;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  observeRequests(app, options.metrics);
   // Bodies are parsed once, by the service, with the same schemas the routes document (a library
   // caller of SvcService gets the same checks and messages); params are parsed here.
   app.setValidatorCompiler(({ schema, httpPart }) => (data: unknown) => {

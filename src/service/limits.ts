@@ -1,4 +1,5 @@
 import { SvcError } from '../errors.js';
+import { rateLimited } from '../telemetry.js';
 import type { OrgLimits } from '../store/types.js';
 
 /** An organization's limits with every default filled in. */
@@ -50,6 +51,7 @@ export type LimitRejection =
  * ```
  */
 export function limitRejection(rejection: LimitRejection): SvcError {
+  rateLimited(rejection.kind);
   switch (rejection.kind) {
     case 'requests':
       return new SvcError(

@@ -6,6 +6,7 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
 import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
+import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime } from './runtime.js';
 import { validateTrainRequest } from '../train/request.js';
@@ -40,6 +41,8 @@ export interface SvcServiceOptions {
   /** Proxy models listed to organizations with proxy access, e.g. `['provider-a:gpt-4o-mini']`. */
   proxyModels?: readonly string[];
   jobs?: JobRunnerOptions;
+  /** Request-log retention, pruned in the background from `start()` (hourly by default); `false`: never. */
+  retention?: (RetentionOptions & { intervalMs?: number }) | false;
 }
 
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -68,17 +71,21 @@ export class SvcService {
   readonly runtime: ModelRuntime;
   readonly proxyModels: readonly string[];
   readonly #jobs: JobRunner;
+  readonly #retention: RetentionTimer | null;
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
+    const retention = options.retention ?? {};
+    this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }
 
-  /** Starts the job runner (requeueing jobs a previous process left running). */
+  /** Starts the job runner (requeueing jobs a previous process left running) and the request-log retention. */
   async start(): Promise<void> {
     await this.#jobs.start();
+    this.#retention?.start();
   }
 
   /** Resolves when no training job is running or queued. */
@@ -88,6 +95,7 @@ export class SvcService {
 
   /** Stops training (jobs stay queued for the next start) and closes the runtime and the store. */
   async close(): Promise<void> {
+    await this.#retention?.stop();
     await this.#jobs.close();
     await this.runtime.close();
     await this.store.close();
@@ -173,6 +181,11 @@ export class SvcService {
     }
     await this.store.setProjectBudget(projectId, monthlyTokens);
     return { ...project, monthlyTokenBudget: monthlyTokens };
+  }
+
+  /** Prunes the proxy request log now (defaults: 30 days, 100,000 rows per project); returns how many rows went. */
+  async pruneRequestLog(options: RetentionOptions = {}): Promise<number> {
+    return pruneRequestLog(this.store, resolveRetention(options));
   }
 
   // ---- callers: authentication and the lookups the proxy needs --------------------------------

@@ -102,6 +102,10 @@ export const kMigrations: readonly string[] = Object.freeze([
     SELECT project_id, strftime('%Y-%m', created_at / 1000, 'unixepoch'), SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0))
     FROM request_log GROUP BY 1, 2 HAVING SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0)) > 0;
   `,
+  // 4: request-log retention finds a project's rows past the age limit without reading the others.
+  `
+  CREATE INDEX request_log_project_created ON request_log(project_id, created_at);
+  `,
 ]);
 
 /**

@@ -21,6 +21,15 @@ import type {
   TrainingJob,
 } from './types.js';
 
+/**
+ * One retention batch: a project's rows too old, or at or below the id of the newest row it no longer keeps.
+ * Exported for the test that checks its query plan.
+ */
+export const kPruneLogSql = `DELETE FROM request_log WHERE id IN (
+  SELECT id FROM request_log WHERE project_id = ? AND created_at < ?
+  UNION SELECT id FROM request_log WHERE project_id = ? AND id <= ?
+  LIMIT ?)`;
+
 /** The database file inside a data directory. */
 export const kDatabaseFile = 'svc.sqlite';
 
@@ -126,6 +135,7 @@ export class SqliteStore implements Store {
       release: p(
         "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
       ),
+      countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
         `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
            tokens_in, tokens_out, error, request_body, response_body, created_at)
@@ -137,6 +147,10 @@ export class SqliteStore implements Store {
       ),
       getUsage: p('SELECT tokens FROM project_usage WHERE project_id = ? AND month = ?'),
       listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
+      logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
+      // The oldest row the project keeps by count: everything at or below the next id goes.
+      nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
+      pruneLog: p(kPruneLogSql),
     };
   }
 
@@ -284,6 +298,12 @@ export class SqliteStore implements Store {
     this.#sql.release.run(at, modelId);
   }
 
+  async countJobs(): Promise<Record<JobState, number>> {
+    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    for (const row of this.#sql.countJobs.all() as { state: JobState; n: number }[]) counts[row.state] = row.n;
+    return counts;
+  }
+
   async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {
     // One transaction: the usage counter never misses a logged call, nor counts one twice.
     return this.#db.transaction(() => {
@@ -304,6 +324,16 @@ export class SqliteStore implements Store {
   async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
     const before = options.before ?? Number.MAX_SAFE_INTEGER;
     return (this.#sql.listLog.all(projectId, before, options.limit) as LogRow[]).map(toLog);
+  }
+
+  async listRequestLogProjects(): Promise<string[]> {
+    return (this.#sql.logProjects.all() as { project_id: string }[]).map((r) => r.project_id);
+  }
+
+  async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
+    const nth = this.#sql.nthNewestLog.get(projectId, options.keepNewest) as { id: number } | undefined;
+    // Both halves walk an index on (project_id, ...); UNION counts a row in both once, so a short batch means done.
+    return this.#sql.pruneLog.run(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit).changes;
   }
 
   async close(): Promise<void> {

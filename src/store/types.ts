@@ -172,6 +172,8 @@ export interface Store {
    * shutdown stopped it, so it should not count towards the crash limit.
    */
   releaseJob(modelId: string, at: Millis): Promise<void>;
+  /** How many jobs are in each state (every state present, 0 when none). */
+  countJobs(): Promise<Record<JobState, number>>;
 
   // proxy request log
   /**
@@ -183,6 +185,14 @@ export interface Store {
   getProjectUsage(projectId: string, month: string): Promise<number>;
   /** Newest first; `before` is an exclusive row id cursor. */
   listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]>;
+  /** Projects that have request-log rows. */
+  listRequestLogProjects(): Promise<string[]>;
+  /**
+   * Deletes up to `limit` of the project's rows that are created before `olderThan` or are not among its
+   * `keepNewest` newest; returns how many went. Retention calls it again while it returns `limit`, so no one
+   * statement holds the write lock for long.
+   */
+  pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number>;
 
   close(): Promise<void>;
 }

@@ -28,7 +28,7 @@ describe('svc help', () => {
     expect([overview.code, overview.stderr]).toEqual([0, '']);
     expect(overview.stdout.split('\n')[0]).toBe(`svc ${kVersion}: train few-shot text classifiers, serve them, proxy chat models`);
     const listed = [...overview.stdout.matchAll(/^ {2}([a-z]+) {2,}\S/gm)].map((m) => m[1]);
-    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'train', 'predict', 'pull', 'info', 'help']);
+    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'logs', 'train', 'predict', 'pull', 'info', 'help']);
     expect(await svcBin(['-h'])).toEqual(overview);
     expect(await svcBin(['help'])).toEqual(overview);
 
@@ -94,8 +94,18 @@ describe('a wrong command line', () => {
     expect(await svcBin(['serve', '--port', 'http'])).toEqual({
       code: 2, stdout: '', stderr: "svc serve: --port must be an integer, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
     });
+    expect(await svcBin(['serve', '--log-level', 'loud'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent; got 'loud'\nRun 'svc serve --help' for its options and examples.\n",
+    });
     expect(await svcBin(['info', 'now'])).toEqual({
       code: 2, stdout: '', stderr: "svc info: unexpected argument 'now'\nRun 'svc info --help' for its options and examples.\n",
+    });
+    expect(await svcBin(['logs', 'purge'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "usage: svc logs prune [--days <n>] [--max-rows <n>] [--data <dir>]\nRun 'svc logs --help' for its options and examples.\n",
     });
     expect(await svcBin(['orgs', 'rename', 'acme'])).toEqual({
       code: 2,

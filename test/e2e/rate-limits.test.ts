@@ -16,6 +16,7 @@ import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/
 import { startProxyHarness } from '../../fixtures/proxy-harness.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 import { hubRoutes } from '../../src/server/hub-routes.js';
+import { SvcMetrics } from '../../src/server/metrics.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
 import { durationText } from '../../src/server/rate-limit.js';
 import { svcRoutes } from '../../src/server/routes.js';
@@ -35,12 +36,14 @@ let app: FastifyInstance;
 let base: string;
 const keys: Record<string, string> = {};
 const projects: Record<string, string> = {};
+let metrics: SvcMetrics;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-limits-'));
   fake = await startFakeProvider();
   store = SqliteStore.open(dir);
   service = new SvcService({ store, runtime: new WordCountRuntime(join(dir, 'hub')) });
+  metrics = new SvcMetrics({ service });
   // One organization per test, so that each starts with fresh counts.
   for (const org of ['retry', 'shapes', 'shared', 'override']) {
     await service.createOrganization(org);
@@ -70,6 +73,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  metrics.close();
   await app.close();
   await fake.close();
   await store.close();
@@ -277,6 +281,16 @@ describe('a store shared by several servers', () => {
       await one.close();
       await two.close();
     }
+  });
+});
+
+describe('metrics', () => {
+  it('counts every rejection by the limit that made it', async () => {
+    const text = await metrics.registry.getSingleMetricAsString('svc_rate_limited_total');
+    const counted = (kind: string) => Number(new RegExp(`svc_rate_limited_total\\{kind="${kind}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    // The tests above were turned away by the per-key rate and by the per-address failed logins.
+    expect(counted('requests')).toBeGreaterThan(0);
+    expect(counted('failed_authentication')).toBeGreaterThan(0);
   });
 });
 

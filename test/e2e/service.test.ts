@@ -12,6 +12,7 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
+import { httpCall } from '../_support/http.js';
 
 const imdb = uciSentences('imdb');
 const positives = imdb.filter((r) => r.label);
@@ -27,15 +28,8 @@ let acmeKey: string;
 let globexKey: string;
 
 async function call(method: string, path: string, key: string | null, body?: unknown) {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  const answer = await httpCall(server.url, method, path, key, body);
+  return { status: answer.status, body: JSON.parse(answer.text) as Record<string, unknown> };
 }
 
 const notVisible = (what: string) => ({

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { kDatabaseFile, SqliteStore } from '../../src/store/sqlite.js';
+import { kDatabaseFile, kPruneLogSql, SqliteStore } from '../../src/store/sqlite.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { type ModelRecord, type TrainingExample, usageMonth } from '../../src/store/types.js';
 
@@ -178,10 +178,46 @@ describe('SqliteStore', () => {
     insert.run('proj_1', 4, 5, at);
     insert.run('proj_1', 7, null, at);
     insert.run('proj_1', null, null, at);
-    db.exec('DROP TABLE project_usage; UPDATE schema_version SET version = 2');
+    db.exec('DROP TABLE project_usage; DROP INDEX request_log_project_created; UPDATE schema_version SET version = 2');
     db.close();
     store = SqliteStore.open(dir);
     expect(store.schemaVersion()).toBe(kMigrations.length);
     expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(16);
+  });
+
+  it('prunes a project\'s request log by age and by count, a batch at a time, through its indexes', async () => {
+    const row = {
+      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}', createdAt: 0,
+    };
+    // proj_1: ten rows created at 100, 200, ..., 1000; proj_2: two old rows that must survive proj_1's pruning.
+    const ids = [];
+    for (let i = 1; i <= 10; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i * 100 }));
+    await store.insertRequestLog({ ...row, projectId: 'proj_2', createdAt: 1 });
+    await store.insertRequestLog({ ...row, projectId: 'proj_2', createdAt: 2 });
+    expect(await store.listRequestLogProjects()).toEqual(['proj_1', 'proj_2']);
+
+    const left = async (projectId: string) => (await store.listRequestLog(projectId, { limit: 100 })).map((r) => r.id).reverse();
+    // Older than 350: three rows, at most two per call.
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(2);
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(1);
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(0);
+    expect(await left('proj_1')).toEqual(ids.slice(3));
+    // Keep the newest four; a row both too old and beyond the count is deleted (and counted) once.
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 450, keepNewest: 4, limit: 100 })).toBe(3);
+    expect(await left('proj_1')).toEqual(ids.slice(6));
+    expect((await store.listRequestLog('proj_2', { limit: 100 })).length).toBe(2);
+
+    // Each half of the DELETE walks an index on the project: no full scan of the log.
+    const db = new Database(join(dir, kDatabaseFile), { readonly: true });
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN ${kPruneLogSql}`)
+      .all('proj_1', 1, 'proj_1', 1, 1) as { detail: string }[];
+    db.close();
+    expect(plan.map((step) => step.detail).filter((detail) => detail.startsWith('SEARCH request_log USING'))).toEqual([
+      'SEARCH request_log USING INTEGER PRIMARY KEY (rowid=?)',
+      'SEARCH request_log USING COVERING INDEX request_log_project_created (project_id=? AND created_at<?)',
+      'SEARCH request_log USING COVERING INDEX request_log_project (project_id=? AND id<?)',
+    ]);
   });
 });
