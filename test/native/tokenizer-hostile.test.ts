@@ -5,11 +5,12 @@
 // bound on nanoseconds per UTF-8 byte at 64 KiB and at 1 MiB, and give the
 // reference's ids and offsets.
 //
-// The bound: on an idle 2-core machine the slowest case measures about
-// 45 ns/byte (a 1 MiB run of marks sorted by class) and most cases 5-30;
-// kMaxNsPerByte is 20 times that, room for a machine shared with other
-// builds, while a tokenizer that is quadratic in a run of marks exceeds it
-// already at 64 KiB (about 2,500 ns/byte) and takes minutes at 1 MiB.
+// The bound: on the shared 2-core development machine (load average 13 while
+// measured) the slowest case took 107 ns/byte (1 MiB from every plane, no
+// truncation) and most cases 1-90, so kMaxNsPerByte = 1000 leaves a margin
+// of 9x over the worst seen under load. A tokenizer that is quadratic in a
+// run of marks fails it at 64 KiB already (5,000 ns/byte there, the run of
+// U+1D16D U+1D165) and would take minutes at 1 MiB.
 import { describe, expect, it } from 'vitest';
 
 import { resolveBaseModel } from '../../src/model/base-models.js';
