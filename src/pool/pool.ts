@@ -33,7 +33,7 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
  * Two workers (one on a single core), each engine on its share of the cores. With two, a long
  * task (saving a model builds its ONNX file, ~0.8 s) never holds up predictions, and on a
  * busy machine one-thread engines beat two threads that wait on each other; `npm run bench --
- * pool` measured both layouts (README, "Threads").
+ * pool` measured both layouts (docs/engine.md, "Threads").
  */
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();

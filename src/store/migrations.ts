@@ -79,6 +79,7 @@ export const kMigrations: readonly string[] = Object.freeze([
   CREATE INDEX request_log_project ON request_log(project_id, id);
   `,
   // 2: per-organization limits set by the operator (null: the service default), per-project proxy token budgets.
+  // (Its column list has the shape of migration 1's tables: plain DDL, nothing to share.)
   `
   CREATE TABLE org_limits (
     org_id TEXT PRIMARY KEY REFERENCES organizations(id) ON DELETE CASCADE,

@@ -1,13 +1,13 @@
 // `svc --help`, `svc help <command>`, every command's `--help`, `--version`, and the messages for a
 // wrong command line, from the real `bin/svc.js` as npm installs it (so over dist/: `npx tsup` first).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { kCommandNames } from '../../src/cli/help.js';
-import { kRepoRoot, svcBin } from '../_support/cli.js';
+import { expectFreshBundle, kRepoRoot, svcBin } from '../_support/cli.js';
 
 const kVersion = (JSON.parse(readFileSync(join(kRepoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -20,20 +20,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-beforeAll(() => {
-  // A stale bundle would test yesterday's command line: say so instead.
-  const bundle = join(kRepoRoot, 'dist', 'cli.js');
-  let built: number;
-  try {
-    built = statSync(bundle).mtimeMs;
-  } catch {
-    throw new Error(`${bundle} is missing: run 'npx tsup' first`);
-  }
-  const newer = readdirSync(join(kRepoRoot, 'src'), { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile() && statSync(join(entry.parentPath, entry.name)).mtimeMs > built)
-    .map((entry) => entry.name);
-  if (newer.length > 0) throw new Error(`dist/cli.js is older than src/ (${newer.join(', ')}): run 'npx tsup' first`);
-});
+beforeAll(expectFreshBundle);
 
 describe('svc help', () => {
   it('--help, -h and `svc help` list every command; --version prints the package version', async () => {

@@ -80,14 +80,19 @@ describe('svc serve', () => {
 
     const predicted = await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: heldOut });
     expect(predicted.status).toBe(200);
-    const { predictions } = predicted.body as { predictions: { label: boolean; probability: number }[] };
+    const { predictions } = predicted.body as { predictions: { label: boolean; probability: number; truncated: boolean }[] };
     expect(Object.keys(predicted.body)).toEqual(['model', 'label_text', 'predictions']);
+    expect(predictions.map((p) => [Object.keys(p), p.truncated])).toEqual(heldOut.map(() => [['label', 'probability', 'truncated'], false]));
     expect([predicted.body.model, predicted.body.label_text, predictions.length]).toEqual([modelId, 'positive review', 10]);
     // Exactly what the library gives for the model the service put in its hub.
     const loaded = await Classifier.load(`acme/${modelId}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     expect(predictions).toEqual(await loaded.predict(heldOut));
     loaded.dispose();
     for (const p of predictions) expect(p.label).toBe(p.probability >= 0.5);
+    // A text longer than the context window is answered, and says that only its start was read.
+    const long = await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: ['great '.repeat(300), 'great'] });
+    const cut = (long.body as { predictions: { truncated: boolean }[] }).predictions.map((p) => p.truncated);
+    expect([long.status, cut]).toEqual([200, [true, false]]);
 
     expect(await call('GET', '/v2/models', acmeKey)).toEqual({ status: 200, body: { object: 'list', data: [{ ...model, status: 'trained' }] } });
   });

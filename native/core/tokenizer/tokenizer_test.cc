@@ -53,16 +53,20 @@ std::vector<int32_t> encode(const svc::tok::Tokenizer& t, const std::string& tex
 // The fuzz entry point: any bytes. The first byte picks maxLength (a small
 // one, or the largest) and the rest is the text. Checks what holds for every
 // input: [CLS] ... [SEP] within maxLength, offsets inside the text and in
-// order within each token, and the same ids with and without offsets (the
-// encoder stops early only where the ids cannot change).
+// order within each token, and the same ids with and without offsets or the
+// truncation flag (the encoder stops early only where the ids cannot change).
 bool fuzz_one(const svc::tok::Tokenizer& t, const uint8_t* data, size_t size) {
   if (size == 0) return true;
   const size_t max_length = (data[0] & 0x80) ? 100000 : 2 + data[0] % 64;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   std::vector<int32_t> offsets;
   const std::vector<int32_t> ids = encode(t, text, max_length, &offsets);
+  bool cut = false;
+  svc::tok::EncodeScratch scratch;
+  std::vector<int32_t> told;
+  t.encode(text, max_length, scratch, told, nullptr, &cut);
   bool ok = ids.size() >= 2 && ids.size() <= max_length && offsets.size() == 2 * ids.size() &&
-            encode(t, text, max_length) == ids;
+            encode(t, text, max_length) == ids && told == ids && (!cut || ids.size() == max_length);
   for (size_t k = 0; ok && k < offsets.size(); k += 2) {
     ok = offsets[k] >= 0 && offsets[k] <= offsets[k + 1] && offsets[k + 1] <= static_cast<int32_t>(text.size());
   }
