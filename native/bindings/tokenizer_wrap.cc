@@ -136,6 +136,7 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     if (ids_.capacity() > kKeep) std::vector<int32_t>().swap(ids_);
     if (offsets_.capacity() > 2 * kKeep) std::vector<int32_t>().swap(offsets_);
     if (utf8_.size() > 4 * kKeep) std::vector<char>().swap(utf8_);
+    scratch_.word.shrink(4 * kKeep);
   }
 
   std::shared_ptr<const svc::tok::Tokenizer> tokenizer_;

@@ -3,80 +3,15 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tokenizer as HfTokenizer } from 'tokenizers';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { allUciTexts, emailBodies } from '../../fixtures/corpora.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { Tokenizer } from '../../src/native/tokenizer.js';
 import { hardCorpus } from '../fixtures/hard-corpus.js';
+import { compare, kNoTruncation } from './_tokenizer_reference.js';
 
-const kNoTruncation = 100_000;
 const file = resolveBaseModel('svc-small').tokenizerFile;
-
-async function referenceEncodings(path: string, texts: string[], maxLength: number) {
-  const hf = HfTokenizer.fromFile(path);
-  hf.disablePadding();
-  if (maxLength >= kNoTruncation) hf.disableTruncation();
-  else hf.setTruncation(maxLength);
-  return hf.encodeBatch(texts);
-}
-
-// UTF-16 offsets -> code point offsets (what the reference reports).
-function codePointIndex(text: string): Int32Array {
-  const index = new Int32Array(text.length + 1);
-  let cp = 0;
-  for (let i = 0; i < text.length; i++) {
-    index[i] = cp;
-    const c = text.charCodeAt(i);
-    const next = text.charCodeAt(i + 1);
-    if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-      index[i + 1] = cp;
-      i++;
-    }
-    cp++;
-  }
-  index[text.length] = cp;
-  return index;
-}
-
-interface Mismatch {
-  index: number;
-  text: string;
-  ours: number[];
-  theirs: number[];
-}
-
-async function compare(texts: string[], maxLength: number, withOffsets: boolean, path = file, tokenizer?: Tokenizer) {
-  const ours = (tokenizer ?? Tokenizer.fromFile(path)).encodeBatch(texts, { maxLength, offsets: withOffsets });
-  const theirs = await referenceEncodings(path, texts, maxLength);
-  const idMismatches: Mismatch[] = [];
-  let offsetMismatches = 0;
-  let tokens = 0;
-  let at = 0;
-  texts.forEach((text, i) => {
-    const length = ours.lengths[i] as number;
-    const ids = Array.from(ours.ids.subarray(at, at + length));
-    const reference = theirs[i]!;
-    const expected = reference.getIds();
-    if (ids.length !== expected.length || ids.some((id, k) => id !== expected[k])) {
-      idMismatches.push({ index: i, text, ours: ids, theirs: expected });
-    } else if (withOffsets) {
-      const cps = codePointIndex(text);
-      const theirOffsets = reference.getOffsets();
-      for (let k = 0; k < length; k++) {
-        const start = ours.offsets![2 * (at + k)] as number;
-        const end = ours.offsets![2 * (at + k) + 1] as number;
-        const isSpecial = k === 0 || k === length - 1;
-        const mine = isSpecial ? [0, 0] : [cps[start], cps[end]];
-        if (mine[0] !== theirOffsets[k]![0] || mine[1] !== theirOffsets[k]![1]) offsetMismatches++;
-      }
-    }
-    tokens += length;
-    at += length;
-  });
-  return { idMismatches: idMismatches.slice(0, 3), mismatchCount: idMismatches.length, offsetMismatches, tokens };
-}
 
 describe('Tokenizer parity with HF tokenizers (svc-small tokenizer.json)', () => {
   const uci = allUciTexts();

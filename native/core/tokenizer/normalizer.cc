@@ -21,18 +21,21 @@ bool is_ascii_punctuation(char32_t c) {
 }
 
 // Appends the lowercase of `c` (one or more code points), keeping the class
-// `c` had when NFD ordered it (lowercasing comes after NFD).
+// `c` had when NFD ordered it (lowercasing comes after NFD); code points past
+// the first continue `c`. Stripped marks are gone before lowercasing.
 int append_lower(NormalizedChar c, NormalizedChar* out, int n) {
   if (c.cp < 0x80 || c.cp == kRunBreak) {
-    out[n++] = {(c.cp >= 'A' && c.cp <= 'Z') ? c.cp + 32 : c.cp, c.ccc};
+    out[n++] = {(c.cp >= 'A' && c.cp <= 'Z') ? c.cp + 32 : c.cp, c.ccc, c.flags};
     return n;
   }
   const CharRecord& r = char_record(c.cp);
-  if (r.lower_len == 0) {
+  if (r.lower_len == 0 || (c.flags & kStripped)) {
     out[n++] = c;
     return n;
   }
-  for (int i = 0; i < r.lower_len && n < kMaxExpansion; ++i) out[n++] = {kMappingPool[r.lower_offset + i], c.ccc};
+  for (int i = 0; i < r.lower_len && n < kMaxExpansion; ++i) {
+    out[n++] = {kMappingPool[r.lower_offset + i], c.ccc, static_cast<uint8_t>(i == 0 ? c.flags : c.flags | kContinues)};
+  }
   return n;
 }
 
@@ -66,14 +69,14 @@ Normalizer::Normalizer(bool enabled, const BertNormalizerOptions& options) : ena
 int Normalizer::expand(char32_t cp, NormalizedChar* out, bool* isolate) const {
   *isolate = false;
   if (!enabled_) {
-    out[0] = {cp, 0};
+    out[0] = {cp, 0, 0};
     return 1;
   }
   const CharRecord& r = char_record(cp);
   if (options_.clean_text) {
     if (is_removed_by_clean_text(cp, r.flags)) return 0;
     if (r.flags & kWhiteSpace) {
-      out[0] = {' ', 0};
+      out[0] = {' ', 0, 0};
       return 1;
     }
   }
@@ -82,28 +85,31 @@ int Normalizer::expand(char32_t cp, NormalizedChar* out, bool* isolate) const {
   // Strip accents: canonical decomposition, then drop nonspacing marks.
   NormalizedChar decomposed[kMaxExpansion];
   int count = 0;
-  auto keep_unless_mark = [&](char32_t part, const CharRecord& pr) {
+  auto keep_unless_mark = [&](char32_t part, const CharRecord& pr, bool first) {
+    const uint8_t continues = first ? 0 : kContinues;
     if (!(pr.flags & kMarkNonspacing)) {
-      decomposed[count++] = {part, pr.ccc};
+      decomposed[count++] = {part, pr.ccc, continues};
     } else if (pr.ccc == 0) {
-      decomposed[count++] = {kRunBreak, 0};
+      decomposed[count++] = {kRunBreak, 0, 0};
+    } else {
+      decomposed[count++] = {part, pr.ccc, static_cast<uint8_t>(continues | kStripped)};
     }
   };
   if (options_.strip_accents) {
     if (cp >= kHangulFirst && cp <= kHangulLast) {
       char32_t jamo[3];
       const int n = decompose_hangul(cp, jamo);
-      for (int i = 0; i < n; ++i) decomposed[count++] = {jamo[i], 0};
+      for (int i = 0; i < n; ++i) decomposed[count++] = {jamo[i], 0, static_cast<uint8_t>(i == 0 ? 0 : kContinues)};
     } else if (r.nfd_len == 0) {
-      keep_unless_mark(cp, r);
+      keep_unless_mark(cp, r, true);
     } else {
       for (int i = 0; i < r.nfd_len && count < kMaxExpansion; ++i) {
         const char32_t part = kMappingPool[r.nfd_offset + i];
-        keep_unless_mark(part, char_record(part));
+        keep_unless_mark(part, char_record(part), i == 0);
       }
     }
   } else {
-    decomposed[count++] = {cp, 0};
+    decomposed[count++] = {cp, 0, 0};
   }
 
   if (!options_.lowercase) {

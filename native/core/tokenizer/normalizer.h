@@ -29,17 +29,28 @@ enum class SplitKind : uint8_t {
 };
 
 // The most code points one input character can normalize to (NFD <= 4, each
-// lowercased to <= 3), with room to spare.
+// lowercased to <= 3, stripped marks included), with room to spare.
 constexpr int kMaxExpansion = 16;
 
 // One code point of a normalized character, with the canonical combining
 // class it had in the NFD stream: the reference's NFD sorts each run of
 // nonzero-class marks by class, across character boundaries, so the encoder
 // reorders marks that survive accent stripping (spacing marks, Mc).
+//
+// The reference aligns the sorted run to the source by position: each code
+// point that begins its character's decomposition takes the next source
+// character of the run, in input order, and every other one takes the source
+// of the code point before it. Marks that accent stripping removes still hold
+// their place in that count, so they come out too, flagged kStripped.
 struct NormalizedChar {
   char32_t cp;
   uint8_t ccc;
+  uint8_t flags;  // kContinues, kStripped
 };
+// Not the first code point of its source character's normalized form.
+constexpr uint8_t kContinues = 1;
+// A nonzero-class Mn mark: removed, after it has taken part in the ordering.
+constexpr uint8_t kStripped = 2;
 // Stands for a removed class-0 character (a Mn mark of class 0): nothing is
 // emitted, but it ends the current run of combining marks.
 constexpr char32_t kRunBreak = 0xFFFFFFFF;

@@ -1,5 +1,4 @@
 #include "tokenizer.h"
-#include "utf8.h"
 
 #include <algorithm>
 #include <cstring>
@@ -142,70 +141,36 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
     if constexpr (kOffsets) offsets->insert(offsets->end(), {0, 0});
   }
   size_t produced = 0;
-  std::string& word = s.word;
-  word.clear();
-  size_t word_chars = 0;
-  if constexpr (kOffsets) {
-    s.src_begin.clear();
-    s.src_end.clear();
-  }
-
-  // The current run of nonzero-class combining marks in `word`, kept sorted
-  // by class as NFD's canonical ordering does (see NormalizedChar).
-  std::vector<PlacedMark>& run = s.marks;
-  run.clear();
+  Word& word = s.word;
+  word.start(model_.max_input_chars_per_word(), kOffsets);
 
   // Ends the current word: WordPiece it and emit pieces until the budget is
   // spent. Returns whether more tokens may follow.
   auto flush = [&]() -> bool {
-    if (word.empty()) return true;
-    s.pieces.clear();
-    model_.tokenize(word.data(), word.size(), word_chars, s.pieces);
-    for (const Piece& piece : s.pieces) {
-      if (produced == budget) break;
-      ids.push_back(piece.id);
+    word.end_run();
+    if (word.chars() == 0) return true;
+    if (word.overlong()) {
+      // Its bytes were not kept: the whole word is one unknown token.
+      ids.push_back(model_.unk_id());
       ++produced;
       if constexpr (kOffsets) {
-        offsets->push_back(static_cast<int32_t>(s.src_begin[piece.begin]));
-        offsets->push_back(static_cast<int32_t>(s.src_end[piece.end - 1]));
+        offsets->insert(offsets->end(), {static_cast<int32_t>(word.first_begin()), static_cast<int32_t>(word.last_end())});
+      }
+    } else {
+      s.pieces.clear();
+      model_.tokenize(word.bytes().data(), word.bytes().size(), word.chars(), s.pieces);
+      for (const Piece& piece : s.pieces) {
+        if (produced == budget) break;
+        ids.push_back(piece.id);
+        ++produced;
+        if constexpr (kOffsets) {
+          offsets->push_back(static_cast<int32_t>(word.source_begin(piece.begin)));
+          offsets->push_back(static_cast<int32_t>(word.source_end(piece.end - 1)));
+        }
       }
     }
     word.clear();
-    word_chars = 0;
-    run.clear();
-    if constexpr (kOffsets) {
-      s.src_begin.clear();
-      s.src_end.clear();
-    }
     return produced < budget;
-  };
-  auto append = [&](char32_t cp, uint32_t begin, uint32_t end) {
-    const size_t before = word.size();
-    svc::append_utf8(word, cp);
-    ++word_chars;
-    if constexpr (kOffsets) {
-      s.src_begin.insert(s.src_begin.end(), word.size() - before, begin);
-      s.src_end.insert(s.src_end.end(), word.size() - before, end);
-    }
-  };
-
-  // Adds a combining mark after the marks of its class or lower in the run, before higher ones.
-  auto append_mark = [&](char32_t cp, uint8_t ccc, uint32_t begin, uint32_t end) {
-    size_t k = run.size();
-    while (k > 0 && run[k - 1].ccc > ccc) --k;
-    const auto pos = static_cast<uint32_t>(k == run.size() ? word.size() : run[k].pos);
-    const size_t before = word.size();
-    append(cp, begin, end);
-    const auto len = static_cast<uint32_t>(word.size() - before);
-    if (pos != before) {
-      std::rotate(word.begin() + pos, word.begin() + before, word.end());
-      if constexpr (kOffsets) {
-        std::rotate(s.src_begin.begin() + pos, s.src_begin.begin() + before, s.src_begin.end());
-        std::rotate(s.src_end.begin() + pos, s.src_end.begin() + before, s.src_end.end());
-      }
-      for (size_t m = k; m < run.size(); ++m) run[m].pos += len;
-    }
-    run.insert(run.begin() + static_cast<std::ptrdiff_t>(k), PlacedMark{pos, len, ccc});
   };
 
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
@@ -214,23 +179,19 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
   uint32_t u16 = 0;  // UTF-16 position of p[i] in the caller's string
   bool more = budget > 0;
   while (more && i < n) {
+    if constexpr (!kOffsets) {
+      // The word can only become one unknown token, and that token fills the
+      // budget: nothing further in the text can change the ids. (With offsets,
+      // the token's end is the word's end, so the scan goes on to find it.)
+      if (produced + 1 == budget && word.overlong()) break;
+    }
     const unsigned char c = p[i];
     if (plain_ascii_[c] >= 0) {
       // The common case: a run of ASCII letters and digits, copied (lowercased) in one go.
-      size_t j = i;
-      do {
-        word.push_back(static_cast<char>(plain_ascii_[p[j]]));
-        ++j;
-      } while (j < n && plain_ascii_[p[j]] >= 0);
+      size_t j = i + 1;
+      while (j < n && plain_ascii_[p[j]] >= 0) ++j;
       const auto len = static_cast<uint32_t>(j - i);
-      if constexpr (kOffsets) {
-        for (uint32_t k = 0; k < len; ++k) {
-          s.src_begin.push_back(u16 + k);
-          s.src_end.push_back(u16 + k + 1);
-        }
-      }
-      word_chars += len;
-      run.clear();
+      word.add_ascii(p + i, len, plain_ascii_, u16);
       i = j;
       u16 += len;
       continue;
@@ -252,24 +213,18 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
       const Normalizer::AsciiEntry& e = normalizer_.ascii(c);
       switch (e.kind) {
         case SplitKind::kWord:
-          word.push_back(e.byte);
-          ++word_chars;
-          run.clear();
-          if constexpr (kOffsets) {
-            s.src_begin.push_back(u16);
-            s.src_end.push_back(u16 + 1);
-          }
+          word.add(static_cast<unsigned char>(e.byte), u16, u16 + 1);
           break;
         case SplitKind::kSpace:
           more = flush();
           break;
         case SplitKind::kPunct:
           if ((more = flush())) {
-            append(static_cast<unsigned char>(e.byte), u16, u16 + 1);
+            word.add(static_cast<unsigned char>(e.byte), u16, u16 + 1);
             more = flush();
           }
           break;
-        case SplitKind::kDrop:
+        case SplitKind::kDrop:  // removed before NFD: does not end a run of marks
           break;
       }
       ++i;
@@ -286,16 +241,19 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
     for (int j = 0; j < count && more; ++j) {
       const NormalizedChar& x = expanded[j];
       if (x.cp == kRunBreak) {
-        run.clear();
+        word.end_run();
+        continue;
+      }
+      if (x.ccc != 0 && (x.flags & kStripped)) {
+        word.add_mark(x.cp, x.ccc, x.flags, u16, u16 + units);
         continue;
       }
       switch (Normalizer::split_kind(x.cp)) {
         case SplitKind::kWord:
           if (x.ccc == 0) {
-            run.clear();
-            append(x.cp, u16, u16 + units);
+            word.add(x.cp, u16, u16 + units);
           } else {
-            append_mark(x.cp, x.ccc, u16, u16 + units);
+            word.add_mark(x.cp, x.ccc, x.flags, u16, u16 + units);
           }
           break;
         case SplitKind::kSpace:
@@ -303,7 +261,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
           break;
         case SplitKind::kPunct:
           if ((more = flush())) {
-            append(x.cp, u16, u16 + units);
+            word.add(x.cp, u16, u16 + units);
             more = flush();
           }
           break;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "normalizer.h"
+#include "word.h"
 #include "wordpiece.h"
 
 namespace svc::tok {
@@ -41,21 +42,11 @@ struct TokenizerSpec {
 // std::runtime_error naming the first unsupported or malformed part.
 TokenizerSpec parse_tokenizer_json(std::string_view json);
 
-// A combining mark in the word being built: where it is and its class.
-struct PlacedMark {
-  uint32_t pos;
-  uint32_t len;
-  uint8_t ccc;
-};
-
 // Buffers reused from one text to the next, so encoding allocates nothing
 // once they have grown.
 struct EncodeScratch {
-  std::string word;                // the current normalized word, UTF-8
-  std::vector<uint32_t> src_begin; // per byte of `word`: UTF-16 start of its source character
-  std::vector<uint32_t> src_end;   // per byte of `word`: UTF-16 end of its source character
+  Word word;
   std::vector<Piece> pieces;
-  std::vector<PlacedMark> marks;   // the current run of nonzero-class marks, sorted by class
 };
 
 class Tokenizer {

@@ -1,8 +1,13 @@
 // Standalone test of the tokenizer core, without Node:
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native -j2 && build-native/tokenizer_test
+//   build-native/tokenizer_test [fuzz inputs] [tokenizer.json]
 // The full parity suite runs from vitest against HF tokenizers; this checks the
-// pieces on a tiny hand-made vocabulary.
+// pieces on a tiny hand-made vocabulary, then feeds the fuzz entry point seeded
+// hostile inputs (2000 unless given), on the tiny vocabulary and on the file's.
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,7 +38,8 @@ const char* kTinyTokenizer = R"({
   "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
             "max_input_chars_per_word": 12,
             "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "un": 5, "##believ": 6,
-                      "##able": 7, "cafe": 8, "!": 9, "\u4e2d": 10, "a": 11, "##b": 12}}
+                      "##able": 7, "cafe": 8, "!": 9, "\u4e2d": 10, "a": 11, "##b": 12,
+                      "##\ud834\udd65": 13, "##\ud834\udd6d": 14}}
 })";
 
 std::vector<int32_t> encode(const svc::tok::Tokenizer& t, const std::string& text, size_t max_length,
@@ -44,9 +50,69 @@ std::vector<int32_t> encode(const svc::tok::Tokenizer& t, const std::string& tex
   return ids;
 }
 
+// The fuzz entry point: any bytes. The first byte picks maxLength (a small
+// one, or the largest) and the rest is the text. Checks what holds for every
+// input: [CLS] ... [SEP] within maxLength, offsets inside the text and in
+// order within each token, and the same ids with and without offsets or the
+// truncation flag (the encoder stops early only where the ids cannot change).
+bool fuzz_one(const svc::tok::Tokenizer& t, const uint8_t* data, size_t size) {
+  if (size == 0) return true;
+  const size_t max_length = (data[0] & 0x80) ? 100000 : 2 + data[0] % 64;
+  const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
+  std::vector<int32_t> offsets;
+  const std::vector<int32_t> ids = encode(t, text, max_length, &offsets);
+  bool cut = false;
+  svc::tok::EncodeScratch scratch;
+  std::vector<int32_t> told;
+  t.encode(text, max_length, scratch, told, nullptr, &cut);
+  bool ok = ids.size() >= 2 && ids.size() <= max_length && offsets.size() == 2 * ids.size() &&
+            encode(t, text, max_length) == ids && told == ids && (!cut || ids.size() == max_length);
+  for (size_t k = 0; ok && k < offsets.size(); k += 2) {
+    ok = offsets[k] >= 0 && offsets[k] <= offsets[k + 1] && offsets[k + 1] <= static_cast<int32_t>(text.size());
+  }
+  return ok;
+}
+
+// Seeded hostile inputs for fuzz_one: random bytes mixed with long runs of
+// the parts that stress the tokenizer (combining marks of several classes,
+// run breakers, malformed and 4-byte UTF-8, added-token prefixes, CJK, Hangul),
+// mostly short, a few up to 64 KiB.
+void fuzz(const svc::tok::Tokenizer& t, long inputs, uint32_t seed) {
+  static const char* const kParts[] = {
+      "a", "B", " ", "!", "[MASK]", "[MAS", "\x01", "\xe0\xa4\x80", "\xcc\x81", "\xf0\x9d\x85\xa5", "\xf0\x9d\x85\xad",
+      "\xe0\xbd\xb1", "\xe3\x80\xaa", "\xed\xa0\x80", "\xff", "\xf0\x9f\x98\x80", "\xe4\xb8\xad", "\xea\xb0\x81",
+      "\xce\x90", "\xc4\xb0", "\xc3\xa9"};
+  constexpr size_t kPartCount = sizeof(kParts) / sizeof(kParts[0]);
+  uint32_t state = seed;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  std::string input;
+  size_t bytes = 0;
+  for (long round = 0; round < inputs; ++round) {
+    const size_t limit = next() % 16 == 0 ? 64 * 1024 : 300;
+    const size_t size = next() % limit;
+    input.assign(1, static_cast<char>(next() >> 24));
+    while (input.size() < size) {
+      const uint32_t r = next();
+      if (r % 4 == 0) {
+        input.push_back(static_cast<char>(r >> 24));
+      } else {
+        const char* part = kParts[(r >> 8) % kPartCount];
+        // Sometimes a long run of one part: runs of marks, one long word.
+        for (uint32_t k = (r >> 20) % 8 == 0 ? (r >> 4) % 2000 : 1; k > 0 && input.size() < size; --k) input += part;
+      }
+    }
+    bytes += input.size();
+    if (!fuzz_one(t, reinterpret_cast<const uint8_t*>(input.data()), input.size())) {
+      check(false, "fuzz input");
+      return;
+    }
+  }
+  std::printf("fuzz: %ld inputs, %zu bytes\n", inputs, bytes);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const svc::json::Value doc = svc::json::parse(R"({"a": [1, -2.5e1, true, null], "b": "x\u00e9\ud83d\ude00"})");
   check(doc.find("a")->items()[1].as_number() == -25.0, "json numbers");
   check(doc.find("b")->as_string() == "x\xc3\xa9\xf0\x9f\x98\x80", "json unicode escapes");
@@ -76,20 +142,25 @@ int main() {
   check(offsets == std::vector<int32_t>{0, 0, 0, 2, 3, 5, 5, 6, 0, 0}, "UTF-16 offsets");
   check(tokenizer->truncation_max_length() == 64, "file truncation length");
 
-  // Random bytes, malformed UTF-8 included: no crash, and offsets stay inside the text.
-  uint32_t state = 12345;
-  auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  for (int round = 0; round < 2000; ++round) {
-    std::string text(next() % 300, '\0');
-    for (char& c : text) c = static_cast<char>(next() >> 24);
-    std::vector<int32_t> offs;
-    const std::vector<int32_t> ids = encode(*tokenizer, text, 1 + next() % 64, &offs);
-    bool ok = offs.size() == 2 * ids.size() && ids.size() >= 2 && ids.front() == 2 && ids.back() == 3;
-    for (size_t k = 0; k < offs.size(); k += 2) ok = ok && offs[k] <= offs[k + 1] && offs[k + 1] <= int32_t(text.size());
-    if (!ok) {
-      check(false, "random bytes");
-      break;
-    }
+  // Canonical ordering: U+1D165 (class 216) moves before U+1D16D (226); the
+  // sorted marks take the run's sources by position, as the reference aligns them.
+  offsets.clear();
+  check(encode(*tokenizer, "a\xf0\x9d\x85\xad\xf0\x9d\x85\xa5", 64, &offsets) == std::vector<int32_t>{2, 11, 13, 14, 3},
+        "marks in canonical order");
+  check(offsets == std::vector<int32_t>{0, 0, 0, 1, 1, 3, 3, 5, 0, 0}, "sorted marks take sources by position");
+  // A word past max_input_chars_per_word is one unknown token over the whole word.
+  offsets.clear();
+  check(encode(*tokenizer, "x abbbbbbbbbbbb!", 64, &offsets) == std::vector<int32_t>{2, 1, 1, 9, 3}, "overlong word");
+  check(offsets == std::vector<int32_t>{0, 0, 0, 1, 2, 15, 15, 16, 0, 0}, "overlong word offsets");
+  check(encode(*tokenizer, "x " + std::string(1 << 20, 'b'), 4) == std::vector<int32_t>{2, 1, 1, 3}, "an overlong word fills the budget");
+
+  const long inputs = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 2000;
+  fuzz(*tokenizer, inputs, 12345);
+  if (argc > 2) {
+    std::ifstream in(argv[2], std::ios::binary);
+    std::ostringstream json;
+    json << in.rdbuf();
+    fuzz(*svc::tok::Tokenizer::from_json(json.str()), inputs, 54321);
   }
 
   if (failures == 0) std::printf("tokenizer_test: all passed\n");

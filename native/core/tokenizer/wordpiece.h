@@ -56,6 +56,8 @@ class WordPiece {
   // The id of a whole token (for special tokens), or -1.
   int32_t token_id(std::string_view token) const { return whole_.find(token); }
   int32_t unk_id() const { return unk_id_; }
+  // Longer words (in code points) are one unknown token.
+  size_t max_input_chars_per_word() const { return max_chars_; }
 
  private:
   VocabMap whole_;       // every token, for token_id()
