@@ -1,5 +1,5 @@
 // A process of its own for the model-file mutation suite (spawned with `node --import tsx`):
-//   _model_mutations.ts <scratch dir> <seed> <count>
+//   model-mutations-child.ts <scratch dir> <seed> <count>
 // Writes the tiny model, then `count` seeded mutations of config.json, tokenizer.json, the
 // safetensors header and the model manifest, and loads each through the public API. A load must
 // either give embeddings of valid shape or throw an Error (an SvcError for the files themselves).
@@ -13,7 +13,7 @@ import { readModelDir } from '../../src/model/directory.js';
 import { Encoder } from '../../src/native/encoder.js';
 import { Tokenizer } from '../../src/native/tokenizer.js';
 import { seededRandom } from '../../src/random.js';
-import { kTiny, packSafetensors, safetensorsParts, tinyConfig, tinyTensors, tinyTokenizer } from '../_support/tiny-model.js';
+import { kTiny, packSafetensors, safetensorsParts, tinyConfig, tinyTensors, tinyTokenizer } from './tiny-model.js';
 
 const [scratch, seedText, countText] = process.argv.slice(2);
 const random = seededRandom(Number(seedText));

@@ -1,5 +1,5 @@
 // 2,000 seeded mutations of a tiny model's config.json, tokenizer.json, safetensors header and
-// manifest, each loaded through the public API in a child process (_model_mutations.ts): every
+// manifest, each loaded through the public API in a child process (test/_support/model-mutations-child.ts): every
 // load gives embeddings of valid shape or throws an Error, and a crash fails the test by its signal.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,7 +18,7 @@ describe('model file mutations', () => {
   it(`${kMutations} seeded mutations each load or throw an Error, and none crashes`, () => {
     const child = spawnSync(
       process.execPath,
-      ['--import', 'tsx', 'test/native/_model_mutations.ts', scratch, String(kSeed), String(kMutations)],
+      ['--import', 'tsx', 'test/_support/model-mutations-child.ts', scratch, String(kSeed), String(kMutations)],
       { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 50_000 },
     );
     const lastMutation = child.stderr.trimEnd().split('\n').filter((l) => l.startsWith('mutation ')).at(-1);
