@@ -9,5 +9,8 @@ export default defineConfig({
     reporters: ['default', './test/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // In-process servers would write a log line per request to the runner's stdout; tests that read the
+    // lines ask for them.
+    env: { SVC_LOG_LEVEL: 'silent' },
   },
 });

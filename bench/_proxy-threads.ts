@@ -25,6 +25,8 @@ if (role === 'fake') {
   // Only the URLs of the fake are used by the harness when it is given one.
   const remoteFake = { urls, requests: [], closed: () => Promise.reject(new Error('remote')), close: async () => {} } as FakeProvider;
   const h = await startProxyHarness({ pingIntervalMs: 60_000, upstreamTimeoutMs: 60_000 }, remoteFake);
+  // A rate no run reaches: every request is still counted (that cost is measured), none is turned away.
+  await h.store.setOrgLimits('acme', { requestsPerMinute: Number.MAX_SAFE_INTEGER });
   port.postMessage({ sdkBase: h.sdkBase, acmeKey: h.acmeKey } satisfies ProxyThreadReady);
   port.once('message', async (expectedRows: number) => {
     const rows = await h.logRows(expectedRows);

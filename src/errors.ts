@@ -10,6 +10,7 @@ export type SvcErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'rate_limited'
+  | 'budget_exceeded'
   | 'upstream_error'
   | 'upstream_timeout'
   | 'native_missing'
@@ -25,6 +26,7 @@ const kStatusByCode: Readonly<Record<SvcErrorCode, number>> = Object.freeze({
   conflict: 409,
   payload_too_large: 413,
   rate_limited: 429,
+  budget_exceeded: 403,
   upstream_error: 502,
   upstream_timeout: 504,
   native_missing: 500,

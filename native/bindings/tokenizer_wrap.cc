@@ -80,7 +80,7 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     return out;
   }
 
-  // encodeBatch(texts, maxLength, withOffsets): { ids, lengths, offsets? }
+  // encodeBatch(texts, maxLength, withOffsets): { ids, lengths, truncated, offsets? }
   Napi::Value EncodeBatch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 3 || !info[0].IsArray()) throw Napi::TypeError::New(env, "texts must be an array");
@@ -92,6 +92,8 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     offsets_.clear();
     Napi::Int32Array lengths = Napi::Int32Array::New(env, count);
     int32_t* lengths_data = lengths.Data();
+    Napi::Uint8Array truncated = Napi::Uint8Array::New(env, count);
+    uint8_t* truncated_data = truncated.Data();
     for (uint32_t i = 0; i < count; ++i) {
       napi_value item;
       // A getter on the array may throw: rethrow its own exception.
@@ -100,12 +102,15 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
       napi_typeof(env, item, &type);
       if (type != napi_string) throw Napi::TypeError::New(env, "texts[" + std::to_string(i) + "] must be a string");
       const std::string_view text = ReadUtf8(env, item);
+      bool cut = false;
       lengths_data[i] = static_cast<int32_t>(
-          tokenizer_->encode(text, max_length, scratch_, ids_, with_offsets ? &offsets_ : nullptr));
+          tokenizer_->encode(text, max_length, scratch_, ids_, with_offsets ? &offsets_ : nullptr, &cut));
+      truncated_data[i] = cut ? 1 : 0;
     }
     Napi::Object out = Napi::Object::New(env);
     out.Set("ids", ToInt32Array(env, ids_));
     out.Set("lengths", lengths);
+    out.Set("truncated", truncated);
     if (with_offsets) out.Set("offsets", ToInt32Array(env, offsets_));
     ShrinkIfHuge();
     return out;

@@ -12,6 +12,7 @@ const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freez
   keys: async () => (await import('./operator.js')).keysCommand,
   projects: async () => (await import('./operator.js')).projectsCommand,
   proxy: async () => (await import('./operator.js')).proxyCommand,
+  logs: async () => (await import('./operator.js')).logsCommand,
   train: async () => (await import('./client.js')).trainCommand,
   predict: async () => (await import('./client.js')).predictCommand,
   pull: async () => (await import('./client.js')).pullCommand,

@@ -2,6 +2,7 @@
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
 import { kDefaultOrgLimits } from '../service/limits.js';
+import { kDefaultRetention } from '../service/retention.js';
 
 interface CommandHelp {
   /** One line for the overview. */
@@ -24,7 +25,7 @@ const kHelpOption: [string, string] = ['-h, --help', 'show this help'];
 
 const kGroups: readonly { title: string; commands: readonly string[] }[] = [
   { title: 'service', commands: ['serve'] },
-  { title: 'operator (work on the data directory, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy'] },
+  { title: 'operator (work on the data directory, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'] },
   { title: 'client (talk to a running service)', commands: ['train', 'predict', 'pull'] },
   { title: 'other', commands: ['info', 'help'] },
 ];
@@ -42,6 +43,10 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],
       ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
       ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],
+      ['--log-level <level>', 'fatal, error, warn, info (default: one JSON line per request), debug, trace or silent (or SVC_LOG_LEVEL)'],
+      ['--metrics-token <t>', 'serve GET /metrics to scrapers sending this bearer token (better: SVC_METRICS_TOKEN); off without one'],
+      ['--request-log-days <n>', `days the proxy request log keeps a row (default ${kDefaultRetention.days})`],
+      ['--request-log-max-rows <n>', `request-log rows kept per project, newest first (default ${kDefaultRetention.maxRowsPerProject})`],
       kHelpOption,
     ],
     examples: ['svc serve', 'svc serve --port 9000 --data /var/lib/svc', 'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini'],
@@ -89,6 +94,18 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     usage: ['proxy grant --org <org> [--data <dir>]', 'proxy revoke --org <org> [--data <dir>]'],
     options: [['--org <org>', 'the organization'], kDataOption, kHelpOption],
     examples: ['svc proxy grant --org acme', 'svc proxy revoke --org acme'],
+  },
+  logs: {
+    summary: 'prune the proxy request log now (svc serve also prunes it hourly)',
+    usage: ['logs prune [--days <n>] [--max-rows <n>] [--data <dir>]'],
+    options: [
+      ['--days <n>', `delete rows older than n days (default ${kDefaultRetention.days})`],
+      ['--max-rows <n>', `keep at most the newest n rows per project (default ${kDefaultRetention.maxRowsPerProject})`],
+      kDataOption,
+      kHelpOption,
+    ],
+    examples: ['svc logs prune', 'svc logs prune --days 7 --max-rows 10000'],
+    notes: 'Prints how many rows went.',
   },
   train: {
     summary: 'train a classifier from an examples file',

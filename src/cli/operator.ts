@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import { kOrgLimitFlags, type ResolvedOrgLimits } from '../service/limits.js';
+import type { RetentionOptions } from '../service/retention.js';
 import { openService } from '../service/open.js';
 import type { SvcService } from '../service/service.js';
 import type { OrgLimits } from '../store/types.js';
@@ -20,14 +21,18 @@ async function withService(dataDir: string, work: (service: SvcService) => Promi
   }
 }
 
-/** A limit as the operator types it: a positive integer, or `default` to clear the organization's own. */
-function limitValue(flag: string, text: string): number | null {
-  if (text === 'default') return null;
+/** A count as the operator types it: a positive integer, else a message naming the flag and what it accepts. */
+export function countValue(flag: string, text: string, alternative = ''): number {
   const n = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < 1) {
-    throw new SvcError('invalid_request', `--${flag} must be a positive integer or 'default'; got '${text}'`, { param: flag });
+    throw new SvcError('invalid_request', `--${flag} must be a positive integer${alternative}; got '${text}'`, { param: flag });
   }
   return n;
+}
+
+/** A limit as the operator types it: a positive integer, or `default` to clear the organization's own. */
+function limitValue(flag: string, text: string): number | null {
+  return text === 'default' ? null : countValue(flag, text, " or 'default'");
 }
 
 function printLimits(orgId: string, limits: ResolvedOrgLimits, own: OrgLimits): void {
@@ -156,5 +161,26 @@ export async function proxyCommand(args: string[]): Promise<number> {
     return 0;
   }
   console.error(usageLines('proxy'));
+  return 2;
+}
+
+/** `svc logs prune [--days n] [--max-rows n]`: prunes the proxy request log now and prints how many rows went. */
+export async function logsCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...kDataOption, days: { type: 'string' }, 'max-rows': { type: 'string' } },
+    allowPositionals: true,
+  });
+  if (positionals.length === 1 && positionals[0] === 'prune') {
+    const retention: RetentionOptions = {};
+    if (values.days !== undefined) retention.days = countValue('days', values.days);
+    if (values['max-rows'] !== undefined) retention.maxRowsPerProject = countValue('max-rows', values['max-rows']);
+    await withService(values.data, async (service) => {
+      const removed = await service.pruneRequestLog(retention);
+      console.log(`pruned ${removed} request-log row${removed === 1 ? '' : 's'}`);
+    });
+    return 0;
+  }
+  console.error(usageLines('logs'));
   return 2;
 }

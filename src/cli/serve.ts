@@ -2,7 +2,9 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import type { ProviderOptions } from '../proxy/types.js';
-import { kServerDefaults, startServer } from '../server/app.js';
+import { kServerDefaults, logLevel, startServer } from '../server/app.js';
+import type { RetentionOptions } from '../service/retention.js';
+import { countValue } from './operator.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
 const kExitGraceMs = 5000;
@@ -16,8 +18,9 @@ function positiveInteger(value: string | undefined, name: string): number | unde
 
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
- * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ...` (B and C likewise; keys are
- * better given as `SVC_PROVIDER_A_KEY`, which `ps` does not show).
+ * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
+ * [--request-log-days N] [--request-log-max-rows N]` (B and C likewise; keys and the metrics token are better
+ * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
  * ones finish and leaves unfinished training jobs queued for the next start.
  */
@@ -37,6 +40,10 @@ export async function serveCommand(args: string[]): Promise<number> {
       'provider-a-key': { type: 'string' },
       'provider-b-key': { type: 'string' },
       'provider-c-key': { type: 'string' },
+      'log-level': { type: 'string' },
+      'metrics-token': { type: 'string' },
+      'request-log-days': { type: 'string' },
+      'request-log-max-rows': { type: 'string' },
     },
   });
   const providers: ProviderOptions = {};
@@ -47,6 +54,11 @@ export async function serveCommand(args: string[]): Promise<number> {
       providers[`provider-${letter}`] = { ...(url === undefined ? {} : { url }), ...(key === undefined ? {} : { key }) };
     }
   }
+  const retention: RetentionOptions = {};
+  if (values['request-log-days'] !== undefined) retention.days = countValue('request-log-days', values['request-log-days']);
+  if (values['request-log-max-rows'] !== undefined) {
+    retention.maxRowsPerProject = countValue('request-log-max-rows', values['request-log-max-rows']);
+  }
   const workers = positiveInteger(values.workers, 'workers');
   const engineThreads = positiveInteger(values['engine-threads'], 'engine-threads');
   const server = await startServer({
@@ -55,9 +67,15 @@ export async function serveCommand(args: string[]): Promise<number> {
     host: values.host,
     pool: workers === undefined && engineThreads === undefined ? undefined : { workers, engineThreads },
     providers,
+    retention,
+    logLevel: values['log-level'] === undefined ? undefined : logLevel(values['log-level'], '--log-level'),
+    metricsToken: values['metrics-token'],
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
   console.log(`svc listening on ${server.url} (data: ${resolve(values.data)})`);
+  if (server.metrics === undefined) {
+    console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
+  }
   const signal = await new Promise<NodeJS.Signals>((done) => {
     process.once('SIGINT', () => done('SIGINT'));
     process.once('SIGTERM', () => done('SIGTERM'));

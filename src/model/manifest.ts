@@ -74,6 +74,15 @@ export interface TrainingMetrics {
   train_accuracy: number;
   /** Wall time from the first embedding to the fitted head. */
   train_seconds: number;
+  /**
+   * Accuracy on held-out examples, estimated by stratified k-fold cross-validation of the head
+   * (models trained before it was measured have none).
+   */
+  cv_accuracy?: number;
+  /** Macro-averaged F1 of the same cross-validation. */
+  cv_macro_f1?: number;
+  /** Folds of that cross-validation (up to 5, fewer when a class has fewer examples). */
+  cv_folds?: number;
 }
 
 /** The parsed manifest.json of the current format version. */
@@ -116,6 +125,13 @@ function field<T>(raw: Record<string, unknown>, dir: string, name: string, check
 const isString = (v: unknown) => typeof v === 'string' && v.length > 0;
 const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
 const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The named fields that are present (each a finite number), for fields newer models add. */
+function optionalNumbers(raw: Record<string, unknown>, dir: string, names: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const name of names) if (raw[name] !== undefined) out[name] = field<number>(raw, dir, name, isNumber);
+  return out;
+}
 
 /**
  * Parses a manifest.json's text, upgrading older format versions. Unknown (newer or
@@ -176,6 +192,7 @@ export function parseManifest(text: string, dir: string): Manifest {
     metrics: {
       train_accuracy: field(metrics, dir, 'train_accuracy', isNumber),
       train_seconds: field(metrics, dir, 'train_seconds', isNumber),
+      ...optionalNumbers(metrics, dir, ['cv_accuracy', 'cv_macro_f1', 'cv_folds']),
     },
     library_version: typeof manifest.library_version === 'string' ? manifest.library_version : 'unknown',
   };

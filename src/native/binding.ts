@@ -90,12 +90,15 @@ export interface NativeAddon {
 export interface NativeTokenizer {
   /** Ids of one text, special tokens included, at most `maxLength` of them. */
   encode(text: string, maxLength: number): Int32Array;
-  /** All ids concatenated, one length per text; offsets are UTF-16 [start, end) pairs per id. */
+  /**
+   * All ids concatenated, one length per text; `truncated[i]` is 1 when text i had more tokens than
+   * fit; offsets are UTF-16 [start, end) pairs per id.
+   */
   encodeBatch(
     texts: readonly string[],
     maxLength: number,
     withOffsets: boolean,
-  ): { ids: Int32Array; lengths: Int32Array; offsets?: Int32Array };
+  ): { ids: Int32Array; lengths: Int32Array; truncated: Uint8Array; offsets?: Int32Array };
   tokenId(token: string): number | null;
   /** Special tokens the post-processor adds around a text ([CLS] and [SEP]: 2). */
   readonly specialTokenCount: number;

@@ -61,6 +61,8 @@ export interface EncodedBatch {
   ids: Int32Array;
   /** How many ids each text has, in input order. */
   lengths: Int32Array;
+  /** 1 where the text had more tokens than `maxLength` let in (its ids are the first ones), else 0. */
+  truncated: Uint8Array;
   /** With `offsets: true`: two numbers per id, its UTF-16 start and end in its text ([0, 0] for special tokens). */
   offsets?: Int32Array;
 }
@@ -165,7 +167,10 @@ export class Tokenizer {
    * tokenizer.encodeBatch(['Hi!', 'Good morning'], { offsets: true });
    * // { ids: Int32Array(8) [101, 7632, 999, 102, 101, 2204, 2851, 102],
    * //   lengths: Int32Array(2) [4, 4],
+   * //   truncated: Uint8Array(2) [0, 0],
    * //   offsets: Int32Array(16) [0, 0, 0, 2, 2, 3, 0, 0, 0, 0, 0, 4, 5, 12, 0, 0] }
+   * tokenizer.encodeBatch(['Good morning'], { maxLength: 3 });
+   * // { ids: Int32Array(3) [101, 2204, 102], lengths: Int32Array(1) [3], truncated: Uint8Array(1) [1] }
    * ```
    */
   encodeBatch(texts: readonly string[], options?: EncodeBatchOptions): EncodedBatch {
@@ -177,7 +182,9 @@ export class Tokenizer {
     }
     // The addon checks each element and throws `texts[i] must be a string`.
     const out = this.#native.encodeBatch(texts, maxLength, opts.offsets === true);
-    return out.offsets ? { ids: out.ids, lengths: out.lengths, offsets: out.offsets } : { ids: out.ids, lengths: out.lengths };
+    const batch: EncodedBatch = { ids: out.ids, lengths: out.lengths, truncated: out.truncated };
+    if (out.offsets) batch.offsets = out.offsets;
+    return batch;
   }
 
   /**

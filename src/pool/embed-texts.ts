@@ -16,7 +16,13 @@ export function tokenizerFor(baseModel: string): Tokenizer {
   return tokenizer;
 }
 
-export function embedTexts(baseModel: string, encoder: Encoder, texts: string[]): Float32Array {
-  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength: encoder.maxLength });
-  return encoder.embedIdsSync(ids, lengths);
+/** Each text's embedding (n x dim) and whether the text was cut to fit the encoder's length. */
+export interface EmbeddedTexts {
+  embeddings: Float32Array;
+  truncated: Uint8Array;
+}
+
+export function embedTexts(baseModel: string, encoder: Encoder, texts: string[]): EmbeddedTexts {
+  const { ids, lengths, truncated } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength: encoder.maxLength });
+  return { embeddings: encoder.embedIdsSync(ids, lengths), truncated };
 }

@@ -33,7 +33,7 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
  * Two workers (one on a single core), each engine on its share of the cores. With two, a long
  * task (saving a model builds its ONNX file, ~0.8 s) never holds up predictions, and on a
  * busy machine one-thread engines beat two threads that wait on each other; `npm run bench --
- * pool` measured both layouts (README, "Threads").
+ * pool` measured both layouts (docs/engine.md, "Threads").
  */
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();
@@ -46,6 +46,25 @@ const kWorkerNiceness = 5;
 
 let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
+/** Tasks handed to the pool and not yet settled: running on a worker or waiting in piscina's queue. */
+let tasksInFlight = 0;
+
+/** What the pool is doing now (zeros before its first task). */
+export interface PoolStats {
+  /** Worker threads. */
+  workers: number;
+  /** Workers running a task. */
+  busy: number;
+  /** Tasks waiting for a free worker. */
+  queued: number;
+}
+
+/** The pool's state for monitoring (`svc_pool_*` on /metrics). */
+export function poolStats(): PoolStats {
+  const workers = poolOptions().workers;
+  if (!pool) return { workers, busy: 0, queued: 0 };
+  return { workers, busy: Math.min(tasksInFlight, workers), queued: pool.queueSize };
+}
 
 function checkCount(value: unknown, name: string): void {
   if (value !== undefined) is.positiveInteger(value, name);
@@ -132,12 +151,15 @@ function currentPool(): Piscina {
  */
 export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
+  tasksInFlight++;
   try {
     result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
     if (signal?.aborted) throw new SvcError('aborted', 'the operation was aborted', { cause: error });
     // A plain Error from the worker: a native failure (the C++ message) or a bug.
     throw fromNativeError(error);
+  } finally {
+    tasksInFlight--;
   }
   const failure = (result as Partial<WorkerError> | null)?.[kWorkerError];
   if (failure) {

@@ -3,6 +3,7 @@
 import type { MessagePort } from 'node:worker_threads';
 
 import type { Manifest } from '../model/manifest.js';
+import type { CrossValidation } from '../train/cross-validate.js';
 
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
 export interface EmbedTask {
@@ -28,6 +29,12 @@ export interface PredictTask {
   biases: Float64Array;
 }
 
+/** A predict task's answer: P(true) per text, and 1 where the text was cut to the encoder's length. */
+export interface PredictResult {
+  probabilities: Float32Array;
+  truncated: Uint8Array;
+}
+
 /** Fits the logistic-regression head on embeddings (n x dim) and labels (0/1). */
 export interface FitTask {
   kind: 'fit';
@@ -44,6 +51,8 @@ export interface FitResult {
   gradientNorm: number;
   /** Share of the training examples the fitted head labels correctly. */
   trainAccuracy: number;
+  /** The same head's k-fold cross-validated quality on the examples. */
+  crossValidation: CrossValidation;
 }
 
 /** Writes a complete model directory (manifest, head, config, tokenizer, ONNX). */

@@ -7,7 +7,8 @@ import { debuglog } from 'node:util';
 import { SvcError } from '../errors.js';
 import type { LogisticHead } from '../model/directory.js';
 import { poolOptions, runTask } from '../pool/pool.js';
-import type { PredictTask } from '../pool/tasks.js';
+import type { PredictResult, PredictTask } from '../pool/tasks.js';
+import { publishPredictBatch } from '../telemetry.js';
 
 const debug = debuglog('svc');
 
@@ -32,7 +33,7 @@ interface Entry {
   texts: string[];
   tokens: number;
   head: LogisticHead;
-  resolve(probabilities: Float32Array): void;
+  resolve(scores: PredictResult): void;
   reject(error: unknown): void;
   signal?: AbortSignal;
   onAbort?: () => void;
@@ -137,14 +138,16 @@ class EncoderQueue {
     };
     stats.batches++;
     stats.texts += task.texts.length;
+    publishPredictBatch({ texts: task.texts.length });
     debug('predict batch: %d call(s), %d text(s), %d head(s)', batch.length, task.texts.length, heads.size);
     this.#inFlight++;
-    runTask<Float32Array>(task).then(
-      (probabilities) => {
+    runTask<PredictResult>(task).then(
+      ({ probabilities, truncated }) => {
         let offset = 0;
         for (const entry of batch) {
-          settle(entry, () => entry.resolve(probabilities.subarray(offset, offset + entry.texts.length)));
-          offset += entry.texts.length;
+          const end = offset + entry.texts.length;
+          settle(entry, () => entry.resolve({ probabilities: probabilities.subarray(offset, end), truncated: truncated.subarray(offset, end) }));
+          offset = end;
         }
         this.#done();
       },
@@ -178,7 +181,7 @@ function abortError(): SvcError {
 /**
  * Scores `texts` with `head` on the embeddings of `baseModel`'s encoder (or of a fine-tuned
  * model's own, `encoderFile`), batched with whatever else is being predicted on that encoder.
- * Resolves to P(true) per text, in order.
+ * Resolves to P(true) per text, in order, and which texts were cut to the encoder's length.
  */
 export function scoreTexts(
   baseModel: string,
@@ -186,8 +189,8 @@ export function scoreTexts(
   head: LogisticHead,
   texts: readonly string[],
   signal?: AbortSignal,
-): Promise<Float32Array> {
-  if (texts.length === 0) return Promise.resolve(new Float32Array(0));
+): Promise<PredictResult> {
+  if (texts.length === 0) return Promise.resolve({ probabilities: new Float32Array(0), truncated: new Uint8Array(0) });
   if (signal?.aborted) return Promise.reject(abortError());
   const key = encoderFile ?? baseModel;
   let queue = queues.get(key);
@@ -196,7 +199,7 @@ export function scoreTexts(
     queues.set(key, queue);
   }
   // Cut large calls into parts that fit one batch each.
-  const parts: Promise<Float32Array>[] = [];
+  const parts: Promise<PredictResult>[] = [];
   let start = 0;
   while (start < texts.length) {
     let tokens = 0;
@@ -212,11 +215,12 @@ export function scoreTexts(
   }
   if (parts.length === 1) return parts[0];
   return Promise.all(parts).then((results) => {
-    const out = new Float32Array(texts.length);
+    const out: PredictResult = { probabilities: new Float32Array(texts.length), truncated: new Uint8Array(texts.length) };
     let offset = 0;
     for (const result of results) {
-      out.set(result, offset);
-      offset += result.length;
+      out.probabilities.set(result.probabilities, offset);
+      out.truncated.set(result.truncated, offset);
+      offset += result.probabilities.length;
     }
     return out;
   });
@@ -228,7 +232,7 @@ function enqueue(
   tokens: number,
   head: LogisticHead,
   signal?: AbortSignal,
-): Promise<Float32Array> {
+): Promise<PredictResult> {
   stats.requests++;
   return new Promise((resolve, reject) => {
     const entry: Entry = { texts, tokens, head, resolve, reject, signal };

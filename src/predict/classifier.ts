@@ -13,10 +13,15 @@ import { kMaxTextLength } from '../train/request.js';
 import { scoreTexts } from './batcher.js';
 import { removeScratchDir, trackScratchDir } from './scratch.js';
 
-/** One prediction: `probability` is P(label = true); `label` is `probability >= 0.5`. */
+/**
+ * One prediction: `probability` is P(label = true); `label` is `probability >= 0.5`; `truncated`
+ * says the text was longer than the base model reads (256 tokens for svc-small) and only its
+ * start was scored.
+ */
 export interface Prediction {
   label: boolean;
   probability: number;
+  truncated: boolean;
 }
 
 export interface PredictOptions {
@@ -45,8 +50,8 @@ function checkLength(text: string, name: string): void {
   }
 }
 
-function toPrediction(probability: number): Prediction {
-  return { label: probability >= 0.5, probability };
+function toPrediction(probability: number, truncated: number): Prediction {
+  return { label: probability >= 0.5, probability, truncated: truncated === 1 };
 }
 
 /**
@@ -58,9 +63,10 @@ function toPrediction(probability: number): Prediction {
  * // trained on 20 UCI IMDB sentences (10 positive, 10 negative), label_text 'positive review'
  * const classifier = await Classifier.load('./positive-review');
  * await classifier.predict('A wonderful, moving film.');
- * // { label: true, probability: 0.663558840751648 }
+ * // { label: true, probability: 0.663558840751648, truncated: false }
  * await classifier.predict(['Loved it', 'Two hours I will never get back']);
- * // [{ label: true, probability: 0.5833572149276733 }, { label: false, probability: 0.30579420924186707 }]
+ * // [{ label: true, probability: 0.5833572149276733, truncated: false },
+ * //  { label: false, probability: 0.30579420924186707, truncated: false }]
  * ```
  */
 export class Classifier {
@@ -132,15 +138,15 @@ export class Classifier {
     checkTexts(texts);
     this.#checkLive();
     const batch = typeof texts === 'string' ? [texts] : texts;
-    const probabilities = await scoreTexts(
+    const { probabilities, truncated } = await scoreTexts(
       this.#manifest.base_model,
       this.#encoderFile,
       this.#head,
       batch,
       options.signal,
     );
-    if (typeof texts === 'string') return toPrediction(probabilities[0]);
-    return Array.from(probabilities, toPrediction);
+    if (typeof texts === 'string') return toPrediction(probabilities[0], truncated[0]);
+    return Array.from(probabilities, (p, i) => toPrediction(p, truncated[i]));
   }
 
   /**

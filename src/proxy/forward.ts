@@ -5,7 +5,9 @@ import { performance } from 'node:perf_hooks';
 import type { Dialect, Usage } from './dialects.js';
 import { downstreamHeaders, kStreamHeaders, upstreamHeaders } from './headers.js';
 import type { RequestLogQueue } from './request-log.js';
-import { eventsMentioning, SseEventCutter } from './sse.js';
+import { publishProxyCall } from '../telemetry.js';
+import { eventsMentioning, SseEventCutter, withoutEvents } from './sse.js';
+import { isUsageOnlyChunk } from './stream-usage.js';
 import type { ProviderName } from './types.js';
 
 /** Keep-alive connection pools to the providers, one per plugin instance. */
@@ -52,6 +54,8 @@ export interface ProxyCall {
   /** The request body as the client sent it, for the log. */
   clientBody: string;
   stream: boolean;
+  /** The proxy asked the upstream for a usage chunk the client did not ask for: keep it from the client. */
+  hideUsageChunk: boolean;
   /** The model as the client sent it. */
   model: string;
   projectId: string;
@@ -117,6 +121,8 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
     if (finished) return;
     finished = true;
     stopPing();
+    const totalMs = performance.now() - t0;
+    publishProxyCall({ provider, status: statusSent, seconds: totalMs / 1000, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, error });
     settings.log.push({
       projectId: call.projectId,
       keyId: call.keyId,
@@ -125,7 +131,7 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
       stream: call.stream,
       status: statusSent,
       ttfbMs: ttfbMs === null ? null : round(ttfbMs),
-      totalMs: round(performance.now() - t0),
+      totalMs: round(totalMs),
       tokensIn: usage.tokensIn,
       tokensOut: usage.tokensOut,
       error,
@@ -206,7 +212,9 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
         const text = events.toString('utf8');
         if (!terminal && dialect.isTerminal(text)) terminal = true;
         for (const data of eventsMentioning(text, '"usage"')) usage = dialect.usageFromEvent(data, usage);
-        relay(upstream, events);
+        if (!call.hideUsageChunk) return relay(upstream, events);
+        const shown = withoutEvents(text, '"usage"', isUsageOnlyChunk);
+        if (shown !== '') relay(upstream, shown.length === text.length ? events : Buffer.from(shown));
       });
       upstream.on('end', () => {
         if (finished) return;

@@ -50,18 +50,43 @@ export function lastBoundaryEnd(data: Buffer): number {
 export function eventsMentioning(events: string, needle: string): unknown[] {
   if (!events.includes(needle)) return [];
   const out: unknown[] = [];
-  for (const event of events.split(/\r?\n\r?\n|\r\r/)) {
+  for (const event of events.split(kEventBoundary)) {
     if (!event.includes(needle)) continue;
-    const data = event
-      .split(/\r?\n|\r/)
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(line[5] === ' ' ? 6 : 5))
-      .join('\n');
-    try {
-      out.push(JSON.parse(data));
-    } catch {
-      // not JSON: nothing to read usage from
-    }
+    const data = eventJson(event);
+    if (data !== undefined) out.push(data);
   }
   return out;
+}
+
+/**
+ * A block of complete events without those that mention `needle` and whose JSON `data` `drop` accepts; every
+ * other event keeps its exact bytes. Used to hide an event the upstream sent only because the proxy asked for it.
+ */
+export function withoutEvents(events: string, needle: string, drop: (data: unknown) => boolean): string {
+  if (!events.includes(needle)) return events;
+  // With the boundary captured, the parts alternate: event, its boundary, event, ...
+  const parts = events.split(new RegExp(`(${kEventBoundary.source})`));
+  let out = '';
+  for (let i = 0; i < parts.length; i += 2) {
+    const event = parts[i];
+    if (event.includes(needle) && drop(eventJson(event))) continue;
+    out += event + (parts[i + 1] ?? '');
+  }
+  return out;
+}
+
+const kEventBoundary = /\r?\n\r?\n|\r\r/;
+
+/** An event's `data` lines joined and parsed; undefined when they are not JSON (e.g. `[DONE]`). */
+function eventJson(event: string): unknown {
+  const data = event
+    .split(/\r?\n|\r/)
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => line.slice(line[5] === ' ' ? 6 : 5))
+    .join('\n');
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return undefined; // not JSON: nothing to read
+  }
 }

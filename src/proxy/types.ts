@@ -1,3 +1,4 @@
+import type { RateLimitOptions } from '../server/rate-limit.js';
 import type { SvcService } from '../service/service.js';
 import type { ProviderName } from '../store/types.js';
 
@@ -33,6 +34,8 @@ export interface ProxyRoutesOptions {
   bodyLimit?: number;
   /** Environment to read provider settings from. Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Request limits, when this is the service's first plugin registered; else the service's limits apply (see `RateLimitOptions`). */
+  rateLimit?: RateLimitOptions;
 }
 
 /** `ProxyRoutesOptions` with every default applied. */

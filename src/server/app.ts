@@ -1,13 +1,18 @@
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import { randomUUID } from 'node:crypto';
+
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, LogController } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
+import type { RetentionOptions } from '../service/retention.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
+import { metricsRoutes, SvcMetrics } from './metrics.js';
 import { proxyRoutes } from './proxy-routes.js';
+import type { RateLimitOptions } from './rate-limit.js';
 import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
 
@@ -27,13 +32,38 @@ export interface ServerOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions> | false;
   /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
+  /** Request limits of /v2 and the proxy: the counting store, the window, failed authentications per address. */
+  rateLimit?: RateLimitOptions;
+  /** How long and how much of the proxy request log to keep (default 30 days, 100,000 rows per project), pruned hourly. */
+  retention?: RetentionOptions;
+  /** The least severe log line written (pino levels, or `silent`). Default: `SVC_LOG_LEVEL`, else `info` (one line per request). */
+  logLevel?: LogLevel;
+  /** Where log lines go, one JSON object a line. Default stdout. */
+  logStream?: { write(line: string): void };
+  /**
+   * Serve `GET /metrics` to scrapers that send `Authorization: Bearer <token>`. Default: `SVC_METRICS_TOKEN`;
+   * without a token it is not served.
+   */
+  metricsToken?: string;
 }
 
-export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1' });
+/** The log levels, most severe first; `silent` writes nothing. */
+export const kLogLevels = Object.freeze(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const);
+export type LogLevel = (typeof kLogLevels)[number];
+
+export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080, host: '127.0.0.1', logLevel: 'info' as LogLevel });
+
+/** A log level as given (`options.logLevel`, `--log-level`), checked. */
+export function logLevel(value: string, name: string): LogLevel {
+  if (!(kLogLevels as readonly string[]).includes(value)) throw new RangeError(`${name} must be one of ${kLogLevels.join(', ')}; got '${value}'`);
+  return value as LogLevel;
+}
 
 export interface RunningServer {
   app: FastifyInstance;
   service: SvcService;
+  /** The metrics `GET /metrics` serves; undefined when it is not served (no token). */
+  metrics: SvcMetrics | undefined;
   /** `http://127.0.0.1:8080` */
   url: string;
   /** Stops taking connections, lets in-flight requests finish, puts running jobs back in the queue. */
@@ -54,27 +84,44 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
+  const level =
+    options.logLevel !== undefined
+      ? logLevel(options.logLevel, 'options.logLevel')
+      : logLevel(process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel, 'SVC_LOG_LEVEL');
+  const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
   // The lock comes first: nothing, not even a migration, touches a directory another server holds.
   const release = lockDataDir(dataDir);
   let service: SvcService;
   try {
     await sweepLeftovers(dataDir);
-    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv());
+    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv(), options.retention);
   } catch (error) {
     release();
     throw error;
   }
-  const app = Fastify({ logger: false, forceCloseConnections: 'idle', frameworkErrors: answerFrameworkError });
+  const app = Fastify({
+    // Fastify's own two lines per request are off: the plugins write one, with the caller and the route pattern.
+    logger: { level, ...(options.logStream === undefined ? {} : { stream: options.logStream }) },
+    logController: new LogController({ disableRequestLogging: true }),
+    // Unique across replicas and restarts, so a request id found in the logs names one request.
+    genReqId: () => randomUUID(),
+    forceCloseConnections: 'idle',
+    frameworkErrors: answerFrameworkError,
+  });
+  const metrics = metricsToken === undefined ? undefined : new SvcMetrics({ service, processMetrics: true });
   app.addHook('onRequest', setSecurityHeaders);
   app.get('/health', async () => ({ ok: true }));
+  if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
   await app.register(svcRoutes, {
     prefix: '/v2',
     service,
     bodyLimit: options.bodyLimit,
+    rateLimit: options.rateLimit,
     proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
     proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
+    metrics,
   });
-  await app.register(hubRoutes, { prefix: '/hub', service });
+  await app.register(hubRoutes, { prefix: '/hub', service, metrics });
   let address: string;
   try {
     await service.start();
@@ -82,6 +129,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     // A port in use or a store that will not open: leave nothing running behind.
     await app.close().catch(() => {});
+    metrics?.close();
     await service.close().catch(() => {});
     release();
     throw error;
@@ -90,10 +138,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   return {
     app,
     service,
+    metrics,
     url: address,
     close: () => {
       closing ??= (async () => {
         await app.close();
+        metrics?.close();
         await service.close();
         release();
       })();

@@ -18,7 +18,7 @@ export function isProjectIdShape(id: string): boolean {
 /**
  * The project dashboard: one self-contained HTML page (no CDN, no build step). It asks for an API key, keeps it in
  * sessionStorage, reads `GET ./requests` page by page, and shows the calls in a filterable table with their bodies
- * and an SVG chart of latency and tokens over time. `nonce` is the response's CSP nonce (see `pagePolicy`): the
+ * and two SVG charts over time, latency and tokens, each with labelled axes. `nonce` is the response's CSP nonce (see `pagePolicy`): the
  * page's script and stylesheet carry it.
  */
 export function dashboardPage(projectId: string, nonce: string): string {
@@ -70,8 +70,12 @@ const kPage = `<!doctype html>
   pre { margin:0; max-height:320px; overflow:auto; background:#0f1729; color:#e6edf3; padding:10px; border-radius:6px; font-size:12px; white-space:pre-wrap; word-break:break-all; }
   #status { color:var(--muted); } .legend span { margin-right:14px; } .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:middle; }
   .scroll { overflow-x:auto; } main > * { min-width:0; }
-  svg text { font-size:11px; fill:var(--muted); }
-  .swatch.latency { background:#3056d3; } .swatch.tokens { background:#f79009; }
+  #chart-card { display:grid; grid-template-columns:1fr 1fr; gap:16px; } #chart-card[hidden] { display:none; }
+  @media (max-width: 900px) { #chart-card { grid-template-columns:1fr; } }
+  #chart-card h2 { margin:0 0 4px; font-size:13px; font-weight:600; }
+  svg.chart { width:100%; height:auto; display:block; }
+  svg text { font-size:12px; fill:var(--muted); } svg .axis-title { fill:var(--fg); font-weight:600; }
+  svg .grid { stroke:#eef0f3; } svg .axis { stroke:#98a2b3; }
 </style>
 </head>
 <body>
@@ -85,8 +89,8 @@ const kPage = `<!doctype html>
     </form>
   </section>
   <section class="card" id="chart-card" hidden>
-    <div class="legend"><span><i class="swatch latency"></i>total latency (ms)</span><span><i class="swatch tokens"></i>tokens in + out</span></div>
-    <svg id="chart" width="100%" height="200" viewBox="0 0 1000 200" preserveAspectRatio="none" role="img" aria-label="latency and tokens over time"></svg>
+    <div><h2>Latency</h2><svg id="chart-latency" class="chart" viewBox="0 0 600 240" role="img" aria-label="total latency in milliseconds over time"></svg></div>
+    <div><h2>Tokens</h2><svg id="chart-tokens" class="chart" viewBox="0 0 600 240" role="img" aria-label="tokens in plus out over time"></svg></div>
   </section>
   <section class="card" id="table-card" hidden>
     <div id="filters">
@@ -179,53 +183,76 @@ function show(r, tr) {
   $("detail").classList.add("open");
 }
 
+// Two panels, each against its own scale: latency and tokens differ by orders of magnitude.
 function chart(visible) {
-  const svg = $("chart");
-  const ns = "http://www.w3.org/2000/svg";
-  svg.replaceChildren();
   const points = visible.slice().sort((a, b) => a.created_at_ms - b.created_at_ms);
-  if (points.length === 0) return;
-  const W = 1000, H = 200, pad = 24;
-  const t0 = points[0].created_at_ms, t1 = points[points.length - 1].created_at_ms;
-  const x = (t) => pad + (t1 === t0 ? (W - 2 * pad) / 2 : ((t - t0) / (t1 - t0)) * (W - 2 * pad));
-  const series = [
-    { color: "#3056d3", value: (r) => r.total_ms },
-    { color: "#f79009", value: (r) => (r.tokens_in === null && r.tokens_out === null ? null : (r.tokens_in || 0) + (r.tokens_out || 0)) },
-  ];
-  const axis = document.createElementNS(ns, "line");
-  Object.entries({ x1: pad, y1: H - pad, x2: W - pad, y2: H - pad, stroke: "#d0d5dd" }).forEach(([k, v]) => axis.setAttribute(k, v));
-  svg.append(axis);
-  for (const [t, anchor] of [[t0, "start"], [t1, "end"]]) {
-    const label = document.createElementNS(ns, "text");
-    label.setAttribute("x", anchor === "start" ? pad : W - pad); label.setAttribute("y", H - 6);
-    label.setAttribute("text-anchor", anchor);
-    label.textContent = new Date(t).toLocaleTimeString();
-    svg.append(label);
+  panel($("chart-latency"), points, (r) => r.total_ms, "#3056d3", "latency (ms)");
+  panel($("chart-tokens"), points, (r) => (r.tokens_in === null && r.tokens_out === null ? null : (r.tokens_in || 0) + (r.tokens_out || 0)), "#f79009", "tokens (in + out)");
+}
+
+const ns = "http://www.w3.org/2000/svg";
+function svgEl(name, attributes, content) {
+  const el = document.createElementNS(ns, name);
+  for (const [k, v] of Object.entries(attributes)) el.setAttribute(k, v);
+  if (content !== undefined) el.textContent = content;
+  return el;
+}
+
+// 1, 2 or 5 times a power of ten: tick values people read at a glance.
+function niceStep(range, count) {
+  const raw = range / count, power = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / power;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * power;
+}
+
+// Clock steps from a second to a week; the first one giving at most six ticks wins.
+const timeSteps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800].map((s) => s * 1000);
+function timeLabel(t, step) {
+  if (step >= 86400000) return new Date(t).toLocaleDateString([], { month: "short", day: "numeric" });
+  const options = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+  if (step < 60000) options.second = "2-digit";
+  return new Date(t).toLocaleTimeString([], options);
+}
+
+function panel(svg, points, value, color, title) {
+  svg.replaceChildren();
+  const W = 600, H = 240, left = 64, right = 16, top = 12, bottom = 48;
+  const pts = points.map((r) => [r.created_at_ms, value(r)]).filter((p) => p[1] !== null);
+  if (pts.length === 0) {
+    svg.append(svgEl("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "no data"));
+    return;
   }
-  series.forEach((s, i) => {
-    const pts = points.map((r) => [r.created_at_ms, s.value(r)]).filter((p) => p[1] !== null);
-    if (pts.length === 0) return;
-    const max = Math.max(...pts.map((p) => p[1])) || 1;
-    const y = (v) => H - pad - (v / max) * (H - 2 * pad);
-    const line = document.createElementNS(ns, "polyline");
-    line.setAttribute("points", pts.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "));
-    line.setAttribute("fill", "none");
-    line.setAttribute("stroke", s.color);
-    line.setAttribute("stroke-width", "2");
-    line.setAttribute("vector-effect", "non-scaling-stroke");
-    svg.append(line);
-    for (const p of pts) {
-      const dot = document.createElementNS(ns, "circle");
-      dot.setAttribute("cx", x(p[0]).toFixed(1)); dot.setAttribute("cy", y(p[1]).toFixed(1)); dot.setAttribute("r", "3");
-      dot.setAttribute("fill", s.color);
-      svg.append(dot);
-    }
-    const label = document.createElementNS(ns, "text");
-    label.setAttribute("x", i === 0 ? pad : W - pad); label.setAttribute("y", 14);
-    label.setAttribute("text-anchor", i === 0 ? "start" : "end");
-    label.textContent = "max " + (Math.round(max * 10) / 10);
-    svg.append(label);
-  });
+  // Time axis: the requests' span, widened to a minute around a single one.
+  let t0 = pts[0][0], t1 = pts[pts.length - 1][0];
+  if (t1 - t0 < 2000) { t0 -= 30000; t1 += 30000; }
+  const margin = (t1 - t0) * 0.03; // no point drawn on the value axis
+  t0 -= margin; t1 += margin;
+  const tStep = timeSteps.find((s) => (t1 - t0) / s <= 6) || 604800000;
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - right);
+  // Value axis: from 0 to a round number above the largest value.
+  const max = Math.max(...pts.map((p) => p[1])) || 1;
+  const vStep = niceStep(max, 4), vTop = Math.ceil(max / vStep) * vStep;
+  const y = (v) => H - bottom - (v / vTop) * (H - top - bottom);
+  const digits = vStep < 1 ? Math.ceil(-Math.log10(vStep)) : 0;
+  for (let v = 0; v <= vTop + vStep / 2; v += vStep) {
+    svg.append(svgEl("line", { class: "grid", x1: left, x2: W - right, y1: y(v), y2: y(v) }));
+    svg.append(svgEl("text", { class: "y-tick", x: left - 6, y: y(v) + 4, "text-anchor": "end" }, v.toFixed(digits)));
+  }
+  for (let t = Math.ceil(t0 / tStep) * tStep; t <= t1; t += tStep) {
+    svg.append(svgEl("line", { class: "axis", x1: x(t), x2: x(t), y1: H - bottom, y2: H - bottom + 4 }));
+    svg.append(svgEl("text", { class: "x-tick", x: x(t), y: H - bottom + 17, "text-anchor": "middle" }, timeLabel(t, tStep)));
+  }
+  svg.append(svgEl("line", { class: "axis", x1: left, x2: W - right, y1: H - bottom, y2: H - bottom }));
+  svg.append(svgEl("line", { class: "axis", x1: left, x2: left, y1: top, y2: H - bottom }));
+  svg.append(svgEl("text", { class: "axis-title x-title", x: (left + W - right) / 2, y: H - 8, "text-anchor": "middle" }, "time"));
+  svg.append(svgEl("text", { class: "axis-title y-title", x: -(top + H - bottom) / 2, y: 14, "text-anchor": "middle", transform: "rotate(-90)" }, title));
+  svg.append(svgEl("polyline", {
+    points: pts.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "), fill: "none", stroke: color, "stroke-width": 2,
+  }));
+  for (const p of pts) {
+    const dot = svgEl("circle", { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3.5, fill: color });
+    dot.append(svgEl("title", {}, timeLabel(p[0], 1000) + ": " + (Math.round(p[1] * 10) / 10)));
+    svg.append(dot);
+  }
 }
 
 async function start(key) {

@@ -6,9 +6,16 @@ import type { FastifyPluginAsync } from 'fastify';
 import { SvcError } from '../errors.js';
 import type { SvcService } from '../service/service.js';
 import { errorBody, svcErrorHandler } from './errors.js';
+import type { SvcMetrics } from './metrics.js';
+import { observeRequests } from './observe.js';
+import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
 
 export interface HubRoutesOptions {
   service: SvcService;
+  /** Request limits, when this is the service's first plugin registered; else the service's limits apply. */
+  rateLimit?: RateLimitOptions;
+  /** Counts this plugin's requests in these metrics (see `svcRoutes`); off when absent. */
+  metrics?: SvcMetrics;
 }
 
 const kContentTypes: Readonly<Record<string, string>> = Object.freeze({
@@ -30,8 +37,12 @@ const kContentTypes: Readonly<Record<string, string>> = Object.freeze({
  * // curl -H "Authorization: Bearer $SVC_KEY" http://127.0.0.1:8080/hub/acme/svc-small-1a2b3c4d5e6f/resolve/main/config.json
  * ```
  */
-export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { service }) => {
+export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { service, rateLimit, metrics }) => {
+  observeRequests(app, metrics);
+  if (!app.hasRequestDecorator('svcPrincipal')) app.decorateRequest('svcPrincipal', null);
   app.setErrorHandler(svcErrorHandler);
+  // Downloads count against the key like any /v2 request, and a wrong key against the client's address.
+  const limiter = await requestLimiter(app, service, rateLimit);
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send(errorBody(404, `No route ${request.method} ${request.url.split('?')[0]}`, 'not_found'));
   });
@@ -39,7 +50,7 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
   app.get<{ Params: { org: string; model_id: string; revision: string; '*': string } }>(
     '/:org/:model_id/resolve/:revision/*',
     async (request, reply) => {
-      const principal = await service.authenticate(request.headers.authorization);
+      const principal = (request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization)));
       const { org, model_id: modelId, revision } = request.params;
       const file = request.params['*'];
       if (revision !== 'main') {
@@ -60,8 +71,8 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
   );
 
   // The Hugging Face model-info call, so that clients can list a model's files (`svc pull` uses it).
-  app.get<{ Params: { org: string; model_id: string } }>('/api/models/:org/:model_id', async (request) => {
-    const principal = await service.authenticate(request.headers.authorization);
+  app.get<{ Params: { org: string; model_id: string } }>('/api/models/:org/:model_id', async (request, reply) => {
+    const principal = (request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization)));
     const { org, model_id: modelId } = request.params;
     const files = await service.hubFiles(principal, org, modelId);
     return { id: `${org}/${modelId}`, modelId: `${org}/${modelId}`, siblings: files.map((rfilename) => ({ rfilename })) };

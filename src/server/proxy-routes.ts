@@ -1,15 +1,17 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SvcError } from '../errors.js';
-import { authorizeProject } from '../proxy/access.js';
+import { authenticateCaller, authorizeProject, type ProjectUse } from '../proxy/access.js';
 import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
 import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
+import { askForStreamUsage } from '../proxy/stream-usage.js';
 import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { Principal } from '../service/service.js';
 import type { RequestLogRow } from '../store/types.js';
 import { dashboardPage, isProjectIdShape } from './dashboard-page.js';
 import { svcErrorHandler } from './errors.js';
+import { requestLimiter } from './rate-limit.js';
 import { newNonce, pagePolicy } from './security-headers.js';
 
 interface ProjectParams {
@@ -61,6 +63,15 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
 
   if (!app.hasRequestDecorator('svcProxyIdentity')) app.decorateRequest('svcProxyIdentity', null);
 
+  // The service's limiter: inside the /v2 plugin, the one it made, so that a key has one count across both.
+  const limiter = await requestLimiter(app, resolved.service, options.rateLimit);
+  /** The caller, under the request limits, allowed to use the project as asked. */
+  const caller = async (request: FastifyRequest<{ Params: ProjectParams }>, reply: FastifyReply, use: ProjectUse): Promise<Principal> => {
+    const principal = await limiter.admit(request, reply, () => authenticateCaller(resolved.service, credential(request)));
+    await authorizeProject(resolved.service, principal, request.params.project_id, use);
+    return principal;
+  };
+
   // Keep the body as bytes: the log stores what the client sent, and only `model` is rewritten.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -85,8 +96,8 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
         bodyLimit: resolved.bodyLimit,
         config: { svcDialect: name },
         // Check the caller before the body is read: a stranger cannot make us parse megabytes.
-        onRequest: async (request) => {
-          request.svcProxyIdentity = await authorizeProject(resolved.service, credential(request), request.params.project_id, 'proxy');
+        onRequest: async (request, reply) => {
+          request.svcProxyIdentity = await caller(request, reply, 'proxy');
         },
       },
       async (request, reply) => {
@@ -96,6 +107,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
         const clientModel = parsed.model;
         const { provider, upstreamModel } = routeModel(clientModel, dialect.upstreamPaths);
         parsed.model = upstreamModel;
+        const hideUsageChunk = askForStreamUsage(parsed, provider);
         const body = Buffer.from(JSON.stringify(parsed));
         reply.hijack();
         forwardCall(
@@ -107,6 +119,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
             body,
             clientBody,
             stream: parsed.stream === true,
+            hideUsageChunk,
             model: clientModel as string,
             projectId: request.params.project_id,
             keyId: identity.keyId,
@@ -121,8 +134,8 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
 
   app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
     '/:project_id/requests',
-    async (request) => {
-      await authorizeProject(resolved.service, credential(request), request.params.project_id, 'read-log');
+    async (request, reply) => {
+      request.svcProxyIdentity = await caller(request, reply, 'read-log');
       const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
       const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
       const rows = await resolved.service.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });

@@ -5,6 +5,8 @@ import type { z } from 'zod';
 import type { Principal, SvcService } from '../service/service.js';
 import { SvcError } from '../errors.js';
 import { errorBody, svcErrorHandler } from './errors.js';
+import type { SvcMetrics } from './metrics.js';
+import { observeRequests } from './observe.js';
 import { OpenApiCollector } from './openapi.js';
 import {
   deletedSchema,
@@ -18,6 +20,7 @@ import {
 } from './schemas.js';
 import { parseRequest } from '../parse.js';
 import type { ProxyRoutesOptions } from '../proxy/types.js';
+import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
 
 /** Request bodies above this many bytes get 413 (10,000 examples of a few hundred characters fit easily). */
 export const kDefaultBodyLimit = 16 * 1024 * 1024;
@@ -34,6 +37,13 @@ export interface SvcRoutesOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions>;
   /** More options for the proxy plugin (provider URLs and keys), passed next to `service`. */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
+  /** Request limits (the counting store, the window, failed authentications per address), shared by the service's proxy and hub routes. */
+  rateLimit?: RateLimitOptions;
+  /**
+   * Counts this plugin's requests (by route pattern and status) and their latency in these metrics; serve
+   * them with `metricsRoutes`. Off when absent. Each request is logged through `request.log` either way.
+   */
+  metrics?: SvcMetrics;
 }
 
 declare module 'fastify' {
@@ -66,6 +76,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   const { service } = options;
   const bodyLimit = options.bodyLimit ?? kDefaultBodyLimit;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  observeRequests(app, options.metrics);
   // Bodies are parsed once, by the service, with the same schemas the routes document (a library
   // caller of SvcService gets the same checks and messages); params are parsed here.
   app.setValidatorCompiler(({ schema, httpPart }) => (data: unknown) => {
@@ -86,6 +97,8 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   });
   if (!app.hasRequestDecorator('svcPrincipal')) app.decorateRequest('svcPrincipal', null);
 
+  const limiter = await requestLimiter(app, service, options.rateLimit);
+
   const openapi = new OpenApiCollector();
   app.addHook('onRoute', (route) => openapi.add(route));
 
@@ -96,8 +109,8 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   await app.register(async (scope: FastifyInstance) => {
     const routes = scope.withTypeProvider<ZodTypeProvider>();
     // Authenticate before the body is read: an unknown caller cannot make us parse megabytes.
-    routes.addHook('onRequest', async (request) => {
-      request.svcPrincipal = await service.authenticate(request.headers.authorization);
+    routes.addHook('onRequest', async (request, reply) => {
+      request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization));
     });
 
     routes.post(

@@ -65,7 +65,15 @@ export const modelListSchema = z.object({
 export const predictResponseSchema = z.object({
   model: z.string(),
   label_text: z.string(),
-  predictions: z.array(z.object({ label: z.boolean(), probability: z.number().describe('P(label = true)') })),
+  predictions: z.array(
+    z.object({
+      label: z.boolean(),
+      probability: z.number().describe('P(label = true)'),
+      truncated: z
+        .boolean()
+        .describe("true when the input had more tokens than the model's context_window and only its start was scored"),
+    }),
+  ),
 });
 
 export const deletedSchema = z.object({ id: z.string(), object: z.literal('model'), deleted: z.literal(true) });

@@ -1,6 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
 import type { Store } from '../store/types.js';
+import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
 import type { ModelRuntime } from './runtime.js';
 
@@ -138,6 +140,9 @@ export class JobRunner {
       return;
     }
     debug('training %s (attempt %d)', modelId, attempts);
+    const started = performance.now();
+    const ended = (outcome: TrainingJobEvent['outcome']): void =>
+      publishTrainingJob({ outcome, seconds: (performance.now() - started) / 1000 });
     const timer = setTimeout(() => {
       entry.abortedFor ??= 'timeout';
       entry.controller.abort(new Error('training timed out'));
@@ -150,25 +155,30 @@ export class JobRunner {
       );
       if (entry.abortedFor === 'shutdown') {
         await this.#store.releaseJob(modelId, this.#now());
+        ended('released');
         return;
       }
       if ((await this.#store.getModel(modelId)) === null) {
         // Deleted while the last step ran: do not leave its files behind.
         await this.#runtime.remove(model.orgId, modelId);
+        ended('cancelled');
         return;
       }
       const now = this.#now();
       await this.#store.setModelStatus(modelId, 'trained', null, now);
       await this.#store.setJobState(modelId, 'done', now);
       if (entry.progress !== null) this.#finished.set(modelId, { ...entry.progress, done: entry.progress.total });
+      ended('done');
       debug('trained %s', modelId);
     } catch (error) {
       if (entry.abortedFor === 'shutdown') {
         await this.#store.releaseJob(modelId, this.#now());
+        ended('released');
         return;
       }
       await this.#runtime.remove(model.orgId, modelId).catch(() => {});
-      if (entry.abortedFor === 'delete') return;
+      if (entry.abortedFor === 'delete') return ended('cancelled');
+      ended('failed');
       if (entry.abortedFor === 'timeout') {
         await this.#fail(modelId, `training took longer than ${this.#timeoutMs / 1000} seconds and was stopped`);
         return;

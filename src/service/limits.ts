@@ -1,4 +1,5 @@
 import { SvcError } from '../errors.js';
+import { rateLimited } from '../telemetry.js';
 import type { OrgLimits } from '../store/types.js';
 
 /** An organization's limits with every default filled in. */
@@ -27,6 +28,59 @@ export function resolveOrgLimits(set: OrgLimits): ResolvedOrgLimits {
     maxQueuedJobs: set.maxQueuedJobs ?? kDefaultOrgLimits.maxQueuedJobs,
     requestsPerMinute: set.requestsPerMinute ?? kDefaultOrgLimits.requestsPerMinute,
   };
+}
+
+/** A request turned away by a limit, with what its message needs. */
+export type LimitRejection =
+  /** The API key sent more requests in the window than its organization's `requestsPerMinute`. */
+  | { kind: 'requests'; orgId: string; limit: number; windowMs: number; retryAfterMs: number }
+  /** The client address failed to authenticate too often in the window; its key was not looked up. */
+  | { kind: 'failed_authentication'; limit: number; windowMs: number; retryAfterMs: number }
+  /** The project used its monthly proxy token budget. */
+  | { kind: 'budget'; projectId: string; month: string; budget: number; used: number };
+
+/**
+ * The error for every request a limit turns away, the one place such a rejection is made (and so the one place to
+ * count them): 429 `rate_limited` for request rates (the caller sets `retry-after`), 403 `budget_exceeded` for a
+ * spent budget.
+ *
+ * @example
+ * ```ts
+ * limitRejection({ kind: 'budget', projectId: 'proj_0123456789ab', month: '2026-11', budget: 1000, used: 1012 }).message;
+ * // "The project 'proj_0123456789ab' has used 1012 of its 1000 proxy tokens for 2026-11 (UTC); ..."
+ * ```
+ */
+export function limitRejection(rejection: LimitRejection): SvcError {
+  rateLimited(rejection.kind);
+  switch (rejection.kind) {
+    case 'requests':
+      return new SvcError(
+        'rate_limited',
+        `Rate limit reached: an API key of '${rejection.orgId}' may send ${rejection.limit} requests per ${windowText(rejection.windowMs)}; ` +
+          `retry in ${retrySeconds(rejection.retryAfterMs)} s`,
+      );
+    case 'failed_authentication':
+      return new SvcError(
+        'rate_limited',
+        `Too many failed authentications from this address (${rejection.limit} per ${windowText(rejection.windowMs)}); ` +
+          `retry in ${retrySeconds(rejection.retryAfterMs)} s`,
+      );
+    case 'budget':
+      return new SvcError(
+        'budget_exceeded',
+        `The project '${rejection.projectId}' has used ${rejection.used} of its ${rejection.budget} proxy tokens for ` +
+          `${rejection.month} (UTC); the budget starts again next month, or the operator can raise it`,
+      );
+  }
+}
+
+/** Whole seconds a client waits, as `retry-after` says it: never 0 while the window is still open. */
+export function retrySeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
+}
+
+function windowText(windowMs: number): string {
+  return windowMs === 60_000 ? 'minute' : `${windowMs} ms`;
 }
 
 /** Each present value must be a positive integer (or null: back to the default). */

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 
 import { SqliteStore } from '../store/sqlite.js';
 import { LibraryRuntime } from './library-runtime.js';
+import type { RetentionOptions } from './retention.js';
 import { SvcService } from './service.js';
 
 /**
@@ -28,8 +29,12 @@ export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string
  * await service.close();
  * ```
  */
-export function openService(dataDir: string, proxyModels: readonly string[] = proxyModelsFromEnv()): SvcService {
+export function openService(
+  dataDir: string,
+  proxyModels: readonly string[] = proxyModelsFromEnv(),
+  retention: RetentionOptions = {},
+): SvcService {
   const store = SqliteStore.open(dataDir);
   const runtime = new LibraryRuntime({ hubRoot: join(dataDir, 'hub') });
-  return new SvcService({ store, runtime, proxyModels });
+  return new SvcService({ store, runtime, proxyModels, retention });
 }

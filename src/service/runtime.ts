@@ -16,6 +16,8 @@ export interface RuntimeTrainJob {
 export interface RuntimePrediction {
   label: boolean;
   probability: number;
+  /** The text was longer than the base model reads; only its start was scored. */
+  truncated: boolean;
 }
 
 /**

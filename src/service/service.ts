@@ -3,9 +3,10 @@ import { join, relative, resolve, sep } from 'node:path';
 
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
-import type { ApiKeyRecord, ModelRecord, OrgLimits, Organization, Project, Store } from '../store/types.js';
-import { checkOrgLimits, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
+import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
+import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
+import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime } from './runtime.js';
 import { validateTrainRequest } from '../train/request.js';
@@ -40,6 +41,8 @@ export interface SvcServiceOptions {
   /** Proxy models listed to organizations with proxy access, e.g. `['provider-a:gpt-4o-mini']`. */
   proxyModels?: readonly string[];
   jobs?: JobRunnerOptions;
+  /** Request-log retention, pruned in the background from `start()` (hourly by default); `false`: never. */
+  retention?: (RetentionOptions & { intervalMs?: number }) | false;
 }
 
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -68,17 +71,21 @@ export class SvcService {
   readonly runtime: ModelRuntime;
   readonly proxyModels: readonly string[];
   readonly #jobs: JobRunner;
+  readonly #retention: RetentionTimer | null;
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
+    const retention = options.retention ?? {};
+    this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }
 
-  /** Starts the job runner (requeueing jobs a previous process left running). */
+  /** Starts the job runner (requeueing jobs a previous process left running) and the request-log retention. */
   async start(): Promise<void> {
     await this.#jobs.start();
+    this.#retention?.start();
   }
 
   /** Resolves when no training job is running or queued. */
@@ -88,6 +95,7 @@ export class SvcService {
 
   /** Stops training (jobs stay queued for the next start) and closes the runtime and the store. */
   async close(): Promise<void> {
+    await this.#retention?.stop();
     await this.#jobs.close();
     await this.runtime.close();
     await this.store.close();
@@ -175,6 +183,11 @@ export class SvcService {
     return { ...project, monthlyTokenBudget: monthlyTokens };
   }
 
+  /** Prunes the proxy request log now (defaults: 30 days, 100,000 rows per project); returns how many rows went. */
+  async pruneRequestLog(options: RetentionOptions = {}): Promise<number> {
+    return pruneRequestLog(this.store, resolveRetention(options));
+  }
+
   // ---- callers: authentication and the lookups the proxy needs --------------------------------
 
   /**
@@ -209,8 +222,8 @@ export class SvcService {
 
   /**
    * The check in front of every proxied call: the project exists and
-   * belongs to the caller's organization (else 404, alike) and that organization has been
-   * granted proxy access (else 403).
+   * belongs to the caller's organization (else 404, alike), that organization has been
+   * granted proxy access (else 403), and the project has tokens left this month (else 403 budget_exceeded).
    */
   async authorizeProxy(principal: Principal, projectId: string): Promise<Project> {
     const project = await this.ownProject(principal, projectId);
@@ -220,7 +233,21 @@ export class SvcService {
         `The organization '${principal.orgId}' has no proxy access; request access from the operator`,
       );
     }
+    await this.#checkBudget(project);
     return project;
+  }
+
+  /**
+   * A project whose calls this calendar month (UTC) used its whole budget gets no more until the month ends.
+   * The check comes before the call and the count after it, so calls already under way may take a project past
+   * its budget; none starts once it is spent.
+   */
+  async #checkBudget(project: Project): Promise<void> {
+    const budget = project.monthlyTokenBudget;
+    if (budget === null) return;
+    const month = usageMonth(Date.now());
+    const used = await this.store.getProjectUsage(project.id, month);
+    if (used >= budget) throw limitRejection({ kind: 'budget', projectId: project.id, month, budget, used });
   }
 
   /** The project when the caller's organization owns it; 404 when it does not exist or another organization owns it. */

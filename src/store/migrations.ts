@@ -79,6 +79,7 @@ export const kMigrations: readonly string[] = Object.freeze([
   CREATE INDEX request_log_project ON request_log(project_id, id);
   `,
   // 2: per-organization limits set by the operator (null: the service default), per-project proxy token budgets.
+  // (Its column list has the shape of migration 1's tables: plain DDL, nothing to share.)
   `
   CREATE TABLE org_limits (
     org_id TEXT PRIMARY KEY REFERENCES organizations(id) ON DELETE CASCADE,
@@ -87,6 +88,23 @@ export const kMigrations: readonly string[] = Object.freeze([
     requests_per_minute INTEGER
   );
   ALTER TABLE projects ADD COLUMN monthly_token_budget INTEGER;
+  `,
+  // 3: each project's proxy tokens per calendar month (UTC), kept apart from the request log so that pruning the
+  // log never gives a project its budget back; counted from the rows the log already holds.
+  `
+  CREATE TABLE project_usage (
+    project_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (project_id, month)
+  ) WITHOUT ROWID;
+  INSERT INTO project_usage (project_id, month, tokens)
+    SELECT project_id, strftime('%Y-%m', created_at / 1000, 'unixepoch'), SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0))
+    FROM request_log GROUP BY 1, 2 HAVING SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0)) > 0;
+  `,
+  // 4: request-log retention finds a project's rows past the age limit without reading the others.
+  `
+  CREATE INDEX request_log_project_created ON request_log(project_id, created_at);
   `,
 ]);
 

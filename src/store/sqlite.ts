@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 import { migrate } from './migrations.js';
+import { rowTokens, usageMonth } from './types.js';
 import type {
   ApiKeyRecord,
   JobState,
@@ -19,6 +20,15 @@ import type {
   TrainingExample,
   TrainingJob,
 } from './types.js';
+
+/**
+ * One retention batch: a project's rows too old, or at or below the id of the newest row it no longer keeps.
+ * Exported for the test that checks its query plan.
+ */
+export const kPruneLogSql = `DELETE FROM request_log WHERE id IN (
+  SELECT id FROM request_log WHERE project_id = ? AND created_at < ?
+  UNION SELECT id FROM request_log WHERE project_id = ? AND id <= ?
+  LIMIT ?)`;
 
 /** The database file inside a data directory. */
 export const kDatabaseFile = 'svc.sqlite';
@@ -125,12 +135,22 @@ export class SqliteStore implements Store {
       release: p(
         "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
       ),
+      countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
         `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
            tokens_in, tokens_out, error, request_body, response_body, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      addUsage: p(
+        `INSERT INTO project_usage (project_id, month, tokens) VALUES (?, ?, ?)
+         ON CONFLICT (project_id, month) DO UPDATE SET tokens = tokens + excluded.tokens`,
+      ),
+      getUsage: p('SELECT tokens FROM project_usage WHERE project_id = ? AND month = ?'),
       listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
+      logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
+      // The oldest row the project keeps by count: everything at or below the next id goes.
+      nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
+      pruneLog: p(kPruneLogSql),
     };
   }
 
@@ -278,17 +298,42 @@ export class SqliteStore implements Store {
     this.#sql.release.run(at, modelId);
   }
 
+  async countJobs(): Promise<Record<JobState, number>> {
+    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    for (const row of this.#sql.countJobs.all() as { state: JobState; n: number }[]) counts[row.state] = row.n;
+    return counts;
+  }
+
   async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {
-    const info = this.#sql.insertLog.run(
-      r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
-      r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
-    );
-    return Number(info.lastInsertRowid);
+    // One transaction: the usage counter never misses a logged call, nor counts one twice.
+    return this.#db.transaction(() => {
+      const info = this.#sql.insertLog.run(
+        r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
+        r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
+      );
+      const tokens = rowTokens(r);
+      if (tokens > 0) this.#sql.addUsage.run(r.projectId, usageMonth(r.createdAt), tokens);
+      return Number(info.lastInsertRowid);
+    }).immediate();
+  }
+
+  async getProjectUsage(projectId: string, month: string): Promise<number> {
+    return (this.#sql.getUsage.get(projectId, month) as { tokens: number } | undefined)?.tokens ?? 0;
   }
 
   async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
     const before = options.before ?? Number.MAX_SAFE_INTEGER;
     return (this.#sql.listLog.all(projectId, before, options.limit) as LogRow[]).map(toLog);
+  }
+
+  async listRequestLogProjects(): Promise<string[]> {
+    return (this.#sql.logProjects.all() as { project_id: string }[]).map((r) => r.project_id);
+  }
+
+  async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
+    const nth = this.#sql.nthNewestLog.get(projectId, options.keepNewest) as { id: number } | undefined;
+    // Both halves walk an index on (project_id, ...); UNION counts a row in both once, so a short batch means done.
+    return this.#sql.pruneLog.run(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit).changes;
   }
 
   async close(): Promise<void> {

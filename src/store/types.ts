@@ -111,6 +111,23 @@ export interface RequestLogRow {
   createdAt: Millis;
 }
 
+/**
+ * The calendar month (UTC) a moment falls in, as budgets count it: `YYYY-MM`.
+ *
+ * @example
+ * ```ts
+ * usageMonth(Date.UTC(2026, 10, 30, 23, 59)); // '2026-11'
+ * ```
+ */
+export function usageMonth(at: Millis): string {
+  return new Date(at).toISOString().slice(0, 7);
+}
+
+/** Tokens a request-log row counts against its project's budget: input plus output, unknown ones as 0. */
+export function rowTokens(row: Pick<RequestLogRow, 'tokensIn' | 'tokensOut'>): number {
+  return (row.tokensIn ?? 0) + (row.tokensOut ?? 0);
+}
+
 export interface Store {
   // organizations
   createOrganization(id: string): Promise<Organization>;
@@ -155,11 +172,27 @@ export interface Store {
    * shutdown stopped it, so it should not count towards the crash limit.
    */
   releaseJob(modelId: string, at: Millis): Promise<void>;
+  /** How many jobs are in each state (every state present, 0 when none). */
+  countJobs(): Promise<Record<JobState, number>>;
 
   // proxy request log
+  /**
+   * Inserts the row and, in the same transaction, adds its tokens ({@link rowTokens}) to the project's usage for
+   * the month of `createdAt` ({@link usageMonth}).
+   */
   insertRequestLog(row: Omit<RequestLogRow, 'id'>): Promise<number>;
+  /** Proxy tokens the project used in `month` (`YYYY-MM`, UTC); 0 when none. Pruning the log does not lower it. */
+  getProjectUsage(projectId: string, month: string): Promise<number>;
   /** Newest first; `before` is an exclusive row id cursor. */
   listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]>;
+  /** Projects that have request-log rows. */
+  listRequestLogProjects(): Promise<string[]>;
+  /**
+   * Deletes up to `limit` of the project's rows that are created before `olderThan` or are not among its
+   * `keepNewest` newest; returns how many went. Retention calls it again while it returns `limit`, so no one
+   * statement holds the write lock for long.
+   */
+  pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number>;
 
   close(): Promise<void>;
 }

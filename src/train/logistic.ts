@@ -1,7 +1,8 @@
 // L2-regularized logistic regression, solved to convergence by Newton's method.
 //
 // Objective, as scikit-learn's LogisticRegression defines it (the intercept is not penalized):
-//   f(w, b) = 0.5 * ||w||^2 + C * sum_i log(1 + exp(-s_i * (x_i . w + b))),  s_i = +1 / -1.
+//   f(w, b) = 0.5 * ||w||^2 + C * sum_i v_i log(1 + exp(-s_i * (x_i . w + b))),  s_i = +1 / -1,
+// with v_i the example's weight (1 unless `sampleWeights` says otherwise).
 // The problem is strictly convex, so Newton's method (iteratively reweighted least squares)
 // with a Cholesky solve of the (d+1) x (d+1) system reaches the unique minimum in a handful
 // of steps. Everything is float64 and sequential, so the same input gives the same bits.
@@ -10,6 +11,8 @@
 export interface LogisticOptions {
   /** Inverse regularization strength, as scikit-learn's `C`. */
   C?: number;
+  /** Per-example weights, as scikit-learn's `sample_weight` (default 1 each; see `balancedWeights`). */
+  sampleWeights?: ArrayLike<number>;
   /** Stop when the gradient's Euclidean norm is below this. */
   tolerance?: number;
   maxIterations?: number;
@@ -27,7 +30,7 @@ export interface LogisticFit {
   objective: number;
 }
 
-const kDefaults: Readonly<Required<LogisticOptions>> = Object.freeze({
+const kDefaults: Readonly<Required<Omit<LogisticOptions, 'sampleWeights'>>> = Object.freeze({
   C: 1,
   tolerance: 1e-14,
   maxIterations: 100,
@@ -55,19 +58,20 @@ function margins(x: ArrayLike<number>, n: number, d: number, theta: Float64Array
   }
 }
 
-function objective(theta: Float64Array, d: number, z: Float64Array, y: ArrayLike<number>, C: number): number {
+// `scales[i]` is C times example i's weight.
+function objective(theta: Float64Array, d: number, z: Float64Array, y: ArrayLike<number>, scales: Float64Array): number {
   let penalty = 0;
   for (let j = 0; j < d; j++) penalty += theta[j] * theta[j];
   let loss = 0;
-  for (let i = 0; i < z.length; i++) loss += softplus(y[i] ? -z[i] : z[i]);
-  return 0.5 * penalty + C * loss;
+  for (let i = 0; i < z.length; i++) loss += scales[i] * softplus(y[i] ? -z[i] : z[i]);
+  return 0.5 * penalty + loss;
 }
 
 /** Examples per block of the Hessian's accumulation. */
 const kBlock = 32;
 
 /**
- * Adds the log-loss gradient and the Hessian's upper triangle (C * X~' D X~, X~ = [X 1]) over
+ * Adds the log-loss gradient and the Hessian's upper triangle (X~' S D X~, X~ = [X 1], S = C * weights) over
  * all examples. Examples go in blocks of kBlock, stored feature-major, so each Hessian entry
  * is read and written once per block (not once per example) and the inner loop is a
  * contiguous dot product: the O(n d^2) part runs several times faster. Fixed order, so
@@ -79,7 +83,7 @@ function accumulate(
   d: number,
   z: Float64Array,
   labels: Float64Array,
-  C: number,
+  scales: Float64Array,
   gradient: Float64Array,
   hessian: Float64Array,
   block: Float64Array,
@@ -93,8 +97,8 @@ function accumulate(
     for (let b = 0; b < count; b++) {
       const i = start + b;
       const p = sigmoid(z[i]);
-      const residual = C * (p - labels[i]);
-      const weight = C * p * (1 - p);
+      const residual = scales[i] * (p - labels[i]);
+      const weight = scales[i] * p * (1 - p);
       const row = i * d;
       for (let j = 0; j < d; j++) {
         const xj = x[row + j];
@@ -192,6 +196,9 @@ export function fitLogisticRegression(
   if (x.length !== n * d) throw new RangeError(`x must hold n * d = ${n * d} values (got ${x.length})`);
   if (!(C > 0)) throw new RangeError('options.C must be a positive number');
   const labels = Float64Array.from({ length: n }, (_, i) => (y[i] ? 1 : 0));
+  const weights = options.sampleWeights;
+  if (weights !== undefined && weights.length !== n) throw new RangeError(`options.sampleWeights must hold ${n} values`);
+  const scales = Float64Array.from({ length: n }, (_, i) => C * (weights === undefined ? 1 : weights[i]));
 
   const m = d + 1;
   let theta = new Float64Array(m);
@@ -202,7 +209,7 @@ export function fitLogisticRegression(
   const block = new Float64Array(kBlock * m);
   const weighted = new Float64Array(kBlock * m);
   margins(x, n, d, theta, z);
-  let value = objective(theta, d, z, labels, C);
+  let value = objective(theta, d, z, labels, scales);
   let gradientNorm = Infinity;
   let previousNorm = Infinity;
   let iterations = 0;
@@ -211,7 +218,7 @@ export function fitLogisticRegression(
     // Gradient and Hessian (upper triangle) at theta.
     gradient.fill(0);
     hessian.fill(0);
-    accumulate(x, n, d, z, labels, C, gradient, hessian, block, weighted);
+    accumulate(x, n, d, z, labels, scales, gradient, hessian, block, weighted);
     let squared = 0;
     for (let j = 0; j < m; j++) {
       if (j < d) {
@@ -241,7 +248,7 @@ export function fitLogisticRegression(
     for (let halvings = 0; halvings < 60; halvings++) {
       for (let j = 0; j < m; j++) trial[j] = theta[j] - alpha * step[j];
       margins(x, n, d, trial, trialZ);
-      trialValue = objective(trial, d, trialZ, labels, C);
+      trialValue = objective(trial, d, trialZ, labels, scales);
       if (trialValue <= value - 1e-4 * alpha * decrement) break;
       alpha /= 2;
     }

@@ -211,7 +211,13 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
         true_examples: trueExamples,
         false_examples: examples.length - trueExamples,
       },
-      metrics: { train_accuracy: fit.trainAccuracy, train_seconds: Math.round(seconds * 1000) / 1000 },
+      metrics: {
+        train_accuracy: fit.trainAccuracy,
+        train_seconds: Math.round(seconds * 1000) / 1000,
+        cv_accuracy: fit.crossValidation.accuracy,
+        cv_macro_f1: fit.crossValidation.macroF1,
+        cv_folds: fit.crossValidation.folds,
+      },
       library_version: packageVersion(),
     };
     const head = Object.freeze({ weights: fit.weights, bias: fit.bias });

@@ -1,13 +1,13 @@
 // `svc --help`, `svc help <command>`, every command's `--help`, `--version`, and the messages for a
 // wrong command line, from the real `bin/svc.js` as npm installs it (so over dist/: `npx tsup` first).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { kCommandNames } from '../../src/cli/help.js';
-import { kRepoRoot, svcBin } from '../_support/cli.js';
+import { expectFreshBundle, kRepoRoot, svcBin } from '../_support/cli.js';
 
 const kVersion = (JSON.parse(readFileSync(join(kRepoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -20,20 +20,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-beforeAll(() => {
-  // A stale bundle would test yesterday's command line: say so instead.
-  const bundle = join(kRepoRoot, 'dist', 'cli.js');
-  let built: number;
-  try {
-    built = statSync(bundle).mtimeMs;
-  } catch {
-    throw new Error(`${bundle} is missing: run 'npx tsup' first`);
-  }
-  const newer = readdirSync(join(kRepoRoot, 'src'), { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile() && statSync(join(entry.parentPath, entry.name)).mtimeMs > built)
-    .map((entry) => entry.name);
-  if (newer.length > 0) throw new Error(`dist/cli.js is older than src/ (${newer.join(', ')}): run 'npx tsup' first`);
-});
+beforeAll(expectFreshBundle);
 
 describe('svc help', () => {
   it('--help, -h and `svc help` list every command; --version prints the package version', async () => {
@@ -41,7 +28,7 @@ describe('svc help', () => {
     expect([overview.code, overview.stderr]).toEqual([0, '']);
     expect(overview.stdout.split('\n')[0]).toBe(`svc ${kVersion}: train few-shot text classifiers, serve them, proxy chat models`);
     const listed = [...overview.stdout.matchAll(/^ {2}([a-z]+) {2,}\S/gm)].map((m) => m[1]);
-    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'train', 'predict', 'pull', 'info', 'help']);
+    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'logs', 'train', 'predict', 'pull', 'info', 'help']);
     expect(await svcBin(['-h'])).toEqual(overview);
     expect(await svcBin(['help'])).toEqual(overview);
 
@@ -107,8 +94,18 @@ describe('a wrong command line', () => {
     expect(await svcBin(['serve', '--port', 'http'])).toEqual({
       code: 2, stdout: '', stderr: "svc serve: --port must be an integer, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
     });
+    expect(await svcBin(['serve', '--log-level', 'loud'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent; got 'loud'\nRun 'svc serve --help' for its options and examples.\n",
+    });
     expect(await svcBin(['info', 'now'])).toEqual({
       code: 2, stdout: '', stderr: "svc info: unexpected argument 'now'\nRun 'svc info --help' for its options and examples.\n",
+    });
+    expect(await svcBin(['logs', 'purge'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "usage: svc logs prune [--days <n>] [--max-rows <n>] [--data <dir>]\nRun 'svc logs --help' for its options and examples.\n",
     });
     expect(await svcBin(['orgs', 'rename', 'acme'])).toEqual({
       code: 2,

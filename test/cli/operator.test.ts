@@ -77,6 +77,31 @@ describe('svc operator commands', () => {
     });
   });
 
+  it('prune the request log by hand: rows past the age or the per-project count go, and the count is printed', async () => {
+    const logs = join(dir, 'logs');
+    const store = SqliteStore.open(logs);
+    const day = 24 * 60 * 60 * 1000;
+    const row = {
+      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}',
+    };
+    // Six rows 40, 20, 10, 3, 2 and 1 days old.
+    for (const age of [40, 20, 10, 3, 2, 1]) await store.insertRequestLog({ ...row, createdAt: Date.now() - age * day });
+    await store.close();
+    // Default 30 days: the 40-day-old row.
+    expect(await svc(['logs', 'prune', '--data', logs])).toEqual({ code: 0, stdout: 'pruned 1 request-log row\n', stderr: '' });
+    expect(await svc(['logs', 'prune', '--days', '15', '--max-rows', '2', '--data', logs])).toEqual({
+      code: 0, stdout: 'pruned 3 request-log rows\n', stderr: '',
+    });
+    const after = SqliteStore.open(logs);
+    const ages = (await after.listRequestLog('proj_1', { limit: 10 })).map((r) => Math.round((Date.now() - r.createdAt) / day));
+    await after.close();
+    expect(ages).toEqual([1, 2]);
+    expect(await svc(['logs', 'prune', '--days', '0', '--data', logs])).toEqual({
+      code: 1, stdout: '', stderr: "svc logs: --days must be a positive integer; got '0'\n",
+    });
+  });
+
   it('explains wrong usage with exit code 2', async () => {
     expect(await svc(['keys', 'create', '--data', dir])).toEqual({
       code: 2,

@@ -71,9 +71,27 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   const responseBody = JSON.parse((await page.textContent('#response-body'))!);
   expect(responseBody.choices[0].message.content).toBe('Echo: first question');
 
-  // One latency line and one token line, a point per request (the 429 has no tokens).
-  expect(await page.$$eval('#chart polyline', (lines) => lines.length)).toBe(2);
-  expect(await page.$$eval('#chart circle', (dots) => dots.length)).toBe(3 + 2);
+  // Two panels, each on its own scale with labelled axes: a point per request in latency, none for the 429 in tokens.
+  for (const [panel, title, dots] of [['#chart-latency', 'latency (ms)', 3], ['#chart-tokens', 'tokens (in + out)', 2]] as const) {
+    expect(await page.$$eval(`${panel} polyline`, (lines) => lines.length)).toBe(1);
+    expect(await page.$$eval(`${panel} circle`, (circles) => circles.length)).toBe(dots);
+    expect(await page.textContent(`${panel} .y-title`)).toBe(title);
+    expect(await page.textContent(`${panel} .x-title`)).toBe('time');
+    // The calls came within seconds: the time ticks are clock times to the second, 24-hour, in order.
+    const times = await page.$$eval(`${panel} .x-tick`, (ticks) => ticks.map((tick) => tick.textContent!));
+    expect(times.length).toBeGreaterThanOrEqual(2);
+    for (const time of times) expect(time).toMatch(/^\d{2}:\d{2}:\d{2}$/);
+    expect([...times].sort()).toEqual(times);
+    // Value ticks start at 0, rise in one round step, and the top one is at least the largest value.
+    const values = await page.$$eval(`${panel} .y-tick`, (ticks) => ticks.map((tick) => Number(tick.textContent)));
+    expect(values[0]).toBe(0);
+    const step = values[1] - values[0];
+    expect(String(step / 10 ** Math.floor(Math.log10(step)))).toMatch(/^(1|2|5)$/);
+    values.forEach((v, i) => expect(v).toBeCloseTo(i * step, 6));
+    const highest = await page.$$eval(`${panel} circle`, (circles) => Math.min(...circles.map((c) => Number(c.getAttribute('cy')))));
+    const topTick = await page.$$eval(`${panel} .y-tick`, (ticks) => Number(ticks.at(-1)!.getAttribute('y')) - 4);
+    expect(highest).toBeGreaterThanOrEqual(topTick);
+  }
   expect(foreign).toEqual([]);
   expect(violations).toEqual([]);
 
@@ -84,10 +102,12 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   await page.waitForSelector('#rows tr:nth-child(4)');
   expect((await models())[0]).toBe('provider-b:mistral-fake');
   await page.click('#rows tr:nth-child(4)');
+  expect(await page.$$eval('#chart-latency circle', (circles) => circles.length)).toBe(4);
 
   const dir = join(process.cwd(), 'tmp');
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: join(dir, 'dashboard.png'), fullPage: true });
+  await page.locator('#chart-card').screenshot({ path: join(dir, 'dashboard-charts.png') });
   await page.close();
 });
 

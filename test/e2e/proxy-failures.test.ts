@@ -1,4 +1,5 @@
-// Failures as the official SDKs see them: access errors, upstream errors, timeouts, cut streams, disconnects.
+// Failures as the official SDKs see them: access errors, spent budgets, upstream errors, timeouts, cut streams,
+// disconnects.
 import { createServer } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { Mistral } from '@mistralai/mistralai';
@@ -7,6 +8,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatChunks } from '../../fixtures/fake-provider.js';
 import { officialClients, type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
+import { usageMonth } from '../../src/store/types.js';
 
 let h: ProxyHarness;
 let openai: OpenAI;
@@ -255,5 +257,68 @@ describe('streams', () => {
     const upstream = await h.fake.closed('stall');
     expect(upstream.closedEarly).toBe(true);
     expect(await h.rowFor('provider-a:stall')).toMatchObject({ status: 0, stream: true, error: 'client closed the connection' });
+  });
+});
+
+// Monthly token budgets: a spent budget stops the project's calls before any reaches the provider, in each provider's
+// error shape, until the operator raises it; last month's usage does not count. The budget's messages: 3 words in,
+// 'Echo:' + 3 words out (the fake provider's usage).
+const budgetMessages = [{ role: 'user' as const, content: 'count my tokens' }];
+const kCallTokens = 3 + 4;
+
+describe('monthly token budgets', () => {
+  it('403 budget_exceeded in each provider shape once the month used the budget, with no upstream call', async () => {
+    // A project of its own: the calls above count against the harness's project.
+    const projectId = 'proj_budget00001';
+    await h.store.createProject({ id: projectId, orgId: 'acme', name: 'budget', createdAt: Date.now(), monthlyTokenBudget: null });
+    const sdkBase = `${h.base}/v2/${projectId}/`;
+    const openai = new OpenAI({ baseURL: sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
+    const anthropic = new Anthropic({ baseURL: sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
+    const now = Date.now();
+    const month = usageMonth(now);
+    const lastMonth = usageMonth(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 0));
+    // Last month's calls count against last month only.
+    await h.store.insertRequestLog({
+      projectId, keyId: h.acmeKeyId, provider: 'provider-a', model: 'provider-a:old', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 1, tokensIn: 1_000_000, tokensOut: 0, error: null, requestBody: '{}', responseBody: '{}',
+      createdAt: Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1) - 1,
+    });
+    expect(await h.store.getProjectUsage(projectId, lastMonth)).toBe(1_000_000);
+    await h.store.setProjectBudget(projectId, 2 * kCallTokens);
+
+    await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages });
+    await h.logRows(2, projectId); // last month's row and this one
+    expect(await h.store.getProjectUsage(projectId, month)).toBe(kCallTokens);
+    // Under budget still: a stream goes through and counts (the proxy asks for its usage).
+    const stream = await openai.chat.completions.create({ model: 'provider-a:gpt-stream', messages: budgetMessages, stream: true });
+    for await (const chunk of stream) void chunk;
+    await h.logRows(3, projectId);
+    expect(await h.store.getProjectUsage(projectId, month)).toBe(2 * kCallTokens);
+
+    const upstreamCalls = h.fake.requests.length;
+    const message = `The project '${projectId}' has used ${2 * kCallTokens} of its ${2 * kCallTokens} proxy tokens for ${month} (UTC); the budget starts again next month, or the operator can raise it`;
+    const openaiError = await caught(openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages }));
+    expect(openaiError).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(openaiError.error).toEqual({ message, type: 'permission_error', param: null, code: 'budget_exceeded' });
+    const streamError = await caught(openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages, stream: true }));
+    expect(streamError).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    const anthropicError = await caught(anthropic.messages.create({ model: 'provider-c:claude-fake', max_tokens: 8, messages: budgetMessages }));
+    expect(anthropicError).toBeInstanceOf(Anthropic.PermissionDeniedError);
+    expect(anthropicError.error).toEqual({ type: 'error', error: { type: 'permission_error', message } });
+    const mistralResponse = await fetch(`${sdkBase}v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${h.acmeKey}` },
+      body: JSON.stringify({ model: 'provider-b:mistral-fake', messages: budgetMessages }),
+    });
+    expect(mistralResponse.status).toBe(403);
+    expect(await mistralResponse.json()).toEqual({ object: 'error', message, type: 'permission_error', param: null, code: '403' });
+    expect(h.fake.requests.length).toBe(upstreamCalls);
+
+    // The operator raises the budget (or removes it): calls go through again.
+    await h.store.setProjectBudget(projectId, 3 * kCallTokens);
+    const completion = await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages });
+    expect(completion.usage?.total_tokens).toBe(kCallTokens);
+    expect(h.fake.requests.length).toBe(upstreamCalls + 1);
+    await h.store.setProjectBudget(projectId, null);
   });
 });

@@ -59,11 +59,14 @@ describe('headers', () => {
       const response = await post('chat/completions', `provider-a:back-${stream}`, {}, stream);
       await response.text();
       const names = [...response.headers.keys()].filter((name) => !['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(name));
+      // The x-ratelimit-*-requests headers are the proxy's own, about the client's key (the upstream's were dropped).
+      const ours = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
       expect(names.sort()).toEqual(
         stream
-          ? ['cache-control', 'content-type', 'x-accel-buffering', 'x-request-id']
-          : ['content-length', 'content-type', 'x-request-id'],
+          ? ['cache-control', 'content-type', 'x-accel-buffering', ...ours, 'x-request-id']
+          : ['content-length', 'content-type', ...ours, 'x-request-id'],
       );
+      expect(response.headers.get('x-ratelimit-limit-requests')).toBe('600');
     }
     const limited = await post('chat/completions', 'provider-a:fail-429');
     expect([limited.status, limited.headers.get('retry-after'), limited.headers.get('openai-organization')]).toEqual([429, '7', null]);

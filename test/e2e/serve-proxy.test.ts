@@ -62,4 +62,26 @@ describe('svc serve with the proxy', () => {
     }
     expect(log.data.map((row) => [row.model, row.status])).toEqual([['provider-a:gpt-test', 200]]);
   });
+
+  it("applies the operator's rpm and budget to the running server at the next request", async () => {
+    const ask = () =>
+      new OpenAI({ baseURL: `${server.url}/v2/${projectId}/`, apiKey: key, maxRetries: 0 }).chat.completions
+        .create({ model: 'provider-a:gpt-test', messages: [{ role: 'user', content: 'hello there' }] })
+        .withResponse();
+    expect((await svc(['orgs', 'limits', 'acme', '--rpm', '1000', '--data', dir])).code).toBe(0);
+    const { response } = await ask();
+    expect(response.headers.get('x-ratelimit-limit-requests')).toBe('1000');
+
+    // The calls so far used 2 + 3 tokens each (the fake's usage for 'hello there'): a budget of 1 is spent.
+    expect((await svc(['projects', 'budget', projectId, '--tokens', '1', '--data', dir])).code).toBe(0);
+    const spent = await ask().then(() => null, (error: unknown) => error);
+    expect(spent).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((spent as InstanceType<typeof OpenAI.PermissionDeniedError>).code).toBe('budget_exceeded');
+
+    expect((await svc(['orgs', 'limits', 'acme', '--rpm', '1', '--data', dir])).code).toBe(0);
+    const limited = await fetch(`${server.url}/v2/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect([limited.status, limited.headers.get('x-ratelimit-limit-requests'), limited.headers.get('x-ratelimit-remaining-requests')]).toEqual([429, '1', '0']);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await limited.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+  });
 });

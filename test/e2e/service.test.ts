@@ -12,6 +12,7 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
+import { httpCall } from '../_support/http.js';
 
 const imdb = uciSentences('imdb');
 const positives = imdb.filter((r) => r.label);
@@ -27,15 +28,8 @@ let acmeKey: string;
 let globexKey: string;
 
 async function call(method: string, path: string, key: string | null, body?: unknown) {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  const answer = await httpCall(server.url, method, path, key, body);
+  return { status: answer.status, body: JSON.parse(answer.text) as Record<string, unknown> };
 }
 
 const notVisible = (what: string) => ({
@@ -80,14 +74,19 @@ describe('svc serve', () => {
 
     const predicted = await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: heldOut });
     expect(predicted.status).toBe(200);
-    const { predictions } = predicted.body as { predictions: { label: boolean; probability: number }[] };
+    const { predictions } = predicted.body as { predictions: { label: boolean; probability: number; truncated: boolean }[] };
     expect(Object.keys(predicted.body)).toEqual(['model', 'label_text', 'predictions']);
+    expect(predictions.map((p) => [Object.keys(p), p.truncated])).toEqual(heldOut.map(() => [['label', 'probability', 'truncated'], false]));
     expect([predicted.body.model, predicted.body.label_text, predictions.length]).toEqual([modelId, 'positive review', 10]);
     // Exactly what the library gives for the model the service put in its hub.
     const loaded = await Classifier.load(`acme/${modelId}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     expect(predictions).toEqual(await loaded.predict(heldOut));
     loaded.dispose();
     for (const p of predictions) expect(p.label).toBe(p.probability >= 0.5);
+    // A text longer than the context window is answered, and says that only its start was read.
+    const long = await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: ['great '.repeat(300), 'great'] });
+    const cut = (long.body as { predictions: { truncated: boolean }[] }).predictions.map((p) => p.truncated);
+    expect([long.status, cut]).toEqual([200, [true, false]]);
 
     expect(await call('GET', '/v2/models', acmeKey)).toEqual({ status: 200, body: { object: 'list', data: [{ ...model, status: 'trained' }] } });
   });

@@ -47,6 +47,24 @@ describe('Tokenizer', () => {
     expect(Array.from(tokenizer.encode('unbelievably'))).toEqual([101, 4895, 8671, 2666, 3567, 6321, 102]);
   });
 
+  it('says which texts of a batch were cut, with the same ids as encode', () => {
+    const texts = ['Hello, world! How are you today?', 'Hello, world!', 'unbelievably', '', 'a [SEP] b', 'Hello, world', 'Hello,'];
+    const batch = tokenizer.encodeBatch(texts, { maxLength: 5, offsets: true });
+    // 'Hello, world' and 'a [SEP] b' are exactly 3 tokens and [CLS] [SEP]: they fit, one token more does not.
+    expect(Array.from(batch.truncated)).toEqual([1, 1, 1, 0, 0, 0, 0]);
+    expect(Array.from(batch.lengths)).toEqual([5, 5, 5, 2, 5, 5, 4]);
+    let at = 0;
+    texts.forEach((text, i) => {
+      expect(Array.from(batch.ids.subarray(at, at + batch.lengths[i]!))).toEqual(Array.from(tokenizer.encode(text, { maxLength: 5 })));
+      at += batch.lengths[i]!;
+    });
+    expect(batch.offsets!.length).toBe(2 * at);
+    expect(Array.from(batch.offsets!.subarray(0, 10))).toEqual([0, 0, 0, 5, 5, 6, 7, 12, 0, 0]);
+    // A text of only accents and control characters has no tokens to cut.
+    expect(Array.from(tokenizer.encodeBatch(['Hi \u0301\u0000'], { maxLength: 3 }).truncated)).toEqual([0]);
+    expect(Array.from(tokenizer.encodeBatch(['word '.repeat(255), 'word '.repeat(254)]).truncated)).toEqual([1, 0]);
+  });
+
   it('handles empty, whitespace-only and special-token texts', () => {
     expect(Array.from(tokenizer.encode(''))).toEqual([101, 102]);
     expect(Array.from(tokenizer.encode(' \t\n\u00a0\u3000'))).toEqual([101, 102]);

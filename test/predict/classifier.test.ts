@@ -39,10 +39,18 @@ describe('Classifier.predict', () => {
     const batch = await classifier.predict(texts.slice(0, 3));
     expect(batch).toHaveLength(3);
     const single = await classifier.predict(texts[1]);
-    expect(single).toEqual({ label: single.probability >= 0.5, probability: single.probability });
+    expect(single).toEqual({ label: single.probability >= 0.5, probability: single.probability, truncated: false });
     expect(single.probability).toBeCloseTo(batch[1].probability, 6);
     for (const p of batch) expect(p.label).toBe(p.probability >= 0.5);
     expect(await classifier.predict([])).toEqual([]);
+  });
+
+  it('says which predictions read only the start of a text longer than the base model reads', async () => {
+    // 254 words and [CLS] [SEP] fill svc-small's 256 tokens exactly; one word more is cut.
+    const [fits, cut, short] = await classifier.predict(['good '.repeat(254), 'good '.repeat(255), texts[0]]);
+    expect([fits.truncated, cut.truncated, short.truncated]).toEqual([false, true, false]);
+    // The cut text is scored on the same 256 tokens as the one that fits.
+    expect(cut.probability).toBeCloseTo(fits.probability, 6);
   });
 
   it('merges concurrent calls into few engine batches, across classifiers of one base model', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { eventsMentioning, lastBoundaryEnd, SseEventCutter } from '../../src/proxy/sse.js';
+import { eventsMentioning, lastBoundaryEnd, SseEventCutter, withoutEvents } from '../../src/proxy/sse.js';
+import { isUsageOnlyChunk } from '../../src/proxy/stream-usage.js';
 
 const b = (text: string) => Buffer.from(text);
 
@@ -28,5 +29,15 @@ describe('eventsMentioning', () => {
     expect(eventsMentioning(events, '"usage"')).toEqual([{ usage: { prompt_tokens: 3 } }]);
     expect(eventsMentioning('event: message_delta\ndata: {"usage":{"output_tokens":9}}\n\n', '"usage"')).toEqual([{ usage: { output_tokens: 9 } }]);
     expect(eventsMentioning(events, '"nothing"')).toEqual([]);
+  });
+});
+
+describe('withoutEvents', () => {
+  it('drops the usage-only chunk and keeps every other event byte for byte, CRLF included', () => {
+    const usage = 'data: {"choices":[],"usage":{"prompt_tokens":3}}';
+    const events = `data: {"choices":[{"index":0}],"usage":null}\r\n\r\n${usage}\n\ndata: [DONE]\n\n`;
+    expect(withoutEvents(events, '"usage"', isUsageOnlyChunk)).toBe('data: {"choices":[{"index":0}],"usage":null}\r\n\r\ndata: [DONE]\n\n');
+    expect(withoutEvents(`${usage}\n\n`, '"usage"', isUsageOnlyChunk)).toBe('');
+    expect(withoutEvents('data: {"a":1}\n\n', '"usage"', isUsageOnlyChunk)).toBe('data: {"a":1}\n\n');
   });
 });

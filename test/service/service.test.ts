@@ -259,3 +259,29 @@ describe('training jobs', () => {
     expect(existsSync(runtime.modelDir('acme', training.id))).toBe(false);
   });
 });
+
+describe('request-log retention', () => {
+  it('prunes in the background from start(), by age and per-project count, and by hand', async () => {
+    const store = SqliteStore.open(join(dir, 'retention'));
+    const day = 24 * 60 * 60 * 1000;
+    const row = {
+      keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}',
+    };
+    for (const age of [9, 5, 4, 3, 2, 1]) await store.insertRequestLog({ ...row, projectId: 'proj_a', createdAt: Date.now() - age * day });
+    for (const age of [8, 1]) await store.insertRequestLog({ ...row, projectId: 'proj_b', createdAt: Date.now() - age * day });
+    const background = new SvcService({
+      store, runtime: new WordCountRuntime(join(dir, 'retention-hub'), 1), retention: { days: 7, maxRowsPerProject: 3, intervalMs: 60_000 },
+    });
+    const ages = async (projectId: string) =>
+      (await store.listRequestLog(projectId, { limit: 10 })).map((r) => Math.round((Date.now() - r.createdAt) / day));
+    await background.start();
+    // The first run starts on the next turn of the event loop; wait for it to show.
+    for (let i = 0; i < 100 && (await ages('proj_a')).length > 3; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await ages('proj_a')).toEqual([1, 2, 3]);
+    expect(await ages('proj_b')).toEqual([1]);
+    expect(await background.pruneRequestLog({ maxRowsPerProject: 1 })).toBe(2);
+    expect(await ages('proj_a')).toEqual([1]);
+    await background.close();
+  });
+});

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { kDatabaseFile, SqliteStore } from '../../src/store/sqlite.js';
+import { kDatabaseFile, kPruneLogSql, SqliteStore } from '../../src/store/sqlite.js';
 import { kMigrations } from '../../src/store/migrations.js';
-import type { ModelRecord, TrainingExample } from '../../src/store/types.js';
+import { type ModelRecord, type TrainingExample, usageMonth } from '../../src/store/types.js';
 
 let dir: string;
 let store: SqliteStore;
@@ -141,5 +141,83 @@ describe('SqliteStore', () => {
     expect((await store.listRequestLog('proj_1', { limit: 2 })).map((r) => r.id)).toEqual([ids[2], ids[1]]);
     const older = await store.listRequestLog('proj_1', { limit: 2, before: ids[1] });
     expect(older).toEqual([{ ...row, id: ids[0], createdAt: 0 }]);
+  });
+
+  it('counts each project\'s tokens per UTC month with every log insert, and keeps the count when log rows go', async () => {
+    const row = {
+      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 2, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}',
+      createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999),
+    };
+    await store.insertRequestLog(row);
+    await store.insertRequestLog({ ...row, tokensIn: 10, tokensOut: null });
+    await store.insertRequestLog({ ...row, tokensIn: null, tokensOut: null, status: 502 });
+    await store.insertRequestLog({ ...row, createdAt: Date.UTC(2026, 11, 1, 0, 0, 0, 0), tokensIn: 1, tokensOut: 2 });
+    await store.insertRequestLog({ ...row, projectId: 'proj_2', tokensIn: 100, tokensOut: 1 });
+    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
+    expect(await store.getProjectUsage('proj_1', '2026-12')).toBe(3);
+    expect(await store.getProjectUsage('proj_2', '2026-11')).toBe(101);
+    expect(await store.getProjectUsage('proj_1', '2026-10')).toBe(0);
+    expect(usageMonth(Date.UTC(2026, 10, 30, 23, 59, 59, 999))).toBe('2026-11');
+
+    // Whatever prunes the log (retention), the month's count stays.
+    const db = new Database(join(dir, kDatabaseFile));
+    expect(db.prepare('DELETE FROM request_log').run().changes).toBe(5);
+    db.close();
+    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
+  });
+
+  it('counts the usage a data directory logged before the counter existed', async () => {
+    await store.close();
+    const db = new Database(join(dir, kDatabaseFile));
+    const at = Date.UTC(2026, 10, 15);
+    const insert = db.prepare(
+      `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms, tokens_in,
+         tokens_out, error, request_body, response_body, created_at) VALUES (?, 'key_1', 'provider-a', 'm', 0, 200, 1, 2, ?, ?, NULL, '{}', '{}', ?)`,
+    );
+    insert.run('proj_1', 4, 5, at);
+    insert.run('proj_1', 7, null, at);
+    insert.run('proj_1', null, null, at);
+    db.exec('DROP TABLE project_usage; DROP INDEX request_log_project_created; UPDATE schema_version SET version = 2');
+    db.close();
+    store = SqliteStore.open(dir);
+    expect(store.schemaVersion()).toBe(kMigrations.length);
+    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(16);
+  });
+
+  it('prunes a project\'s request log by age and by count, a batch at a time, through its indexes', async () => {
+    const row = {
+      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}', createdAt: 0,
+    };
+    // proj_1: ten rows created at 100, 200, ..., 1000; proj_2: two old rows that must survive proj_1's pruning.
+    const ids = [];
+    for (let i = 1; i <= 10; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i * 100 }));
+    await store.insertRequestLog({ ...row, projectId: 'proj_2', createdAt: 1 });
+    await store.insertRequestLog({ ...row, projectId: 'proj_2', createdAt: 2 });
+    expect(await store.listRequestLogProjects()).toEqual(['proj_1', 'proj_2']);
+
+    const left = async (projectId: string) => (await store.listRequestLog(projectId, { limit: 100 })).map((r) => r.id).reverse();
+    // Older than 350: three rows, at most two per call.
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(2);
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(1);
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(0);
+    expect(await left('proj_1')).toEqual(ids.slice(3));
+    // Keep the newest four; a row both too old and beyond the count is deleted (and counted) once.
+    expect(await store.pruneRequestLog('proj_1', { olderThan: 450, keepNewest: 4, limit: 100 })).toBe(3);
+    expect(await left('proj_1')).toEqual(ids.slice(6));
+    expect((await store.listRequestLog('proj_2', { limit: 100 })).length).toBe(2);
+
+    // Each half of the DELETE walks an index on the project: no full scan of the log.
+    const db = new Database(join(dir, kDatabaseFile), { readonly: true });
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN ${kPruneLogSql}`)
+      .all('proj_1', 1, 'proj_1', 1, 1) as { detail: string }[];
+    db.close();
+    expect(plan.map((step) => step.detail).filter((detail) => detail.startsWith('SEARCH request_log USING'))).toEqual([
+      'SEARCH request_log USING INTEGER PRIMARY KEY (rowid=?)',
+      'SEARCH request_log USING COVERING INDEX request_log_project_created (project_id=? AND created_at<?)',
+      'SEARCH request_log USING COVERING INDEX request_log_project (project_id=? AND id<?)',
+    ]);
   });
 });

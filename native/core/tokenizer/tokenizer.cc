@@ -122,18 +122,21 @@ const AddedToken* Tokenizer::match_added(const unsigned char* p, size_t n) const
 }
 
 size_t Tokenizer::encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                         std::vector<int32_t>* offsets) const {
-  return offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets)
-                 : encode_impl<false>(text, max_length, scratch, ids, nullptr);
+                         std::vector<int32_t>* offsets, bool* truncated) const {
+  return offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
+                 : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
 }
 
 template <bool kOffsets>
 size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeScratch& s, std::vector<int32_t>& ids,
-                              std::vector<int32_t>* offsets) const {
+                              std::vector<int32_t>* offsets, bool* truncated) const {
   const size_t first = ids.size();
   const size_t specials = special_token_count();
   // Special tokens never get truncated away; the text gets what is left.
-  const size_t budget = max_length > specials ? max_length - specials : 0;
+  const size_t kept = max_length > specials ? max_length - specials : 0;
+  // To tell whether the text was cut, produce one token more than is kept and drop it at the end:
+  // the tokens before it do not depend on what follows them.
+  const size_t budget = truncated != nullptr ? kept + 1 : kept;
   for (int32_t id : prefix_ids_) {
     ids.push_back(id);
     if constexpr (kOffsets) offsets->insert(offsets->end(), {0, 0});
@@ -313,6 +316,13 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
     u16 += units;
   }
   if (more) flush();
+  if (truncated != nullptr) {
+    *truncated = produced > kept;
+    if (*truncated) {
+      ids.pop_back();
+      if constexpr (kOffsets) offsets->resize(offsets->size() - 2);
+    }
+  }
   for (int32_t id : suffix_ids_) {
     ids.push_back(id);
     if constexpr (kOffsets) offsets->insert(offsets->end(), {0, 0});
@@ -321,8 +331,8 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
 }
 
 template size_t Tokenizer::encode_impl<true>(std::string_view, size_t, EncodeScratch&, std::vector<int32_t>&,
-                                             std::vector<int32_t>*) const;
+                                             std::vector<int32_t>*, bool*) const;
 template size_t Tokenizer::encode_impl<false>(std::string_view, size_t, EncodeScratch&, std::vector<int32_t>&,
-                                              std::vector<int32_t>*) const;
+                                              std::vector<int32_t>*, bool*) const;
 
 }  // namespace svc::tok

@@ -69,9 +69,10 @@ class Tokenizer {
 
   // Appends the ids of one UTF-8 text, special tokens included, at most
   // `max_length` of them; with `offsets`, appends one UTF-16 [start, end) pair
-  // per id (special tokens get [0, 0]). Returns the number of ids appended.
+  // per id (special tokens get [0, 0]). With `truncated`, sets it to whether the text had more
+  // tokens than fit (the ids are the same either way). Returns the number of ids appended.
   size_t encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                std::vector<int32_t>* offsets) const;
+                std::vector<int32_t>* offsets, bool* truncated = nullptr) const;
 
   size_t special_token_count() const { return prefix_ids_.size() + suffix_ids_.size(); }
   size_t truncation_max_length() const { return truncation_max_length_; }
@@ -80,7 +81,7 @@ class Tokenizer {
  private:
   template <bool kOffsets>
   size_t encode_impl(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                     std::vector<int32_t>* offsets) const;
+                     std::vector<int32_t>* offsets, bool* truncated) const;
   // The longest added token at the start of `p`, or nullptr.
   const AddedToken* match_added(const unsigned char* p, size_t n) const;
 

@@ -1,0 +1,36 @@
+import type { ProviderName } from './types.js';
+
+/** Providers whose streams carry usage only when asked with `stream_options.include_usage` (OpenAI's API). */
+const kUsageOnRequest: ReadonlySet<ProviderName> = new Set(['provider-a']);
+
+/**
+ * Makes an OpenAI-style stream report its usage, so that its tokens count against the project's budget. When the
+ * client did not ask for `stream_options.include_usage`, this asks for it in `body` and returns true: the caller
+ * then drops the extra usage chunk ({@link isUsageOnlyChunk}), and the client gets the stream it asked for.
+ *
+ * @example
+ * ```ts
+ * const body = { model: 'gpt-4o-mini', stream: true, messages };
+ * askForStreamUsage(body, 'provider-a'); // true; body.stream_options is { include_usage: true }
+ * ```
+ */
+export function askForStreamUsage(body: Record<string, unknown>, provider: ProviderName): boolean {
+  if (body.stream !== true || !kUsageOnRequest.has(provider)) return false;
+  const given = body.stream_options;
+  if (given === undefined || given === null) {
+    body.stream_options = { include_usage: true };
+    return true;
+  }
+  // Anything but an object is the client's mistake: the upstream's answer to it is the one to see.
+  if (typeof given !== 'object' || Array.isArray(given)) return false;
+  if ((given as { include_usage?: unknown }).include_usage === true) return false;
+  body.stream_options = { ...given, include_usage: true };
+  return true;
+}
+
+/** The chunk OpenAI adds for `include_usage`: no choices, only the usage. */
+export function isUsageOnlyChunk(data: unknown): boolean {
+  if (data === null || typeof data !== 'object') return false;
+  const chunk = data as { choices?: unknown; usage?: unknown };
+  return Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage !== null && typeof chunk.usage === 'object';
+}

@@ -1,0 +1,151 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+
+import type { FastifyPluginAsync } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+import { poolStats } from '../pool/pool.js';
+import type { SvcService } from '../service/service.js';
+import { kChannels, type PredictBatchEvent, type ProxyCallEvent, type RateLimitedEvent, type TrainingJobEvent } from '../telemetry.js';
+import { errorBody } from './errors.js';
+
+// Bucket bounds, seconds or texts, each chosen for what it measures.
+const kHttpBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const kUpstreamBuckets = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const kJobBuckets = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800];
+const kBatchBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** The `route` label of a request no route matched (its raw path would make one series per URL). */
+export const kUnmatchedRoute = 'unmatched';
+
+/** Options of {@link SvcMetrics}. */
+export interface SvcMetricsOptions {
+  /** Its store is asked how many training jobs are in each state at each scrape. */
+  service: SvcService;
+  /**
+   * Also prom-client's process metrics (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
+   * `nodejs_eventloop_lag_seconds`, ...). Default false: a host app usually collects those itself. `svc serve` turns them on.
+   */
+  processMetrics?: boolean;
+}
+
+/**
+ * The service's Prometheus metrics, in a registry of their own (never prom-client's global one, which the
+ * host app may use). It listens to the service's diagnostics channels from construction to `close()`;
+ * every series is listed, with its labels, in docs/observability.md.
+ *
+ * @example
+ * ```ts
+ * const metrics = new SvcMetrics({ service });
+ * await app.register(svcRoutes, { prefix: '/v2', service, metrics }); // counts the /v2 requests
+ * await app.register(metricsRoutes, { metrics, token: process.env.SVC_METRICS_TOKEN }); // GET /metrics
+ * ```
+ */
+export class SvcMetrics {
+  readonly registry = new Registry();
+  readonly #requests: Counter<'method' | 'route' | 'status'>;
+  readonly #requestSeconds: Histogram<'method' | 'route' | 'status'>;
+  readonly #listeners: [string, (message: unknown) => void][] = [];
+
+  constructor(options: SvcMetricsOptions) {
+    const registers = [this.registry];
+    if (options.processMetrics === true) collectDefaultMetrics({ register: this.registry });
+    const labels = ['method', 'route', 'status'] as const;
+    this.#requests = new Counter({ name: 'svc_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: labels, registers });
+    this.#requestSeconds = new Histogram({
+      name: 'svc_http_request_duration_seconds', help: 'Time from request to response, by route pattern and status',
+      labelNames: labels, buckets: kHttpBuckets, registers,
+    });
+    new Gauge({ name: 'svc_pool_workers', help: 'Worker threads in the native pool', registers, collect() { this.set(poolStats().workers); } });
+    new Gauge({ name: 'svc_pool_busy_workers', help: 'Pool workers running a task', registers, collect() { this.set(poolStats().busy); } });
+    new Gauge({ name: 'svc_pool_queue_depth', help: 'Pool tasks waiting for a free worker', registers, collect() { this.set(poolStats().queued); } });
+    const store = options.service.store;
+    new Gauge({
+      name: 'svc_training_jobs', help: 'Training jobs in the store, by state', labelNames: ['state'], registers,
+      async collect() {
+        for (const [state, count] of Object.entries(await store.countJobs())) this.set({ state }, count);
+      },
+    });
+    const jobSeconds = new Histogram({
+      name: 'svc_training_job_duration_seconds', help: 'Training runs, by how they ended (done, failed, released, cancelled)',
+      labelNames: ['outcome'], buckets: kJobBuckets, registers,
+    });
+    const batchTexts = new Histogram({ name: 'svc_predict_batch_texts', help: 'Texts per engine batch sent to the pool', buckets: kBatchBuckets, registers });
+    const proxyRequests = new Counter({ name: 'svc_proxy_requests_total', help: 'Proxied calls, by provider and status sent', labelNames: ['provider', 'status'], registers });
+    const upstreamSeconds = new Histogram({
+      name: 'svc_proxy_upstream_duration_seconds', help: 'Proxied calls from start to last byte, by provider',
+      labelNames: ['provider'], buckets: kUpstreamBuckets, registers,
+    });
+    const tokens = new Counter({ name: 'svc_proxy_tokens_total', help: 'Tokens the providers reported, by direction (input, output)', labelNames: ['provider', 'direction'], registers });
+    const proxyErrors = new Counter({ name: 'svc_proxy_errors_total', help: 'Proxied calls that failed (upstream error status, unreachable, timeout, cut short)', labelNames: ['provider'], registers });
+    const rateLimited = new Counter({ name: 'svc_rate_limited_total', help: 'Requests turned away by a limit, by kind', labelNames: ['kind'], registers });
+
+    this.#listen<PredictBatchEvent>(kChannels.predictBatch, (event) => batchTexts.observe(event.texts));
+    this.#listen<TrainingJobEvent>(kChannels.trainingJob, (event) => jobSeconds.observe({ outcome: event.outcome }, event.seconds));
+    this.#listen<ProxyCallEvent>(kChannels.proxyCall, (event) => {
+      const { provider } = event;
+      proxyRequests.inc({ provider, status: String(event.status) });
+      upstreamSeconds.observe({ provider }, event.seconds);
+      if (event.tokensIn !== null) tokens.inc({ provider, direction: 'input' }, event.tokensIn);
+      if (event.tokensOut !== null) tokens.inc({ provider, direction: 'output' }, event.tokensOut);
+      if (event.error !== null) proxyErrors.inc({ provider });
+    });
+    this.#listen<RateLimitedEvent>(kChannels.rateLimited, (event) => rateLimited.inc({ kind: event.kind }));
+  }
+
+  /** Counts one answered HTTP request; `route` is the route's pattern (`/v2/models/:model_id`), never the raw URL. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.#requests.inc(labels);
+    this.#requestSeconds.observe(labels, seconds);
+  }
+
+  /** The metrics in Prometheus text format. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Stops listening to the service's channels. */
+  close(): void {
+    for (const [name, listener] of this.#listeners.splice(0)) unsubscribe(name, listener);
+  }
+
+  #listen<T>(name: string, handle: (event: T) => void): void {
+    const listener = (message: unknown): void => handle(message as T);
+    subscribe(name, listener);
+    this.#listeners.push([name, listener]);
+  }
+}
+
+/** Options of {@link metricsRoutes}. */
+export interface MetricsRoutesOptions {
+  metrics: SvcMetrics;
+  /** When set, a scrape must send `Authorization: Bearer <token>`; otherwise the host app protects the route. */
+  token?: string;
+}
+
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+/**
+ * `GET /metrics` (under the plugin's prefix) in Prometheus text format. Not wrapped in `fastify-plugin`.
+ *
+ * @example
+ * ```ts
+ * await app.register(metricsRoutes, { metrics, token: 'a-long-random-string' });
+ * // curl -H 'Authorization: Bearer a-long-random-string' http://127.0.0.1:8080/metrics
+ * // # HELP svc_http_requests_total HTTP requests answered, by route pattern and status ...
+ * ```
+ */
+export const metricsRoutes: FastifyPluginAsync<MetricsRoutesOptions> = async (app, { metrics, token }) => {
+  // Hashes have one length, so the comparison takes the same time whatever was sent.
+  const expected = token === undefined ? undefined : digest(`Bearer ${token}`);
+  app.get('/metrics', async (request, reply) => {
+    if (expected !== undefined && !timingSafeEqual(digest(request.headers.authorization ?? ''), expected)) {
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Bearer')
+        .send(errorBody(401, "Send the metrics token as 'Authorization: Bearer <token>'", 'authentication'));
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.text());
+  });
+};

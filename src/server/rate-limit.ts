@@ -1,0 +1,136 @@
+import fastifyRateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+import { SvcError } from '../errors.js';
+import { func, positiveInteger } from '../is.js';
+import { type LimitRejection, limitRejection, retrySeconds } from '../service/limits.js';
+import type { Principal, SvcService } from '../service/service.js';
+
+/**
+ * Request limits of the /v2, proxy and hub plugins; all optional. A service's limits are set once, by the first of
+ * its plugins to be registered (`svcRoutes` in `startServer`); the others share them.
+ */
+export interface RateLimitOptions {
+  /**
+   * Where the counts live: a `@fastify/rate-limit` store class. Default: its in-memory store, right for one
+   * process. Replicas behind a load balancer share their counts through a store on a shared database.
+   */
+  store?: FastifyRateLimitStoreCtor;
+  /** The window requests are counted in, ms. Default 60000: an organization's `rpm` is the count per window. */
+  windowMs?: number;
+  /** Failed authentications one client address may make per window; then 429 without its key being looked up. Default 20. */
+  failedAuthPerWindow?: number;
+}
+
+export const kDefaultRateLimits = Object.freeze({ windowMs: 60_000, failedAuthPerWindow: 20 });
+
+/** Authenticates callers under the request limits; one per service, shared by its /v2, proxy and hub routes. */
+export interface RequestLimiter {
+  /**
+   * Turns away an address that failed to authenticate too often (429, before `authenticate` runs), runs
+   * `authenticate` (a failure counts against the address), then counts the request against the key's limit: the
+   * `x-ratelimit-*-requests` headers go on the answer, and over the limit it is 429 with `retry-after`.
+   */
+  admit(request: FastifyRequest, reply: FastifyReply, authenticate: () => Promise<Principal>): Promise<Principal>;
+}
+
+const kLimiters = new WeakMap<SvcService, Promise<RequestLimiter>>();
+
+/**
+ * The service's request limiter, made by the first of its plugins to be registered (with that plugin's
+ * `rateLimit` options): the /v2, proxy and hub routes of one service share it, so that a key has one count and an
+ * address one tally of failed authentications across all of them.
+ */
+export function requestLimiter(app: FastifyInstance, service: SvcService, options: RateLimitOptions = {}): Promise<RequestLimiter> {
+  let limiter = kLimiters.get(service);
+  if (limiter === undefined) {
+    limiter = createLimiter(app, service, options).catch((error: unknown) => {
+      kLimiters.delete(service);
+      throw error;
+    });
+    kLimiters.set(service, limiter);
+  }
+  return limiter;
+}
+
+/**
+ * Counting is `@fastify/rate-limit`'s, registered with `global: false`: it hooks no route by itself, and the host
+ * app's routes stay unlimited.
+ */
+async function createLimiter(app: FastifyInstance, service: SvcService, options: RateLimitOptions): Promise<RequestLimiter> {
+  const windowMs = positiveInteger(options.windowMs ?? kDefaultRateLimits.windowMs, 'rateLimit.windowMs');
+  const failedAuthLimit = positiveInteger(
+    options.failedAuthPerWindow ?? kDefaultRateLimits.failedAuthPerWindow,
+    'rateLimit.failedAuthPerWindow',
+  );
+  const { store } = options;
+  if (store !== undefined) func(store, 'rateLimit.store');
+  await app.register(fastifyRateLimit, { global: false, ...(store === undefined ? {} : { store }) });
+
+  // The key generator and the limit read the principal of a request that has just authenticated.
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  const principal = (request: FastifyRequest): Principal => principals.get(request)!;
+  const perKey = app.createRateLimit({
+    timeWindow: windowMs,
+    keyGenerator: (request) => principal(request).keyId,
+    // Read per request: an operator's `svc orgs limits --rpm` applies to the next request.
+    max: async (request) => (await service.orgLimits(principal(request).orgId)).requestsPerMinute,
+  });
+  // The default key: the client address (IPv6 by its /64).
+  const perAddress = app.createRateLimit({ timeWindow: windowMs, max: failedAuthLimit });
+
+  const limiter: RequestLimiter = {
+    async admit(request, reply, authenticate) {
+      const address = await perAddress(request, { increment: false });
+      if (!address.isAllowed && address.remaining === 0) {
+        throw reject(reply, { kind: 'failed_authentication', limit: address.max, windowMs, retryAfterMs: address.ttl });
+      }
+      let caller: Principal;
+      try {
+        caller = await authenticate();
+      } catch (error) {
+        if (error instanceof SvcError && error.code === 'authentication') await perAddress(request);
+        throw error;
+      }
+      principals.set(request, caller);
+      const counted = await perKey(request);
+      if (counted.isAllowed) return caller; // no allow list is set; here for the type
+      setRequestHeaders(reply, counted.max, counted.remaining, counted.ttl);
+      if (counted.isExceeded) {
+        throw reject(reply, { kind: 'requests', orgId: caller.orgId, limit: counted.max, windowMs, retryAfterMs: counted.ttl });
+      }
+      return caller;
+    },
+  };
+  return limiter;
+}
+
+// Headers go on the raw response: a proxy route's reply is hijacked, and `writeHead` merges them in either way.
+function setRequestHeaders(reply: FastifyReply, limit: number, remaining: number, resetMs: number): void {
+  reply.raw.setHeader('x-ratelimit-limit-requests', String(limit));
+  reply.raw.setHeader('x-ratelimit-remaining-requests', String(remaining));
+  reply.raw.setHeader('x-ratelimit-reset-requests', durationText(resetMs));
+}
+
+/** A 429's error, with `retry-after` (whole seconds) and `retry-after-ms` (which the OpenAI SDKs read first). */
+function reject(reply: FastifyReply, rejection: Extract<LimitRejection, { retryAfterMs: number }>): SvcError {
+  reply.raw.setHeader('retry-after', String(retrySeconds(rejection.retryAfterMs)));
+  reply.raw.setHeader('retry-after-ms', String(Math.max(0, Math.ceil(rejection.retryAfterMs))));
+  return limitRejection(rejection);
+}
+
+/**
+ * A duration as OpenAI writes its reset headers: `850ms`, `1.5s`, `6m0s`.
+ *
+ * @example
+ * ```ts
+ * durationText(59_998); // '59.998s'
+ * ```
+ */
+export function durationText(ms: number): string {
+  const whole = Math.max(0, Math.ceil(ms));
+  if (whole < 1000) return `${whole}ms`;
+  const minutes = Math.floor(whole / 60_000);
+  const seconds = `${(whole % 60_000) / 1000}s`;
+  return minutes > 0 ? `${minutes}m${seconds}` : seconds;
+}

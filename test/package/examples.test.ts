@@ -1,0 +1,66 @@
+// The runnable files in examples/, run as a user runs them: a real `node` process importing the
+// package by its name (`svc-classify`, `svc-classify/server`), which resolves to the built dist/.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { exited, expectFreshBundle, kRepoRoot, runNode, startNode } from '../_support/cli.js';
+
+const kFastifyApp = join(kRepoRoot, 'examples', 'fastify-app.mjs');
+const kListening = /listening on (http:\/\/\S+)/;
+const kKeyLine = /^created organization acme; its API key, shown only this once: (svc_[0-9A-Za-z]{32})$/m;
+
+let dataDir: string;
+
+beforeAll(() => {
+  expectFreshBundle();
+  dataDir = mkdtempSync(join(tmpdir(), 'svc-examples-'));
+});
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function getJson(url: string, key?: string): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(url, key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } });
+  return { status: response.status, body: await response.json() };
+}
+
+describe('examples/', () => {
+  it('library.mjs trains on train.jsonl with the frozen encoder and labels two new texts', async () => {
+    const result = await runNode([join(kRepoRoot, 'examples', 'library.mjs')]);
+    expect(result).toEqual({
+      code: 0,
+      stdout: 'true 0.632 A moving story with wonderful acting.\nfalse 0.473 Two hours of my life I will never get back.\n',
+      stderr: '',
+    });
+  });
+
+  it('the README shows both programs exactly as they are in examples/', () => {
+    const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
+    for (const file of ['library.mjs', 'fastify-app.mjs']) {
+      expect(readme).toContain('```js\n' + readFileSync(join(kRepoRoot, 'examples', file), 'utf8') + '```\n');
+    }
+  });
+
+  it('fastify-app.mjs serves /v2 in a Fastify app and starts again on the same data directory', async () => {
+    const env = { PORT: '0', DATA_DIR: dataDir };
+    const first = await startNode([kFastifyApp], kListening, { cwd: dataDir, env });
+    const key = kKeyLine.exec(first.output())?.[1];
+    expect(key).toBeDefined();
+    expect(await getJson(`${first.url}/health`)).toEqual({ status: 200, body: { ok: true } });
+    expect(await getJson(`${first.url}/v2/models`, key)).toEqual({ status: 200, body: { object: 'list', data: [] } });
+    first.child.kill('SIGTERM');
+    expect(await exited(first.child)).toBe(0);
+
+    // The second start finds the organization and keeps its key: no new key, no conflict.
+    const second = await startNode([kFastifyApp], kListening, { cwd: dataDir, env });
+    expect(second.output()).toBe(`listening on ${second.url}\n`);
+    expect(await getJson(`${second.url}/v2/models`, key)).toEqual({ status: 200, body: { object: 'list', data: [] } });
+    expect(await getJson(`${second.url}/v2/models`, 'svc_wrong')).toEqual({
+      status: 401,
+      body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' } },
+    });
+    second.child.kill('SIGTERM');
+    expect(await exited(second.child)).toBe(0);
+  });
+});
