@@ -172,6 +172,22 @@ describe('model files', () => {
     );
   });
 
+  it('checks shared weights again when config.json changes beside them', () => {
+    const dir = model();
+    const loaded = Encoder.fromPretrained(dir, { threads: 1 });
+    // The weights stay shared while `loaded` holds them; a config.json rewritten in place is another load.
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...tinyConfig(), intermediate_size: 32 }));
+    expect(loadError(dir).message).toBe(
+      `${join(dir, 'model.safetensors')}: tensor 'encoder.layer.0.intermediate.dense.weight' has shape [16, 8], the config needs [32, 8]`,
+    );
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...tinyConfig(), num_attention_heads: 4 }));
+    const fourHeads = Encoder.fromPretrained(dir, { threads: 1 });
+    const [a, b] = [loaded, fourHeads].map((e) => e.embedSync(['this is a good movie']));
+    expect(Array.from(b!)).not.toEqual(Array.from(a!));
+    loaded.dispose();
+    fourHeads.dispose();
+  });
+
   it('refuses malformed JSON with the byte offset and the reason: depth, UTF-8, numbers, duplicates', () => {
     const tokenizer = JSON.stringify(tinyTokenizer());
     const cases: [Buffer, string][] = [

@@ -98,21 +98,25 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
 std::mutex g_cache_mutex;
 std::map<std::string, std::weak_ptr<const ModelWeights>> g_cache;
 
+// A file's path and identity: a file saved again to the same path (new inode, size or time)
+// is another file.
+std::string file_key(const std::string& path) {
+  char resolved[PATH_MAX];
+  const std::string real = ::realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+  struct stat st {};
+  if (::stat(real.c_str(), &st) != 0) return real;
+  return real + "#" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(static_cast<long long>(st.st_mtim.tv_sec)) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
                                                     Precision precision) {
-  char resolved[PATH_MAX];
-  const std::string real = ::realpath(weights_path.c_str(), resolved) ? std::string(resolved) : weights_path;
-  // The file's identity is part of the key: a model saved again to the same path (new inode,
-  // size or time) loads its new weights instead of sharing the old ones.
-  std::string identity;
-  struct stat st {};
-  if (::stat(real.c_str(), &st) == 0) {
-    identity = "#" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-               std::to_string(static_cast<long long>(st.st_mtime));
-  }
-  const std::string key = real + identity + (precision == Precision::kInt8 ? "#int8" : "#fp32");
+  // The config is part of the key: weights are checked against the config they were loaded
+  // with, so the same file under another config.json is another load (and another check).
+  const std::string key = file_key(weights_path) + "|" + file_key(config_path) +
+                          (precision == Precision::kInt8 ? "#int8" : "#fp32");
   // Loading happens under the lock: a second caller waits for the first load instead of doing its own.
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   if (auto it = g_cache.find(key); it != g_cache.end()) {
