@@ -26,15 +26,14 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
                         InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
 
-  // new Trainer(weightsFile, { heads, lnEps, dropout, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads, maxGradNorm, trainEmbeddings })
+  // new Trainer(configFile, weightsFile, { dropout?, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads, maxGradNorm, trainEmbeddings })
   explicit TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TrainerWrap>(info) {
-    if (info.Length() < 2 || !info[0].IsString() || !info[1].IsObject())
-      throw Napi::TypeError::New(info.Env(), "Trainer(weightsFile, options)");
-    const Napi::Object o = info[1].As<Napi::Object>();
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsObject())
+      throw Napi::TypeError::New(info.Env(), "Trainer(configFile, weightsFile, options)");
+    const Napi::Object o = info[2].As<Napi::Object>();
     svc::train::TrainerOptions t;
-    t.heads = static_cast<int>(required_number(o, "heads"));
-    t.ln_eps = required_number(o, "lnEps");
-    t.dropout = required_number(o, "dropout");
+    // Left out: the model's own hidden_dropout_prob.
+    if (!o.Get("dropout").IsUndefined()) t.dropout = required_number(o, "dropout");
     t.adam.lr = required_number(o, "lr");
     t.adam.beta1 = required_number(o, "beta1");
     t.adam.beta2 = required_number(o, "beta2");
@@ -46,8 +45,9 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     t.threads = static_cast<int>(required_number(o, "threads"));
     t.max_grad_norm = required_number(o, "maxGradNorm");
     t.train_embeddings = required_number(o, "trainEmbeddings") != 0;
-    const std::string weights = info[0].As<Napi::String>().Utf8Value();
-    trainer_ = call_native(info.Env(), [&] { return std::make_unique<svc::train::Trainer>(weights, t); });
+    const std::string config = info[0].As<Napi::String>().Utf8Value();
+    const std::string weights = info[1].As<Napi::String>().Utf8Value();
+    trainer_ = call_native(info.Env(), [&] { return std::make_unique<svc::train::Trainer>(config, weights, t); });
   }
 
  private:

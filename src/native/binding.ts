@@ -15,11 +15,13 @@ export interface NativeCpuInfo {
   neonDotprod: boolean;
 }
 
-/** Options of the native `Trainer` constructor; every field is required (`EncoderTrainer` fills in the defaults). */
+/**
+ * Options of the native `Trainer` constructor; every field but `dropout` is required (`EncoderTrainer`
+ * fills in the defaults). The shapes, heads and LayerNorm epsilon come from the model's config.json.
+ */
 export interface NativeTrainerOptions {
-  heads: number;
-  lnEps: number;
-  dropout: number;
+  /** Left out: the config's `hidden_dropout_prob`. */
+  dropout?: number;
   lr: number;
   beta1: number;
   beta2: number;
@@ -74,7 +76,8 @@ export interface NativeAddon {
   napiVersion: number;
   /** Bytes the C allocator holds in use (glibc's mallinfo2); null where the C library cannot say. */
   mallocBytesInUse(): number | null;
-  Trainer: new (weightsFile: string, options: NativeTrainerOptions) => NativeTrainer;
+  /** Throws when config.json or the weights are malformed, or a tensor's shape disagrees with the config. */
+  Trainer: new (configFile: string, weightsFile: string, options: NativeTrainerOptions) => NativeTrainer;
   /** Max relative error of each training-core gradient check against finite differences. */
   trainSelfTest(): Record<string, number>;
   Encoder: NativeEncoderConstructor;

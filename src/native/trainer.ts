@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-
 import { callNative, SvcError } from '../errors.js';
 import type { NativeTrainer } from './binding.js';
 import { loadAddon } from './load.js';
@@ -113,21 +111,17 @@ export class EncoderTrainer {
     this.#native = native;
   }
 
-  /** Loads fp32 master weights from a BERT safetensors file and its config.json. */
+  /**
+   * Loads fp32 master weights from a BERT safetensors file and its config.json (read by the native
+   * core, which checks every tensor against it).
+   */
   static open(weightsFile: string, configFile: string, options: EncoderTrainerOptions): EncoderTrainer {
     const resolved = resolve(options);
-    const config = JSON.parse(readFileSync(configFile, 'utf8')) as {
-      num_attention_heads: number;
-      layer_norm_eps?: number;
-      hidden_dropout_prob?: number;
-    };
     const { Trainer } = loadAddon();
     return callNative(() => {
       return new EncoderTrainer(
-        new Trainer(weightsFile, {
-          heads: config.num_attention_heads,
-          lnEps: config.layer_norm_eps ?? 1e-12,
-          dropout: resolved.dropout ?? config.hidden_dropout_prob ?? 0.1,
+        new Trainer(configFile, weightsFile, {
+          ...(resolved.dropout === undefined ? {} : { dropout: resolved.dropout }),
           lr: resolved.lr,
           ...kAdam,
           eps: resolved.eps,

@@ -228,6 +228,6 @@ describe('EncoderTrainer on svc-small', () => {
       'token id out of range',
     );
     const missing = () => EncoderTrainer.open(join(dir, 'none.safetensors'), base.configFile, { totalSteps: 1 });
-    expect(missing).toThrow(`safetensors ${join(dir, 'none.safetensors')}: cannot open`);
+    expect(missing).toThrow(`cannot open weights ${join(dir, 'none.safetensors')}: No such file or directory`);
   });
 });

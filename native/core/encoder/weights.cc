@@ -11,15 +11,17 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "tensor/safetensors.h"
+#include "io/safetensors.h"
 
 namespace svc {
 
 namespace {
 
+// Every tensor is read with the shape the config gives it, never the file's own: a file
+// whose shapes disagree with config.json is refused before any buffer is sized from it.
 class Loader {
  public:
-  Loader(const SafeTensorsFile& file, const EncoderConfig& c) : file_(file), c_(c) {
+  explicit Loader(const io::SafeTensorsFile& file) : file_(file) {
     // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
     for (const char* prefix : {"", "bert.", "model."}) {
       if (file.has(std::string(prefix) + "embeddings.word_embeddings.weight")) {
@@ -27,40 +29,33 @@ class Loader {
         return;
       }
     }
-    throw std::runtime_error("weights have no embeddings.word_embeddings.weight (with or without a bert. prefix)");
+    throw json::Error(file.path() + ": no tensor embeddings.word_embeddings.weight (with or without a bert. prefix)");
   }
 
   AlignedBuffer<float> read(const std::string& name, std::vector<int64_t> shape) const {
     return file_.read_f32(prefix_ + name, shape);
   }
 
-  Linear linear(const std::vector<std::string>& names, int in, Precision precision) const {
-    // Several nn.Linear stacked along the output dimension (Q, K, V) become one.
-    std::vector<AlignedBuffer<float>> ws, bs;
-    int n = 0;
+  // Several nn.Linear of `out` rows each, stacked along the output dimension (Q, K, V), become one.
+  Linear linear(const std::vector<std::string>& names, int64_t out, int64_t in, Precision precision) const {
+    const int64_t n = out * static_cast<int64_t>(names.size());
+    AlignedBuffer<float> w(static_cast<std::size_t>(n * in)), b(static_cast<std::size_t>(n));
+    int64_t row = 0;
     for (const std::string& name : names) {
-      const int64_t out = file_.info(prefix_ + name + ".weight").shape.at(0);
-      ws.push_back(read(name + ".weight", {out, in}));
-      bs.push_back(read(name + ".bias", {out}));
-      n += static_cast<int>(out);
-    }
-    AlignedBuffer<float> w(static_cast<std::size_t>(n) * in), b(static_cast<std::size_t>(n));
-    std::size_t row = 0;
-    for (std::size_t i = 0; i < ws.size(); ++i) {
-      const std::size_t rows = bs[i].size();
-      std::copy(ws[i].data(), ws[i].data() + rows * in, w.data() + row * in);
-      std::copy(bs[i].data(), bs[i].data() + rows, b.data() + row);
-      row += rows;
+      const AlignedBuffer<float> wi = read(name + ".weight", {out, in});
+      const AlignedBuffer<float> bi = read(name + ".bias", {out});
+      std::copy(wi.data(), wi.data() + out * in, w.data() + row * in);
+      std::copy(bi.data(), bi.data() + out, b.data() + row);
+      row += out;
     }
     Linear l;
-    if (precision == Precision::kInt8) l.s8 = pack_s8(w.data(), b.data(), n, in);
-    else l.f32 = pack_f32(w.data(), b.data(), n, in);
+    if (precision == Precision::kInt8) l.s8 = pack_s8(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in));
+    else l.f32 = pack_f32(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in));
     return l;
   }
 
  private:
-  const SafeTensorsFile& file_;
-  const EncoderConfig& c_;
+  const io::SafeTensorsFile& file_;
   std::string prefix_;
 };
 
@@ -70,8 +65,8 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
   m->config = read_encoder_config(config_path);
   m->precision = precision;
   const EncoderConfig& c = m->config;
-  SafeTensorsFile file(weights_path);
-  Loader ld(file, c);
+  const io::SafeTensorsFile file(weights_path);
+  const Loader ld(file);
   const int64_t H = c.hidden, I = c.intermediate;
   m->word = ld.read("embeddings.word_embeddings.weight", {c.vocab, H});
   m->position = ld.read("embeddings.position_embeddings.weight", {c.max_positions, H});
@@ -84,12 +79,11 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
   for (int i = 0; i < c.layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
     LayerWeights l;
-    l.qkv = ld.linear({p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
-                      static_cast<int>(H), precision);
-    l.attn_out = ld.linear({p + "attention.output.dense"}, static_cast<int>(H), precision);
-    l.inter = ld.linear({p + "intermediate.dense"}, static_cast<int>(H), precision);
-    l.out = ld.linear({p + "output.dense"}, static_cast<int>(I), precision);
-    if (l.inter.n() != I) throw std::runtime_error(weights_path + ": intermediate.dense does not match intermediate_size");
+    l.qkv = ld.linear({p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"}, H, H,
+                      precision);
+    l.attn_out = ld.linear({p + "attention.output.dense"}, H, H, precision);
+    l.inter = ld.linear({p + "intermediate.dense"}, I, H, precision);
+    l.out = ld.linear({p + "output.dense"}, H, I, precision);
     l.ln1_gamma = ld.read(p + "attention.output.LayerNorm.weight", {H});
     l.ln1_beta = ld.read(p + "attention.output.LayerNorm.bias", {H});
     l.ln2_gamma = ld.read(p + "output.LayerNorm.weight", {H});
@@ -104,21 +98,25 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
 std::mutex g_cache_mutex;
 std::map<std::string, std::weak_ptr<const ModelWeights>> g_cache;
 
+// A file's path and identity: a file saved again to the same path (new inode, size or time)
+// is another file.
+std::string file_key(const std::string& path) {
+  char resolved[PATH_MAX];
+  const std::string real = ::realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+  struct stat st {};
+  if (::stat(real.c_str(), &st) != 0) return real;
+  return real + "#" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(static_cast<long long>(st.st_mtim.tv_sec)) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
                                                     Precision precision) {
-  char resolved[PATH_MAX];
-  const std::string real = ::realpath(weights_path.c_str(), resolved) ? std::string(resolved) : weights_path;
-  // The file's identity is part of the key: a model saved again to the same path (new inode,
-  // size or time) loads its new weights instead of sharing the old ones.
-  std::string identity;
-  struct stat st {};
-  if (::stat(real.c_str(), &st) == 0) {
-    identity = "#" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-               std::to_string(static_cast<long long>(st.st_mtime));
-  }
-  const std::string key = real + identity + (precision == Precision::kInt8 ? "#int8" : "#fp32");
+  // The config is part of the key: weights are checked against the config they were loaded
+  // with, so the same file under another config.json is another load (and another check).
+  const std::string key = file_key(weights_path) + "|" + file_key(config_path) +
+                          (precision == Precision::kInt8 ? "#int8" : "#fp32");
   // Loading happens under the lock: a second caller waits for the first load instead of doing its own.
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   if (auto it = g_cache.find(key); it != g_cache.end()) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "encoder/config.h"
+#include "io/config.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "tensor/aligned_buffer.h"

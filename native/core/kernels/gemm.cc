@@ -6,7 +6,7 @@
 #include "cpu_features.h"
 #include "kernels/gemm_tile.h"
 #include "kernels/ops.h"
-#include "tensor/safetensors.h"
+#include "tensor/half.h"
 #include "thread_pool.h"
 
 namespace svc {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "json.h"
+#include "io/json.h"
 #include "tokenizer.h"
 
 namespace svc::tok {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/json.h"
+#include "io/json.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/trie.h"
 

@@ -214,7 +214,7 @@ GradCheck check_whole_model(bool parallel, double& fp32_error, GradCheck* embedd
   cfg.layers = 2;
   cfg.hidden = 8;
   cfg.heads = 2;
-  cfg.ffn = 16;
+  cfg.intermediate = 16;
   cfg.dropout = 0.1;
   const int vocab = 20, max_positions = 16;
   Rand rng{7};
@@ -331,12 +331,11 @@ std::vector<GradCheck> run_gradient_checks() {
   return out;
 }
 
-std::map<std::string, StoredTensor> toy_checkpoint(const EncoderConfig& cfg, int vocab, int max_positions,
-                                                   uint64_t seed) {
+std::map<std::string, io::StoredTensor> toy_checkpoint(const EncoderConfig& cfg, uint64_t seed) {
   Rand rng{seed};
-  std::map<std::string, StoredTensor> out;
+  std::map<std::string, io::StoredTensor> out;
   auto put = [&](const std::string& name, std::vector<int64_t> shape, double scale, double shift) {
-    StoredTensor t;
+    io::StoredTensor t;
     t.dtype = "F32";
     t.shape = std::move(shape);
     std::vector<float> v(t.elements());
@@ -346,9 +345,9 @@ std::map<std::string, StoredTensor> toy_checkpoint(const EncoderConfig& cfg, int
     out[name] = std::move(t);
   };
   const int64_t h = cfg.hidden;
-  put("embeddings.word_embeddings.weight", {vocab, h}, 1.0, 0);
-  put("embeddings.position_embeddings.weight", {max_positions, h}, 0.3, 0);
-  put("embeddings.token_type_embeddings.weight", {2, h}, 0.1, 0);
+  put("embeddings.word_embeddings.weight", {cfg.vocab, h}, 1.0, 0);
+  put("embeddings.position_embeddings.weight", {cfg.max_positions, h}, 0.3, 0);
+  put("embeddings.token_type_embeddings.weight", {cfg.type_vocab, h}, 0.1, 0);
   put("embeddings.LayerNorm.weight", {h}, 0.1, 1);
   put("embeddings.LayerNorm.bias", {h}, 0.1, 0);
   for (const ParamTensor& p : param_tensors(cfg)) {

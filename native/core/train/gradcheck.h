@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "train/model.h"
-#include "train/safetensors_io.h"
+#include "io/safetensors.h"
 
 namespace svc::train {
 
@@ -21,8 +21,7 @@ struct GradCheck {
 
 std::vector<GradCheck> run_gradient_checks();
 
-// A random BERT checkpoint (fp32 tensors, checkpoint names) for toy-sized tests.
-std::map<std::string, StoredTensor> toy_checkpoint(const EncoderConfig& cfg, int vocab, int max_positions,
-                                                   uint64_t seed);
+// A random BERT checkpoint (fp32 tensors, checkpoint names) of cfg's shapes for toy-sized tests.
+std::map<std::string, io::StoredTensor> toy_checkpoint(const EncoderConfig& cfg, uint64_t seed);
 
 }  // namespace svc::train

@@ -10,14 +10,14 @@
 namespace svc::train {
 
 int64_t layer_param_count(const EncoderConfig& c) {
-  const int64_t h = c.hidden, f = c.ffn;
+  const int64_t h = c.hidden, f = c.intermediate;
   return 3 * h * h + 3 * h + h * h + h + 2 * h + f * h + f + h * f + h + 2 * h;
 }
 
 int64_t param_count(const EncoderConfig& c) { return layer_param_count(c) * c.layers; }
 
 LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
-  const int64_t h = c.hidden, f = c.ffn;
+  const int64_t h = c.hidden, f = c.intermediate;
   LayerOffsets o;
   int64_t at = layer_param_count(c) * layer;
   auto take = [&](int64_t n) { const int64_t here = at; at += n; return here; };
@@ -38,7 +38,7 @@ LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
 
 std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
   std::vector<ParamTensor> out;
-  const int64_t h = c.hidden, f = c.ffn;
+  const int64_t h = c.hidden, f = c.intermediate;
   for (int l = 0; l < c.layers; ++l) {
     const LayerOffsets o = layer_offsets(c, l);
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
@@ -76,7 +76,7 @@ void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const Pair
       for (int j = 0; j < h; ++j)
         sum[j] = emb.word[static_cast<int64_t>(id) * h + j] + emb.position[static_cast<int64_t>(i) * h + j] +
                  emb.token_type[j];
-      layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.ln_eps, x + row * h,
+      layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.layer_norm_eps, x + row * h,
                             ws.emb_xhat.data() + row * h, ws.emb_rstd.data() + row);
     }
   }
@@ -105,7 +105,7 @@ struct TextGroup {
 template <typename T>
 void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
                   const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
-  const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
+  const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   ws.offsets.resize(g.texts);
   ws.prob_offsets.resize(g.texts);
@@ -158,7 +158,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
     linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.x.data(), ws.tmp.data());
-    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.ln_eps, a.h1.data(),
+    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.layer_norm_eps, a.h1.data(),
                           a.xhat1.data(), a.rstd1.data());
     linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers, packed(2));
     gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
@@ -166,7 +166,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
     dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.h1.data(), ws.tmp.data());
     T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
-    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln2_g, params + o.ln2_b, cfg.ln_eps, next,
+    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln2_g, params + o.ln2_b, cfg.layer_norm_eps, next,
                           a.xhat2.data(), a.rstd2.data());
   }
 
@@ -184,7 +184,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
 template <typename T>
 void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
                    Workspace<T>& ws, Workers* workers, const PackedF32* panels, const Embeddings<T>* emb) {
-  const int h = cfg.hidden, f = cfg.ffn, heads = cfg.heads;
+  const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   const int rows = ws.tokens;
   const int64_t th = static_cast<int64_t>(rows) * h, tf = static_cast<int64_t>(rows) * f;
@@ -268,7 +268,7 @@ void scatter_embedding_grads(const EncoderConfig& cfg, const Embeddings<T>& emb,
 // and as dx = dy·W needs it (backward), one matrix per pool task.
 void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, std::vector<PackedF32>& fwd,
                   std::vector<PackedF32>& bwd, Workers* workers) {
-  const int h = cfg.hidden, f = cfg.ffn, per = kPanelsPerLayer;
+  const int h = cfg.hidden, f = cfg.intermediate, per = kPanelsPerLayer;
   fwd.resize(per * cfg.layers);
   bwd.resize(per * cfg.layers);
   const int64_t tasks = static_cast<int64_t>(per) * cfg.layers * (backward ? 2 : 1);
@@ -288,7 +288,7 @@ void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, 
 // LayerNorm) are summed over tokens into place, so only they need zeroing first.
 template <typename T>
 void zero_vector_grads(const EncoderConfig& cfg, T* grads) {
-  const int64_t h = cfg.hidden, f = cfg.ffn;
+  const int64_t h = cfg.hidden, f = cfg.intermediate;
   for (int l = 0; l < cfg.layers; ++l) {
     const LayerOffsets o = layer_offsets(cfg, l);
     std::fill(grads + o.bqkv, grads + o.bqkv + 3 * h, T(0));

@@ -10,19 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "io/config.h"
 #include "train/attention.h"
 #include "train/workers.h"
 
 namespace svc::train {
-
-struct EncoderConfig {
-  int layers = 6;
-  int hidden = 384;
-  int heads = 12;
-  int ffn = 1536;
-  double ln_eps = 1e-12;
-  double dropout = 0.1;  // hidden and attention-probability dropout, as BERT's config
-};
 
 // Where each tensor of one layer sits in the flat vector. Query, key and value
 // weights are adjacent, so together they are one [3·hidden x hidden] matrix.

@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "tensor/safetensors.h"
+#include "tensor/half.h"
 #include "train/gradcheck.h"
 #include "train/trainer.h"
 
 using namespace svc::train;
+using svc::EncoderConfig;
 
 static int failures = 0;
 #define CHECK(cond, ...)                             \
@@ -29,14 +30,15 @@ static std::vector<double> run_steps(int threads, int steps) {
   cfg.layers = 2;
   cfg.hidden = 32;
   cfg.heads = 4;
-  cfg.ffn = 64;
+  cfg.intermediate = 64;
+  cfg.vocab = 50;
+  cfg.max_positions = 32;
   TrainerOptions o;
-  o.heads = 4;
   o.threads = threads;
   o.seed = 1234;
   o.adam.lr = 1e-3;
   o.adam.total_steps = steps;
-  Trainer trainer(toy_checkpoint(cfg, 50, 32, 9), o);
+  Trainer trainer(cfg, toy_checkpoint(cfg, 9), o);
   const std::vector<int32_t> lengths = {5, 9, 3, 12, 7, 4};
   std::vector<int32_t> ids;
   for (int32_t n : lengths)
@@ -71,12 +73,13 @@ int main() {
     cfg.layers = 2;
     cfg.hidden = 32;
     cfg.heads = 4;
-    cfg.ffn = 64;
+    cfg.intermediate = 64;
+    cfg.vocab = 50;
+    cfg.max_positions = 512;
     TrainerOptions o;
-    o.heads = 4;
     o.threads = 2;
     o.adam.total_steps = 1;
-    Trainer trainer(toy_checkpoint(cfg, 50, 512, 9), o);
+    Trainer trainer(cfg, toy_checkpoint(cfg, 9), o);
     std::vector<int32_t> lengths, ids;
     for (int t = 0; t < 40; ++t) lengths.push_back(5 + (t * 37) % 300);
     for (int32_t n : lengths)
@@ -95,9 +98,9 @@ int main() {
   }
 
   for (float v : {0.f, 1.f, -2.5f, 65504.f, 1e-7f, 6.1e-5f, 0.333333f, 70000.f})
-    std::printf("half(%g) = %g\n", v, svc::half_to_float(float_to_half(v)));
-  CHECK(svc::half_to_float(float_to_half(0.333333f)) == 0.333251953125f, "fp16 rounding");
-  CHECK(std::isinf(svc::half_to_float(float_to_half(70000.f))), "fp16 overflow");
+    std::printf("half(%g) = %g\n", v, svc::half_to_float(svc::float_to_half(v)));
+  CHECK(svc::half_to_float(svc::float_to_half(0.333333f)) == 0.333251953125f, "fp16 rounding");
+  CHECK(std::isinf(svc::half_to_float(svc::float_to_half(70000.f))), "fp16 overflow");
 
   std::printf(failures ? "%d FAILED\n" : "all passed\n", failures);
   return failures ? 1 : 0;

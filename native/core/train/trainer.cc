@@ -7,55 +7,58 @@
 
 namespace svc::train {
 
-Trainer::Trainer(const std::string& weights_path, const TrainerOptions& options)
-    : checkpoint_(read_safetensors(weights_path)) {
-  init(options);
+Trainer::Trainer(const std::string& config_path, const std::string& weights_path, const TrainerOptions& options)
+    : checkpoint_(io::read_all(weights_path)), cfg_(read_encoder_config(config_path)) {
+  init(options, weights_path);
 }
 
-Trainer::Trainer(std::map<std::string, StoredTensor> checkpoint, const TrainerOptions& options)
-    : checkpoint_(std::move(checkpoint)) {
-  init(options);
+Trainer::Trainer(const EncoderConfig& config, std::map<std::string, StoredTensor> checkpoint,
+                 const TrainerOptions& options)
+    : checkpoint_(std::move(checkpoint)), cfg_(config) {
+  check_encoder_config(cfg_, "the encoder config");
+  init(options, "the checkpoint");
 }
 
-void Trainer::init(const TrainerOptions& o) {
+void Trainer::init(const TrainerOptions& o, const std::string& source) {
   if (o.threads < 1) throw std::invalid_argument("threads must be a positive integer");
   if (o.adam.total_steps < 1) throw std::invalid_argument("total steps must be a positive integer");
+  if (o.dropout && !(*o.dropout >= 0 && *o.dropout < 1)) throw std::invalid_argument("dropout must be in [0, 1)");
+  if (o.dropout) cfg_.dropout = *o.dropout;
   prefix_ = checkpoint_.count("bert.embeddings.word_embeddings.weight") ? "bert." : "";
-  auto tensor = [&](const std::string& name) -> const StoredTensor& {
+  // Every tensor read with the shape the config gives it, as the encoder does.
+  auto read = [&](const std::string& name, const std::vector<int64_t>& shape) -> const StoredTensor& {
     auto it = checkpoint_.find(prefix_ + name);
-    if (it == checkpoint_.end()) throw std::runtime_error("checkpoint has no tensor " + prefix_ + name);
-    return it->second;
+    if (it == checkpoint_.end()) throw json::Error(source + ": no tensor named '" + prefix_ + name + "'");
+    const StoredTensor& t = it->second;
+    if (t.shape != shape)
+      throw json::Error(source + ": tensor '" + prefix_ + name + "' has shape " + io::shape_text(t.shape) +
+                        ", the config needs " + io::shape_text(shape));
+    return t;
   };
-  const StoredTensor& word = tensor("embeddings.word_embeddings.weight");
-  if (word.shape.size() != 2) throw std::runtime_error("word embeddings must be 2-D");
-  cfg_.hidden = static_cast<int>(word.shape[1]);
-  cfg_.ffn = static_cast<int>(tensor("encoder.layer.0.intermediate.dense.weight").shape[0]);
-  cfg_.layers = 0;
-  while (checkpoint_.count(prefix_ + "encoder.layer." + std::to_string(cfg_.layers) + ".output.dense.weight"))
-    ++cfg_.layers;
-  cfg_.heads = o.heads;
-  cfg_.ln_eps = o.ln_eps;
-  cfg_.dropout = o.dropout;
-  if (o.heads < 1 || cfg_.hidden % o.heads) throw std::invalid_argument("hidden size must divide into the heads");
-
-  emb_.word = word.to_f32();
-  emb_.vocab = static_cast<int>(word.shape[0]);
-  const StoredTensor& pos = tensor("embeddings.position_embeddings.weight");
-  emb_.position = pos.to_f32();
-  emb_.max_positions = static_cast<int>(pos.shape[0]);
-  emb_.token_type = tensor("embeddings.token_type_embeddings.weight").to_f32();
-  emb_.ln_g = tensor("embeddings.LayerNorm.weight").to_f32();
-  emb_.ln_b = tensor("embeddings.LayerNorm.bias").to_f32();
+  auto values = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    const StoredTensor& t = read(name, shape);
+    try {
+      return t.to_f32();
+    } catch (const json::Error& e) {
+      throw json::Error(source + ": tensor '" + prefix_ + name + "': " + e.what());
+    }
+  };
+  const int64_t h = cfg_.hidden;
+  emb_.vocab = cfg_.vocab;
+  emb_.max_positions = cfg_.max_positions;
+  emb_.word = values("embeddings.word_embeddings.weight", {cfg_.vocab, h});
+  emb_.position = values("embeddings.position_embeddings.weight", {cfg_.max_positions, h});
+  emb_.token_type = values("embeddings.token_type_embeddings.weight", {cfg_.type_vocab, h});
+  emb_.ln_g = values("embeddings.LayerNorm.weight", {h});
+  emb_.ln_b = values("embeddings.LayerNorm.bias", {h});
 
   params_.assign(param_count(cfg_), 0.f);
   grads_.assign(params_.size(), 0.f);
   std::vector<uint8_t> decay(params_.size(), 0);
   for (const ParamTensor& p : param_tensors(cfg_)) {
-    const StoredTensor& t = tensor(p.name);
-    if (t.shape != p.shape) throw std::runtime_error("tensor " + p.name + " has an unexpected shape");
-    const std::vector<float> values = t.to_f32();
-    std::copy(values.begin(), values.end(), params_.begin() + p.offset);
-    std::fill(decay.begin() + p.offset, decay.begin() + p.offset + t.elements(), p.decay ? 1 : 0);
+    const std::vector<float> v = values(p.name, p.shape);
+    std::copy(v.begin(), v.end(), params_.begin() + p.offset);
+    std::fill(decay.begin() + p.offset, decay.begin() + p.offset + static_cast<int64_t>(v.size()), p.decay ? 1 : 0);
   }
   adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
   // Embeddings and encoder layers now live as fp32; keep only their names and
@@ -185,11 +188,11 @@ void Trainer::save(const std::string& path) const {
   std::map<std::string, StoredTensor> out;
   for (const auto& [name, t] : checkpoint_) {
     const auto it = sources.find(name);
-    if (it != sources.end()) out[name] = f16_tensor(t.shape, it->second);
-    else if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32") out[name] = f16_tensor(t.shape, t.to_f32().data());
+    if (it != sources.end()) out[name] = io::f16_tensor(t.shape, it->second);
+    else if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32") out[name] = io::f16_tensor(t.shape, t.to_f32().data());
     else out[name] = t;  // integer tensors (position ids) as they came in
   }
-  write_safetensors(path, out);
+  io::write_safetensors(path, out);
 }
 
 }  // namespace svc::train

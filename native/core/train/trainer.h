@@ -7,20 +7,21 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "train/adamw.h"
 #include "train/model.h"
-#include "train/safetensors_io.h"
+#include "io/safetensors.h"
 #include "train/workers.h"
 
 namespace svc::train {
 
+using io::StoredTensor;
+
 struct TrainerOptions {
-  int heads = 12;              // from config.json; shapes come from the weights
-  double ln_eps = 1e-12;
-  double dropout = 0.1;
+  std::optional<double> dropout;  // unset: the config's hidden_dropout_prob
   AdamWOptions adam;           // adam.total_steps drives the schedule
   uint64_t seed = 42;
   int threads = 1;
@@ -41,10 +42,11 @@ struct StepResult {
 
 class Trainer {
  public:
-  // Loads a BERT checkpoint (names with or without a "bert." prefix).
-  Trainer(const std::string& weights_path, const TrainerOptions& options);
+  // Loads a BERT checkpoint (names with or without a "bert." prefix) and its config.json;
+  // every tensor must have the shape the config gives it.
+  Trainer(const std::string& config_path, const std::string& weights_path, const TrainerOptions& options);
   // From tensors already in memory (tests build toy encoders this way).
-  Trainer(std::map<std::string, StoredTensor> checkpoint, const TrainerOptions& options);
+  Trainer(const EncoderConfig& config, std::map<std::string, StoredTensor> checkpoint, const TrainerOptions& options);
 
   StepResult step(const PairBatch& batch);
   // Loss of a batch without dropout and without updating anything.
@@ -59,7 +61,7 @@ class Trainer {
   const std::vector<float>& params() const { return params_; }
 
  private:
-  void init(const TrainerOptions& options);
+  void init(const TrainerOptions& options, const std::string& source);
   // Global L2 norm of grads_ and, when they train, the embedding gradients.
   double gradient_norm();
   // The embedding tables with their gradients and optimizers, in one order.

@@ -1,0 +1,41 @@
+// The architecture of a BERT-family encoder, read from its config.json: the one
+// EncoderConfig of the engine (the encoder and the trainer both take their shapes
+// from it, and every tensor of a weights file is checked against it before use).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace svc {
+
+struct EncoderConfig {
+  int hidden = 384;
+  int layers = 6;
+  int heads = 12;
+  int intermediate = 1536;
+  int vocab = 30522;
+  int max_positions = 512;
+  int type_vocab = 2;
+  double layer_norm_eps = 1e-12;
+  double dropout = 0.1;  // hidden_dropout_prob: hidden and attention-probability dropout in training
+  int head_dim() const { return hidden / heads; }
+};
+
+// The bounds a config.json must keep; sizes past them are refused before anything is allocated.
+struct ConfigLimits {
+  static constexpr int kMaxHidden = 16384;
+  static constexpr int kMaxLayers = 256;
+  static constexpr int kMaxIntermediate = 65536;
+  static constexpr int kMaxVocab = 1 << 22;
+  static constexpr int kMaxPositions = 1 << 16;
+  static constexpr int kMaxTypeVocab = 1024;
+};
+
+// Throws json::Error naming the file and the field when one is missing, out of its
+// bounds, or unsupported (only hidden_act "gelu" and absolute position embeddings).
+EncoderConfig read_encoder_config(const std::string& path);
+
+// The same checks on a config built in memory (toy encoders in tests); `what` names it in errors.
+void check_encoder_config(const EncoderConfig& c, const std::string& what);
+
+}  // namespace svc
