@@ -46,6 +46,9 @@ const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const kModelIdPattern = /^[a-z0-9-]+-[0-9a-f]{12}$/;
 const kBearer = /^Bearer\s+(\S+)\s*$/i;
 
+/** What a 429 for a full training queue suggests waiting: about the time a short training job takes. */
+const kQueueFullRetryAfterSeconds = 30;
+
 const notFound = (id: string) =>
   new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param: 'model' });
 
@@ -255,7 +258,15 @@ export class SvcService {
     };
     const examples = request.examples.map(({ text, label, label_text }) => ({ text, label, label_text }));
     const training = { finetune: request.finetune, num_iterations: request.num_iterations };
-    await this.store.createModelWithJob(record, examples, { ...options, ...training });
+    const { maxQueuedJobs } = await this.orgLimits(principal.orgId);
+    const { created, queued } = await this.store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
+    if (!created) {
+      throw new SvcError(
+        'rate_limited',
+        `The organization '${principal.orgId}' has ${queued} training jobs queued, the most it may queue (${maxQueuedJobs}); retry when one has started`,
+        { retryAfterSeconds: kQueueFullRetryAfterSeconds },
+      );
+    }
     this.#jobs.kick();
     return toModelObject(record);
   }

@@ -88,6 +88,10 @@ export const kMigrations: readonly string[] = Object.freeze([
   );
   ALTER TABLE projects ADD COLUMN monthly_token_budget INTEGER;
   `,
+  // 3: when each organization's last training job started: the job queue takes turns by it (round robin).
+  `
+  ALTER TABLE organizations ADD COLUMN last_job_started_at INTEGER;
+  `,
 ]);
 
 /**
