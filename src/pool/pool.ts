@@ -25,6 +25,13 @@ export interface PoolOptions {
   workers?: number;
   /** Threads each worker's engine uses. Keep workers x engineThreads <= cores. */
   engineThreads?: number;
+  /**
+   * Predict texts that may wait for a free worker. A call that would go beyond is refused at once
+   * with `SvcError('overloaded')` (HTTP 503 with `retry-after`), unless nothing waits.
+   */
+  predictQueueLimit?: number;
+  /** Milliseconds a predict call may wait for a free worker before it is dropped with `SvcError('overloaded')`. */
+  predictDeadlineMs?: number;
 }
 
 export type ResolvedPoolOptions = Required<PoolOptions>;
@@ -38,8 +45,15 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();
   const workers = Math.min(2, cores);
-  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
+  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)), ...kPredictQueueDefaults };
 }
+
+/**
+ * The predict queue's bounds. 2,048 texts are a few seconds of work for one worker (~700 texts/s
+ * for two, README "Threads"); a call that waited 10 s for a worker is better answered 503 so the
+ * client can retry or go elsewhere than served late.
+ */
+export const kPredictQueueDefaults = Object.freeze({ predictQueueLimit: 2048, predictDeadlineMs: 10_000 });
 
 /** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
 const kWorkerNiceness = 5;
@@ -64,9 +78,11 @@ function checkCount(value: unknown, name: string): void {
 export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
+  checkCount(options.predictQueueLimit, 'options.predictQueueLimit');
+  checkCount(options.predictDeadlineMs, 'options.predictDeadlineMs');
   if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
-  const wanted = { ...defaultPoolOptions(), ...options };
+  const wanted = { ...defaultPoolOptions(), ...definedOnly(options) };
   // Given only one of the two, the other follows so that the product fits the cores.
   if (options.workers !== undefined && options.engineThreads === undefined) {
     wanted.engineThreads = Math.max(1, Math.floor(cores / wanted.workers));
@@ -80,9 +96,22 @@ export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   return configured;
 }
 
+function definedOnly(options: PoolOptions): PoolOptions {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as PoolOptions;
+}
+
 /** The pool's size as it is or will be. */
 export function poolOptions(): ResolvedPoolOptions {
   return configured ?? defaultPoolOptions();
+}
+
+/**
+ * Training's share of the pool: how many workers may run training tasks at once. All but one, so that
+ * a worker, and the cores its engine threads use, is always left for predictions however many jobs
+ * train (with one worker there is nothing to keep back: training and predictions take turns).
+ */
+export function trainingWorkers(): number {
+  return Math.max(1, poolOptions().workers - 1);
 }
 
 /**
@@ -126,18 +155,39 @@ function currentPool(): Piscina {
   return pool;
 }
 
+// Tasks given to the pool and not finished: while they are as many as the workers, a new task would
+// wait in piscina's queue, where no limit or deadline applies; the predict batcher holds its calls
+// back instead (see `freeWorkers`) and is told when a task ends.
+let tasksInPool = 0;
+const taskEndListeners = new Set<() => void>();
+
+/** Workers with no task: what the predict batcher may use now. */
+export function freeWorkers(): number {
+  return Math.max(0, poolOptions().workers - tasksInPool);
+}
+
+/** Calls `listener` after every task ends (a worker came free); returns the function that stops it. */
+export function onTaskEnd(listener: () => void): () => void {
+  taskEndListeners.add(listener);
+  return () => taskEndListeners.delete(listener);
+}
+
 /**
  * Runs one task in the pool. A task aborted while running ends its worker (piscina's rule);
  * `transferList` moves ports (a progress channel) to the worker with the task.
  */
 export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
+  tasksInPool++;
   try {
     result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
     if (signal?.aborted) throw new SvcError('aborted', 'the operation was aborted', { cause: error });
     // A plain Error from the worker: a native failure (the C++ message) or a bug.
     throw fromNativeError(error);
+  } finally {
+    tasksInPool--;
+    for (const listener of taskEndListeners) listener();
   }
   const failure = (result as Partial<WorkerError> | null)?.[kWorkerError];
   if (failure) {

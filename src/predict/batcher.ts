@@ -1,12 +1,14 @@
 // Micro-batching: concurrent predict calls on classifiers that share a base model are merged
 // into one engine batch. A call waits at most `waitMs` for company, or less when the batch
-// fills its text or token budget; while every worker is busy, calls keep gathering and go
-// out together as soon as one frees up.
+// fills its text or token budget; while every worker is busy (predicting or training), calls
+// keep gathering here, not in the pool's queue, and go out together as soon as one frees up.
+// The wait is bounded: beyond `predictQueueLimit` waiting texts a call is refused at once, and a
+// call still waiting after `predictDeadlineMs` is dropped, both with SvcError('overloaded').
 import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import type { LogisticHead } from '../model/directory.js';
-import { poolOptions, runTask } from '../pool/pool.js';
+import { freeWorkers, onTaskEnd, poolOptions, runTask } from '../pool/pool.js';
 import type { PredictTask } from '../pool/tasks.js';
 
 const debug = debuglog('svc');
@@ -36,6 +38,7 @@ interface Entry {
   reject(error: unknown): void;
   signal?: AbortSignal;
   onAbort?: () => void;
+  deadline?: NodeJS.Timeout;
 }
 
 /** Counters for observing the batching (tests and `NODE_DEBUG=svc`). */
@@ -49,6 +52,12 @@ export interface BatchStats {
 }
 
 const stats: BatchStats = { requests: 0, batches: 0, texts: 0 };
+
+/** Texts waiting for a worker, over every encoder's queue. */
+let waitingTexts = 0;
+
+/** What an overloaded service suggests waiting before a retry: a busy queue drains in about that. */
+export const kOverloadedRetryAfterSeconds = 2;
 
 /** A copy of the batching counters since the process started. */
 export function batchStats(): BatchStats {
@@ -76,6 +85,7 @@ class EncoderQueue {
 
   add(entry: Entry): void {
     this.#pending.push(entry);
+    waitingTexts += entry.texts.length;
     this.#pendingTexts += entry.texts.length;
     this.#pendingTokens += entry.tokens;
     if (this.#pendingTexts >= kMaxBatchTexts || this.#pendingTokens >= kMaxBatchTokens) this.#flush();
@@ -86,16 +96,23 @@ class EncoderQueue {
     const index = this.#pending.indexOf(entry);
     if (index < 0) return false;
     this.#pending.splice(index, 1);
+    clearTimeout(entry.deadline);
+    waitingTexts -= entry.texts.length;
     this.#pendingTexts -= entry.texts.length;
     this.#pendingTokens -= entry.tokens;
     return true;
   }
 
+  /** Sends what waits if a worker is free and the batch is not still gathering company. */
+  flushIfWaiting(): void {
+    if (this.#pending.length > 0 && this.#timer === undefined) this.#flush();
+  }
+
   #flush(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    // Every worker busy: keep gathering; the batch that finishes first sends the rest.
-    while (this.#pending.length > 0 && this.#inFlight < poolOptions().workers) this.#send(this.#take());
+    // Every worker busy: keep gathering; the next task to end (a batch, or a training step's task) sends the rest.
+    while (this.#pending.length > 0 && freeWorkers() > 0) this.#send(this.#take());
   }
 
   /** Takes entries from the front while they fit the budget (always at least one). */
@@ -157,9 +174,8 @@ class EncoderQueue {
 
   #done(): void {
     this.#inFlight--;
-    if (this.#pending.length > 0) this.#flush();
-    // Fine-tuned models come and go: drop their queues once empty.
-    else if (this.#encoderFile !== null && this.idle) queues.delete(this.#encoderFile);
+    // Fine-tuned models come and go: drop their queues once empty. (Waiting calls go out on the task-end signal.)
+    if (this.#encoderFile !== null && this.idle) queues.delete(this.#encoderFile);
   }
 }
 
@@ -170,6 +186,11 @@ function settle(entry: Entry, action: () => void): void {
 
 // Keyed by base model name, or by a fine-tuned model's encoder file.
 const queues = new Map<string, EncoderQueue>();
+
+// Any task that ends frees a worker: the queues that wait get it, in turn.
+onTaskEnd(() => {
+  for (const queue of queues.values()) queue.flushIfWaiting();
+});
 
 function abortError(): SvcError {
   return new SvcError('aborted', 'the prediction was aborted');
@@ -189,6 +210,17 @@ export function scoreTexts(
 ): Promise<Float32Array> {
   if (texts.length === 0) return Promise.resolve(new Float32Array(0));
   if (signal?.aborted) return Promise.reject(abortError());
+  const { predictQueueLimit } = poolOptions();
+  // A call alone in the queue always goes in, however large: refusing it could never succeed.
+  if (waitingTexts > 0 && waitingTexts + texts.length > predictQueueLimit) {
+    return Promise.reject(
+      new SvcError(
+        'overloaded',
+        `The service is overloaded: ${waitingTexts} texts are waiting for a worker and the queue holds ${predictQueueLimit}; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+        { retryAfterSeconds: kOverloadedRetryAfterSeconds },
+      ),
+    );
+  }
   const key = encoderFile ?? baseModel;
   let queue = queues.get(key);
   if (!queue) {
@@ -240,6 +272,19 @@ function enqueue(
       };
       signal.addEventListener('abort', entry.onAbort, { once: true });
     }
+    const { predictDeadlineMs } = poolOptions();
+    entry.deadline = setTimeout(() => {
+      if (!queue.remove(entry)) return;
+      settle(entry, () =>
+        reject(
+          new SvcError(
+            'overloaded',
+            `The service is overloaded: the prediction waited ${predictDeadlineMs} ms for a worker; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+            { retryAfterSeconds: kOverloadedRetryAfterSeconds },
+          ),
+        ),
+      );
+    }, predictDeadlineMs);
     queue.add(entry);
   });
 }
