@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import type { ProviderOptions } from '../proxy/types.js';
+import * as is from '../is.js';
 import { kServerDefaults, startServer } from '../server/app.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
@@ -14,8 +15,16 @@ function positiveInteger(value: string | undefined, name: string): number | unde
   return n;
 }
 
+/** A count flag (`--workers 2`): a positive integer; a wrong one is a usage error (RangeError). */
+function count(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new RangeError(`--${name} must be a positive integer, got '${value}'`);
+  return is.positiveInteger(Number(value), `--${name}`);
+}
+
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
+ * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ...` (B and C likewise; keys are
  * better given as `SVC_PROVIDER_A_KEY`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
@@ -30,6 +39,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       data: { type: 'string', default: kServerDefaults.dataDir },
       workers: { type: 'string' },
       'engine-threads': { type: 'string' },
+      'predict-queue': { type: 'string' },
+      'predict-deadline-ms': { type: 'string' },
       'proxy-models': { type: 'string' },
       'provider-a-url': { type: 'string' },
       'provider-b-url': { type: 'string' },
@@ -47,13 +58,17 @@ export async function serveCommand(args: string[]): Promise<number> {
       providers[`provider-${letter}`] = { ...(url === undefined ? {} : { url }), ...(key === undefined ? {} : { key }) };
     }
   }
-  const workers = positiveInteger(values.workers, 'workers');
-  const engineThreads = positiveInteger(values['engine-threads'], 'engine-threads');
+  const pool = {
+    workers: count(values.workers, 'workers'),
+    engineThreads: count(values['engine-threads'], 'engine-threads'),
+    predictQueueLimit: count(values['predict-queue'], 'predict-queue'),
+    predictDeadlineMs: count(values['predict-deadline-ms'], 'predict-deadline-ms'),
+  };
   const server = await startServer({
     dataDir: values.data,
     port: positiveInteger(values.port, 'port'),
     host: values.host,
-    pool: workers === undefined && engineThreads === undefined ? undefined : { workers, engineThreads },
+    pool: Object.values(pool).every((v) => v === undefined) ? undefined : pool,
     providers,
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
