@@ -58,17 +58,16 @@ export async function serveCommand(args: string[]): Promise<number> {
       providers[`provider-${letter}`] = { ...(url === undefined ? {} : { url }), ...(key === undefined ? {} : { key }) };
     }
   }
-  const pool = {
-    workers: count(values.workers, 'workers'),
-    engineThreads: count(values['engine-threads'], 'engine-threads'),
-    predictQueueLimit: count(values['predict-queue'], 'predict-queue'),
-    predictDeadlineMs: count(values['predict-deadline-ms'], 'predict-deadline-ms'),
-  };
+  const pool = { workers: count(values.workers, 'workers'), engineThreads: count(values['engine-threads'], 'engine-threads') };
   const server = await startServer({
     dataDir: values.data,
     port: positiveInteger(values.port, 'port'),
     host: values.host,
     pool: Object.values(pool).every((v) => v === undefined) ? undefined : pool,
+    predictQueue: {
+      maxWaitingTexts: count(values['predict-queue'], 'predict-queue'),
+      deadlineMs: count(values['predict-deadline-ms'], 'predict-deadline-ms'),
+    },
     providers,
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });

@@ -25,13 +25,6 @@ export interface PoolOptions {
   workers?: number;
   /** Threads each worker's engine uses. Keep workers x engineThreads <= cores. */
   engineThreads?: number;
-  /**
-   * Predict texts that may wait for a free worker. A call that would go beyond is refused at once
-   * with `SvcError('overloaded')` (HTTP 503 with `retry-after`), unless nothing waits.
-   */
-  predictQueueLimit?: number;
-  /** Milliseconds a predict call may wait for a free worker before it is dropped with `SvcError('overloaded')`. */
-  predictDeadlineMs?: number;
 }
 
 export type ResolvedPoolOptions = Required<PoolOptions>;
@@ -45,15 +38,8 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();
   const workers = Math.min(2, cores);
-  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)), ...kPredictQueueDefaults };
+  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
 }
-
-/**
- * The predict queue's bounds. 2,048 texts are a few seconds of work for one worker (~700 texts/s
- * for two, README "Threads"); a call that waited 10 s for a worker is better answered 503 so the
- * client can retry or go elsewhere than served late.
- */
-export const kPredictQueueDefaults = Object.freeze({ predictQueueLimit: 2048, predictDeadlineMs: 10_000 });
 
 /** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
 const kWorkerNiceness = 5;
@@ -78,8 +64,6 @@ function checkCount(value: unknown, name: string): void {
 export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
-  checkCount(options.predictQueueLimit, 'options.predictQueueLimit');
-  checkCount(options.predictDeadlineMs, 'options.predictDeadlineMs');
   if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
   const wanted = { ...defaultPoolOptions(), ...definedOnly(options) };
@@ -96,6 +80,7 @@ export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   return configured;
 }
 
+// A flag left out arrives as an undefined field: it must not hide the default.
 function definedOnly(options: PoolOptions): PoolOptions {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as PoolOptions;
 }

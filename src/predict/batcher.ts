@@ -2,14 +2,16 @@
 // into one engine batch. A call waits at most `waitMs` for company, or less when the batch
 // fills its text or token budget; while every worker is busy (predicting or training), calls
 // keep gathering here, not in the pool's queue, and go out together as soon as one frees up.
-// The wait is bounded: beyond `predictQueueLimit` waiting texts a call is refused at once, and a
-// call still waiting after `predictDeadlineMs` is dropped, both with SvcError('overloaded').
+// The wait can be bounded (`configurePredictQueue`): beyond `maxWaitingTexts` a call is refused at
+// once, and a call no worker started on within `deadlineMs` is dropped, both with
+// SvcError('overloaded'). The library leaves it unbounded; `svc serve` bounds it.
 import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import type { LogisticHead } from '../model/directory.js';
-import { freeWorkers, onTaskEnd, poolOptions, runTask } from '../pool/pool.js';
+import { freeWorkers, onTaskEnd, runTask } from '../pool/pool.js';
 import type { PredictTask } from '../pool/tasks.js';
+import * as is from '../is.js';
 
 const debug = debuglog('svc');
 
@@ -38,7 +40,17 @@ interface Entry {
   reject(error: unknown): void;
   signal?: AbortSignal;
   onAbort?: () => void;
-  deadline?: NodeJS.Timeout;
+  call: Call;
+}
+
+/**
+ * One `scoreTexts` call, whose parts share a deadline: it ends as soon as a worker starts on any of
+ * them, so a large call is bounded in how long it waits to start, not in how long it runs.
+ */
+interface Call {
+  entries: Entry[];
+  deadline: NodeJS.Timeout | undefined;
+  started: boolean;
 }
 
 /** Counters for observing the batching (tests and `NODE_DEBUG=svc`). */
@@ -58,6 +70,48 @@ let waitingTexts = 0;
 
 /** What an overloaded service suggests waiting before a retry: a busy queue drains in about that. */
 export const kOverloadedRetryAfterSeconds = 2;
+
+/** Options of {@link configurePredictQueue}; all optional. */
+export interface PredictQueueOptions {
+  /** Predict texts that may wait for a worker; a call that would go beyond is refused (unless nothing waits). */
+  maxWaitingTexts?: number;
+  /** Milliseconds a call may wait for a worker to start on it before it is dropped. */
+  deadlineMs?: number;
+}
+
+export type ResolvedPredictQueueOptions = Required<PredictQueueOptions>;
+
+/**
+ * The bounds a shared service runs with (`svc serve`, `startServer`). 2,048 texts are a few
+ * seconds of work for one worker; a call that waited 10 s for a worker is better answered 503,
+ * so that the client can back off or go elsewhere, than served late.
+ */
+export const kServicePredictQueue: ResolvedPredictQueueOptions = Object.freeze({ maxWaitingTexts: 2048, deadlineMs: 10_000 });
+
+// The library's own callers await their work: no bound unless asked.
+const kUnbounded: ResolvedPredictQueueOptions = Object.freeze({ maxWaitingTexts: Infinity, deadlineMs: Infinity });
+let bounds = kUnbounded;
+
+/**
+ * Bounds how long predict calls wait for a worker; takes effect for the next call, also while the
+ * pool runs. Options left out are unbounded.
+ *
+ * @example
+ * ```ts
+ * import { configurePredictQueue } from 'svc-classify';
+ * configurePredictQueue({ maxWaitingTexts: 2048, deadlineMs: 10_000 });
+ * // { maxWaitingTexts: 2048, deadlineMs: 10000 }
+ * ```
+ */
+export function configurePredictQueue(options: PredictQueueOptions = {}): ResolvedPredictQueueOptions {
+  const maxWaitingTexts = options.maxWaitingTexts ?? Infinity;
+  const deadlineMs = options.deadlineMs ?? Infinity;
+  if (options.maxWaitingTexts !== undefined) is.positiveInteger(options.maxWaitingTexts, 'options.maxWaitingTexts');
+  // setTimeout's range: beyond it Node fires at once.
+  if (options.deadlineMs !== undefined) is.positiveInteger(options.deadlineMs, 'options.deadlineMs', 2 ** 31 - 1);
+  bounds = Object.freeze({ maxWaitingTexts, deadlineMs });
+  return bounds;
+}
 
 /** A copy of the batching counters since the process started. */
 export function batchStats(): BatchStats {
@@ -96,7 +150,6 @@ class EncoderQueue {
     const index = this.#pending.indexOf(entry);
     if (index < 0) return false;
     this.#pending.splice(index, 1);
-    clearTimeout(entry.deadline);
     waitingTexts -= entry.texts.length;
     this.#pendingTexts -= entry.texts.length;
     this.#pendingTokens -= entry.tokens;
@@ -125,6 +178,8 @@ class EncoderQueue {
       const fits = texts + next.texts.length <= kMaxBatchTexts && tokens + next.tokens <= kMaxBatchTokens;
       if (batch.length > 0 && !fits) break;
       this.remove(next);
+      next.call.started = true;
+      clearTimeout(next.call.deadline);
       batch.push(next);
       texts += next.texts.length;
       tokens += next.tokens;
@@ -210,13 +265,13 @@ export function scoreTexts(
 ): Promise<Float32Array> {
   if (texts.length === 0) return Promise.resolve(new Float32Array(0));
   if (signal?.aborted) return Promise.reject(abortError());
-  const { predictQueueLimit } = poolOptions();
+  const { maxWaitingTexts } = bounds;
   // A call alone in the queue always goes in, however large: refusing it could never succeed.
-  if (waitingTexts > 0 && waitingTexts + texts.length > predictQueueLimit) {
+  if (waitingTexts > 0 && waitingTexts + texts.length > maxWaitingTexts) {
     return Promise.reject(
       new SvcError(
         'overloaded',
-        `The service is overloaded: ${waitingTexts} texts are waiting for a worker and the queue holds ${predictQueueLimit}; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+        `The service is overloaded: ${waitingTexts} texts are waiting for a worker and the queue holds ${maxWaitingTexts}; retry in ${kOverloadedRetryAfterSeconds} seconds`,
         { retryAfterSeconds: kOverloadedRetryAfterSeconds },
       ),
     );
@@ -228,6 +283,7 @@ export function scoreTexts(
     queues.set(key, queue);
   }
   // Cut large calls into parts that fit one batch each.
+  const call: Call = { entries: [], deadline: undefined, started: false };
   const parts: Promise<Float32Array>[] = [];
   let start = 0;
   while (start < texts.length) {
@@ -239,8 +295,15 @@ export function scoreTexts(
       tokens += next;
       end++;
     }
-    parts.push(enqueue(queue, texts.slice(start, end), tokens, head, signal));
+    parts.push(enqueue(queue, call, texts.slice(start, end), tokens, head, signal));
     start = end;
+  }
+  // A part that filled a batch may have gone out already: then the call has started. Waiting calls
+  // wait for running tasks, which keep the process alive; the deadline need not.
+  const { deadlineMs } = bounds;
+  if (!call.started && deadlineMs !== Infinity) {
+    call.deadline = setTimeout(() => dropLate(queue, call, deadlineMs), deadlineMs);
+    call.deadline.unref();
   }
   if (parts.length === 1) return parts[0];
   return Promise.all(parts).then((results) => {
@@ -254,8 +317,19 @@ export function scoreTexts(
   });
 }
 
+/** The call's deadline passed before a worker started on it: its parts leave the queue, refused. */
+function dropLate(queue: EncoderQueue, call: Call, deadlineMs: number): void {
+  const late = new SvcError(
+    'overloaded',
+    `The service is overloaded: the prediction waited ${deadlineMs} ms for a worker; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+    { retryAfterSeconds: kOverloadedRetryAfterSeconds },
+  );
+  for (const entry of call.entries) if (queue.remove(entry)) settle(entry, () => entry.reject(late));
+}
+
 function enqueue(
   queue: EncoderQueue,
+  call: Call,
   texts: string[],
   tokens: number,
   head: LogisticHead,
@@ -263,7 +337,8 @@ function enqueue(
 ): Promise<Float32Array> {
   stats.requests++;
   return new Promise((resolve, reject) => {
-    const entry: Entry = { texts, tokens, head, resolve, reject, signal };
+    const entry: Entry = { texts, tokens, head, resolve, reject, signal, call };
+    call.entries.push(entry);
     if (signal) {
       // Still waiting: leave the queue. Already in a batch: the batch runs on, the caller stops waiting.
       entry.onAbort = () => {
@@ -272,19 +347,6 @@ function enqueue(
       };
       signal.addEventListener('abort', entry.onAbort, { once: true });
     }
-    const { predictDeadlineMs } = poolOptions();
-    entry.deadline = setTimeout(() => {
-      if (!queue.remove(entry)) return;
-      settle(entry, () =>
-        reject(
-          new SvcError(
-            'overloaded',
-            `The service is overloaded: the prediction waited ${predictDeadlineMs} ms for a worker; retry in ${kOverloadedRetryAfterSeconds} seconds`,
-            { retryAfterSeconds: kOverloadedRetryAfterSeconds },
-          ),
-        ),
-      );
-    }, predictDeadlineMs);
     queue.add(entry);
   });
 }

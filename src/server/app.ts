@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
+import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
@@ -20,6 +21,8 @@ export interface ServerOptions {
   /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
   proxyModels?: readonly string[];
   pool?: PoolOptions;
+  /** How long predictions may wait for a worker before 503 `overloaded`; each bound left out is `kServicePredictQueue`'s. */
+  predictQueue?: PredictQueueOptions;
   bodyLimit?: number;
   /** Provider URLs and keys for the proxy; missing ones come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}`. */
   providers?: ProviderOptions;
@@ -54,6 +57,11 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
+  // A shared service answers an overloaded queue at once instead of late.
+  configurePredictQueue({
+    maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,
+    deadlineMs: options.predictQueue?.deadlineMs ?? kServicePredictQueue.deadlineMs,
+  });
   // The lock comes first: nothing, not even a migration, touches a directory another server holds.
   const release = lockDataDir(dataDir);
   let service: SvcService;

@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
-import type { PoolOptions } from '../../src/pool/pool.js';
-import { type RunningServer, startServer } from '../../src/server/app.js';
+import { type RunningServer, type ServerOptions, startServer } from '../../src/server/app.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
@@ -27,11 +26,11 @@ interface Reply {
 }
 
 /** One running server with organizations and their keys; `call` speaks plain HTTP to it. */
-function serve(pool: PoolOptions, orgs: readonly string[]) {
+function serve(options: Pick<ServerOptions, 'pool' | 'predictQueue'>, orgs: readonly string[]) {
   const state = { dir: '', server: undefined as RunningServer | undefined, keys: {} as Record<string, string> };
   beforeAll(async () => {
     state.dir = mkdtempSync(join(tmpdir(), 'svc-fairness-'));
-    state.server = await startServer({ dataDir: state.dir, port: 0, pool });
+    state.server = await startServer({ dataDir: state.dir, port: 0, ...options });
     for (const org of orgs) {
       await state.server.service.createOrganization(org);
       state.keys[org] = (await state.server.service.createApiKey(org)).key;
@@ -61,7 +60,7 @@ function serve(pool: PoolOptions, orgs: readonly string[]) {
 }
 
 describe('two workers: the queue takes turns, predictions keep a worker', () => {
-  const { state, call, until, status, finetuning } = serve({ workers: 2, engineThreads: 1 }, ['a', 'b', 'c']);
+  const { state, call, until, status, finetuning } = serve({ pool: { workers: 2, engineThreads: 1 } }, ['a', 'b', 'c']);
 
   it("queues 10 jobs per organization, answers the 11th with 429, and org B's ten queued jobs do not delay org A's first", async () => {
     const first = await call('b', 'POST', '/v2/train', finetuned(4));
@@ -115,7 +114,10 @@ describe('two workers: the queue takes turns, predictions keep a worker', () => 
 });
 
 describe('one worker busy training: the predict queue is bounded', () => {
-  const { call, until, status, finetuning } = serve({ workers: 1, engineThreads: 1, predictQueueLimit: 8, predictDeadlineMs: 1500 }, ['a']);
+  const { call, until, status, finetuning } = serve(
+    { pool: { workers: 1, engineThreads: 1 }, predictQueue: { maxWaitingTexts: 8, deadlineMs: 1500 } },
+    ['a'],
+  );
 
   it('answers 503 overloaded with retry-after at once beyond the queue limit, and after the deadline', async () => {
     const model = (await call('a', 'POST', '/v2/train', frozen)).body.id as string;

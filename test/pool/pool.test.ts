@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { closePool, configurePool, kPredictQueueDefaults, poolOptions, runTask, trainingWorkers, workerEntry } from '../../src/pool/pool.js';
+import { closePool, configurePool, poolOptions, runTask, trainingWorkers, workerEntry } from '../../src/pool/pool.js';
 import { finetuneThreads } from '../../src/train/finetune-stage.js';
 import type { PingResult } from '../../src/pool/tasks.js';
 
@@ -22,14 +22,12 @@ describe('pool', () => {
   it('defaults to two workers sharing the cores', () => {
     const cores = availableParallelism();
     const workers = Math.min(2, cores);
-    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers), ...kPredictQueueDefaults });
+    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers) });
     expect(poolOptions().workers * poolOptions().engineThreads).toBeLessThanOrEqual(cores);
   });
 
   it('validates its options', () => {
     expect(() => configurePool({ workers: 0 })).toThrow(new RangeError('options.workers must be a positive integer'));
-    expect(() => configurePool({ predictQueueLimit: 0 })).toThrow(new RangeError('options.predictQueueLimit must be a positive integer'));
-    expect(() => configurePool({ predictDeadlineMs: 2.5 })).toThrow(new TypeError('options.predictDeadlineMs must be a positive integer'));
     expect(() => configurePool({ engineThreads: 1.5 })).toThrow(
       new TypeError('options.engineThreads must be a positive integer'),
     );
@@ -39,7 +37,7 @@ describe('pool', () => {
         `options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`,
       ),
     );
-    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)), ...kPredictQueueDefaults });
+    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)) });
   });
 
   it('runs tasks off the main thread with the configured engine threads', async () => {
@@ -53,8 +51,8 @@ describe('pool', () => {
       'configurePool must be called before the pool starts (call closePool first)',
     );
     await closePool();
-    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism(), ...kPredictQueueDefaults });
-    expect(configurePool({ engineThreads: 1 })).toEqual({ workers: Math.min(2, availableParallelism()), engineThreads: 1, ...kPredictQueueDefaults });
+    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism() });
+    expect(configurePool({ engineThreads: 1 })).toEqual({ workers: Math.min(2, availableParallelism()), engineThreads: 1 });
   });
 
   it('keeps a worker, and its cores, for predictions: training gets the other workers, each on its own share', () => {
