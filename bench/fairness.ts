@@ -98,13 +98,16 @@ export async function run(args: string[]): Promise<void> {
     const jobs = [await train(), await train()];
     let stop = false;
     let finished = 0;
+    // A job that fails would be replaced at once, over and over: stop the run and say why instead.
+    let failure: string | null = null;
     const keeper = (async () => {
-      while (!stop) {
+      while (!stop && failure === null) {
         for (let i = 0; i < jobs.length; i += 1) {
-          if ((await status('b', jobs[i])) !== 'training') {
-            finished += 1;
-            jobs[i] = await train();
-          }
+          const model = (await call('b', 'GET', `/v2/models/${jobs[i]}`)).body;
+          if (model.status === 'failed') failure = `org B's fine-tuning job failed: ${String(model.error)}`;
+          if (model.status !== 'trained') continue;
+          finished += 1;
+          jobs[i] = await train();
         }
         await sleep(200);
       }
@@ -114,11 +117,13 @@ export async function run(args: string[]): Promise<void> {
       for (const id of jobs) done += ((await call('b', 'GET', `/v2/models/${id}/progress`)).body.done as number) ?? 0;
       return done;
     };
-    while ((await stepsDone()) === 0) await sleep(100);
+    while (failure === null && (await stepsDone()) === 0) await sleep(100);
+    if (failure !== null) throw new Error(failure);
     const loaded = await measure('training');
     const stepsAtEnd = await stepsDone();
     stop = true;
     await keeper;
+    if (failure !== null) throw new Error(failure);
 
     const ratio = loaded.p99Ms / idle.p99Ms;
     if (json) {
