@@ -11,6 +11,7 @@ export type SvcErrorCode =
   | 'payload_too_large'
   | 'rate_limited'
   | 'budget_exceeded'
+  | 'overloaded'
   | 'upstream_error'
   | 'upstream_timeout'
   | 'native_missing'
@@ -27,6 +28,7 @@ const kStatusByCode: Readonly<Record<SvcErrorCode, number>> = Object.freeze({
   payload_too_large: 413,
   rate_limited: 429,
   budget_exceeded: 403,
+  overloaded: 503,
   upstream_error: 502,
   upstream_timeout: 504,
   native_missing: 500,
@@ -39,12 +41,15 @@ export interface SvcErrorOptions {
   /** The request field the error is about, e.g. `examples[3].label`. */
   param?: string;
   cause?: unknown;
+  /** Seconds a client should wait before trying again (the `retry-after` header of a 429 or 503). */
+  retryAfterSeconds?: number;
 }
 
 export class SvcError extends Error {
   readonly code: SvcErrorCode;
   readonly status: number;
   readonly param: string | null;
+  readonly retryAfterSeconds: number | null;
 
   constructor(code: SvcErrorCode, message: string, options: SvcErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -52,6 +57,7 @@ export class SvcError extends Error {
     this.code = code;
     this.status = kStatusByCode[code];
     this.param = options.param ?? null;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? null;
   }
 }
 
@@ -93,6 +99,7 @@ const kErrorTypeByStatus: Readonly<Record<number, string>> = Object.freeze({
   415: 'invalid_request_error',
   429: 'rate_limit_error',
   502: 'upstream_error',
+  503: 'overloaded_error',
   504: 'timeout_error',
 });
 

@@ -30,3 +30,5 @@ export { kManifestFormatVersion } from './model/manifest.js';
 export type { BodyKind, FinetuneSettings, Manifest, TrainingMetrics, TrainingSettings } from './model/manifest.js';
 export { configurePool, closePool } from './pool/pool.js';
 export type { PoolOptions } from './pool/pool.js';
+export { configurePredictQueue } from './predict/batcher.js';
+export type { PredictQueueOptions } from './predict/batcher.js';

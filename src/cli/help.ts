@@ -1,6 +1,7 @@
 // What `svc --help`, `svc help <command>` and `svc <command> --help` print. One table, so the
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
+import { kServicePredictQueue } from '../predict/batcher.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
 import { kDefaultRetention } from '../service/retention.js';
 
@@ -40,6 +41,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       kDataOption,
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
+      ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],
+      ['--predict-deadline-ms <ms>', `how long a predict may wait for a worker before 503 overloaded (default ${kServicePredictQueue.deadlineMs})`],
       ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],
       ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
       ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],

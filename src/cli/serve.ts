@@ -2,9 +2,9 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import type { ProviderOptions } from '../proxy/types.js';
+import * as is from '../is.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import type { RetentionOptions } from '../service/retention.js';
-import { countValue } from './operator.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
 const kExitGraceMs = 5000;
@@ -16,8 +16,16 @@ function positiveInteger(value: string | undefined, name: string): number | unde
   return n;
 }
 
+/** A count flag (`--workers 2`): a positive integer; a wrong one is a usage error (RangeError). */
+function count(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new RangeError(`--${name} must be a positive integer, got '${value}'`);
+  return is.positiveInteger(Number(value), `--${name}`);
+}
+
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
+ * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N]` (B and C likewise; keys and the metrics token are better
  * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
@@ -33,6 +41,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       data: { type: 'string', default: kServerDefaults.dataDir },
       workers: { type: 'string' },
       'engine-threads': { type: 'string' },
+      'predict-queue': { type: 'string' },
+      'predict-deadline-ms': { type: 'string' },
       'proxy-models': { type: 'string' },
       'provider-a-url': { type: 'string' },
       'provider-b-url': { type: 'string' },
@@ -54,18 +64,20 @@ export async function serveCommand(args: string[]): Promise<number> {
       providers[`provider-${letter}`] = { ...(url === undefined ? {} : { url }), ...(key === undefined ? {} : { key }) };
     }
   }
-  const retention: RetentionOptions = {};
-  if (values['request-log-days'] !== undefined) retention.days = countValue('request-log-days', values['request-log-days']);
-  if (values['request-log-max-rows'] !== undefined) {
-    retention.maxRowsPerProject = countValue('request-log-max-rows', values['request-log-max-rows']);
-  }
-  const workers = positiveInteger(values.workers, 'workers');
-  const engineThreads = positiveInteger(values['engine-threads'], 'engine-threads');
+  const retention: RetentionOptions = {
+    days: count(values['request-log-days'], 'request-log-days'),
+    maxRowsPerProject: count(values['request-log-max-rows'], 'request-log-max-rows'),
+  };
+  const pool = { workers: count(values.workers, 'workers'), engineThreads: count(values['engine-threads'], 'engine-threads') };
   const server = await startServer({
     dataDir: values.data,
     port: positiveInteger(values.port, 'port'),
     host: values.host,
-    pool: workers === undefined && engineThreads === undefined ? undefined : { workers, engineThreads },
+    pool: Object.values(pool).every((v) => v === undefined) ? undefined : pool,
+    predictQueue: {
+      maxWaitingTexts: count(values['predict-queue'], 'predict-queue'),
+      deadlineMs: count(values['predict-deadline-ms'], 'predict-deadline-ms'),
+    },
     providers,
     retention,
     logLevel: values['log-level'] === undefined ? undefined : logLevel(values['log-level'], '--log-level'),

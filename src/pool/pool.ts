@@ -46,8 +46,11 @@ const kWorkerNiceness = 5;
 
 let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
-/** Tasks handed to the pool and not yet settled: running on a worker or waiting in piscina's queue. */
-let tasksInFlight = 0;
+// Tasks given to the pool and not finished, running or waiting in piscina's queue: while they are as many
+// as the workers, a new task would wait in that queue, where no limit or deadline applies; the predict
+// batcher holds its calls back instead (see `freeWorkers`) and is told when a task ends.
+let tasksInPool = 0;
+const taskEndListeners = new Set<() => void>();
 
 /** What the pool is doing now (zeros before its first task). */
 export interface PoolStats {
@@ -63,7 +66,7 @@ export interface PoolStats {
 export function poolStats(): PoolStats {
   const workers = poolOptions().workers;
   if (!pool) return { workers, busy: 0, queued: 0 };
-  return { workers, busy: Math.min(tasksInFlight, workers), queued: pool.queueSize };
+  return { workers, busy: Math.min(tasksInPool, workers), queued: pool.queueSize };
 }
 
 function checkCount(value: unknown, name: string): void {
@@ -85,7 +88,7 @@ export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.engineThreads, 'options.engineThreads');
   if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
-  const wanted = { ...defaultPoolOptions(), ...options };
+  const wanted = { ...defaultPoolOptions(), ...definedOnly(options) };
   // Given only one of the two, the other follows so that the product fits the cores.
   if (options.workers !== undefined && options.engineThreads === undefined) {
     wanted.engineThreads = Math.max(1, Math.floor(cores / wanted.workers));
@@ -99,9 +102,23 @@ export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   return configured;
 }
 
+// A flag left out arrives as an undefined field: it must not hide the default.
+function definedOnly(options: PoolOptions): PoolOptions {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as PoolOptions;
+}
+
 /** The pool's size as it is or will be. */
 export function poolOptions(): ResolvedPoolOptions {
   return configured ?? defaultPoolOptions();
+}
+
+/**
+ * Training's share of the pool: how many workers may run training tasks at once. All but one, so that
+ * a worker, and the cores its engine threads use, is always left for predictions however many jobs
+ * train (with one worker there is nothing to keep back: training and predictions take turns).
+ */
+export function trainingWorkers(): number {
+  return Math.max(1, poolOptions().workers - 1);
 }
 
 /**
@@ -145,13 +162,24 @@ function currentPool(): Piscina {
   return pool;
 }
 
+/** Workers with no task: what the predict batcher may use now. */
+export function freeWorkers(): number {
+  return Math.max(0, poolOptions().workers - tasksInPool);
+}
+
+/** Calls `listener` after every task ends (a worker came free); returns the function that stops it. */
+export function onTaskEnd(listener: () => void): () => void {
+  taskEndListeners.add(listener);
+  return () => taskEndListeners.delete(listener);
+}
+
 /**
  * Runs one task in the pool. A task aborted while running ends its worker (piscina's rule);
  * `transferList` moves ports (a progress channel) to the worker with the task.
  */
 export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
-  tasksInFlight++;
+  tasksInPool++;
   try {
     result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
@@ -159,7 +187,8 @@ export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferL
     // A plain Error from the worker: a native failure (the C++ message) or a bug.
     throw fromNativeError(error);
   } finally {
-    tasksInFlight--;
+    tasksInPool--;
+    for (const listener of taskEndListeners) listener();
   }
   const failure = (result as Partial<WorkerError> | null)?.[kWorkerError];
   if (failure) {

@@ -41,6 +41,33 @@ if (process.platform === 'linux' && settings.niceness > 0) {
     // not permitted: keep the normal priority
   }
 }
+/**
+ * Fine-tuning runs further below normal priority than the workers: on a contended CPU a
+ * prediction's engine thread wins over a training step's (CFS weights 335 against 36), so the
+ * cores training shares with predictions go to predictions first.
+ */
+const kTrainingNiceness = 15;
+
+/** Runs `work` with this thread, and the engine threads it starts, at the training priority. */
+function atTrainingPriority<T>(work: () => T): T {
+  if (process.platform !== 'linux' || settings.niceness >= kTrainingNiceness) return work();
+  try {
+    setPriority(kTrainingNiceness);
+  } catch {
+    return work();
+  }
+  try {
+    return work();
+  } finally {
+    try {
+      setPriority(settings.niceness);
+    } catch {
+      // Raising a thread's priority back needs CAP_SYS_NICE: without it this worker stays at the
+      // training priority, which only ever puts it behind other work, never ahead.
+    }
+  }
+}
+
 // Base encoders, by base model name: always kept.
 const encoders = new Map<string, Encoder>();
 /**
@@ -152,7 +179,7 @@ async function dispatch(task: PoolTask): Promise<unknown> {
     case 'fit':
       return fit(task);
     case 'finetune':
-      return finetune(task);
+      return atTrainingPriority(() => finetune(task));
     case 'save':
       return save(task);
     case 'ping':

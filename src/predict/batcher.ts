@@ -1,14 +1,18 @@
 // Micro-batching: concurrent predict calls on classifiers that share a base model are merged
 // into one engine batch. A call waits at most `waitMs` for company, or less when the batch
-// fills its text or token budget; while every worker is busy, calls keep gathering and go
-// out together as soon as one frees up.
+// fills its text or token budget; while every worker is busy (predicting or training), calls
+// keep gathering here, not in the pool's queue, and go out together as soon as one frees up.
+// The wait can be bounded (`configurePredictQueue`): beyond `maxWaitingTexts` a call is refused at
+// once, and a call no worker started on within `deadlineMs` is dropped, both with
+// SvcError('overloaded'). The library leaves it unbounded; `svc serve` bounds it.
 import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import type { LogisticHead } from '../model/directory.js';
-import { poolOptions, runTask } from '../pool/pool.js';
+import { freeWorkers, onTaskEnd, runTask } from '../pool/pool.js';
 import type { PredictResult, PredictTask } from '../pool/tasks.js';
-import { publishPredictBatch } from '../telemetry.js';
+import { publishPredictBatch, rateLimited } from '../telemetry.js';
+import * as is from '../is.js';
 
 const debug = debuglog('svc');
 
@@ -37,6 +41,17 @@ interface Entry {
   reject(error: unknown): void;
   signal?: AbortSignal;
   onAbort?: () => void;
+  call: Call;
+}
+
+/**
+ * One `scoreTexts` call, whose parts share a deadline: it ends as soon as a worker starts on any of
+ * them, so a large call is bounded in how long it waits to start, not in how long it runs.
+ */
+interface Call {
+  entries: Entry[];
+  deadline: NodeJS.Timeout | undefined;
+  started: boolean;
 }
 
 /** Counters for observing the batching (tests and `NODE_DEBUG=svc`). */
@@ -50,6 +65,54 @@ export interface BatchStats {
 }
 
 const stats: BatchStats = { requests: 0, batches: 0, texts: 0 };
+
+/** Texts waiting for a worker, over every encoder's queue. */
+let waitingTexts = 0;
+
+/** What an overloaded service suggests waiting before a retry: a busy queue drains in about that. */
+export const kOverloadedRetryAfterSeconds = 2;
+
+/** Options of {@link configurePredictQueue}; all optional. */
+export interface PredictQueueOptions {
+  /** Predict texts that may wait for a worker; a call that would go beyond is refused (unless nothing waits). */
+  maxWaitingTexts?: number;
+  /** Milliseconds a call may wait for a worker to start on it before it is dropped. */
+  deadlineMs?: number;
+}
+
+export type ResolvedPredictQueueOptions = Required<PredictQueueOptions>;
+
+/**
+ * The bounds a shared service runs with (`svc serve`, `startServer`). 2,048 texts are a few
+ * seconds of work for one worker; a call that waited 10 s for a worker is better answered 503,
+ * so that the client can back off or go elsewhere, than served late.
+ */
+export const kServicePredictQueue: ResolvedPredictQueueOptions = Object.freeze({ maxWaitingTexts: 2048, deadlineMs: 10_000 });
+
+// The library's own callers await their work: no bound unless asked.
+const kUnbounded: ResolvedPredictQueueOptions = Object.freeze({ maxWaitingTexts: Infinity, deadlineMs: Infinity });
+let bounds = kUnbounded;
+
+/**
+ * Bounds how long predict calls wait for a worker; takes effect for the next call, also while the
+ * pool runs. Options left out are unbounded.
+ *
+ * @example
+ * ```ts
+ * import { configurePredictQueue } from 'svc-classify';
+ * configurePredictQueue({ maxWaitingTexts: 2048, deadlineMs: 10_000 });
+ * // { maxWaitingTexts: 2048, deadlineMs: 10000 }
+ * ```
+ */
+export function configurePredictQueue(options: PredictQueueOptions = {}): ResolvedPredictQueueOptions {
+  const maxWaitingTexts = options.maxWaitingTexts ?? Infinity;
+  const deadlineMs = options.deadlineMs ?? Infinity;
+  if (options.maxWaitingTexts !== undefined) is.positiveInteger(options.maxWaitingTexts, 'options.maxWaitingTexts');
+  // setTimeout's range: beyond it Node fires at once.
+  if (options.deadlineMs !== undefined) is.positiveInteger(options.deadlineMs, 'options.deadlineMs', 2 ** 31 - 1);
+  bounds = Object.freeze({ maxWaitingTexts, deadlineMs });
+  return bounds;
+}
 
 /** A copy of the batching counters since the process started. */
 export function batchStats(): BatchStats {
@@ -77,6 +140,7 @@ class EncoderQueue {
 
   add(entry: Entry): void {
     this.#pending.push(entry);
+    waitingTexts += entry.texts.length;
     this.#pendingTexts += entry.texts.length;
     this.#pendingTokens += entry.tokens;
     if (this.#pendingTexts >= kMaxBatchTexts || this.#pendingTokens >= kMaxBatchTokens) this.#flush();
@@ -87,16 +151,22 @@ class EncoderQueue {
     const index = this.#pending.indexOf(entry);
     if (index < 0) return false;
     this.#pending.splice(index, 1);
+    waitingTexts -= entry.texts.length;
     this.#pendingTexts -= entry.texts.length;
     this.#pendingTokens -= entry.tokens;
     return true;
   }
 
+  /** Sends what waits if a worker is free and the batch is not still gathering company. */
+  flushIfWaiting(): void {
+    if (this.#pending.length > 0 && this.#timer === undefined) this.#flush();
+  }
+
   #flush(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    // Every worker busy: keep gathering; the batch that finishes first sends the rest.
-    while (this.#pending.length > 0 && this.#inFlight < poolOptions().workers) this.#send(this.#take());
+    // Every worker busy: keep gathering; the next task to end (a batch, or a training step's task) sends the rest.
+    while (this.#pending.length > 0 && freeWorkers() > 0) this.#send(this.#take());
   }
 
   /** Takes entries from the front while they fit the budget (always at least one). */
@@ -109,6 +179,8 @@ class EncoderQueue {
       const fits = texts + next.texts.length <= kMaxBatchTexts && tokens + next.tokens <= kMaxBatchTokens;
       if (batch.length > 0 && !fits) break;
       this.remove(next);
+      next.call.started = true;
+      clearTimeout(next.call.deadline);
       batch.push(next);
       texts += next.texts.length;
       tokens += next.tokens;
@@ -160,9 +232,8 @@ class EncoderQueue {
 
   #done(): void {
     this.#inFlight--;
-    if (this.#pending.length > 0) this.#flush();
-    // Fine-tuned models come and go: drop their queues once empty.
-    else if (this.#encoderFile !== null && this.idle) queues.delete(this.#encoderFile);
+    // Fine-tuned models come and go: drop their queues once empty. (Waiting calls go out on the task-end signal.)
+    if (this.#encoderFile !== null && this.idle) queues.delete(this.#encoderFile);
   }
 }
 
@@ -173,6 +244,11 @@ function settle(entry: Entry, action: () => void): void {
 
 // Keyed by base model name, or by a fine-tuned model's encoder file.
 const queues = new Map<string, EncoderQueue>();
+
+// Any task that ends frees a worker: the queues that wait get it, in turn.
+onTaskEnd(() => {
+  for (const queue of queues.values()) queue.flushIfWaiting();
+});
 
 function abortError(): SvcError {
   return new SvcError('aborted', 'the prediction was aborted');
@@ -192,6 +268,18 @@ export function scoreTexts(
 ): Promise<PredictResult> {
   if (texts.length === 0) return Promise.resolve({ probabilities: new Float32Array(0), truncated: new Uint8Array(0) });
   if (signal?.aborted) return Promise.reject(abortError());
+  const { maxWaitingTexts } = bounds;
+  // A call alone in the queue always goes in, however large: refusing it could never succeed.
+  if (waitingTexts > 0 && waitingTexts + texts.length > maxWaitingTexts) {
+    rateLimited('overloaded');
+    return Promise.reject(
+      new SvcError(
+        'overloaded',
+        `The service is overloaded: ${waitingTexts} texts are waiting for a worker and the queue holds ${maxWaitingTexts}; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+        { retryAfterSeconds: kOverloadedRetryAfterSeconds },
+      ),
+    );
+  }
   const key = encoderFile ?? baseModel;
   let queue = queues.get(key);
   if (!queue) {
@@ -199,6 +287,7 @@ export function scoreTexts(
     queues.set(key, queue);
   }
   // Cut large calls into parts that fit one batch each.
+  const call: Call = { entries: [], deadline: undefined, started: false };
   const parts: Promise<PredictResult>[] = [];
   let start = 0;
   while (start < texts.length) {
@@ -210,8 +299,15 @@ export function scoreTexts(
       tokens += next;
       end++;
     }
-    parts.push(enqueue(queue, texts.slice(start, end), tokens, head, signal));
+    parts.push(enqueue(queue, call, texts.slice(start, end), tokens, head, signal));
     start = end;
+  }
+  // A part that filled a batch may have gone out already: then the call has started. Waiting calls
+  // wait for running tasks, which keep the process alive; the deadline need not.
+  const { deadlineMs } = bounds;
+  if (!call.started && deadlineMs !== Infinity) {
+    call.deadline = setTimeout(() => dropLate(queue, call, deadlineMs), deadlineMs);
+    call.deadline.unref();
   }
   if (parts.length === 1) return parts[0];
   return Promise.all(parts).then((results) => {
@@ -226,8 +322,20 @@ export function scoreTexts(
   });
 }
 
+/** The call's deadline passed before a worker started on it: its parts leave the queue, refused. */
+function dropLate(queue: EncoderQueue, call: Call, deadlineMs: number): void {
+  rateLimited('overloaded');
+  const late = new SvcError(
+    'overloaded',
+    `The service is overloaded: the prediction waited ${deadlineMs} ms for a worker; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+    { retryAfterSeconds: kOverloadedRetryAfterSeconds },
+  );
+  for (const entry of call.entries) if (queue.remove(entry)) settle(entry, () => entry.reject(late));
+}
+
 function enqueue(
   queue: EncoderQueue,
+  call: Call,
   texts: string[],
   tokens: number,
   head: LogisticHead,
@@ -235,7 +343,8 @@ function enqueue(
 ): Promise<PredictResult> {
   stats.requests++;
   return new Promise((resolve, reject) => {
-    const entry: Entry = { texts, tokens, head, resolve, reject, signal };
+    const entry: Entry = { texts, tokens, head, resolve, reject, signal, call };
+    call.entries.push(entry);
     if (signal) {
       // Still waiting: leave the queue. Already in a batch: the batch runs on, the caller stops waiting.
       entry.onAbort = () => {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, LogController } from 'fastify';
 
 import { configurePool, type PoolOptions } from '../pool/pool.js';
+import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
 import { openService, proxyModelsFromEnv } from '../service/open.js';
@@ -25,6 +26,8 @@ export interface ServerOptions {
   /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
   proxyModels?: readonly string[];
   pool?: PoolOptions;
+  /** How long predictions may wait for a worker before 503 `overloaded`; each bound left out is `kServicePredictQueue`'s. */
+  predictQueue?: PredictQueueOptions;
   bodyLimit?: number;
   /** Provider URLs and keys for the proxy; missing ones come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}`. */
   providers?: ProviderOptions;
@@ -89,6 +92,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       ? logLevel(options.logLevel, 'options.logLevel')
       : logLevel(process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel, 'SVC_LOG_LEVEL');
   const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
+  // A shared service answers an overloaded queue at once instead of late.
+  configurePredictQueue({
+    maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,
+    deadlineMs: options.predictQueue?.deadlineMs ?? kServicePredictQueue.deadlineMs,
+  });
   // The lock comes first: nothing, not even a migration, touches a directory another server holds.
   const release = lockDataDir(dataDir);
   let service: SvcService;

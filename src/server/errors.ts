@@ -59,6 +59,7 @@ export function errorReply(error: FastifyError | Error, request: FastifyRequest)
 export function svcErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const { status, body } = errorReply(error, request);
   if (status === 401) reply.header('www-authenticate', 'Bearer');
+  if (error instanceof SvcError && error.retryAfterSeconds !== null) reply.header('retry-after', String(error.retryAfterSeconds));
   const dialect = request.routeOptions.config?.svcDialect;
   const { message, param, code } = body.error;
   const sent = dialect === undefined ? body : kDialects[dialect].errorBody(status, message, { param, code: code ?? undefined });

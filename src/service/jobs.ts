@@ -4,6 +4,7 @@ import { debuglog } from 'node:util';
 import type { Store } from '../store/types.js';
 import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
+import { kDefaultOrgLimits } from './limits.js';
 import type { ModelRuntime } from './runtime.js';
 
 const debug = debuglog('svc');
@@ -30,8 +31,9 @@ interface RunningJob {
 }
 
 /**
- * Runs training jobs from the store's queue, oldest first, at most
- * `runtime.trainingSlots` at a time (one per pool worker). The queue lives in
+ * Runs training jobs from the store's queue, at most `runtime.trainingSlots` at a time (the pool's
+ * share for training), in the store's fair order: organizations take turns, oldest job first within
+ * one, none beyond its cap of running jobs. The queue lives in
  * the store, so a job survives a crash: at start-up, jobs left `running` go
  * back to the queue in their original place and run again. A job always ends
  * with its model `trained` or `failed` (with the reason), never `training` forever.
@@ -121,7 +123,7 @@ export class JobRunner {
 
   async #pump(): Promise<void> {
     while (!this.#closed && this.#running.size < this.#runtime.trainingSlots) {
-      const job = await this.#store.claimNextJob(this.#now());
+      const job = await this.#store.claimNextJob(this.#now(), { maxRunningJobs: kDefaultOrgLimits.maxRunningJobs });
       if (job === null) return;
       const entry: RunningJob = { controller: new AbortController(), progress: null, done: Promise.resolve(), abortedFor: null };
       this.#running.set(job.modelId, entry);

@@ -1,5 +1,5 @@
 import { DirectoryHub } from '../model/hub.js';
-import { closePool, poolOptions } from '../pool/pool.js';
+import { closePool, trainingWorkers } from '../pool/pool.js';
 import { Classifier, type Prediction } from '../predict/classifier.js';
 import type { TrainRequest } from '../train/request.js';
 import { train } from '../train/train.js';
@@ -20,7 +20,7 @@ export interface LibraryRuntimeOptions {
 /**
  * The model runtime on svc-classify's own library: `train()` publishes into a
  * `DirectoryHub`, `Classifier.load()` reads from it, all native work in the
- * library's pool. One training job per pool worker.
+ * library's pool. Training jobs run on all pool workers but one, which stays for predictions.
  *
  * @example
  * ```ts
@@ -42,7 +42,7 @@ export class LibraryRuntime implements ModelRuntime {
   }
 
   get trainingSlots(): number {
-    return poolOptions().workers;
+    return trainingWorkers();
   }
 
   modelDir(orgId: string, modelId: string): string {

@@ -37,7 +37,12 @@ export type LimitRejection =
   /** The client address failed to authenticate too often in the window; its key was not looked up. */
   | { kind: 'failed_authentication'; limit: number; windowMs: number; retryAfterMs: number }
   /** The project used its monthly proxy token budget. */
-  | { kind: 'budget'; projectId: string; month: string; budget: number; used: number };
+  | { kind: 'budget'; projectId: string; month: string; budget: number; used: number }
+  /** The organization has as many training jobs queued as it may. */
+  | { kind: 'jobs'; orgId: string; queued: number; limit: number };
+
+/** What a client whose training queue is full waits before trying again: about one short job's run. */
+export const kQueueFullRetryAfterSeconds = 30;
 
 /**
  * The error for every request a limit turns away, the one place such a rejection is made (and so the one place to
@@ -64,6 +69,13 @@ export function limitRejection(rejection: LimitRejection): SvcError {
         'rate_limited',
         `Too many failed authentications from this address (${rejection.limit} per ${windowText(rejection.windowMs)}); ` +
           `retry in ${retrySeconds(rejection.retryAfterMs)} s`,
+      );
+    case 'jobs':
+      return new SvcError(
+        'rate_limited',
+        `The organization '${rejection.orgId}' has ${rejection.queued} training jobs queued, the most it may queue ` +
+          `(${rejection.limit}); retry when one has started`,
+        { retryAfterSeconds: kQueueFullRetryAfterSeconds },
       );
     case 'budget':
       return new SvcError(

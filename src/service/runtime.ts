@@ -35,7 +35,7 @@ export interface ModelRuntime {
   remove(orgId: string, modelId: string): Promise<void>;
   /** The hub directory of a model (it may not exist). */
   modelDir(orgId: string, modelId: string): string;
-  /** How many training jobs may run at once (one per pool worker). */
+  /** How many training jobs may run at once: the pool's share for training (predictions keep the rest). */
   readonly trainingSlots: number;
   close(): Promise<void>;
 }

@@ -282,7 +282,11 @@ export class SvcService {
     };
     const examples = request.examples.map(({ text, label, label_text }) => ({ text, label, label_text }));
     const training = { finetune: request.finetune, num_iterations: request.num_iterations };
-    await this.store.createModelWithJob(record, examples, { ...options, ...training });
+    const { maxQueuedJobs } = await this.orgLimits(principal.orgId);
+    const { created, queued } = await this.store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
+    if (!created) {
+      throw limitRejection({ kind: 'jobs', orgId: principal.orgId, queued, limit: maxQueuedJobs });
+    }
     this.#jobs.kick();
     return toModelObject(record);
   }

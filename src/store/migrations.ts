@@ -106,6 +106,10 @@ export const kMigrations: readonly string[] = Object.freeze([
   `
   CREATE INDEX request_log_project_created ON request_log(project_id, created_at);
   `,
+  // 5: when each organization's last training job started: the job queue takes turns by it (round robin).
+  `
+  ALTER TABLE organizations ADD COLUMN last_job_started_at INTEGER;
+  `,
 ]);
 
 /**

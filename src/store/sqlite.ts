@@ -15,6 +15,7 @@ import type {
   Organization,
   Project,
   ProviderName,
+  QueuedJob,
   RequestLogRow,
   Store,
   TrainingExample,
@@ -129,7 +130,23 @@ export class SqliteStore implements Store {
       getJob: p('SELECT * FROM training_jobs WHERE model_id = ?'),
       examples: p('SELECT text, label, label_text FROM training_examples WHERE model_id = ? ORDER BY position'),
       setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ? WHERE model_id = ?'),
-      nextQueued: p("SELECT * FROM training_jobs WHERE state = 'queued' ORDER BY seq LIMIT 1"),
+      countQueued: p(
+        "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = ?",
+      ),
+      // Round robin by organization (the one served longest ago first), oldest job first within one, skipping
+      // organizations at their running cap.
+      nextFair: p(
+        `SELECT j.*, m.org_id FROM training_jobs j
+           JOIN models m ON m.id = j.model_id
+           JOIN organizations o ON o.id = m.org_id
+           LEFT JOIN org_limits l ON l.org_id = m.org_id
+         WHERE j.state = 'queued'
+           AND (SELECT COUNT(*) FROM training_jobs rj JOIN models rm ON rm.id = rj.model_id
+                WHERE rj.state = 'running' AND rm.org_id = m.org_id) < COALESCE(l.max_running_jobs, ?)
+         ORDER BY COALESCE(o.last_job_started_at, -1), j.seq
+         LIMIT 1`,
+      ),
+      markOrgServed: p('UPDATE organizations SET last_job_started_at = ? WHERE id = ?'),
       markRunning: p("UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ? WHERE model_id = ?"),
       requeue: p("UPDATE training_jobs SET state = 'queued', updated_at = ? WHERE state = 'running'"),
       release: p(
@@ -237,14 +254,23 @@ export class SqliteStore implements Store {
     return (this.#sql.listProjects.all(orgId) as ProjectRow[]).map(toProject);
   }
 
-  async createModelWithJob(m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>): Promise<void> {
-    this.#db.transaction(() => {
+  async createModelWithJob(
+    m: ModelRecord,
+    examples: TrainingExample[],
+    options: Record<string, unknown>,
+    limit?: { maxQueuedJobs: number },
+  ): Promise<QueuedJob> {
+    // IMMEDIATE: the count and the insert see the same queue, even with a second process on the file.
+    return this.#db.transaction((): QueuedJob => {
+      const queued = (this.#sql.countQueued.get(m.orgId) as { n: number }).n;
+      if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
       this.#sql.insertModel.run(
         m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt,
       );
       this.#sql.insertJob.run(m.id, JSON.stringify(options), m.createdAt, m.createdAt);
       examples.forEach((e, i) => this.#sql.insertExample.run(m.id, i, e.text, e.label ? 1 : 0, e.label_text));
-    })();
+      return { created: true, queued: queued + 1 };
+    }).immediate();
   }
 
   async getModel(id: string): Promise<ModelRecord | null> {
@@ -280,12 +306,14 @@ export class SqliteStore implements Store {
     this.#sql.setJobState.run(state, at, modelId);
   }
 
-  async claimNextJob(at: Millis): Promise<TrainingJob | null> {
+  async claimNextJob(at: Millis, defaults: { maxRunningJobs: number }): Promise<TrainingJob | null> {
     // One transaction, so two runners on one file never claim the same job.
     return this.#db.transaction(() => {
-      const row = this.#sql.nextQueued.get() as JobRow | undefined;
-      if (row === undefined) return null;
+      const found = this.#sql.nextFair.get(defaults.maxRunningJobs) as (JobRow & { org_id: string }) | undefined;
+      if (found === undefined) return null;
+      const { org_id: orgId, ...row } = found;
       this.#sql.markRunning.run(at, row.model_id);
+      this.#sql.markOrgServed.run(at, orgId);
       return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at });
     }).immediate();
   }

@@ -86,6 +86,13 @@ export interface TrainingJob {
   updatedAt: Millis;
 }
 
+/** What {@link Store.createModelWithJob} did: `created` false means the queue cap was reached and nothing was stored. */
+export interface QueuedJob {
+  created: boolean;
+  /** The organization's queued jobs after the call. */
+  queued: number;
+}
+
 export type ProviderName = 'provider-a' | 'provider-b' | 'provider-c';
 
 export interface RequestLogRow {
@@ -154,8 +161,17 @@ export interface Store {
   setProjectBudget(projectId: string, monthlyTokens: number | null): Promise<void>;
 
   // models and their training jobs
-  /** Inserts the model (status `training`), its job (`queued`) and its examples in one transaction. */
-  createModelWithJob(model: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>): Promise<void>;
+  /**
+   * Inserts the model (status `training`), its job (`queued`) and its examples in one transaction. With
+   * `maxQueuedJobs`, the organization's queued jobs are counted in the same transaction and nothing is inserted
+   * when they are already that many: the result says whether the job was queued and how many are queued now.
+   */
+  createModelWithJob(
+    model: ModelRecord,
+    examples: TrainingExample[],
+    options: Record<string, unknown>,
+    limit?: { maxQueuedJobs: number },
+  ): Promise<QueuedJob>;
   getModel(id: string): Promise<ModelRecord | null>;
   listModels(orgId: string): Promise<ModelRecord[]>;
   setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void>;
@@ -163,8 +179,14 @@ export interface Store {
   getJob(modelId: string): Promise<TrainingJob | null>;
   getJobExamples(modelId: string): Promise<TrainingExample[]>;
   setJobState(modelId: string, state: JobState, at: Millis): Promise<void>;
-  /** Marks the oldest queued job running (attempts + 1) and returns it, or null when none is queued. */
-  claimNextJob(at: Millis): Promise<TrainingJob | null>;
+  /**
+   * The fair choice, made and marked in one atomic step (a shared store would use `FOR UPDATE SKIP LOCKED`):
+   * among organizations with a queued job and fewer running jobs than their cap (their own `maxRunningJobs`,
+   * else `defaults.maxRunningJobs`), the one whose last job started longest ago (never first), and its oldest
+   * queued job. That job is marked running (attempts + 1) and returned; null when no job may start.
+   * Taking turns by last start is round robin by organization that any number of runners can share.
+   */
+  claimNextJob(at: Millis, defaults: { maxRunningJobs: number }): Promise<TrainingJob | null>;
   /** Puts jobs left `running` by a process that died back in the queue; returns how many. */
   requeueInterruptedJobs(at: Millis): Promise<number>;
   /**

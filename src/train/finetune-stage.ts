@@ -27,12 +27,12 @@ export interface FinetunedEncoder extends FinetuneResult {
 }
 
 /**
- * Threads for a fine-tuning run: every core the pool may use. Training is one long task, and
- * the pool's other worker keeps serving predictions at a lower priority than the host.
+ * Threads for a fine-tuning run: its own worker's share of the cores, like any other task. Taking
+ * every core would put more busy threads than cores beside the worker that answers predictions;
+ * training gets at most `trainingWorkers()` workers, so the prediction worker's cores stay its own.
  */
 export function finetuneThreads(): number {
-  const { workers, engineThreads } = poolOptions();
-  return workers * engineThreads;
+  return poolOptions().engineThreads;
 }
 
 /** Fine-tuning runs write their encoder under `<tmpdir>/svc-classify-finetune-<pid>-XXXXXX` until it is saved. */

@@ -62,7 +62,7 @@ describe('svc help', () => {
       expect(train).toContain(word);
     }
     const serve = (await svcBin(['serve', '--help'])).stdout;
-    for (const flag of ['--port', '--host', '--data', '--workers', '--engine-threads', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
+    for (const flag of ['--port', '--host', '--data', '--workers', '--engine-threads', '--predict-queue', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
       expect(serve).toContain(`  ${flag} `);
     }
   });
@@ -98,6 +98,12 @@ describe('a wrong command line', () => {
       code: 2,
       stdout: '',
       stderr: "svc serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent; got 'loud'\nRun 'svc serve --help' for its options and examples.\n",
+    });
+    expect(await svcBin(['serve', '--predict-queue', 'many'])).toEqual({
+      code: 2, stdout: '', stderr: "svc serve: --predict-queue must be a positive integer, got 'many'\nRun 'svc serve --help' for its options and examples.\n",
+    });
+    expect(await svcBin(['serve', '--predict-deadline-ms', '0'])).toEqual({
+      code: 2, stdout: '', stderr: "svc serve: --predict-deadline-ms must be a positive integer\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['info', 'now'])).toEqual({
       code: 2, stdout: '', stderr: "svc info: unexpected argument 'now'\nRun 'svc info --help' for its options and examples.\n",

@@ -4,7 +4,8 @@ import { pathToFileURL } from 'node:url';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { closePool, configurePool, poolOptions, runTask, workerEntry } from '../../src/pool/pool.js';
+import { closePool, configurePool, poolOptions, runTask, trainingWorkers, workerEntry } from '../../src/pool/pool.js';
+import { finetuneThreads } from '../../src/train/finetune-stage.js';
 import type { PingResult } from '../../src/pool/tasks.js';
 
 afterAll(async () => {
@@ -52,5 +53,13 @@ describe('pool', () => {
     await closePool();
     expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism() });
     expect(configurePool({ engineThreads: 1 })).toEqual({ workers: Math.min(2, availableParallelism()), engineThreads: 1 });
+  });
+
+  it('keeps a worker, and its cores, for predictions: training gets the other workers, each on its own share', () => {
+    configurePool({ workers: 2, engineThreads: 1 });
+    expect([trainingWorkers(), finetuneThreads()]).toEqual([1, 1]);
+    // One worker has nothing to keep back: training and predictions take turns on it.
+    configurePool({ workers: 1, engineThreads: 1 });
+    expect([trainingWorkers(), finetuneThreads()]).toEqual([1, 1]);
   });
 });

@@ -193,10 +193,10 @@ describe('training jobs', () => {
     await store.createModelWithJob({ ...base, id: 'svc-small-00000000000b' }, examples, {});
     // 'a' was started three times already and is running a third time when the process dies.
     for (let i = 0; i < 2; i += 1) {
-      await store.claimNextJob(now);
+      await store.claimNextJob(now, { maxRunningJobs: 1 });
       await store.requeueInterruptedJobs(now);
     }
-    await store.claimNextJob(now);
+    await store.claimNextJob(now, { maxRunningJobs: 1 });
     await store.close();
 
     service = open();

@@ -105,29 +105,62 @@ describe('SqliteStore', () => {
     await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2), examples, {});
     expect(await store.getJobExamples('svc-small-00000000000a')).toEqual(examples);
 
-    const first = await store.claimNextJob(100);
+    const first = await store.claimNextJob(100, { maxRunningJobs: 1 });
     expect(first).toEqual({
       modelId: 'svc-small-00000000000a', state: 'running', attempts: 1, options: { finetune: false }, createdAt: 1, updatedAt: 100,
     });
     // The process dies here; at start-up the job goes back ahead of the newer one.
     expect(await store.requeueInterruptedJobs(200)).toBe(1);
-    expect((await store.claimNextJob(300))?.modelId).toBe('svc-small-00000000000a');
+    expect((await store.claimNextJob(300, { maxRunningJobs: 1 }))?.modelId).toBe('svc-small-00000000000a');
     expect((await store.getJob('svc-small-00000000000a'))?.attempts).toBe(2);
     await store.setJobState('svc-small-00000000000a', 'done', 400);
     await store.setModelStatus('svc-small-00000000000a', 'trained', null, 400);
     expect((await store.getModel('svc-small-00000000000a'))?.status).toBe('trained');
 
-    expect((await store.claimNextJob(500))?.modelId).toBe('svc-small-00000000000b');
-    expect(await store.claimNextJob(600)).toBeNull();
+    expect((await store.claimNextJob(500, { maxRunningJobs: 1 }))?.modelId).toBe('svc-small-00000000000b');
+    expect(await store.claimNextJob(600, { maxRunningJobs: 1 })).toBeNull();
     await store.releaseJob('svc-small-00000000000b', 650);
     expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'queued', attempts: 0, updatedAt: 650 });
-    expect((await store.claimNextJob(700))?.attempts).toBe(1);
+    expect((await store.claimNextJob(700, { maxRunningJobs: 1 }))?.attempts).toBe(1);
 
     expect(await store.deleteModel('svc-small-00000000000b')).toBe(true);
     expect(await store.deleteModel('svc-small-00000000000b')).toBe(false);
     expect(await store.getJob('svc-small-00000000000b')).toBeNull();
     expect(await store.getJobExamples('svc-small-00000000000b')).toEqual([]);
     expect((await store.listModels('acme')).map((m) => m.id)).toEqual(['svc-small-00000000000a']);
+  });
+
+  it('claims jobs round robin by organization, oldest first within one, within each running cap', async () => {
+    for (const org of ['acme', 'globex', 'initech']) await store.createOrganization(org);
+    const id = (n: number) => `svc-small-${n.toString(16).padStart(12, '0')}`;
+    // acme queues three jobs first, then globex two, then initech one.
+    const queue: [number, string][] = [[1, 'acme'], [2, 'acme'], [3, 'acme'], [4, 'globex'], [5, 'globex'], [6, 'initech']];
+    for (const [n, org] of queue) await store.createModelWithJob(model(id(n), org, n), examples, {});
+    await store.setOrgLimits('acme', { maxRunningJobs: 2 });
+    const claim = async (at: number) => (await store.claimNextJob(at, { maxRunningJobs: 1 }))?.modelId ?? null;
+    // Each organization's first job, in queue order; then acme's second (its cap is 2); the others are at theirs.
+    expect([await claim(10), await claim(11), await claim(12), await claim(13), await claim(14)]).toEqual([
+      id(1), id(4), id(6), id(2), null,
+    ]);
+    // globex's job ends: globex (served at 11) is due before acme (served at 13), but acme's slot is free too.
+    await store.setJobState(id(4), 'done', 20);
+    await store.setJobState(id(1), 'done', 21);
+    expect([await claim(22), await claim(23), await claim(24)]).toEqual([id(5), id(3), null]);
+  });
+
+  it('refuses to queue beyond the cap in the same transaction, counting only queued jobs', async () => {
+    await store.createOrganization('acme');
+    await store.createOrganization('globex');
+    const id = (n: number) => `svc-small-${n.toString(16).padStart(12, '0')}`;
+    expect(await store.createModelWithJob(model(id(1)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 1 });
+    expect(await store.createModelWithJob(model(id(2)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 2 });
+    expect(await store.createModelWithJob(model(id(3)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: false, queued: 2 });
+    expect(await store.getModel(id(3))).toBeNull();
+    // Another organization's queue is its own.
+    expect(await store.createModelWithJob(model(id(4), 'globex'), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 1 });
+    // A job that started no longer counts.
+    await store.claimNextJob(10, { maxRunningJobs: 1 });
+    expect(await store.createModelWithJob(model(id(5)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 2 });
   });
 
   it('lists the request log newest first with a cursor', async () => {

@@ -14,7 +14,7 @@ import { SvcError } from '../../src/errors.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { SafetensorsFile } from '../../src/model/safetensors.js';
 import { loadedWeightSets } from '../../src/native/encoder.js';
-import { closePool, runTask } from '../../src/pool/pool.js';
+import { closePool, poolOptions, runTask } from '../../src/pool/pool.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
 import type { TrainProgress } from '../../src/train/train.js';
@@ -77,7 +77,8 @@ describe('train with a fine-tuned encoder', () => {
       dropout: 0.1,
       max_grad_norm: 1,
       seed: 42,
-      threads: 2,
+      // Its own worker's share of the cores: the prediction worker keeps the rest.
+      threads: poolOptions().engineThreads,
     });
     expect(manifest.training.finetune!.final_loss).toBeGreaterThan(0);
     expect(manifest.metrics.train_accuracy).toBe(1);

@@ -1,0 +1,144 @@
+// `npm run bench -- fairness [--seconds 20] [--rate 20] [--iterations 20] [--json]`
+// Predictions under training load, end to end: a real `svc serve` (its own process, default pool)
+// on 127.0.0.1. Org A sends `/v2/predict` calls of 8 texts at a fixed rate (open loop: a call
+// leaves on schedule whether or not the previous one came back) to a trained model, first with
+// nothing else running, then while org B keeps 2 fine-tuning jobs in training (a finished one is
+// replaced at once). Prints p50/p99 of A's calls in both phases and their ratio, plus how far B's
+// training got, so that the share training kept is visible too.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { openService } from '../src/service/open.js';
+import { exited, serve } from '../test/_support/cli.js';
+import { uciSentences } from '../fixtures/corpora.js';
+import { intOption } from './_common.js';
+
+interface Phase {
+  phase: 'idle' | 'training';
+  calls: number;
+  failed: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+const imdb = uciSentences('imdb');
+const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
+  text: r.text, label: r.label, label_text: 'positive review',
+}));
+const kTextsPerCall = 8;
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const seconds = intOption(args, 'seconds', 20);
+  const rate = intOption(args, 'rate', 20);
+  const iterations = intOption(args, 'iterations', 20);
+  const json = args.includes('--json');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fairness-'));
+  const keys: Record<string, string> = {};
+  const setup = openService(dir);
+  for (const org of ['a', 'b']) {
+    await setup.createOrganization(org);
+    keys[org] = (await setup.createApiKey(org)).key;
+  }
+  // B may run both its jobs at once: how many actually train together is the pool's rule.
+  await setup.setOrgLimits('b', { maxRunningJobs: 2 });
+  await setup.close();
+
+  const { child, url } = await serve(['--data', dir]);
+  const call = async (org: string, method: string, path: string, body?: unknown) => {
+    const response = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${keys[org]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  const status = async (org: string, id: string) => (await call(org, 'GET', `/v2/models/${id}`)).body.status as string;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  try {
+    const model = (await call('a', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).body.id as string;
+    while ((await status('a', model)) === 'training') await sleep(100);
+    // Warm-up: the model's head and the worker's encoder are loaded before anything is timed.
+    for (let i = 0; i < 2 * rate; i += 1) await call('a', 'POST', '/v2/predict', { model, inputs: imdb.slice(0, kTextsPerCall).map((r) => r.text) });
+
+    const measure = async (phase: Phase['phase']): Promise<Phase> => {
+      const latencies: number[] = [];
+      let failed = 0;
+      const calls: Promise<void>[] = [];
+      const start = performance.now();
+      for (let i = 0; i < seconds * rate; i += 1) {
+        const due = start + (i * 1000) / rate;
+        await sleep(Math.max(0, due - performance.now()));
+        const offset = (i * kTextsPerCall) % (imdb.length - kTextsPerCall);
+        const inputs = imdb.slice(offset, offset + kTextsPerCall).map((r) => r.text);
+        const sent = performance.now();
+        calls.push(
+          call('a', 'POST', '/v2/predict', { model, inputs }).then(
+            (reply) => (reply.status === 200 ? void latencies.push(performance.now() - sent) : void (failed += 1)),
+            () => void (failed += 1),
+          ),
+        );
+      }
+      await Promise.all(calls);
+      latencies.sort((x, y) => x - y);
+      return { phase, calls: calls.length, failed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
+    };
+
+    const idle = await measure('idle');
+
+    // B keeps two fine-tuning jobs in training for the whole phase.
+    const train = async () => (await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, num_iterations: iterations })).body.id as string;
+    const jobs = [await train(), await train()];
+    let stop = false;
+    let finished = 0;
+    // A job that fails would be replaced at once, over and over: stop the run and say why instead.
+    let failure: string | null = null;
+    const keeper = (async () => {
+      while (!stop && failure === null) {
+        for (let i = 0; i < jobs.length; i += 1) {
+          const model = (await call('b', 'GET', `/v2/models/${jobs[i]}`)).body;
+          if (model.status === 'failed') failure = `org B's fine-tuning job failed: ${String(model.error)}`;
+          if (model.status !== 'trained') continue;
+          finished += 1;
+          jobs[i] = await train();
+        }
+        await sleep(200);
+      }
+    })();
+    const stepsDone = async () => {
+      let done = 0;
+      for (const id of jobs) done += ((await call('b', 'GET', `/v2/models/${id}/progress`)).body.done as number) ?? 0;
+      return done;
+    };
+    while (failure === null && (await stepsDone()) === 0) await sleep(100);
+    if (failure !== null) throw new Error(failure);
+    const loaded = await measure('training');
+    const stepsAtEnd = await stepsDone();
+    stop = true;
+    await keeper;
+    if (failure !== null) throw new Error(failure);
+
+    const ratio = loaded.p99Ms / idle.p99Ms;
+    if (json) {
+      console.log(JSON.stringify({ seconds, rate, textsPerCall: kTextsPerCall, idle, training: loaded, p99Ratio: ratio, trainingJobsFinished: finished, stepsInProgress: stepsAtEnd }));
+      return;
+    }
+    console.log(`fairness: org A, ${rate} predict calls/s of ${kTextsPerCall} texts for ${seconds} s per phase; org B keeps 2 fine-tuning jobs (${iterations} iterations) in training`);
+    for (const p of [idle, loaded]) {
+      console.log(`${p.phase.padEnd(9)} ${String(p.calls).padStart(4)} calls ${String(p.failed).padStart(3)} failed  p50 ${p.p50Ms.toFixed(1).padStart(7)} ms  p99 ${p.p99Ms.toFixed(1).padStart(7)} ms  max ${p.maxMs.toFixed(1).padStart(7)} ms`);
+    }
+    console.log(`p99 under training / idle: ${ratio.toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`);
+    console.log(`B's training meanwhile: ${finished} job(s) finished, ${stepsAtEnd} step(s) done in the jobs still training`);
+  } finally {
+    child.kill('SIGTERM');
+    await exited(child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
