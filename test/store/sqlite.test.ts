@@ -201,8 +201,12 @@ describe('SqliteStore', () => {
   });
 
   it('counts the usage a data directory logged before the counter existed', async () => {
-    await store.close();
-    const db = new Database(join(dir, kDatabaseFile));
+    // A directory at schema 2, the last one without the counter, with three logged calls.
+    const old = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    const db = new Database(join(old, kDatabaseFile));
+    db.exec('CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version (version) VALUES (2);');
+    db.exec(kMigrations[0]);
+    db.exec(kMigrations[1]);
     const at = Date.UTC(2026, 10, 15);
     const insert = db.prepare(
       `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms, tokens_in,
@@ -211,11 +215,12 @@ describe('SqliteStore', () => {
     insert.run('proj_1', 4, 5, at);
     insert.run('proj_1', 7, null, at);
     insert.run('proj_1', null, null, at);
-    db.exec('DROP TABLE project_usage; DROP INDEX request_log_project_created; UPDATE schema_version SET version = 2');
     db.close();
-    store = SqliteStore.open(dir);
-    expect(store.schemaVersion()).toBe(kMigrations.length);
-    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(16);
+    const upgraded = SqliteStore.open(old);
+    expect(upgraded.schemaVersion()).toBe(kMigrations.length);
+    expect(await upgraded.getProjectUsage('proj_1', '2026-11')).toBe(16);
+    await upgraded.close();
+    rmSync(old, { recursive: true, force: true });
   });
 
   it('prunes a project\'s request log by age and by count, a batch at a time, through its indexes', async () => {
