@@ -166,17 +166,22 @@ class EncoderQueue {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     // Every worker busy: keep gathering; the next task to end (a batch, or a training step's task) sends the rest.
-    while (this.#pending.length > 0 && freeWorkers() > 0) this.#send(this.#take());
+    // Otherwise what waits is spread over the free workers, a batch each: every worker's engine has only its
+    // share of the cores, so one large batch would leave the others idle while its callers wait.
+    for (let free = freeWorkers(); this.#pending.length > 0 && free > 0; free = freeWorkers()) {
+      this.#send(this.#take(Math.ceil(this.#pendingTexts / free)));
+    }
   }
 
-  /** Takes entries from the front while they fit the budget (always at least one). */
-  #take(): Entry[] {
+  /** Takes entries from the front while they fit the budget and `share` texts (always at least one). */
+  #take(share: number): Entry[] {
     const batch: Entry[] = [];
     let texts = 0;
     let tokens = 0;
+    const most = Math.min(kMaxBatchTexts, share);
     while (this.#pending.length > 0) {
       const next = this.#pending[0];
-      const fits = texts + next.texts.length <= kMaxBatchTexts && tokens + next.tokens <= kMaxBatchTokens;
+      const fits = texts + next.texts.length <= most && tokens + next.tokens <= kMaxBatchTokens;
       if (batch.length > 0 && !fits) break;
       this.remove(next);
       next.call.started = true;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
-import { closePool, runTask } from '../../src/pool/pool.js';
+import { closePool, poolOptions, runTask } from '../../src/pool/pool.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
@@ -65,6 +65,17 @@ describe('Classifier.predict', () => {
     expect(after.texts - before.texts).toBe(60);
     expect(after.batches - before.batches).toBeLessThanOrEqual(3);
     results.forEach((p, i) => expect(p.probability).toBeCloseTo((i % 2 === 0 ? alone : otherAlone)[i].probability, 6));
+  });
+
+  it('spreads waiting calls over the free workers, a batch each, so every worker computes', async () => {
+    const { workers } = poolOptions();
+    const before = batchStats();
+    // Eight calls of four texts arrive together while every worker is free.
+    await Promise.all(Array.from({ length: 8 }, (_, i) => classifier.predict(texts.slice(i * 4, i * 4 + 4))));
+    const after = batchStats();
+    expect(after.texts - before.texts).toBe(32);
+    // One batch per free worker: the 32 texts go out as `workers` batches, not one.
+    expect(after.batches - before.batches).toBe(workers);
   });
 
   it('checks its input', async () => {
