@@ -48,6 +48,8 @@ export async function run(args: string[]): Promise<void> {
   }
   // B may run both its jobs at once: how many actually train together is the pool's rule.
   await setup.setOrgLimits('b', { maxRunningJobs: 2 });
+  // A sends 20 calls a second, twice the default requests per minute: this bench measures the pool, not that limit.
+  await setup.setOrgLimits('a', { requestsPerMinute: 1_000_000 });
   await setup.close();
 
   const { child, url } = await serve(['--data', dir]);
