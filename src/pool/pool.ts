@@ -143,7 +143,11 @@ export function workerEntry(): { filename: string; execArgv: string[] } {
 function startPool(): Piscina {
   const options = poolOptions();
   const { filename, execArgv } = workerEntry();
-  const workerData: WorkerSettings = { engineThreads: options.engineThreads, niceness: kWorkerNiceness };
+  const workerData: WorkerSettings = {
+    engineThreads: options.engineThreads,
+    predictThreads: options.workers * options.engineThreads,
+    niceness: kWorkerNiceness,
+  };
   debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
   return new Piscina({
     filename,

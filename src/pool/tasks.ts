@@ -113,6 +113,7 @@ export interface PingTask {
 export interface PingResult {
   threadId: number;
   engineThreads: number;
+  predictThreads: number;
   cpuLevel: string;
 }
 
@@ -121,6 +122,13 @@ export type PoolTask = EmbedTask | PredictTask | FitTask | FinetuneTask | SaveTa
 /** What the worker is started with. */
 export interface WorkerSettings {
   engineThreads: number;
+  /**
+   * Threads of the encoders that predict and embed: every core of the pool (workers x engineThreads).
+   * A lone batch then has the whole machine; batches on several workers at once share it (the
+   * engine's caller does the work its helpers are not scheduled for), and a training step, at a
+   * lower priority, gives way to them.
+   */
+  predictThreads: number;
   /** Nice value for the worker's threads (Linux), so the host's event loop comes first. */
   niceness: number;
 }

@@ -80,7 +80,7 @@ const kMaxFinetunedEncoders = 4;
 
 function loadEncoder(model: string): Encoder {
   // fp32: probabilities must match the exported ONNX model within 1e-3.
-  return Encoder.fromPretrained(model, { precision: 'fp32', threads: settings.engineThreads });
+  return Encoder.fromPretrained(model, { precision: 'fp32', threads: settings.predictThreads });
 }
 
 /** The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. */
@@ -166,7 +166,7 @@ async function save(task: SaveTask): Promise<void> {
 }
 
 function ping(): PingResult {
-  return { threadId, engineThreads: settings.engineThreads, cpuLevel: cpuInfo().level };
+  return { threadId, engineThreads: settings.engineThreads, predictThreads: settings.predictThreads, cpuLevel: cpuInfo().level };
 }
 
 async function dispatch(task: PoolTask): Promise<unknown> {

@@ -46,6 +46,8 @@ describe('pool', () => {
     for (const result of results) {
       expect(result.threadId).toBeGreaterThan(0);
       expect(result.engineThreads).toBe(1);
+      // Predicting encoders have every core of the pool: 2 workers x 1 engine thread.
+      expect(result.predictThreads).toBe(2);
     }
     expect(() => configurePool({ workers: 1 })).toThrow(
       'configurePool must be called before the pool starts (call closePool first)',
