@@ -67,8 +67,11 @@ export async function run(args: string[]): Promise<void> {
   try {
     const model = (await call('a', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).body.id as string;
     while ((await status('a', model)) === 'training') await sleep(100);
-    // Warm-up: the model's head and the worker's encoder are loaded before anything is timed.
-    for (let i = 0; i < 2 * rate; i += 1) await call('a', 'POST', '/v2/predict', { model, inputs: imdb.slice(0, kTextsPerCall).map((r) => r.text) });
+    // Warm-up: the model's head and encoder are loaded in every worker before anything is timed.
+    // Calls sent one at a time would all go to the first free worker, and the other worker would
+    // load the model (about a second) inside the timed phase: bursts of concurrent calls reach both.
+    const warm = { model, inputs: imdb.slice(0, kTextsPerCall).map((r) => r.text) };
+    for (let i = 0; i < rate; i += 1) await Promise.all(Array.from({ length: 4 }, () => call('a', 'POST', '/v2/predict', warm)));
 
     const measure = async (phase: Phase['phase']): Promise<Phase> => {
       const latencies: number[] = [];
