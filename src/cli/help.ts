@@ -2,6 +2,7 @@
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
 import { kServicePredictQueue } from '../predict/batcher.js';
+import { kDefaultRateLimits } from '../server/rate-limit.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
 import { kDefaultRetention } from '../service/retention.js';
 
@@ -50,6 +51,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--metrics-token <t>', 'serve GET /metrics to scrapers sending this bearer token (better: SVC_METRICS_TOKEN); off without one'],
       ['--request-log-days <n>', `days the proxy request log keeps a row (default ${kDefaultRetention.days})`],
       ['--request-log-max-rows <n>', `request-log rows kept per project, newest first (default ${kDefaultRetention.maxRowsPerProject})`],
+      ['--failed-auth-limit <n>', `failed authentications one client address may make per minute; then 429 (default ${kDefaultRateLimits.failedAuthPerWindow})`],
       kHelpOption,
     ],
     examples: ['svc serve', 'svc serve --port 9000 --data /var/lib/svc', 'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini'],

@@ -27,7 +27,7 @@ function count(value: string | undefined, name: string): number | undefined {
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
  * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
- * [--request-log-days N] [--request-log-max-rows N]` (B and C likewise; keys and the metrics token are better
+ * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N]` (B and C likewise; keys and the metrics token are better
  * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
  * ones finish and leaves unfinished training jobs queued for the next start.
@@ -54,6 +54,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'metrics-token': { type: 'string' },
       'request-log-days': { type: 'string' },
       'request-log-max-rows': { type: 'string' },
+      'failed-auth-limit': { type: 'string' },
     },
   });
   const providers: ProviderOptions = {};
@@ -80,6 +81,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     },
     providers,
     retention,
+    rateLimit: { failedAuthPerWindow: count(values['failed-auth-limit'], 'failed-auth-limit') },
     logLevel: values['log-level'] === undefined ? undefined : logLevel(values['log-level'], '--log-level'),
     metricsToken: values['metrics-token'],
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),

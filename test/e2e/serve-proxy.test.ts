@@ -22,7 +22,7 @@ beforeAll(async () => {
   await svc(['orgs', 'create', 'acme', '--data', dir]);
   key = (await svc(['keys', 'create', '--org', 'acme', '--data', dir])).stdout.trim();
   projectId = (await svc(['projects', 'create', '--org', 'acme', '--name', 'chat', '--data', dir])).stdout.trim();
-  server = await serve(['--data', dir, '--proxy-models', 'provider-a:gpt-test'], {
+  server = await serve(['--data', dir, '--proxy-models', 'provider-a:gpt-test', '--failed-auth-limit', '2'], {
     SVC_PROVIDER_A_URL: fake.urls.a,
     SVC_PROVIDER_A_KEY: kFakeKeys.a,
   });
@@ -83,5 +83,11 @@ describe('svc serve with the proxy', () => {
     expect([limited.status, limited.headers.get('x-ratelimit-limit-requests'), limited.headers.get('x-ratelimit-remaining-requests')]).toEqual([429, '1', '0']);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(((await limited.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+  });
+
+  it('turns an address away with 429 after --failed-auth-limit bad keys, a good key included', async () => {
+    const status = async (bearer: string) =>
+      (await fetch(`${server.url}/v2/models`, { headers: { authorization: `Bearer ${bearer}` } })).status;
+    expect([await status('svc_wrong1'), await status('svc_wrong2'), await status(key)]).toEqual([401, 401, 429]);
   });
 });
