@@ -22,6 +22,7 @@ export type { LibraryRuntimeOptions } from '../service/library-runtime.js';
 export type { ModelRuntime, RuntimeTrainJob, RuntimePrediction } from '../service/runtime.js';
 export { openService, proxyModelsFromEnv } from '../service/open.js';
 export { SqliteStore } from '../store/sqlite.js';
+export { PostgresStore } from '../store/postgres.js';
 export type { Store } from '../store/types.js';
 export { resolveProviderConfig, kDefaultProviderUrls } from '../proxy/config.js';
 export type { ProviderConfig, ProviderEndpoint, ProviderName, ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';

@@ -4,22 +4,14 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 import { migrate } from './migrations.js';
+import {
+  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
+  toExample, toJob, toKey, toLimits, toLog, toModel, toOrg, toProject,
+} from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
-  ApiKeyRecord,
-  JobState,
-  Millis,
-  ModelRecord,
-  ModelStatus,
-  OrgLimits,
-  Organization,
-  Project,
-  ProviderName,
-  QueuedJob,
-  RequestLogRow,
-  Store,
-  TrainingExample,
-  TrainingJob,
+  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
+  Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /**
@@ -33,47 +25,6 @@ export const kPruneLogSql = `DELETE FROM request_log WHERE id IN (
 
 /** The database file inside a data directory. */
 export const kDatabaseFile = 'svc.sqlite';
-
-interface OrgRow { id: string; created_at: number; proxy_access: number }
-interface KeyRow { id: string; org_id: string; hash: string; prefix: string; created_at: number; revoked_at: number | null }
-interface ProjectRow { id: string; org_id: string; name: string; created_at: number; monthly_token_budget: number | null }
-interface LimitsRow { max_running_jobs: number | null; max_queued_jobs: number | null; requests_per_minute: number | null }
-interface ModelRow {
-  id: string; org_id: string; base_model: string; task_type: string; label_text: string;
-  status: string; error: string | null; created_at: number; updated_at: number;
-}
-interface JobRow { model_id: string; state: string; attempts: number; options: string; created_at: number; updated_at: number }
-interface ExampleRow { text: string; label: number; label_text: string }
-interface LogRow {
-  id: number; project_id: string; key_id: string; provider: string; model: string; stream: number;
-  status: number; ttfb_ms: number | null; total_ms: number; tokens_in: number | null; tokens_out: number | null;
-  error: string | null; request_body: string; response_body: string; created_at: number;
-}
-
-const toOrg = (r: OrgRow): Organization => ({ id: r.id, createdAt: r.created_at, proxyAccess: r.proxy_access === 1 });
-const toKey = (r: KeyRow): ApiKeyRecord => ({
-  id: r.id, orgId: r.org_id, hash: r.hash, prefix: r.prefix, createdAt: r.created_at, revokedAt: r.revoked_at,
-});
-const toProject = (r: ProjectRow): Project => ({
-  id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, monthlyTokenBudget: r.monthly_token_budget,
-});
-const toLimits = (r: LimitsRow | undefined): OrgLimits => ({
-  maxRunningJobs: r?.max_running_jobs ?? null, maxQueuedJobs: r?.max_queued_jobs ?? null,
-  requestsPerMinute: r?.requests_per_minute ?? null,
-});
-const toModel = (r: ModelRow): ModelRecord => ({
-  id: r.id, orgId: r.org_id, baseModel: r.base_model, taskType: r.task_type as ModelRecord['taskType'],
-  labelText: r.label_text, status: r.status as ModelStatus, error: r.error, createdAt: r.created_at, updatedAt: r.updated_at,
-});
-const toJob = (r: JobRow): TrainingJob => ({
-  modelId: r.model_id, state: r.state as JobState, attempts: r.attempts,
-  options: JSON.parse(r.options) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at,
-});
-const toLog = (r: LogRow): RequestLogRow => ({
-  id: r.id, projectId: r.project_id, keyId: r.key_id, provider: r.provider as ProviderName, model: r.model,
-  stream: r.stream === 1, status: r.status, ttfbMs: r.ttfb_ms, totalMs: r.total_ms, tokensIn: r.tokens_in,
-  tokensOut: r.tokens_out, error: r.error, requestBody: r.request_body, responseBody: r.response_body, createdAt: r.created_at,
-});
 
 /**
  * The Store on one SQLite file (`<dataDir>/svc.sqlite`) in WAL mode, so that
@@ -297,9 +248,7 @@ export class SqliteStore implements Store {
   }
 
   async getJobExamples(modelId: string): Promise<TrainingExample[]> {
-    return (this.#sql.examples.all(modelId) as ExampleRow[]).map((r) => ({
-      text: r.text, label: r.label === 1, label_text: r.label_text,
-    }));
+    return (this.#sql.examples.all(modelId) as ExampleRow[]).map(toExample);
   }
 
   async setJobState(modelId: string, state: JobState, at: Millis): Promise<void> {

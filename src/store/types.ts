@@ -1,7 +1,6 @@
 /**
- * The Store: everything the service persists. SQLite (better-sqlite3) is the
- * implementation today; the interface is async so that a shared PostgreSQL
- * store can implement it later without changing its callers.
+ * The Store: everything the service persists. SQLite (better-sqlite3, one process) is the embedded default;
+ * PostgreSQL (`pg`) is the store several replicas share. Both pass one contract suite (test/store/contract.ts).
  * `store/` knows no HTTP; `service/` knows no SQL.
  */
 
