@@ -109,6 +109,11 @@ export const kPgMigrations: readonly string[] = Object.freeze([
   `
   ALTER TABLE organizations ADD COLUMN last_job_started_at BIGINT;
   `,
+  // 6: a running job's lease: who holds it and until when; an expired one is claimed by any replica.
+  `
+  ALTER TABLE training_jobs ADD COLUMN locked_by TEXT;
+  ALTER TABLE training_jobs ADD COLUMN locked_until BIGINT;
+  `,
 ]);
 
 /**

@@ -8,7 +8,7 @@ import {
 import { rowTokens, usageMonth } from './types.js';
 import type {
   ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
-  Store, TrainingExample, TrainingJob,
+  JobClaim, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /** Connections per replica: a few requests and the job runner at once; PostgreSQL's default cap is 100 in all. */
@@ -53,30 +53,35 @@ const kSql = Object.freeze({
   deleteModel: 'DELETE FROM models WHERE id = $1',
   getJob: 'SELECT * FROM training_jobs WHERE model_id = $1',
   examples: 'SELECT text, label, label_text FROM training_examples WHERE model_id = $1 ORDER BY position',
-  setJobState: 'UPDATE training_jobs SET state = $1, updated_at = $2 WHERE model_id = $3',
+  setJobState: 'UPDATE training_jobs SET state = $1, updated_at = $2, locked_by = NULL, locked_until = NULL WHERE model_id = $3',
   countQueued:
     "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = $1",
-  countRunning:
-    "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'running' AND m.org_id = $1",
-  // The SQLite store's fair order (round robin by organization, oldest job first, running caps), plus SKIP LOCKED:
-  // a claimer passes over the jobs and organizations another claimer is taking right now instead of waiting.
+  countRunning: `SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id
+    WHERE j.state = 'running' AND COALESCE(j.locked_until, 0) >= $2 AND m.org_id = $1`,
+  // The SQLite store's fair order (round robin by organization, oldest job first, live running jobs under the cap,
+  // expired leases claimable), plus SKIP LOCKED: a claimer passes over the jobs and organizations another claimer
+  // is taking right now instead of waiting for it.
   nextFair: `SELECT j.model_id, j.state, j.attempts, j.options, j.created_at, j.updated_at, m.org_id,
       COALESCE(l.max_running_jobs, $1) AS cap
     FROM training_jobs j
       JOIN models m ON m.id = j.model_id
       JOIN organizations o ON o.id = m.org_id
       LEFT JOIN org_limits l ON l.org_id = m.org_id
-    WHERE j.state = 'queued'
+    WHERE (j.state = 'queued' OR (j.state = 'running' AND COALESCE(j.locked_until, 0) < $2))
       AND (SELECT COUNT(*) FROM training_jobs rj JOIN models rm ON rm.id = rj.model_id
-           WHERE rj.state = 'running' AND rm.org_id = m.org_id) < COALESCE(l.max_running_jobs, $1)
+           WHERE rj.state = 'running' AND COALESCE(rj.locked_until, 0) >= $2 AND rm.org_id = m.org_id)
+          < COALESCE(l.max_running_jobs, $1)
     ORDER BY COALESCE(o.last_job_started_at, -1), j.seq
     LIMIT 1
     FOR UPDATE OF j, o SKIP LOCKED`,
   markOrgServed: 'UPDATE organizations SET last_job_started_at = $1 WHERE id = $2',
-  markRunning: "UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = $1 WHERE model_id = $2",
-  requeue: "UPDATE training_jobs SET state = 'queued', updated_at = $1 WHERE state = 'running'",
-  release: `UPDATE training_jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), updated_at = $1
-    WHERE model_id = $2 AND state = 'running'`,
+  markRunning: `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = $1, locked_by = $2,
+    locked_until = $3 WHERE model_id = $4`,
+  renewLease: "UPDATE training_jobs SET locked_until = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3",
+  requeue: `UPDATE training_jobs SET state = 'queued', updated_at = $1, locked_by = NULL, locked_until = NULL
+    WHERE state = 'running' AND COALESCE(locked_until, 0) < $1`,
+  release: `UPDATE training_jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), updated_at = $1,
+    locked_by = NULL, locked_until = NULL WHERE model_id = $2 AND state = 'running'`,
   countJobs: 'SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state',
   insertLog: `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
       tokens_in, tokens_out, error, request_body, response_body, created_at)
@@ -109,6 +114,8 @@ const kClaimRetries = 5;
  * ```
  */
 export class PostgresStore implements Store {
+  /** Every replica on the database runs jobs from it. */
+  readonly shared = true;
   readonly #pool: pg.Pool;
 
   private constructor(pool: pg.Pool) {
@@ -286,22 +293,27 @@ export class PostgresStore implements Store {
     await this.#pool.query(kSql.setJobState, [state, at, modelId]);
   }
 
-  async claimNextJob(at: Millis, defaults: { maxRunningJobs: number }): Promise<TrainingJob | null> {
+  async claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null> {
     return this.#tx(async (client) => {
       for (let attempt = 0; attempt < kClaimRetries; attempt += 1) {
-        type Found = JobRow & { org_id: string; cap: number };
-        const found = await this.#one<Found>(kSql.nextFair, [defaults.maxRunningJobs], client);
+        type Found = Omit<JobRow, 'locked_by' | 'locked_until'> & { org_id: string; cap: number };
+        const found = await this.#one<Found>(kSql.nextFair, [claim.maxRunningJobs, at], client);
         if (found === undefined) return null;
         const { org_id: orgId, cap, ...row } = found;
         // The look above read a snapshot from before our locks; with the organization's row now held, count again:
         // a claimer that committed in between is seen, and no one else can add to the count until we commit.
-        if ((await this.#count(kSql.countRunning, [orgId], client)) >= cap) continue;
-        await client.query(kSql.markRunning, [at, row.model_id]);
+        if ((await this.#count(kSql.countRunning, [orgId, at], client)) >= cap) continue;
+        const until = at + claim.leaseMs;
+        await client.query(kSql.markRunning, [at, claim.holder, until, row.model_id]);
         await client.query(kSql.markOrgServed, [at, orgId]);
-        return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at });
+        return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until });
       }
       return null;
     });
+  }
+
+  async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
+    return ((await this.#pool.query(kSql.renewLease, [until, modelId, holder])).rowCount ?? 0) > 0;
   }
 
   async requeueInterruptedJobs(at: Millis): Promise<number> {

@@ -22,7 +22,10 @@ export interface ModelRow {
   id: string; org_id: string; base_model: string; task_type: string; label_text: string;
   status: string; error: string | null; created_at: number; updated_at: number;
 }
-export interface JobRow { model_id: string; state: string; attempts: number; options: string; created_at: number; updated_at: number }
+export interface JobRow {
+  model_id: string; state: string; attempts: number; options: string; created_at: number; updated_at: number;
+  locked_by: string | null; locked_until: number | null;
+}
 export interface ExampleRow { text: string; label: number; label_text: string }
 export interface LogRow {
   id: number; project_id: string; key_id: string; provider: string; model: string; stream: number;
@@ -48,6 +51,7 @@ export const toModel = (r: ModelRow): ModelRecord => ({
 export const toJob = (r: JobRow): TrainingJob => ({
   modelId: r.model_id, state: r.state as JobState, attempts: r.attempts,
   options: JSON.parse(r.options) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at,
+  lockedBy: r.locked_by, lockedUntil: r.locked_until,
 });
 export const toLog = (r: LogRow): RequestLogRow => ({
   id: r.id, projectId: r.project_id, keyId: r.key_id, provider: r.provider as ProviderName, model: r.model,

@@ -11,7 +11,7 @@ import {
 import { rowTokens, usageMonth } from './types.js';
 import type {
   ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
-  Store, TrainingExample, TrainingJob,
+  JobClaim, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /**
@@ -40,6 +40,8 @@ export const kDatabaseFile = 'svc.sqlite';
  * ```
  */
 export class SqliteStore implements Store {
+  /** One process runs jobs from a data directory: `svc serve` holds its lock (`service/data-lock.ts`). */
+  readonly shared = false;
   readonly #db: Database.Database;
   readonly #sql;
 
@@ -80,28 +82,38 @@ export class SqliteStore implements Store {
       deleteModel: p('DELETE FROM models WHERE id = ?'),
       getJob: p('SELECT * FROM training_jobs WHERE model_id = ?'),
       examples: p('SELECT text, label, label_text FROM training_examples WHERE model_id = ? ORDER BY position'),
-      setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ? WHERE model_id = ?'),
+      setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL WHERE model_id = ?'),
       countQueued: p(
         "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = ?",
       ),
       // Round robin by organization (the one served longest ago first), oldest job first within one, skipping
-      // organizations at their running cap.
+      // organizations at their running cap. A running job whose lease ended (no lease: left by a dead process)
+      // neither counts towards the cap nor stays out of reach.
       nextFair: p(
         `SELECT j.*, m.org_id FROM training_jobs j
            JOIN models m ON m.id = j.model_id
            JOIN organizations o ON o.id = m.org_id
            LEFT JOIN org_limits l ON l.org_id = m.org_id
-         WHERE j.state = 'queued'
+         WHERE (j.state = 'queued' OR (j.state = 'running' AND COALESCE(j.locked_until, 0) < @at))
            AND (SELECT COUNT(*) FROM training_jobs rj JOIN models rm ON rm.id = rj.model_id
-                WHERE rj.state = 'running' AND rm.org_id = m.org_id) < COALESCE(l.max_running_jobs, ?)
+                WHERE rj.state = 'running' AND COALESCE(rj.locked_until, 0) >= @at AND rm.org_id = m.org_id)
+               < COALESCE(l.max_running_jobs, @cap)
          ORDER BY COALESCE(o.last_job_started_at, -1), j.seq
          LIMIT 1`,
       ),
       markOrgServed: p('UPDATE organizations SET last_job_started_at = ? WHERE id = ?'),
-      markRunning: p("UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ? WHERE model_id = ?"),
-      requeue: p("UPDATE training_jobs SET state = 'queued', updated_at = ? WHERE state = 'running'"),
+      markRunning: p(
+        `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?, locked_by = ?, locked_until = ?
+         WHERE model_id = ?`,
+      ),
+      renewLease: p("UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ?"),
+      requeue: p(
+        `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL
+         WHERE state = 'running' AND COALESCE(locked_until, 0) < ?`,
+      ),
       release: p(
-        "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
+        `UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ?, locked_by = NULL,
+           locked_until = NULL WHERE model_id = ? AND state = 'running'`,
       ),
       countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
@@ -255,20 +267,25 @@ export class SqliteStore implements Store {
     this.#sql.setJobState.run(state, at, modelId);
   }
 
-  async claimNextJob(at: Millis, defaults: { maxRunningJobs: number }): Promise<TrainingJob | null> {
-    // One transaction, so two runners on one file never claim the same job.
+  async claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null> {
+    // One IMMEDIATE transaction, so two runners on one file never claim the same job.
     return this.#db.transaction(() => {
-      const found = this.#sql.nextFair.get(defaults.maxRunningJobs) as (JobRow & { org_id: string }) | undefined;
+      const found = this.#sql.nextFair.get({ at, cap: claim.maxRunningJobs }) as (JobRow & { org_id: string }) | undefined;
       if (found === undefined) return null;
       const { org_id: orgId, ...row } = found;
-      this.#sql.markRunning.run(at, row.model_id);
+      const until = at + claim.leaseMs;
+      this.#sql.markRunning.run(at, claim.holder, until, row.model_id);
       this.#sql.markOrgServed.run(at, orgId);
-      return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at });
+      return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until });
     }).immediate();
   }
 
+  async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
+    return this.#sql.renewLease.run(until, modelId, holder).changes > 0;
+  }
+
   async requeueInterruptedJobs(at: Millis): Promise<number> {
-    return this.#sql.requeue.run(at).changes;
+    return this.#sql.requeue.run(at, at).changes;
   }
 
   async releaseJob(modelId: string, at: Millis): Promise<void> {

@@ -3,11 +3,13 @@
 // stays in each backend's own file.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { type ModelRecord, type Store, type TrainingExample, usageMonth } from '../../src/store/types.js';
+import { type JobClaim, type ModelRecord, type Store, type TrainingExample, usageMonth } from '../../src/store/types.js';
 
 export interface StoreBackend {
-  /** A store on a fresh, empty database, migrated to the newest schema. */
-  open(): Promise<Store>;
+  /** A fresh, empty database: a data directory, a URL. */
+  create(): Promise<string>;
+  /** A store on that database, migrated to the newest schema; call again for a second process's store. */
+  open(location: string): Promise<Store>;
   /** The messages of the backend's own constraint errors (the driver's wording). */
   errors: {
     duplicateOrganization: string;
@@ -20,6 +22,8 @@ export const model = (id: string, orgId = 'acme', createdAt = 1000): ModelRecord
   id, orgId, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive',
   status: 'training', error: null, createdAt, updatedAt: createdAt,
 });
+/** A runner's claim: default cap 1, a lease of 1 s. */
+export const claim: JobClaim = { maxRunningJobs: 1, holder: 'runner-1', leaseMs: 1000 };
 export const examples: TrainingExample[] = [
   { text: 'good', label: true, label_text: 'positive' },
   { text: 'bad', label: false, label_text: 'positive' },
@@ -27,9 +31,11 @@ export const examples: TrainingExample[] = [
 
 export function storeContract(name: string, backend: StoreBackend): void {
   describe(`${name}: the Store contract`, () => {
+    let location: string;
     let store: Store;
     beforeEach(async () => {
-      store = await backend.open();
+      location = await backend.create();
+      store = await backend.open(location);
     });
     afterEach(async () => {
       await store.close();
@@ -86,23 +92,30 @@ export function storeContract(name: string, backend: StoreBackend): void {
       await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2), examples, {});
       expect(await store.getJobExamples('svc-small-00000000000a')).toEqual(examples);
 
-      const first = await store.claimNextJob(100, { maxRunningJobs: 1 });
+      const first = await store.claimNextJob(100, claim);
       expect(first).toEqual({
         modelId: 'svc-small-00000000000a', state: 'running', attempts: 1, options: { finetune: false }, createdAt: 1, updatedAt: 100,
+        lockedBy: 'runner-1', lockedUntil: 1100,
       });
-      // The process dies here; at start-up the job goes back ahead of the newer one.
-      expect(await store.requeueInterruptedJobs(200)).toBe(1);
-      expect((await store.claimNextJob(300, { maxRunningJobs: 1 }))?.modelId).toBe('svc-small-00000000000a');
+      expect(await store.getJob('svc-small-00000000000a')).toEqual(first);
+      // A live lease is left alone; once it has ended (the runner died) the job goes back ahead of the newer one.
+      expect(await store.requeueInterruptedJobs(1100)).toBe(0);
+      expect(await store.requeueInterruptedJobs(1101)).toBe(1);
+      expect(await store.getJob('svc-small-00000000000a')).toMatchObject({ state: 'queued', lockedBy: null, lockedUntil: null });
+      expect((await store.claimNextJob(1200, claim))?.modelId).toBe('svc-small-00000000000a');
       expect((await store.getJob('svc-small-00000000000a'))?.attempts).toBe(2);
-      await store.setJobState('svc-small-00000000000a', 'done', 400);
-      await store.setModelStatus('svc-small-00000000000a', 'trained', null, 400);
+      await store.setJobState('svc-small-00000000000a', 'done', 1300);
+      await store.setModelStatus('svc-small-00000000000a', 'trained', null, 1300);
       expect((await store.getModel('svc-small-00000000000a'))?.status).toBe('trained');
+      expect(await store.getJob('svc-small-00000000000a')).toMatchObject({ state: 'done', lockedBy: null, lockedUntil: null });
 
-      expect((await store.claimNextJob(500, { maxRunningJobs: 1 }))?.modelId).toBe('svc-small-00000000000b');
-      expect(await store.claimNextJob(600, { maxRunningJobs: 1 })).toBeNull();
-      await store.releaseJob('svc-small-00000000000b', 650);
-      expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'queued', attempts: 0, updatedAt: 650 });
-      expect((await store.claimNextJob(700, { maxRunningJobs: 1 }))?.attempts).toBe(1);
+      expect((await store.claimNextJob(1500, claim))?.modelId).toBe('svc-small-00000000000b');
+      expect(await store.claimNextJob(1600, claim)).toBeNull();
+      await store.releaseJob('svc-small-00000000000b', 1650);
+      expect(await store.getJob('svc-small-00000000000b')).toMatchObject({
+        state: 'queued', attempts: 0, updatedAt: 1650, lockedBy: null, lockedUntil: null,
+      });
+      expect((await store.claimNextJob(1700, claim))?.attempts).toBe(1);
 
       expect(await store.deleteModel('svc-small-00000000000b')).toBe(true);
       expect(await store.deleteModel('svc-small-00000000000b')).toBe(false);
@@ -118,15 +131,15 @@ export function storeContract(name: string, backend: StoreBackend): void {
       const queue: [number, string][] = [[1, 'acme'], [2, 'acme'], [3, 'acme'], [4, 'globex'], [5, 'globex'], [6, 'initech']];
       for (const [n, org] of queue) await store.createModelWithJob(model(id(n), org, n), examples, {});
       await store.setOrgLimits('acme', { maxRunningJobs: 2 });
-      const claim = async (at: number) => (await store.claimNextJob(at, { maxRunningJobs: 1 }))?.modelId ?? null;
+      const next = async (at: number) => (await store.claimNextJob(at, claim))?.modelId ?? null;
       // Each organization's first job, in queue order; then acme's second (its cap is 2); the others are at theirs.
-      expect([await claim(10), await claim(11), await claim(12), await claim(13), await claim(14)]).toEqual([
+      expect([await next(10), await next(11), await next(12), await next(13), await next(14)]).toEqual([
         id(1), id(4), id(6), id(2), null,
       ]);
       // globex's job ends: globex (served at 11) is due before acme (served at 13), but acme's slot is free too.
       await store.setJobState(id(4), 'done', 20);
       await store.setJobState(id(1), 'done', 21);
-      expect([await claim(22), await claim(23), await claim(24)]).toEqual([id(5), id(3), null]);
+      expect([await next(22), await next(23), await next(24)]).toEqual([id(5), id(3), null]);
     });
 
     it('refuses to queue beyond the cap in the same transaction, counting only queued jobs', async () => {
@@ -140,7 +153,7 @@ export function storeContract(name: string, backend: StoreBackend): void {
       // Another organization's queue is its own.
       expect(await store.createModelWithJob(model(id(4), 'globex'), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 1 });
       // A job that started no longer counts.
-      await store.claimNextJob(10, { maxRunningJobs: 1 });
+      await store.claimNextJob(10, claim);
       expect(await store.createModelWithJob(model(id(5)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 2 });
     });
 
@@ -201,6 +214,64 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.pruneRequestLog('proj_1', { olderThan: 450, keepNewest: 4, limit: 100 })).toBe(3);
       expect(await left('proj_1')).toEqual(ids.slice(6));
       expect((await store.listRequestLog('proj_2', { limit: 100 })).length).toBe(2);
+    });
+
+    it('leases a running job: the holder renews it, and once it ends any runner takes the job over', async () => {
+      await store.createOrganization('acme');
+      await store.createModelWithJob(model('svc-small-00000000000a'), examples, {});
+      await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2000), examples, {});
+      const one = { maxRunningJobs: 1, holder: 'replica-1', leaseMs: 100 };
+      const two = { maxRunningJobs: 1, holder: 'replica-2', leaseMs: 100 };
+      expect(await store.claimNextJob(1000, one)).toMatchObject({ modelId: 'svc-small-00000000000a', lockedUntil: 1100 });
+      // The live lease fills acme's cap of 1 and keeps its job out of reach.
+      expect(await store.claimNextJob(1050, two)).toBeNull();
+      expect(await store.renewLease('svc-small-00000000000a', 'replica-1', 1150)).toBe(true);
+      expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 9999)).toBe(false);
+      expect(await store.claimNextJob(1150, two)).toBeNull();
+      // replica-1 stops beating: past the lease, replica-2 takes the job (a second start), before the newer job.
+      expect(await store.claimNextJob(1151, two)).toEqual({
+        modelId: 'svc-small-00000000000a', state: 'running', attempts: 2, options: {}, createdAt: 1000, updatedAt: 1151,
+        lockedBy: 'replica-2', lockedUntil: 1251,
+      });
+      // replica-1's next heartbeat learns it lost the job; a deleted model's holder learns the same way.
+      expect(await store.renewLease('svc-small-00000000000a', 'replica-1', 1200)).toBe(false);
+      expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 1300)).toBe(true);
+      await store.deleteModel('svc-small-00000000000a');
+      expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 1400)).toBe(false);
+      expect(await store.claimNextJob(1160, one)).toMatchObject({ modelId: 'svc-small-00000000000b', attempts: 1 });
+    });
+
+    it('gives each of 200 queued jobs to exactly one of 4 concurrent claimers on 2 stores', async () => {
+      const orgs = Array.from({ length: 10 }, (_, i) => `org-${i}`);
+      for (const org of orgs) await store.createOrganization(org);
+      const ids = Array.from({ length: 200 }, (_, n) => `svc-small-${n.toString(16).padStart(12, '0')}`);
+      for (const [n, id] of ids.entries()) await store.createModelWithJob(model(id, orgs[n % orgs.length], n), examples, {});
+      const second = await backend.open(location);
+      const claimed = new Map<string, string[]>();
+      const claimer = async (on: Store, holder: string): Promise<void> => {
+        const mine: string[] = [];
+        claimed.set(holder, mine);
+        for (;;) {
+          const job = await on.claimNextJob(Date.now(), { maxRunningJobs: 200, holder, leaseMs: 60_000 });
+          if (job === null) {
+            // SKIP LOCKED passes over jobs another claimer is taking: done only when none is left queued.
+            if ((await on.countJobs()).queued === 0) return;
+            continue;
+          }
+          mine.push(job.modelId);
+          await on.setJobState(job.modelId, 'done', Date.now());
+        }
+      };
+      try {
+        await Promise.all([claimer(store, 'a1'), claimer(store, 'a2'), claimer(second, 'b1'), claimer(second, 'b2')]);
+      } finally {
+        await second.close();
+      }
+      const all = [...claimed.values()].flat();
+      expect(all.length).toBe(200);
+      expect([...new Set(all)].sort()).toEqual(ids);
+      expect(await store.countJobs()).toEqual({ queued: 0, running: 0, done: 200, failed: 0 });
+      for (const id of ids) expect((await store.getJob(id))?.attempts).toBe(1);
     });
   });
 }

@@ -10,7 +10,8 @@ import { storeContract } from './contract.js';
 const server = usePostgres();
 
 storeContract('PostgresStore', {
-  open: async () => PostgresStore.open(await server.cluster.createDatabase()),
+  create: () => server.cluster.createDatabase(),
+  open: (url) => PostgresStore.open(url),
   errors: {
     duplicateOrganization: 'duplicate key value violates unique constraint "organizations_pkey"',
     projectOfUnknownOrganization: 'insert or update on table "projects" violates foreign key constraint "projects_org_id_fkey"',

@@ -20,7 +20,8 @@ afterAll(() => {
 });
 
 storeContract('SqliteStore', {
-  open: async () => SqliteStore.open(tempDir()),
+  create: async () => tempDir(),
+  open: async (dir) => SqliteStore.open(dir),
   errors: {
     duplicateOrganization: 'UNIQUE constraint failed: organizations.id',
     projectOfUnknownOrganization: 'FOREIGN KEY constraint failed',
