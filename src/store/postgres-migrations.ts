@@ -1,120 +1,28 @@
 import type pg from 'pg';
 
+import { kMigrations } from './migrations.js';
+
 /**
- * The PostgreSQL dialect of `migrations.ts`, number for number: schema version N means the same tables on both
- * backends. Column types follow SQLite's (flags as 0/1 integers, times as Unix ms in BIGINT) so that one row
- * mapper (`rows.ts`) serves both stores. Never edit a migration that has shipped, add one.
+ * SQLite's dialect words and their PostgreSQL translations, in the order applied. The schema is written once, in
+ * `migrations.ts`; PostgreSQL runs the same migrations, number for number, through this table, so schema version N
+ * means the same tables on both backends and one row mapper (`rows.ts`) serves both. SQLite's INTEGER is 64-bit:
+ * BIGINT here (times are Unix ms). A migration that needs a word not listed fails the PostgreSQL store tests.
  */
-export const kPgMigrations: readonly string[] = Object.freeze([
-  // 1: organizations, keys, projects, models, training jobs and their examples, proxy request log.
-  `
-  CREATE TABLE organizations (
-    id TEXT PRIMARY KEY,
-    created_at BIGINT NOT NULL,
-    proxy_access INTEGER NOT NULL DEFAULT 0
-  );
-  CREATE TABLE api_keys (
-    id TEXT PRIMARY KEY,
-    org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
-    hash TEXT NOT NULL UNIQUE,
-    prefix TEXT NOT NULL,
-    created_at BIGINT NOT NULL,
-    revoked_at BIGINT
-  );
-  CREATE INDEX api_keys_org ON api_keys(org_id);
-  CREATE TABLE projects (
-    id TEXT PRIMARY KEY,
-    org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
-    name TEXT NOT NULL,
-    created_at BIGINT NOT NULL
-  );
-  CREATE INDEX projects_org ON projects(org_id);
-  CREATE TABLE models (
-    id TEXT PRIMARY KEY,
-    org_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
-    base_model TEXT NOT NULL,
-    task_type TEXT NOT NULL,
-    label_text TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('training', 'trained', 'failed')),
-    error TEXT,
-    created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
-  );
-  CREATE INDEX models_org ON models(org_id, created_at);
-  CREATE TABLE training_jobs (
-    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    model_id TEXT NOT NULL UNIQUE REFERENCES models(id) ON DELETE CASCADE,
-    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0,
-    options TEXT NOT NULL,
-    created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
-  );
-  CREATE INDEX training_jobs_state ON training_jobs(state, seq);
-  CREATE TABLE training_examples (
-    model_id TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    label INTEGER NOT NULL,
-    label_text TEXT NOT NULL,
-    PRIMARY KEY (model_id, position)
-  );
-  CREATE TABLE request_log (
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    project_id TEXT NOT NULL,
-    key_id TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    stream INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    ttfb_ms DOUBLE PRECISION,
-    total_ms DOUBLE PRECISION NOT NULL,
-    tokens_in INTEGER,
-    tokens_out INTEGER,
-    error TEXT,
-    request_body TEXT NOT NULL,
-    response_body TEXT NOT NULL,
-    created_at BIGINT NOT NULL
-  );
-  CREATE INDEX request_log_project ON request_log(project_id, id);
-  `,
-  // 2: per-organization limits, per-project proxy token budgets.
-  `
-  CREATE TABLE org_limits (
-    org_id TEXT PRIMARY KEY REFERENCES organizations(id) ON DELETE CASCADE,
-    max_running_jobs INTEGER,
-    max_queued_jobs INTEGER,
-    requests_per_minute INTEGER
-  );
-  ALTER TABLE projects ADD COLUMN monthly_token_budget BIGINT;
-  `,
-  // 3: each project's proxy tokens per calendar month (UTC), counted from the rows the log already holds.
-  `
-  CREATE TABLE project_usage (
-    project_id TEXT NOT NULL,
-    month TEXT NOT NULL,
-    tokens BIGINT NOT NULL,
-    PRIMARY KEY (project_id, month)
-  );
-  INSERT INTO project_usage (project_id, month, tokens)
-    SELECT project_id, to_char(to_timestamp(created_at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM'),
-      SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0))
-    FROM request_log GROUP BY 1, 2 HAVING SUM(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0)) > 0;
-  `,
-  // 4: request-log retention finds a project's rows past the age limit without reading the others.
-  `
-  CREATE INDEX request_log_project_created ON request_log(project_id, created_at);
-  `,
-  // 5: when each organization's last training job started: the job queue takes turns by it (round robin).
-  `
-  ALTER TABLE organizations ADD COLUMN last_job_started_at BIGINT;
-  `,
-  // 6: a running job's lease: who holds it and until when; an expired one is claimed by any replica.
-  `
-  ALTER TABLE training_jobs ADD COLUMN locked_by TEXT;
-  ALTER TABLE training_jobs ADD COLUMN locked_until BIGINT;
-  `,
+const kDialect: readonly (readonly [RegExp, string])[] = Object.freeze([
+  [/\bINTEGER PRIMARY KEY AUTOINCREMENT\b/g, 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY'],
+  [/\bINTEGER\b/g, 'BIGINT'],
+  [/\bREAL\b/g, 'DOUBLE PRECISION'],
+  [/\)\s*WITHOUT ROWID;/g, ');'],
+  [/strftime\('%Y-%m', (\w+) \/ 1000, 'unixepoch'\)/g, "to_char(to_timestamp($1 / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM')"],
 ]);
+
+/** One SQLite migration in PostgreSQL's dialect. */
+export function toPostgres(sql: string): string {
+  return kDialect.reduce((text, [word, translation]) => text.replace(word, translation), sql);
+}
+
+/** The migrations of `migrations.ts`, in PostgreSQL's dialect. */
+export const kPgMigrations: readonly string[] = Object.freeze(kMigrations.map(toPostgres));
 
 /**
  * Any number fixed for the whole product: every replica asks for the same session-level advisory lock before it
