@@ -6,26 +6,20 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../fixtures/corpora.js';
 import { exited, serve, svc } from '../_support/cli.js';
+import { imdbExamples } from '../_support/examples.js';
+import { httpCall } from '../_support/http.js';
 import { usePostgres } from '../_support/postgres.js';
 
-const imdb = uciSentences('imdb');
-const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive',
-}));
+const examples = imdbExamples(0, 10);
 const pgServer = usePostgres();
 const dir = mkdtempSync(join(tmpdir(), 'svc-replicas-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function call(url: string, key: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, text: await response.text() };
-}
+const call = async (url: string, key: string, method: string, path: string, body?: unknown) => {
+  const { status, text } = await httpCall(url, method, path, key, body);
+  return { status, text };
+};
 
 describe('two svc serve replicas on one database', () => {
   it('train through one, predict through the other with equal answers, and serve the hub copy from both', async () => {

@@ -6,18 +6,14 @@ import { join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../fixtures/corpora.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 import { type Principal, SvcService } from '../../src/service/service.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import type { TrainingExample } from '../../src/store/types.js';
+import { imdbExamples } from '../_support/examples.js';
 import { usePostgres } from '../_support/postgres.js';
 
-const imdb = uciSentences('imdb');
-const examples: TrainingExample[] = [
-  ...imdb.filter((r) => r.label).slice(0, 10),
-  ...imdb.filter((r) => !r.label).slice(0, 10),
-].map((r) => ({ text: r.text, label: r.label, label_text: 'positive' }));
+const examples: TrainingExample[] = imdbExamples(0, 10);
 const request = { model: 'svc-small', task_type: 'binary-classification', examples };
 // Short leases and quick looks at the queue, so that a take-over happens within the test.
 const kLeaseMs = 400;
