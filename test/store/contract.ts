@@ -273,5 +273,26 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.countJobs()).toEqual({ queued: 0, running: 0, done: 200, failed: 0 });
       for (const id of ids) expect((await store.getJob(id))?.attempts).toBe(1);
     });
+
+    it('keeps an organization\'s running cap when 4 claimers on 2 stores race for its jobs', async () => {
+      await store.createOrganization('acme');
+      await store.setOrgLimits('acme', { maxRunningJobs: 2 });
+      for (let n = 0; n < 10; n += 1) await store.createModelWithJob(model(`svc-small-${n.toString(16).padStart(12, '0')}`, 'acme', n), examples, {});
+      const second = await backend.open(location);
+      try {
+        const at = Date.now();
+        // Each claimer tries three times; only two jobs may run at once, whoever claims them.
+        const claimer = async (on: Store, holder: string) => {
+          const got = [];
+          for (let i = 0; i < 3; i += 1) got.push(await on.claimNextJob(at + i, { maxRunningJobs: 1, holder, leaseMs: 60_000 }));
+          return got.filter((job) => job !== null).length;
+        };
+        const counts = await Promise.all([claimer(store, 'a1'), claimer(store, 'a2'), claimer(second, 'b1'), claimer(second, 'b2')]);
+        expect(counts.reduce((a, b) => a + b, 0)).toBe(2);
+        expect(await store.countJobs()).toEqual({ queued: 8, running: 2, done: 0, failed: 0 });
+      } finally {
+        await second.close();
+      }
+    });
   });
 }
