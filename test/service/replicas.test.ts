@@ -23,8 +23,8 @@ let url: string;
 let hub: string;
 const opened: SvcService[] = [];
 
-async function replica(holder: string): Promise<{ service: SvcService; runtime: WordCountRuntime }> {
-  const runtime = new WordCountRuntime(hub);
+async function replica(holder: string, slots = 1): Promise<{ service: SvcService; runtime: WordCountRuntime }> {
+  const runtime = new WordCountRuntime(hub, slots);
   const service = new SvcService({
     store: await PostgresStore.open(url), runtime, retention: false, jobs: { leaseMs: kLeaseMs, pollMs: 50, holder },
   });
@@ -33,7 +33,8 @@ async function replica(holder: string): Promise<{ service: SvcService; runtime: 
 }
 
 async function until<T>(look: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 200; i += 1) {
+  // Up to 30 s: the machine may be busy with other work.
+  for (let i = 0; i < 1200; i += 1) {
     const value = await look();
     if (done(value)) return value;
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -103,5 +104,29 @@ describe('replicas on one PostgreSQL database', () => {
     await two.service.idle();
     expect(two.runtime.trained).toEqual([]);
     expect(await two.service.store.countJobs()).toEqual({ queued: 0, running: 0, done: 0, failed: 0 });
+  });
+
+  it('runs each of 200 queued jobs exactly once on 2 replicas with 2 training slots each', async () => {
+    const store = opened[0].store;
+    await store.setOrgLimits('acme', { maxRunningJobs: 4 });
+    const now = Date.now();
+    const ids = Array.from({ length: 200 }, (_, n) => `svc-small-${n.toString(16).padStart(12, '0')}`);
+    for (const id of ids) {
+      await store.createModelWithJob({
+        id, orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'training',
+        error: null, createdAt: now, updatedAt: now,
+      }, examples, {});
+    }
+    const one = await replica('replica-1', 2);
+    const two = await replica('replica-2', 2);
+    await Promise.all([one.service.start(), two.service.start()]);
+    await until(() => store.countJobs(), (counts) => counts.done === 200);
+    const ran = [...one.runtime.trained, ...two.runtime.trained];
+    expect(ran.length).toBe(200);
+    expect([...new Set(ran)].sort()).toEqual(ids);
+    // Both replicas did some of the work.
+    expect(one.runtime.trained.length).toBeGreaterThan(0);
+    expect(two.runtime.trained.length).toBeGreaterThan(0);
+    expect(await store.countJobs()).toEqual({ queued: 0, running: 0, done: 200, failed: 0 });
   });
 });
