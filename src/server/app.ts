@@ -6,7 +6,7 @@ import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
-import { connectService, databaseUrlFromEnv, proxyModelsFromEnv } from '../service/open.js';
+import { artifactsDirOf, connectService, databaseUrlFromEnv, proxyModelsFromEnv } from '../service/open.js';
 import { sweepFinetuneFolders } from '../train/finetune-stage.js';
 import type { RetentionOptions } from '../service/retention.js';
 import { SvcService } from '../service/service.js';
@@ -115,9 +115,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const release = database === undefined ? lockDataDir(dataDir) : () => {};
   let service: SvcService;
   try {
-    await (database === undefined ? sweepLeftovers(dataDir) : sweepFinetuneFolders());
+    const location = { dataDir, database, artifactsDir: options.artifactsDir };
+    await (database === undefined ? sweepLeftovers(artifactsDirOf(location)) : sweepFinetuneFolders());
     service = await connectService(
-      { dataDir, database, artifactsDir: options.artifactsDir },
+      location,
       options.proxyModels ?? proxyModelsFromEnv(),
       options.retention,
     );
