@@ -192,7 +192,7 @@ export class JobRunner {
         { signal: entry.controller.signal, onProgress: (p) => (entry.progress = p) },
       );
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.releaseJob(modelId, this.#now());
+        await this.#store.releaseJob(modelId, this.#holder, this.#now());
         ended('released');
         return;
       }
@@ -206,15 +206,17 @@ export class JobRunner {
         ended('cancelled');
         return;
       }
-      const now = this.#now();
-      await this.#store.setModelStatus(modelId, 'trained', null, now);
-      await this.#store.setJobState(modelId, 'done', now);
+      if (!(await this.#store.finishJob(modelId, this.#holder, this.#now(), null))) {
+        // Another replica took the job over before this one saw it at a heartbeat: that one's result counts.
+        ended('cancelled');
+        return;
+      }
       if (entry.progress !== null) this.#finished.set(modelId, { ...entry.progress, done: entry.progress.total });
       ended('done');
       debug('trained %s', modelId);
     } catch (error) {
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.releaseJob(modelId, this.#now());
+        await this.#store.releaseJob(modelId, this.#holder, this.#now());
         ended('released');
         return;
       }
@@ -254,9 +256,7 @@ export class JobRunner {
 
   async #fail(modelId: string, reason: string): Promise<void> {
     debug('training %s failed: %s', modelId, reason);
-    const now = this.#now();
-    await this.#store.setModelStatus(modelId, 'failed', reason, now);
-    await this.#store.setJobState(modelId, 'failed', now);
+    await this.#store.finishJob(modelId, this.#holder, this.#now(), reason);
   }
 
   #notifyIfIdle(): void {

@@ -81,7 +81,9 @@ const kSql = Object.freeze({
   requeue: `UPDATE training_jobs SET state = 'queued', updated_at = $1, locked_by = NULL, locked_until = NULL
     WHERE state = 'running' AND COALESCE(locked_until, 0) < $1`,
   release: `UPDATE training_jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), updated_at = $1,
-    locked_by = NULL, locked_until = NULL WHERE model_id = $2 AND state = 'running'`,
+    locked_by = NULL, locked_until = NULL WHERE model_id = $2 AND state = 'running' AND locked_by = $3`,
+  finish: `UPDATE training_jobs SET state = $1, updated_at = $2, locked_by = NULL, locked_until = NULL
+    WHERE model_id = $3 AND state = 'running' AND locked_by = $4`,
   countJobs: 'SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state',
   insertLog: `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
       tokens_in, tokens_out, error, request_body, response_body, created_at)
@@ -320,8 +322,17 @@ export class PostgresStore implements Store {
     return (await this.#pool.query(kSql.requeue, [at])).rowCount ?? 0;
   }
 
-  async releaseJob(modelId: string, at: Millis): Promise<void> {
-    await this.#pool.query(kSql.release, [at, modelId]);
+  async releaseJob(modelId: string, holder: string, at: Millis): Promise<void> {
+    await this.#pool.query(kSql.release, [at, modelId, holder]);
+  }
+
+  async finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean> {
+    return this.#tx(async (client) => {
+      const finished = await client.query(kSql.finish, [failure === null ? 'done' : 'failed', at, modelId, holder]);
+      if ((finished.rowCount ?? 0) === 0) return false;
+      await client.query(kSql.setModelStatus, [failure === null ? 'trained' : 'failed', failure, at, modelId]);
+      return true;
+    });
   }
 
   async countJobs(): Promise<Record<JobState, number>> {

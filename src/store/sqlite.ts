@@ -113,7 +113,11 @@ export class SqliteStore implements Store {
       ),
       release: p(
         `UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ?, locked_by = NULL,
-           locked_until = NULL WHERE model_id = ? AND state = 'running'`,
+           locked_until = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
+      ),
+      finish: p(
+        `UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL
+         WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
       ),
       countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
@@ -288,8 +292,16 @@ export class SqliteStore implements Store {
     return this.#sql.requeue.run(at, at).changes;
   }
 
-  async releaseJob(modelId: string, at: Millis): Promise<void> {
-    this.#sql.release.run(at, modelId);
+  async releaseJob(modelId: string, holder: string, at: Millis): Promise<void> {
+    this.#sql.release.run(at, modelId, holder);
+  }
+
+  async finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean> {
+    return this.#db.transaction(() => {
+      if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, holder).changes === 0) return false;
+      this.#sql.setModelStatus.run(failure === null ? 'trained' : 'failed', failure, at, modelId);
+      return true;
+    }).immediate();
   }
 
   async countJobs(): Promise<Record<JobState, number>> {

@@ -218,10 +218,16 @@ export interface Store {
    */
   requeueInterruptedJobs(at: Millis): Promise<number>;
   /**
-   * Puts one running job back in the queue without counting its start: a clean
-   * shutdown stopped it, so it should not count towards the crash limit.
+   * Puts one running job that `holder` holds back in the queue without counting its start: a clean shutdown
+   * stopped it, so it should not count towards the crash limit. A job another runner took over stays its.
    */
-  releaseJob(modelId: string, at: Millis): Promise<void>;
+  releaseJob(modelId: string, holder: string, at: Millis): Promise<void>;
+  /**
+   * Ends a job `holder` still holds, and its model with it, in one transaction: `failure` null marks the job
+   * `done` and the model `trained`; a reason marks both `failed`. False, and nothing written, when the job is no
+   * longer the holder's (the model was deleted, or another runner took the job over after the lease ended).
+   */
+  finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean>;
   /** How many jobs are in each state (every state present, 0 when none). */
   countJobs(): Promise<Record<JobState, number>>;
 

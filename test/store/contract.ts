@@ -111,7 +111,10 @@ export function storeContract(name: string, backend: StoreBackend): void {
 
       expect((await store.claimNextJob(1500, claim))?.modelId).toBe('svc-small-00000000000b');
       expect(await store.claimNextJob(1600, claim)).toBeNull();
-      await store.releaseJob('svc-small-00000000000b', 1650);
+      // Only the holder releases its job: another runner's call changes nothing.
+      await store.releaseJob('svc-small-00000000000b', 'runner-2', 1640);
+      expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'running', lockedBy: 'runner-1' });
+      await store.releaseJob('svc-small-00000000000b', 'runner-1', 1650);
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({
         state: 'queued', attempts: 0, updatedAt: 1650, lockedBy: null, lockedUntil: null,
       });
@@ -236,6 +239,9 @@ export function storeContract(name: string, backend: StoreBackend): void {
       // replica-1's next heartbeat learns it lost the job; a deleted model's holder learns the same way.
       expect(await store.renewLease('svc-small-00000000000a', 'replica-1', 1200)).toBe(false);
       expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 1300)).toBe(true);
+      // Nor may it write the job's end: the result of the holder counts.
+      expect(await store.finishJob('svc-small-00000000000a', 'replica-1', 1210, null)).toBe(false);
+      expect(await store.getModel('svc-small-00000000000a')).toMatchObject({ status: 'training', updatedAt: 1000 });
       await store.deleteModel('svc-small-00000000000a');
       expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 1400)).toBe(false);
       expect(await store.claimNextJob(1160, one)).toMatchObject({ modelId: 'svc-small-00000000000b', attempts: 1 });
@@ -293,6 +299,22 @@ export function storeContract(name: string, backend: StoreBackend): void {
       } finally {
         await second.close();
       }
+    });
+
+    it('ends a job and its model together, trained or failed with the reason', async () => {
+      await store.createOrganization('acme');
+      await store.createModelWithJob(model('svc-small-00000000000a'), examples, {});
+      await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2000), examples, {});
+      await store.claimNextJob(3000, claim);
+      expect(await store.finishJob('svc-small-00000000000a', 'runner-1', 3100, null)).toBe(true);
+      expect(await store.getModel('svc-small-00000000000a')).toMatchObject({ status: 'trained', error: null, updatedAt: 3100 });
+      expect(await store.getJob('svc-small-00000000000a')).toMatchObject({ state: 'done', updatedAt: 3100, lockedBy: null });
+      // A job already ended is not ended twice.
+      expect(await store.finishJob('svc-small-00000000000a', 'runner-1', 3150, 'late')).toBe(false);
+      await store.claimNextJob(3200, claim);
+      expect(await store.finishJob('svc-small-00000000000b', 'runner-1', 3300, 'the examples ran out')).toBe(true);
+      expect(await store.getModel('svc-small-00000000000b')).toMatchObject({ status: 'failed', error: 'the examples ran out' });
+      expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'failed', lockedBy: null, lockedUntil: null });
     });
   });
 }
