@@ -27,14 +27,13 @@ describe('two svc serve replicas on one database', () => {
     const artifacts = join(dir, 'models');
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
     const key = (await svc(['keys', 'create', '--org', 'acme', '--database', database])).stdout.trim();
-    // One worker and one engine thread each: two replicas share this machine's cores.
-    const flags = (name: string) => [
-      '--database', database, '--artifacts', artifacts, '--data', join(dir, name), '--workers', '1', '--engine-threads', '1',
-    ];
+    // One worker and one engine thread each: two replicas share this machine's cores. Even one --data directory
+    // for both: with a database it is only a local cache, and no lock keeps the second replica out.
+    const flags = ['--database', database, '--artifacts', artifacts, '--data', join(dir, 'cache'), '--workers', '1', '--engine-threads', '1'];
     // Both start at once: the second waits for the first one's migrations instead of failing.
-    const [one, two] = await Promise.all([serve(flags('replica-1')), serve(flags('replica-2'))]);
+    const [one, two] = await Promise.all([serve(flags), serve(flags)]);
     try {
-      expect(one.output()).toContain(`(data: ${join(dir, 'replica-1')}, database: ${database}, artifacts: ${artifacts})`);
+      expect(one.output()).toContain(`(data: ${join(dir, 'cache')}, database: ${database}, artifacts: ${artifacts})`);
       const trained = await call(one.url, key, 'POST', '/v2/train', {
         model: 'svc-small', task_type: 'binary-classification', examples, finetune: false,
       });
