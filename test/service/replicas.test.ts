@@ -92,6 +92,28 @@ describe('replicas on one PostgreSQL database', () => {
     expect((await two.service.getModel(acme, id)).status).toBe('trained');
   });
 
+  it('fails a job that three replicas died running, instead of starting it a fourth time', async () => {
+    const store = opened[0].store;
+    const id = 'svc-small-00000000000b';
+    const past = Date.now() - 60_000;
+    await store.createModelWithJob({
+      id, orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'training',
+      error: null, createdAt: past, updatedAt: past,
+    }, examples, {});
+    // Three replicas claimed it in turn, each dying within its 1 ms lease.
+    for (let i = 0; i < 3; i += 1) {
+      expect(await store.claimNextJob(past + i * 10, { maxRunningJobs: 1, holder: `dead-${i}`, leaseMs: 1 })).toMatchObject({ attempts: i + 1 });
+    }
+    const two = await replica('replica-2');
+    await two.service.start();
+    const job = await until(() => store.getJob(id), (j) => j?.state === 'failed');
+    expect(job).toMatchObject({ state: 'failed', attempts: 4, lockedBy: null });
+    expect(await two.service.getModel(acme, id)).toMatchObject({
+      status: 'failed', error: 'training was interrupted 3 times (the service stopped while it ran)',
+    });
+    expect(two.runtime.trained).toEqual([]);
+  });
+
   it('stops a job on the replica running it when another replica deletes its model', async () => {
     const one = await replica('replica-1');
     const two = await replica('replica-2');
