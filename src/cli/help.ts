@@ -19,6 +19,10 @@ interface CommandHelp {
 }
 
 const kDataOption: [string, string] = ['--data <dir>', 'the data directory (default ./svc-data)'];
+const kDatabaseOption: [string, string] = [
+  '--database <url>',
+  'a PostgreSQL database shared by replicas, postgres://... (default $SVC_DATABASE_URL); --data is then a local cache',
+];
 const kConnectionOptions: [string, string][] = [
   ['--url <url>', 'the service (default $SVC_URL, else http://127.0.0.1:8080)'],
   ['--key <key>', 'an API key from `svc keys create` (default $SVC_KEY)'],
@@ -27,7 +31,7 @@ const kHelpOption: [string, string] = ['-h, --help', 'show this help'];
 
 const kGroups: readonly { title: string; commands: readonly string[] }[] = [
   { title: 'service', commands: ['serve'] },
-  { title: 'operator (work on the data directory, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'] },
+  { title: 'operator (work on the data directory or the database, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'] },
   { title: 'client (talk to a running service)', commands: ['train', 'predict', 'pull'] },
   { title: 'other', commands: ['info', 'help'] },
 ];
@@ -40,6 +44,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--port <n>', 'the port to listen on (default 8080; 0 picks a free one)'],
       ['--host <host>', 'the address to bind (default 127.0.0.1)'],
       kDataOption,
+      kDatabaseOption,
+      ['--artifacts <dir>', 'the folder of model files, shared by replicas on one database (default <data>/hub)'],
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
       ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],
@@ -54,7 +60,12 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--failed-auth-limit <n>', `failed authentications one client address may make per minute; then 429 (default ${kDefaultRateLimits.failedAuthPerWindow})`],
       kHelpOption,
     ],
-    examples: ['svc serve', 'svc serve --port 9000 --data /var/lib/svc', 'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini'],
+    examples: [
+      'svc serve',
+      'svc serve --port 9000 --data /var/lib/svc',
+      'svc serve --database postgres://svc@db.internal/svc --artifacts /mnt/svc-models --data /var/cache/svc',
+      'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini',
+    ],
     notes: 'SIGINT or SIGTERM stops taking requests, lets in-flight ones finish and leaves unfinished\ntraining jobs queued for the next start.',
   },
   orgs: {
@@ -69,6 +80,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--queued <n>', `training jobs that may wait in the queue (default ${kDefaultOrgLimits.maxQueuedJobs})`],
       ['--rpm <n>', `requests per minute per API key, /v2 and proxy (default ${kDefaultOrgLimits.requestsPerMinute})`],
       kDataOption,
+      kDatabaseOption,
       kHelpOption,
     ],
     examples: ['svc orgs create acme', 'svc orgs list', 'svc orgs limits acme', 'svc orgs limits acme --running 2 --rpm 1200', 'svc orgs limits acme --rpm default'],
@@ -77,7 +89,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   keys: {
     summary: 'create, list and revoke API keys',
     usage: ['keys create --org <org> [--data <dir>]', 'keys list --org <org> [--data <dir>]', 'keys revoke <key-id> [--data <dir>]'],
-    options: [['--org <org>', 'the organization the key belongs to'], kDataOption, kHelpOption],
+    options: [['--org <org>', 'the organization the key belongs to'], kDataOption, kDatabaseOption, kHelpOption],
     examples: ['export SVC_KEY=$(svc keys create --org acme)', 'svc keys list --org acme', 'svc keys revoke key_ef6093b1793c'],
     notes: '`keys create` prints the key on stdout (shown only this once) and its id on stderr.',
   },
@@ -89,6 +101,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--name <name>', 'a name for people'],
       ['--tokens <n|none>', 'proxy tokens (input + output) the project may use per calendar month, UTC'],
       kDataOption,
+      kDatabaseOption,
       kHelpOption,
     ],
     examples: ['svc projects create --org acme --name "support bot"', 'svc projects budget proj_0123456789ab --tokens 2000000'],
@@ -97,7 +110,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   proxy: {
     summary: 'grant or revoke an organization\'s use of the provider proxy',
     usage: ['proxy grant --org <org> [--data <dir>]', 'proxy revoke --org <org> [--data <dir>]'],
-    options: [['--org <org>', 'the organization'], kDataOption, kHelpOption],
+    options: [['--org <org>', 'the organization'], kDataOption, kDatabaseOption, kHelpOption],
     examples: ['svc proxy grant --org acme', 'svc proxy revoke --org acme'],
   },
   logs: {
@@ -107,6 +120,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--days <n>', `delete rows older than n days (default ${kDefaultRetention.days})`],
       ['--max-rows <n>', `keep at most the newest n rows per project (default ${kDefaultRetention.maxRowsPerProject})`],
       kDataOption,
+      kDatabaseOption,
       kHelpOption,
     ],
     examples: ['svc logs prune', 'svc logs prune --days 7 --max-rows 10000'],

@@ -1,19 +1,23 @@
-// Operator commands: they open the data directory's store directly (SQLite in WAL mode lets
-// them run while `svc serve` is up), so the first organization and key need no server.
+// Operator commands: they open the store directly (the data directory's SQLite file in WAL mode, or the
+// PostgreSQL database of `--database` / SVC_DATABASE_URL), also while `svc serve` is up, so the first
+// organization and key need no server.
 import { parseArgs } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import { kOrgLimitFlags, type ResolvedOrgLimits } from '../service/limits.js';
 import type { RetentionOptions } from '../service/retention.js';
-import { openService } from '../service/open.js';
+import { connectService, databaseUrlFromEnv } from '../service/open.js';
 import type { SvcService } from '../service/service.js';
 import type { OrgLimits } from '../store/types.js';
 import { usageLines } from './help.js';
 
-const kDataOption = { data: { type: 'string', default: './svc-data' } } as const;
+const kDataOption = { data: { type: 'string', default: './svc-data' }, database: { type: 'string' } } as const;
 
-async function withService(dataDir: string, work: (service: SvcService) => Promise<void>): Promise<void> {
-  const service = openService(dataDir);
+async function withService(
+  where: { data: string; database?: string },
+  work: (service: SvcService) => Promise<void>,
+): Promise<void> {
+  const service = await connectService({ dataDir: where.data, database: where.database ?? databaseUrlFromEnv() });
   try {
     await work(service);
   } finally {
@@ -55,21 +59,21 @@ export async function orgsCommand(args: string[]): Promise<number> {
       const text = values[kOrgLimitFlags[field] as 'running' | 'queued' | 'rpm'];
       if (text !== undefined) change[field] = limitValue(kOrgLimitFlags[field], text);
     }
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       const limits = await service.setOrgLimits(name, change);
       printLimits(name, limits, await service.store.getOrgLimits(name));
     });
     return 0;
   }
   if (action === 'create' && name !== undefined && positionals.length === 2) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       await service.createOrganization(name);
       console.log(name);
     });
     return 0;
   }
   if (action === 'list' && positionals.length === 1) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       for (const org of await service.store.listOrganizations()) {
         console.log(`${org.id}\tproxy=${org.proxyAccess ? 'granted' : 'no'}`);
       }
@@ -91,7 +95,7 @@ export async function keysCommand(args: string[]): Promise<number> {
   });
   const [action, keyId] = positionals;
   if (action === 'create' && values.org !== undefined && positionals.length === 1) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       const created = await service.createApiKey(values.org!);
       console.log(created.key);
       console.error(`key id ${created.id} for ${created.orgId}; the key is shown only this once`);
@@ -99,14 +103,14 @@ export async function keysCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (action === 'revoke' && keyId !== undefined && positionals.length === 2) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       await service.revokeApiKey(keyId);
       console.log(`revoked ${keyId}`);
     });
     return 0;
   }
   if (action === 'list' && values.org !== undefined) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       for (const key of await service.store.listApiKeys(values.org!)) {
         console.log(`${key.id}\t${key.prefix}…\t${key.revokedAt === null ? 'active' : 'revoked'}`);
       }
@@ -133,14 +137,14 @@ export async function projectsCommand(args: string[]): Promise<number> {
     if (tokens !== null && !Number.isSafeInteger(tokens)) {
       throw new SvcError('invalid_request', `--tokens must be a whole number of tokens or 'none'; got '${text}'`, { param: 'tokens' });
     }
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       const project = await service.setProjectBudget(positionals[1], tokens);
       console.log(`${project.id}\tmonthly_tokens=${project.monthlyTokenBudget ?? 'none'}`);
     });
     return 0;
   }
   if (positionals[0] === 'create' && positionals.length === 1 && values.org !== undefined && values.name !== undefined) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       console.log((await service.createProject(values.org!, values.name!)).id);
     });
     return 0;
@@ -154,7 +158,7 @@ export async function proxyCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { ...kDataOption, org: { type: 'string' } }, allowPositionals: true });
   const [action] = positionals;
   if ((action === 'grant' || action === 'revoke') && positionals.length === 1 && values.org !== undefined) {
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       await service.setProxyAccess(values.org!, action === 'grant');
       console.log(`proxy access ${action === 'grant' ? 'granted to' : 'revoked from'} ${values.org}`);
     });
@@ -175,7 +179,7 @@ export async function logsCommand(args: string[]): Promise<number> {
     const retention: RetentionOptions = {};
     if (values.days !== undefined) retention.days = countValue('days', values.days);
     if (values['max-rows'] !== undefined) retention.maxRowsPerProject = countValue('max-rows', values['max-rows']);
-    await withService(values.data, async (service) => {
+    await withService(values, async (service) => {
       const removed = await service.pruneRequestLog(retention);
       console.log(`pruned ${removed} request-log row${removed === 1 ? '' : 's'}`);
     });

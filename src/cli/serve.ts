@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import type { ProviderOptions } from '../proxy/types.js';
 import * as is from '../is.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
+import { databaseUrlFromEnv, redactDatabaseUrl } from '../service/open.js';
 import type { RetentionOptions } from '../service/retention.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
@@ -24,7 +25,8 @@ function count(value: string | undefined, name: string): number | undefined {
 }
 
 /**
- * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--workers N] [--engine-threads N]
+ * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--artifacts DIR]
+ * [--workers N] [--engine-threads N]
  * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N]` (B and C likewise; keys and the metrics token are better
@@ -39,6 +41,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       port: { type: 'string', default: String(kServerDefaults.port) },
       host: { type: 'string', default: kServerDefaults.host },
       data: { type: 'string', default: kServerDefaults.dataDir },
+      database: { type: 'string' },
+      artifacts: { type: 'string' },
       workers: { type: 'string' },
       'engine-threads': { type: 'string' },
       'predict-queue': { type: 'string' },
@@ -70,8 +74,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     maxRowsPerProject: count(values['request-log-max-rows'], 'request-log-max-rows'),
   };
   const pool = { workers: count(values.workers, 'workers'), engineThreads: count(values['engine-threads'], 'engine-threads') };
+  const database = values.database ?? databaseUrlFromEnv();
   const server = await startServer({
     dataDir: values.data,
+    database,
+    artifactsDir: values.artifacts === undefined ? undefined : resolve(values.artifacts),
     port: positiveInteger(values.port, 'port'),
     host: values.host,
     pool: Object.values(pool).every((v) => v === undefined) ? undefined : pool,
@@ -86,7 +93,9 @@ export async function serveCommand(args: string[]): Promise<number> {
     metricsToken: values['metrics-token'],
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
-  console.log(`svc listening on ${server.url} (data: ${resolve(values.data)})`);
+  const where = database === undefined ? '' : `, database: ${redactDatabaseUrl(database)}`;
+  const artifacts = values.artifacts === undefined ? '' : `, artifacts: ${resolve(values.artifacts)}`;
+  console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
   if (server.metrics === undefined) {
     console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
   }

@@ -6,7 +6,8 @@ import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
-import { openService, proxyModelsFromEnv } from '../service/open.js';
+import { artifactsDirOf, connectService, databaseUrlFromEnv, proxyModelsFromEnv } from '../service/open.js';
+import { sweepFinetuneFolders } from '../train/finetune-stage.js';
 import type { RetentionOptions } from '../service/retention.js';
 import { SvcService } from '../service/service.js';
 import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
@@ -19,8 +20,18 @@ import { svcRoutes } from './routes.js';
 
 /** Options of {@link startServer}; all optional. */
 export interface ServerOptions {
-  /** Data directory: the SQLite file and the hub (`<data>/hub/<org>/<model_id>`). Default `./svc-data`. */
+  /**
+   * Data directory: the SQLite file and the hub (`<data>/hub/<org>/<model_id>`). Default `./svc-data`. With a
+   * `database`, only this replica's local cache.
+   */
   dataDir?: string;
+  /**
+   * A PostgreSQL database (`postgres://...`) that several replicas share: records, job queue and leases. Default:
+   * `SVC_DATABASE_URL`, else SQLite in `dataDir` (one server per directory).
+   */
+  database?: string;
+  /** The folder of model files; replicas on one database share it (a shared volume). Default `<dataDir>/hub`. */
+  artifactsDir?: string;
   port?: number;
   host?: string;
   /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
@@ -97,12 +108,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,
     deadlineMs: options.predictQueue?.deadlineMs ?? kServicePredictQueue.deadlineMs,
   });
-  // The lock comes first: nothing, not even a migration, touches a directory another server holds.
-  const release = lockDataDir(dataDir);
+  const database = options.database ?? databaseUrlFromEnv();
+  // Alone on a data directory, the lock comes first: nothing, not even a migration, touches a directory another
+  // server holds. Replicas on a database share it instead; their job leases keep them apart, and the shared model
+  // folder is never swept (another replica may be publishing into it).
+  const release = database === undefined ? lockDataDir(dataDir) : () => {};
   let service: SvcService;
   try {
-    await sweepLeftovers(dataDir);
-    service = openService(dataDir, options.proxyModels ?? proxyModelsFromEnv(), options.retention);
+    const location = { dataDir, database, artifactsDir: options.artifactsDir };
+    await (database === undefined ? sweepLeftovers(artifactsDirOf(location)) : sweepFinetuneFolders());
+    service = await connectService(
+      location,
+      options.proxyModels ?? proxyModelsFromEnv(),
+      options.retention,
+    );
   } catch (error) {
     release();
     throw error;

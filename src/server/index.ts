@@ -20,8 +20,10 @@ export type { Principal, CreatedApiKey, SvcServiceOptions } from '../service/ser
 export { LibraryRuntime } from '../service/library-runtime.js';
 export type { LibraryRuntimeOptions } from '../service/library-runtime.js';
 export type { ModelRuntime, RuntimeTrainJob, RuntimePrediction } from '../service/runtime.js';
-export { openService, proxyModelsFromEnv } from '../service/open.js';
+export { connectService, databaseUrlFromEnv, openService, proxyModelsFromEnv } from '../service/open.js';
+export type { ServiceLocation } from '../service/open.js';
 export { SqliteStore } from '../store/sqlite.js';
+export { PostgresStore } from '../store/postgres.js';
 export type { Store } from '../store/types.js';
 export { resolveProviderConfig, kDefaultProviderUrls } from '../proxy/config.js';
 export type { ProviderConfig, ProviderEndpoint, ProviderName, ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';

@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
 import type { Store } from '../store/types.js';
 import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
+import * as is from '../is.js';
 import { kDefaultOrgLimits } from './limits.js';
 import type { ModelRuntime } from './runtime.js';
 
@@ -13,6 +16,13 @@ const debug = debuglog('svc');
 export const kDefaultMaxAttempts = 3;
 /** A job still running after this long is stopped and its model failed (a stuck worker must not keep it `training`). */
 export const kDefaultJobTimeoutMs = 30 * 60 * 1000;
+/**
+ * How long a claim holds a job without a heartbeat: a replica that died leaves its job to the others this long
+ * after its last heartbeat. The heartbeat renews it three times per lease, so one missed beat loses nothing.
+ */
+export const kDefaultLeaseMs = 30_000;
+/** How often a runner on a shared store looks for jobs that other replicas queued or left behind. */
+export const kDefaultPollMs = 2_000;
 
 export interface JobRunnerOptions {
   maxAttempts?: number;
@@ -20,14 +30,23 @@ export interface JobRunnerOptions {
   timeoutMs?: number;
   /** Milliseconds; the default clock is `Date.now`. */
   now?: () => number;
+  /** Milliseconds a claim holds a job between heartbeats; default 30 s. */
+  leaseMs?: number;
+  /** Milliseconds between looks at a shared store's queue; default 2 s. */
+  pollMs?: number;
+  /** This runner's name in the jobs it holds; default `<host>:<pid>:<random>`. */
+  holder?: string;
 }
 
 interface RunningJob {
   controller: AbortController;
   progress: TrainProgress | null;
   done: Promise<void>;
-  /** Why the job was aborted: the model was deleted, or the service is shutting down. */
-  abortedFor: 'delete' | 'shutdown' | 'timeout' | null;
+  /**
+   * Why the job was aborted: the model was deleted, the service is shutting down, the time limit, or the lease
+   * was lost (another replica took the job after a heartbeat could not reach the store in time).
+   */
+  abortedFor: 'delete' | 'shutdown' | 'timeout' | 'lost' | null;
 }
 
 /**
@@ -44,6 +63,10 @@ export class JobRunner {
   readonly #maxAttempts: number;
   readonly #timeoutMs: number;
   readonly #now: () => number;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #holder: string;
+  #poll: NodeJS.Timeout | undefined;
   readonly #running = new Map<string, RunningJob>();
   /** The last progress of jobs that finished in this process, so `/progress` of a trained model shows where it ended. */
   readonly #finished = new Map<string, TrainProgress>();
@@ -58,12 +81,21 @@ export class JobRunner {
     this.#maxAttempts = options.maxAttempts ?? kDefaultMaxAttempts;
     this.#timeoutMs = options.timeoutMs ?? kDefaultJobTimeoutMs;
     this.#now = options.now ?? Date.now;
+    this.#leaseMs = is.positiveInteger(options.leaseMs ?? kDefaultLeaseMs, 'options.leaseMs');
+    this.#pollMs = is.positiveInteger(options.pollMs ?? kDefaultPollMs, 'options.pollMs');
+    this.#holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   }
 
-  /** Requeues jobs a dead process left `running`, then starts working the queue. Returns how many were requeued. */
+  /**
+   * Requeues jobs a dead process left `running`, then starts working the queue. Returns how many were requeued.
+   * Alone on its store, every running job is a dead process's; on a shared store only those whose lease ended
+   * are (the others belong to live replicas), and the runner then looks at the queue every `pollMs`.
+   */
   async start(): Promise<number> {
-    const requeued = await this.#store.requeueInterruptedJobs(this.#now());
+    const now = this.#now();
+    const requeued = await this.#store.requeueInterruptedJobs(this.#store.shared ? now : Number.MAX_SAFE_INTEGER);
     if (requeued > 0) debug('requeued %d interrupted training job(s)', requeued);
+    if (this.#store.shared && !this.#closed) this.#poll = setInterval(() => this.kick(), this.#pollMs).unref();
     this.kick();
     return requeued;
   }
@@ -113,6 +145,7 @@ export class JobRunner {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#poll);
     for (const job of this.#running.values()) {
       job.abortedFor ??= 'shutdown';
       job.controller.abort(new Error('the service is shutting down'));
@@ -123,7 +156,9 @@ export class JobRunner {
 
   async #pump(): Promise<void> {
     while (!this.#closed && this.#running.size < this.#runtime.trainingSlots) {
-      const job = await this.#store.claimNextJob(this.#now(), { maxRunningJobs: kDefaultOrgLimits.maxRunningJobs });
+      const job = await this.#store.claimNextJob(this.#now(), {
+        maxRunningJobs: kDefaultOrgLimits.maxRunningJobs, holder: this.#holder, leaseMs: this.#leaseMs,
+      });
       if (job === null) return;
       const entry: RunningJob = { controller: new AbortController(), progress: null, done: Promise.resolve(), abortedFor: null };
       this.#running.set(job.modelId, entry);
@@ -149,6 +184,7 @@ export class JobRunner {
       entry.abortedFor ??= 'timeout';
       entry.controller.abort(new Error('training timed out'));
     }, this.#timeoutMs);
+    const heartbeat = setInterval(() => void this.#heartbeat(modelId, entry), Math.max(1, Math.floor(this.#leaseMs / 3)));
     try {
       const examples = await this.#store.getJobExamples(modelId);
       await this.#runtime.train(
@@ -156,8 +192,12 @@ export class JobRunner {
         { signal: entry.controller.signal, onProgress: (p) => (entry.progress = p) },
       );
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.releaseJob(modelId, this.#now());
+        await this.#store.releaseJob(modelId, this.#holder, this.#now());
         ended('released');
+        return;
+      }
+      if (entry.abortedFor === 'lost') {
+        ended('cancelled');
         return;
       }
       if ((await this.#store.getModel(modelId)) === null) {
@@ -166,18 +206,22 @@ export class JobRunner {
         ended('cancelled');
         return;
       }
-      const now = this.#now();
-      await this.#store.setModelStatus(modelId, 'trained', null, now);
-      await this.#store.setJobState(modelId, 'done', now);
+      if (!(await this.#store.finishJob(modelId, this.#holder, this.#now(), null))) {
+        // Another replica took the job over before this one saw it at a heartbeat: that one's result counts.
+        ended('cancelled');
+        return;
+      }
       if (entry.progress !== null) this.#finished.set(modelId, { ...entry.progress, done: entry.progress.total });
       ended('done');
       debug('trained %s', modelId);
     } catch (error) {
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.releaseJob(modelId, this.#now());
+        await this.#store.releaseJob(modelId, this.#holder, this.#now());
         ended('released');
         return;
       }
+      // The job's new holder writes the same model directory: leave it alone.
+      if (entry.abortedFor === 'lost') return ended('cancelled');
       await this.#runtime.remove(model.orgId, modelId).catch(() => {});
       if (entry.abortedFor === 'delete') return ended('cancelled');
       ended('failed');
@@ -188,14 +232,31 @@ export class JobRunner {
       await this.#fail(modelId, error instanceof Error ? error.message : String(error));
     } finally {
       clearTimeout(timer);
+      clearInterval(heartbeat);
+    }
+  }
+
+  /**
+   * Renews the job's lease. When the job is no longer this runner's, it stops: the model was deleted (on any
+   * replica), or the lease ran out and another replica runs the job now, so this one must not write its result.
+   * A store that cannot be reached is retried at the next beat; the lease covers three.
+   */
+  async #heartbeat(modelId: string, entry: RunningJob): Promise<void> {
+    if (entry.controller.signal.aborted) return;
+    try {
+      if (await this.#store.renewLease(modelId, this.#holder, this.#now() + this.#leaseMs)) return;
+      const deleted = (await this.#store.getModel(modelId)) === null;
+      if (entry.controller.signal.aborted) return;
+      entry.abortedFor ??= deleted ? 'delete' : 'lost';
+      entry.controller.abort(new Error(deleted ? 'the model was deleted' : 'another replica took the job over'));
+    } catch (error) {
+      debug('heartbeat of %s failed: %s', modelId, error instanceof Error ? error.message : String(error));
     }
   }
 
   async #fail(modelId: string, reason: string): Promise<void> {
     debug('training %s failed: %s', modelId, reason);
-    const now = this.#now();
-    await this.#store.setModelStatus(modelId, 'failed', reason, now);
-    await this.#store.setJobState(modelId, 'failed', now);
+    await this.#store.finishJob(modelId, this.#holder, this.#now(), reason);
   }
 
   #notifyIfIdle(): void {

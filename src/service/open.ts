@@ -1,6 +1,9 @@
 import { join } from 'node:path';
 
+import { SvcError } from '../errors.js';
+import { PostgresStore } from '../store/postgres.js';
 import { SqliteStore } from '../store/sqlite.js';
+import type { Store } from '../store/types.js';
 import { LibraryRuntime } from './library-runtime.js';
 import type { RetentionOptions } from './retention.js';
 import { SvcService } from './service.js';
@@ -19,8 +22,63 @@ export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string
 }
 
 /**
+ * The PostgreSQL database from `SVC_DATABASE_URL`, or undefined when it is unset or empty.
+ *
+ * @example
+ * ```ts
+ * databaseUrlFromEnv({ SVC_DATABASE_URL: 'postgres://svc@db.internal/svc' }); // 'postgres://svc@db.internal/svc'
+ * ```
+ */
+export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.SVC_DATABASE_URL || undefined;
+}
+
+/** A `postgres://` or `postgresql://` URL, else an `invalid_request` naming the flag. */
+export function checkDatabaseUrl(url: string, name = '--database'): string {
+  if (!/^postgres(ql)?:\/\/./.test(url)) {
+    throw new SvcError('invalid_request', `${name} must be a postgres:// URL; got '${redactDatabaseUrl(url)}'`, {
+      param: name.replace(/^--/, ''),
+    });
+  }
+  return url;
+}
+
+/** The URL as logs may show it: without its password. */
+export function redactDatabaseUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
+}
+
+/** Where a service keeps its records and its model files. */
+export interface ServiceLocation {
+  /** The data directory: the SQLite file without a database, else only this replica's local cache. */
+  dataDir: string;
+  /** A PostgreSQL database shared by every replica (`postgres://...`); default: SQLite in `dataDir`. */
+  database?: string;
+  /** The folder of model files (the hub), shared by every replica when they share a database. Default `<dataDir>/hub`. */
+  artifactsDir?: string;
+}
+
+/** The folder of model files for a location. */
+export function artifactsDirOf(location: ServiceLocation): string {
+  return location.artifactsDir ?? join(location.dataDir, 'hub');
+}
+
+/** The store for a location: PostgreSQL (connected and migrated) when it names a database, else SQLite in `dataDir`. */
+export async function openStore(location: ServiceLocation): Promise<Store> {
+  return location.database === undefined
+    ? SqliteStore.open(location.dataDir)
+    : PostgresStore.open(checkDatabaseUrl(location.database));
+}
+
+function serviceOn(store: Store, hubRoot: string, proxyModels: readonly string[], retention: RetentionOptions): SvcService {
+  const runtime = new LibraryRuntime({ hubRoot });
+  return new SvcService({ store, runtime, proxyModels, retention });
+}
+
+/**
  * The service over a data directory: `<dataDir>/svc.sqlite` and the hub in
  * `<dataDir>/hub/<org>/<model_id>`. The job runner starts with `service.start()`.
+ * {@link connectService} also opens a shared PostgreSQL database.
  *
  * @example
  * ```ts
@@ -34,7 +92,24 @@ export function openService(
   proxyModels: readonly string[] = proxyModelsFromEnv(),
   retention: RetentionOptions = {},
 ): SvcService {
-  const store = SqliteStore.open(dataDir);
-  const runtime = new LibraryRuntime({ hubRoot: join(dataDir, 'hub') });
-  return new SvcService({ store, runtime, proxyModels, retention });
+  return serviceOn(SqliteStore.open(dataDir), join(dataDir, 'hub'), proxyModels, retention);
+}
+
+/**
+ * The service at a location: on the PostgreSQL database it names (one of several replicas) or on the data
+ * directory's SQLite file.
+ *
+ * @example
+ * ```ts
+ * const service = await connectService({ dataDir: './cache', database: 'postgres://svc@db.internal/svc', artifactsDir: '/mnt/models' });
+ * await service.store.listOrganizations(); // [{ id: 'acme', createdAt: 1763790000000, proxyAccess: false }]
+ * await service.close();
+ * ```
+ */
+export async function connectService(
+  location: ServiceLocation,
+  proxyModels: readonly string[] = proxyModelsFromEnv(),
+  retention: RetentionOptions = {},
+): Promise<SvcService> {
+  return serviceOn(await openStore(location), artifactsDirOf(location), proxyModels, retention);
 }

@@ -110,6 +110,12 @@ export const kMigrations: readonly string[] = Object.freeze([
   `
   ALTER TABLE organizations ADD COLUMN last_job_started_at INTEGER;
   `,
+  // 6: a running job's lease: who holds it and until when. A job found running at start-up was left by a dead
+  // process and keeps no holder.
+  `
+  ALTER TABLE training_jobs ADD COLUMN locked_by TEXT;
+  ALTER TABLE training_jobs ADD COLUMN locked_until INTEGER;
+  `,
 ]);
 
 /**

@@ -4,22 +4,14 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 import { migrate } from './migrations.js';
+import {
+  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
+  toExample, toJob, toKey, toLimits, toLog, toModel, toOrg, toProject,
+} from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
-  ApiKeyRecord,
-  JobState,
-  Millis,
-  ModelRecord,
-  ModelStatus,
-  OrgLimits,
-  Organization,
-  Project,
-  ProviderName,
-  QueuedJob,
-  RequestLogRow,
-  Store,
-  TrainingExample,
-  TrainingJob,
+  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
+  JobClaim, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /**
@@ -33,47 +25,6 @@ export const kPruneLogSql = `DELETE FROM request_log WHERE id IN (
 
 /** The database file inside a data directory. */
 export const kDatabaseFile = 'svc.sqlite';
-
-interface OrgRow { id: string; created_at: number; proxy_access: number }
-interface KeyRow { id: string; org_id: string; hash: string; prefix: string; created_at: number; revoked_at: number | null }
-interface ProjectRow { id: string; org_id: string; name: string; created_at: number; monthly_token_budget: number | null }
-interface LimitsRow { max_running_jobs: number | null; max_queued_jobs: number | null; requests_per_minute: number | null }
-interface ModelRow {
-  id: string; org_id: string; base_model: string; task_type: string; label_text: string;
-  status: string; error: string | null; created_at: number; updated_at: number;
-}
-interface JobRow { model_id: string; state: string; attempts: number; options: string; created_at: number; updated_at: number }
-interface ExampleRow { text: string; label: number; label_text: string }
-interface LogRow {
-  id: number; project_id: string; key_id: string; provider: string; model: string; stream: number;
-  status: number; ttfb_ms: number | null; total_ms: number; tokens_in: number | null; tokens_out: number | null;
-  error: string | null; request_body: string; response_body: string; created_at: number;
-}
-
-const toOrg = (r: OrgRow): Organization => ({ id: r.id, createdAt: r.created_at, proxyAccess: r.proxy_access === 1 });
-const toKey = (r: KeyRow): ApiKeyRecord => ({
-  id: r.id, orgId: r.org_id, hash: r.hash, prefix: r.prefix, createdAt: r.created_at, revokedAt: r.revoked_at,
-});
-const toProject = (r: ProjectRow): Project => ({
-  id: r.id, orgId: r.org_id, name: r.name, createdAt: r.created_at, monthlyTokenBudget: r.monthly_token_budget,
-});
-const toLimits = (r: LimitsRow | undefined): OrgLimits => ({
-  maxRunningJobs: r?.max_running_jobs ?? null, maxQueuedJobs: r?.max_queued_jobs ?? null,
-  requestsPerMinute: r?.requests_per_minute ?? null,
-});
-const toModel = (r: ModelRow): ModelRecord => ({
-  id: r.id, orgId: r.org_id, baseModel: r.base_model, taskType: r.task_type as ModelRecord['taskType'],
-  labelText: r.label_text, status: r.status as ModelStatus, error: r.error, createdAt: r.created_at, updatedAt: r.updated_at,
-});
-const toJob = (r: JobRow): TrainingJob => ({
-  modelId: r.model_id, state: r.state as JobState, attempts: r.attempts,
-  options: JSON.parse(r.options) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at,
-});
-const toLog = (r: LogRow): RequestLogRow => ({
-  id: r.id, projectId: r.project_id, keyId: r.key_id, provider: r.provider as ProviderName, model: r.model,
-  stream: r.stream === 1, status: r.status, ttfbMs: r.ttfb_ms, totalMs: r.total_ms, tokensIn: r.tokens_in,
-  tokensOut: r.tokens_out, error: r.error, requestBody: r.request_body, responseBody: r.response_body, createdAt: r.created_at,
-});
 
 /**
  * The Store on one SQLite file (`<dataDir>/svc.sqlite`) in WAL mode, so that
@@ -89,6 +40,8 @@ const toLog = (r: LogRow): RequestLogRow => ({
  * ```
  */
 export class SqliteStore implements Store {
+  /** One process runs jobs from a data directory: `svc serve` holds its lock (`service/data-lock.ts`). */
+  readonly shared = false;
   readonly #db: Database.Database;
   readonly #sql;
 
@@ -129,28 +82,42 @@ export class SqliteStore implements Store {
       deleteModel: p('DELETE FROM models WHERE id = ?'),
       getJob: p('SELECT * FROM training_jobs WHERE model_id = ?'),
       examples: p('SELECT text, label, label_text FROM training_examples WHERE model_id = ? ORDER BY position'),
-      setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ? WHERE model_id = ?'),
+      setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL WHERE model_id = ?'),
       countQueued: p(
         "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = ?",
       ),
       // Round robin by organization (the one served longest ago first), oldest job first within one, skipping
-      // organizations at their running cap.
+      // organizations at their running cap. A running job whose lease ended (no lease: left by a dead process)
+      // neither counts towards the cap nor stays out of reach.
       nextFair: p(
         `SELECT j.*, m.org_id FROM training_jobs j
            JOIN models m ON m.id = j.model_id
            JOIN organizations o ON o.id = m.org_id
            LEFT JOIN org_limits l ON l.org_id = m.org_id
-         WHERE j.state = 'queued'
+         WHERE (j.state = 'queued' OR (j.state = 'running' AND COALESCE(j.locked_until, 0) < @at))
            AND (SELECT COUNT(*) FROM training_jobs rj JOIN models rm ON rm.id = rj.model_id
-                WHERE rj.state = 'running' AND rm.org_id = m.org_id) < COALESCE(l.max_running_jobs, ?)
+                WHERE rj.state = 'running' AND COALESCE(rj.locked_until, 0) >= @at AND rm.org_id = m.org_id)
+               < COALESCE(l.max_running_jobs, @cap)
          ORDER BY COALESCE(o.last_job_started_at, -1), j.seq
          LIMIT 1`,
       ),
       markOrgServed: p('UPDATE organizations SET last_job_started_at = ? WHERE id = ?'),
-      markRunning: p("UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ? WHERE model_id = ?"),
-      requeue: p("UPDATE training_jobs SET state = 'queued', updated_at = ? WHERE state = 'running'"),
+      markRunning: p(
+        `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?, locked_by = ?, locked_until = ?
+         WHERE model_id = ?`,
+      ),
+      renewLease: p("UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ?"),
+      requeue: p(
+        `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL
+         WHERE state = 'running' AND COALESCE(locked_until, 0) < ?`,
+      ),
       release: p(
-        "UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE model_id = ? AND state = 'running'",
+        `UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ?, locked_by = NULL,
+           locked_until = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
+      ),
+      finish: p(
+        `UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL
+         WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
       ),
       countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
@@ -297,33 +264,44 @@ export class SqliteStore implements Store {
   }
 
   async getJobExamples(modelId: string): Promise<TrainingExample[]> {
-    return (this.#sql.examples.all(modelId) as ExampleRow[]).map((r) => ({
-      text: r.text, label: r.label === 1, label_text: r.label_text,
-    }));
+    return (this.#sql.examples.all(modelId) as ExampleRow[]).map(toExample);
   }
 
   async setJobState(modelId: string, state: JobState, at: Millis): Promise<void> {
     this.#sql.setJobState.run(state, at, modelId);
   }
 
-  async claimNextJob(at: Millis, defaults: { maxRunningJobs: number }): Promise<TrainingJob | null> {
-    // One transaction, so two runners on one file never claim the same job.
+  async claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null> {
+    // One IMMEDIATE transaction, so two runners on one file never claim the same job.
     return this.#db.transaction(() => {
-      const found = this.#sql.nextFair.get(defaults.maxRunningJobs) as (JobRow & { org_id: string }) | undefined;
+      const found = this.#sql.nextFair.get({ at, cap: claim.maxRunningJobs }) as (JobRow & { org_id: string }) | undefined;
       if (found === undefined) return null;
       const { org_id: orgId, ...row } = found;
-      this.#sql.markRunning.run(at, row.model_id);
+      const until = at + claim.leaseMs;
+      this.#sql.markRunning.run(at, claim.holder, until, row.model_id);
       this.#sql.markOrgServed.run(at, orgId);
-      return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at });
+      return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until });
     }).immediate();
   }
 
-  async requeueInterruptedJobs(at: Millis): Promise<number> {
-    return this.#sql.requeue.run(at).changes;
+  async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
+    return this.#sql.renewLease.run(until, modelId, holder).changes > 0;
   }
 
-  async releaseJob(modelId: string, at: Millis): Promise<void> {
-    this.#sql.release.run(at, modelId);
+  async requeueInterruptedJobs(at: Millis): Promise<number> {
+    return this.#sql.requeue.run(at, at).changes;
+  }
+
+  async releaseJob(modelId: string, holder: string, at: Millis): Promise<void> {
+    this.#sql.release.run(at, modelId, holder);
+  }
+
+  async finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean> {
+    return this.#db.transaction(() => {
+      if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, holder).changes === 0) return false;
+      this.#sql.setModelStatus.run(failure === null ? 'trained' : 'failed', failure, at, modelId);
+      return true;
+    }).immediate();
   }
 
   async countJobs(): Promise<Record<JobState, number>> {

@@ -1,7 +1,6 @@
 /**
- * The Store: everything the service persists. SQLite (better-sqlite3) is the
- * implementation today; the interface is async so that a shared PostgreSQL
- * store can implement it later without changing its callers.
+ * The Store: everything the service persists. SQLite (better-sqlite3, one process) is the embedded default;
+ * PostgreSQL (`pg`) is the store several replicas share. Both pass one contract suite (test/store/contract.ts).
  * `store/` knows no HTTP; `service/` knows no SQL.
  */
 
@@ -84,6 +83,20 @@ export interface TrainingJob {
   options: Record<string, unknown>;
   createdAt: Millis;
   updatedAt: Millis;
+  /** The runner holding a running job (its {@link JobClaim.holder}); null unless `running`. */
+  lockedBy: string | null;
+  /** When the holder's lease ends unless its heartbeat renews it; past it, any runner may claim the job. */
+  lockedUntil: Millis | null;
+}
+
+/** What a runner claims a job with. */
+export interface JobClaim {
+  /** Every organization's running cap unless it set its own. */
+  maxRunningJobs: number;
+  /** The claiming runner, unique across replicas and restarts (e.g. `host:pid:random`). */
+  holder: string;
+  /** How long the claim holds the job before the holder must renew it. */
+  leaseMs: number;
 }
 
 /** What {@link Store.createModelWithJob} did: `created` false means the queue cap was reached and nothing was stored. */
@@ -136,6 +149,12 @@ export function rowTokens(row: Pick<RequestLogRow, 'tokensIn' | 'tokensOut'>): n
 }
 
 export interface Store {
+  /**
+   * True when other processes may run jobs from this store at the same time (PostgreSQL replicas): a runner then
+   * leaves live leases alone at start-up and looks at the queue now and then for jobs that other replicas queued.
+   */
+  readonly shared: boolean;
+
   // organizations
   createOrganization(id: string): Promise<Organization>;
   getOrganization(id: string): Promise<Organization | null>;
@@ -180,20 +199,35 @@ export interface Store {
   getJobExamples(modelId: string): Promise<TrainingExample[]>;
   setJobState(modelId: string, state: JobState, at: Millis): Promise<void>;
   /**
-   * The fair choice, made and marked in one atomic step (a shared store would use `FOR UPDATE SKIP LOCKED`):
-   * among organizations with a queued job and fewer running jobs than their cap (their own `maxRunningJobs`,
-   * else `defaults.maxRunningJobs`), the one whose last job started longest ago (never first), and its oldest
-   * queued job. That job is marked running (attempts + 1) and returned; null when no job may start.
-   * Taking turns by last start is round robin by organization that any number of runners can share.
+   * The fair choice, made and marked in one atomic step (PostgreSQL: `FOR UPDATE SKIP LOCKED`): among organizations
+   * with a claimable job and fewer live running jobs than their cap (their own `maxRunningJobs`, else
+   * `claim.maxRunningJobs`), the one whose last job started longest ago (never first), and its oldest claimable job.
+   * A job is claimable when queued, or running under a lease that ended before `at` (its holder died). That job
+   * is marked running, held by `claim.holder` until `at + claim.leaseMs`, attempts + 1, and returned; null when
+   * no job may start. Taking turns by last start is round robin by organization that any number of runners share.
    */
-  claimNextJob(at: Millis, defaults: { maxRunningJobs: number }): Promise<TrainingJob | null>;
-  /** Puts jobs left `running` by a process that died back in the queue; returns how many. */
+  claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null>;
+  /**
+   * The holder's heartbeat: extends its lease on a running job to `until`. False when the job is no longer its
+   * own (the model was deleted, or the lease ended and another runner took the job): the holder stops.
+   */
+  renewLease(modelId: string, holder: string, until: Millis): Promise<boolean>;
+  /**
+   * Puts running jobs whose lease ended before `at` back in the queue, in their original place; returns how many.
+   * A runner that alone uses the store (see {@link Store.shared}) passes a moment past every lease at start-up.
+   */
   requeueInterruptedJobs(at: Millis): Promise<number>;
   /**
-   * Puts one running job back in the queue without counting its start: a clean
-   * shutdown stopped it, so it should not count towards the crash limit.
+   * Puts one running job that `holder` holds back in the queue without counting its start: a clean shutdown
+   * stopped it, so it should not count towards the crash limit. A job another runner took over stays its.
    */
-  releaseJob(modelId: string, at: Millis): Promise<void>;
+  releaseJob(modelId: string, holder: string, at: Millis): Promise<void>;
+  /**
+   * Ends a job `holder` still holds, and its model with it, in one transaction: `failure` null marks the job
+   * `done` and the model `trained`; a reason marks both `failed`. False, and nothing written, when the job is no
+   * longer the holder's (the model was deleted, or another runner took the job over after the lease ended).
+   */
+  finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean>;
   /** How many jobs are in each state (every state present, 0 when none). */
   countJobs(): Promise<Record<JobState, number>>;
 

@@ -62,8 +62,11 @@ describe('svc help', () => {
       expect(train).toContain(word);
     }
     const serve = (await svcBin(['serve', '--help'])).stdout;
-    for (const flag of ['--port', '--host', '--data', '--workers', '--engine-threads', '--predict-queue', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
+    for (const flag of ['--port', '--host', '--data', '--database', '--artifacts', '--workers', '--engine-threads', '--predict-queue', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
       expect(serve).toContain(`  ${flag} `);
+    }
+    for (const command of ['orgs', 'keys', 'projects', 'proxy', 'logs']) {
+      expect((await svcBin([command, '--help'])).stdout).toContain('  --database <url> ');
     }
   });
 });

@@ -21,12 +21,13 @@ function packagesLoadedBy(entry: string): string[] {
 }
 
 describe('package entry points', () => {
-  it('svc-classify loads neither fastify nor better-sqlite3; svc-classify/server does', () => {
+  it('svc-classify loads neither fastify nor better-sqlite3 nor pg; svc-classify/server does', () => {
     const library = packagesLoadedBy('src/index.ts');
-    expect(library.filter((name) => /fastify|better-sqlite3/.test(name))).toEqual([]);
+    expect(library.filter((name) => /fastify|better-sqlite3|^pg/.test(name))).toEqual([]);
     const server = packagesLoadedBy('src/server/index.ts');
     expect(server).toContain('fastify');
     expect(server).toContain('better-sqlite3');
+    expect(server).toContain('pg');
   });
 
   it('maps the server subpath to its own build', () => {

@@ -3,34 +3,43 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { kDatabaseFile, kPruneLogSql, SqliteStore } from '../../src/store/sqlite.js';
 import { kMigrations } from '../../src/store/migrations.js';
-import { type ModelRecord, type TrainingExample, usageMonth } from '../../src/store/types.js';
+import { storeContract } from './contract.js';
 
-let dir: string;
-let store: SqliteStore;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
-  store = SqliteStore.open(dir);
-});
-afterEach(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
+const dirs: string[] = [];
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-const model = (id: string, orgId = 'acme', createdAt = 1000): ModelRecord => ({
-  id, orgId, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive',
-  status: 'training', error: null, createdAt, updatedAt: createdAt,
+storeContract('SqliteStore', {
+  create: async () => tempDir(),
+  open: async (dir) => SqliteStore.open(dir),
+  errors: {
+    duplicateOrganization: 'UNIQUE constraint failed: organizations.id',
+    projectOfUnknownOrganization: 'FOREIGN KEY constraint failed',
+    limitsOfUnknownOrganization: 'FOREIGN KEY constraint failed',
+  },
 });
-const examples: TrainingExample[] = [
-  { text: 'good', label: true, label_text: 'positive' },
-  { text: 'bad', label: false, label_text: 'positive' },
-];
 
-describe('SqliteStore', () => {
+describe('SqliteStore on its file', () => {
+  let dir: string;
+  let store: SqliteStore;
+  beforeEach(() => {
+    dir = tempDir();
+    store = SqliteStore.open(dir);
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
   it('creates the file in WAL mode at the newest schema, and reopening keeps the data', async () => {
     expect(store.schemaVersion()).toBe(kMigrations.length);
     await store.createOrganization('acme');
@@ -51,158 +60,12 @@ describe('SqliteStore', () => {
     expect(() => SqliteStore.open(dir)).toThrow(
       `the data directory was written by a newer svc-classify (schema 99, this build knows ${kMigrations.length})`,
     );
-    store = SqliteStore.open(mkdtempSync(join(tmpdir(), 'svc-store-')));
-  });
-
-  it('keeps organizations, proxy grants, keys by hash and their revocation', async () => {
-    const org = await store.createOrganization('acme');
-    expect(org).toEqual({ id: 'acme', createdAt: org.createdAt, proxyAccess: false });
-    await expect(store.createOrganization('acme')).rejects.toThrow('UNIQUE constraint failed: organizations.id');
-    await store.setProxyAccess('acme', true);
-    expect(await store.getOrganization('acme')).toEqual({ ...org, proxyAccess: true });
-    expect(await store.getOrganization('nope')).toBeNull();
-
-    const key = { id: 'key_000000000001', orgId: 'acme', hash: 'ab'.repeat(32), prefix: 'svc_AbCd', createdAt: 5, revokedAt: null };
-    await store.insertApiKey(key);
-    expect(await store.findApiKeyByHash('ab'.repeat(32))).toEqual(key);
-    expect(await store.findApiKeyByHash('cd'.repeat(32))).toBeNull();
-    expect(await store.revokeApiKey('key_000000000001', 9)).toBe(true);
-    expect(await store.revokeApiKey('key_000000000001', 12)).toBe(true);
-    expect(await store.revokeApiKey('key_missing', 9)).toBe(false);
-    expect(await store.listApiKeys('acme')).toEqual([{ ...key, revokedAt: 9 }]);
-  });
-
-  it('keeps projects per organization', async () => {
-    await store.createOrganization('acme');
-    const project = { id: 'proj_0123456789ab', orgId: 'acme', name: 'chatbot', createdAt: 7, monthlyTokenBudget: null };
-    await store.createProject(project);
-    expect(await store.getProject('proj_0123456789ab')).toEqual(project);
-    expect(await store.listProjects('acme')).toHaveLength(1);
-    expect(await store.listProjects('other')).toEqual([]);
-    await expect(store.createProject({ ...project, id: 'proj_x', orgId: 'ghost' })).rejects.toThrow('FOREIGN KEY constraint failed');
-    await store.setProjectBudget('proj_0123456789ab', 5000);
-    expect((await store.getProject('proj_0123456789ab'))?.monthlyTokenBudget).toBe(5000);
-    await store.setProjectBudget('proj_0123456789ab', null);
-    expect((await store.getProject('proj_0123456789ab'))?.monthlyTokenBudget).toBeNull();
-  });
-
-  it('keeps the limits an operator set per organization, null for the ones left at the default', async () => {
-    await store.createOrganization('acme');
-    const unset = { maxRunningJobs: null, maxQueuedJobs: null, requestsPerMinute: null };
-    expect(await store.getOrgLimits('acme')).toEqual(unset);
-    await store.setOrgLimits('acme', { maxRunningJobs: 2, requestsPerMinute: 60 });
-    await store.setOrgLimits('acme', { maxQueuedJobs: 5 });
-    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: 60 });
-    await store.setOrgLimits('acme', { requestsPerMinute: null });
-    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: null });
-    expect(await store.getOrgLimits('ghost')).toEqual(unset);
-    await expect(store.setOrgLimits('ghost', { maxRunningJobs: 1 })).rejects.toThrow('FOREIGN KEY constraint failed');
-  });
-
-  it('queues jobs in order, requeues interrupted ones in their place, and deletes a model with its job and examples', async () => {
-    await store.createOrganization('acme');
-    await store.createModelWithJob(model('svc-small-00000000000a', 'acme', 1), examples, { finetune: false });
-    await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2), examples, {});
-    expect(await store.getJobExamples('svc-small-00000000000a')).toEqual(examples);
-
-    const first = await store.claimNextJob(100, { maxRunningJobs: 1 });
-    expect(first).toEqual({
-      modelId: 'svc-small-00000000000a', state: 'running', attempts: 1, options: { finetune: false }, createdAt: 1, updatedAt: 100,
-    });
-    // The process dies here; at start-up the job goes back ahead of the newer one.
-    expect(await store.requeueInterruptedJobs(200)).toBe(1);
-    expect((await store.claimNextJob(300, { maxRunningJobs: 1 }))?.modelId).toBe('svc-small-00000000000a');
-    expect((await store.getJob('svc-small-00000000000a'))?.attempts).toBe(2);
-    await store.setJobState('svc-small-00000000000a', 'done', 400);
-    await store.setModelStatus('svc-small-00000000000a', 'trained', null, 400);
-    expect((await store.getModel('svc-small-00000000000a'))?.status).toBe('trained');
-
-    expect((await store.claimNextJob(500, { maxRunningJobs: 1 }))?.modelId).toBe('svc-small-00000000000b');
-    expect(await store.claimNextJob(600, { maxRunningJobs: 1 })).toBeNull();
-    await store.releaseJob('svc-small-00000000000b', 650);
-    expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'queued', attempts: 0, updatedAt: 650 });
-    expect((await store.claimNextJob(700, { maxRunningJobs: 1 }))?.attempts).toBe(1);
-
-    expect(await store.deleteModel('svc-small-00000000000b')).toBe(true);
-    expect(await store.deleteModel('svc-small-00000000000b')).toBe(false);
-    expect(await store.getJob('svc-small-00000000000b')).toBeNull();
-    expect(await store.getJobExamples('svc-small-00000000000b')).toEqual([]);
-    expect((await store.listModels('acme')).map((m) => m.id)).toEqual(['svc-small-00000000000a']);
-  });
-
-  it('claims jobs round robin by organization, oldest first within one, within each running cap', async () => {
-    for (const org of ['acme', 'globex', 'initech']) await store.createOrganization(org);
-    const id = (n: number) => `svc-small-${n.toString(16).padStart(12, '0')}`;
-    // acme queues three jobs first, then globex two, then initech one.
-    const queue: [number, string][] = [[1, 'acme'], [2, 'acme'], [3, 'acme'], [4, 'globex'], [5, 'globex'], [6, 'initech']];
-    for (const [n, org] of queue) await store.createModelWithJob(model(id(n), org, n), examples, {});
-    await store.setOrgLimits('acme', { maxRunningJobs: 2 });
-    const claim = async (at: number) => (await store.claimNextJob(at, { maxRunningJobs: 1 }))?.modelId ?? null;
-    // Each organization's first job, in queue order; then acme's second (its cap is 2); the others are at theirs.
-    expect([await claim(10), await claim(11), await claim(12), await claim(13), await claim(14)]).toEqual([
-      id(1), id(4), id(6), id(2), null,
-    ]);
-    // globex's job ends: globex (served at 11) is due before acme (served at 13), but acme's slot is free too.
-    await store.setJobState(id(4), 'done', 20);
-    await store.setJobState(id(1), 'done', 21);
-    expect([await claim(22), await claim(23), await claim(24)]).toEqual([id(5), id(3), null]);
-  });
-
-  it('refuses to queue beyond the cap in the same transaction, counting only queued jobs', async () => {
-    await store.createOrganization('acme');
-    await store.createOrganization('globex');
-    const id = (n: number) => `svc-small-${n.toString(16).padStart(12, '0')}`;
-    expect(await store.createModelWithJob(model(id(1)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 1 });
-    expect(await store.createModelWithJob(model(id(2)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 2 });
-    expect(await store.createModelWithJob(model(id(3)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: false, queued: 2 });
-    expect(await store.getModel(id(3))).toBeNull();
-    // Another organization's queue is its own.
-    expect(await store.createModelWithJob(model(id(4), 'globex'), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 1 });
-    // A job that started no longer counts.
-    await store.claimNextJob(10, { maxRunningJobs: 1 });
-    expect(await store.createModelWithJob(model(id(5)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 2 });
-  });
-
-  it('lists the request log newest first with a cursor', async () => {
-    const row = {
-      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: true, status: 200,
-      ttfbMs: 1.5, totalMs: 3, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}', createdAt: 1,
-    };
-    const ids = [];
-    for (let i = 0; i < 3; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i }));
-    await store.insertRequestLog({ ...row, projectId: 'proj_2' });
-    expect((await store.listRequestLog('proj_1', { limit: 2 })).map((r) => r.id)).toEqual([ids[2], ids[1]]);
-    const older = await store.listRequestLog('proj_1', { limit: 2, before: ids[1] });
-    expect(older).toEqual([{ ...row, id: ids[0], createdAt: 0 }]);
-  });
-
-  it('counts each project\'s tokens per UTC month with every log insert, and keeps the count when log rows go', async () => {
-    const row = {
-      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-      ttfbMs: 1, totalMs: 2, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}',
-      createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999),
-    };
-    await store.insertRequestLog(row);
-    await store.insertRequestLog({ ...row, tokensIn: 10, tokensOut: null });
-    await store.insertRequestLog({ ...row, tokensIn: null, tokensOut: null, status: 502 });
-    await store.insertRequestLog({ ...row, createdAt: Date.UTC(2026, 11, 1, 0, 0, 0, 0), tokensIn: 1, tokensOut: 2 });
-    await store.insertRequestLog({ ...row, projectId: 'proj_2', tokensIn: 100, tokensOut: 1 });
-    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
-    expect(await store.getProjectUsage('proj_1', '2026-12')).toBe(3);
-    expect(await store.getProjectUsage('proj_2', '2026-11')).toBe(101);
-    expect(await store.getProjectUsage('proj_1', '2026-10')).toBe(0);
-    expect(usageMonth(Date.UTC(2026, 10, 30, 23, 59, 59, 999))).toBe('2026-11');
-
-    // Whatever prunes the log (retention), the month's count stays.
-    const db = new Database(join(dir, kDatabaseFile));
-    expect(db.prepare('DELETE FROM request_log').run().changes).toBe(5);
-    db.close();
-    expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
+    store = SqliteStore.open(tempDir());
   });
 
   it('counts the usage a data directory logged before the counter existed', async () => {
     // A directory at schema 2, the last one without the counter, with three logged calls.
-    const old = mkdtempSync(join(tmpdir(), 'svc-store-'));
+    const old = tempDir();
     const db = new Database(join(old, kDatabaseFile));
     db.exec('CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version (version) VALUES (2);');
     db.exec(kMigrations[0]);
@@ -220,32 +83,9 @@ describe('SqliteStore', () => {
     expect(upgraded.schemaVersion()).toBe(kMigrations.length);
     expect(await upgraded.getProjectUsage('proj_1', '2026-11')).toBe(16);
     await upgraded.close();
-    rmSync(old, { recursive: true, force: true });
   });
 
-  it('prunes a project\'s request log by age and by count, a batch at a time, through its indexes', async () => {
-    const row = {
-      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}', createdAt: 0,
-    };
-    // proj_1: ten rows created at 100, 200, ..., 1000; proj_2: two old rows that must survive proj_1's pruning.
-    const ids = [];
-    for (let i = 1; i <= 10; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i * 100 }));
-    await store.insertRequestLog({ ...row, projectId: 'proj_2', createdAt: 1 });
-    await store.insertRequestLog({ ...row, projectId: 'proj_2', createdAt: 2 });
-    expect(await store.listRequestLogProjects()).toEqual(['proj_1', 'proj_2']);
-
-    const left = async (projectId: string) => (await store.listRequestLog(projectId, { limit: 100 })).map((r) => r.id).reverse();
-    // Older than 350: three rows, at most two per call.
-    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(2);
-    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(1);
-    expect(await store.pruneRequestLog('proj_1', { olderThan: 350, keepNewest: 100, limit: 2 })).toBe(0);
-    expect(await left('proj_1')).toEqual(ids.slice(3));
-    // Keep the newest four; a row both too old and beyond the count is deleted (and counted) once.
-    expect(await store.pruneRequestLog('proj_1', { olderThan: 450, keepNewest: 4, limit: 100 })).toBe(3);
-    expect(await left('proj_1')).toEqual(ids.slice(6));
-    expect((await store.listRequestLog('proj_2', { limit: 100 })).length).toBe(2);
-
+  it('prunes through the request log\'s indexes, never a full scan', async () => {
     // Each half of the DELETE walks an index on the project: no full scan of the log.
     const db = new Database(join(dir, kDatabaseFile), { readonly: true });
     const plan = db

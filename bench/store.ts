@@ -1,0 +1,111 @@
+// `npm run bench -- store [--requests N] [--concurrency N] [--jobs N] [--database URL]`: what the store costs a
+// replica, SQLite and PostgreSQL side by side in one process. The predict path's reads (API key by hash, the
+// organization's limits, the model: what every POST /v2/predict asks the store) at concurrency 1 and N, and
+// the job queue's claim + finish cycle. PostgreSQL is a throwaway local cluster unless --database names one
+// (an empty database: the bench fills it). Over loopback, so a remote database adds its round trips.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { startPostgres } from '../fixtures/postgres-cluster.js';
+import { PostgresStore } from '../src/store/postgres.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import type { Store } from '../src/store/types.js';
+import { intOption } from './_common.js';
+
+const kOrgs = 100;
+const kHash = (n: number) => n.toString(16).padStart(64, '0');
+const kModel = (n: number) => `svc-small-${n.toString(16).padStart(12, '0')}`;
+
+function stringOption(args: readonly string[], name: string): string | undefined {
+  const at = args.indexOf(`--${name}`);
+  return at < 0 ? undefined : args[at + 1];
+}
+
+async function fill(store: Store, jobs: number): Promise<void> {
+  for (let n = 0; n < kOrgs; n += 1) {
+    const org = `org-${n}`;
+    await store.createOrganization(org);
+    await store.insertApiKey({ id: `key_${n}`, orgId: org, hash: kHash(n), prefix: 'svc_bench', createdAt: 0, revokedAt: null });
+  }
+  const examples = Array.from({ length: 20 }, (_, i) => ({ text: `example ${i}`, label: i % 2 === 0, label_text: 'positive' }));
+  for (let n = 0; n < jobs; n += 1) {
+    await store.createModelWithJob({
+      id: kModel(n), orgId: `org-${n % kOrgs}`, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive',
+      status: 'training', error: null, createdAt: n, updatedAt: n,
+    }, examples, {});
+  }
+}
+
+/** The store calls of one predict request. */
+async function predictReads(store: Store, n: number, models: number): Promise<void> {
+  const key = await store.findApiKeyByHash(kHash(n % kOrgs));
+  await store.getOrgLimits(key!.orgId);
+  await store.getModel(kModel(n % models));
+}
+
+async function timedRequests(store: Store, requests: number, concurrency: number, models: number): Promise<{ perSec: number; p50: number; p99: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < requests) {
+      const n = next++;
+      const start = performance.now();
+      await predictReads(store, n, models);
+      latencies.push(performance.now() - start);
+    }
+  }));
+  const seconds = (performance.now() - t0) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { perSec: requests / seconds, p50: latencies[latencies.length >> 1], p99: latencies[Math.floor(latencies.length * 0.99)] };
+}
+
+async function claimCycles(store: Store, jobs: number): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < jobs; i += 1) {
+    const job = await store.claimNextJob(Date.now(), { maxRunningJobs: 1, holder: 'bench', leaseMs: 30_000 });
+    await store.setJobState(job!.modelId, 'done', Date.now());
+  }
+  return jobs / ((performance.now() - t0) / 1000);
+}
+
+export async function run(args: string[]): Promise<void> {
+  const requests = intOption(args, 'requests', 5000);
+  const concurrency = intOption(args, 'concurrency', 16);
+  const jobs = intOption(args, 'jobs', 500);
+  const given = stringOption(args, 'database');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-store-'));
+  const cluster = given === undefined ? await startPostgres() : undefined;
+  const stores: [string, Store][] = [
+    ['sqlite', SqliteStore.open(dir)],
+    ['postgres', await PostgresStore.open(given ?? (await cluster!.createDatabase()))],
+  ];
+  try {
+    const rows: Record<string, number>[] = [];
+    for (const [name, store] of stores) {
+      await fill(store, jobs);
+      // Warm up: statements prepared, connections open, pages cached.
+      await timedRequests(store, 500, concurrency, jobs);
+      const one = await timedRequests(store, requests, 1, jobs);
+      const many = await timedRequests(store, requests, concurrency, jobs);
+      const claims = await claimCycles(store, jobs);
+      rows.push({ one: one.perSec, oneP50: one.p50, oneP99: one.p99, many: many.perSec, manyP50: many.p50, manyP99: many.p99, claims });
+      console.log(
+        `${name.padEnd(8)} predict reads: ${one.perSec.toFixed(0)} req/s at concurrency 1 (p50 ${one.p50.toFixed(3)} ms, p99 ${one.p99.toFixed(3)} ms), ` +
+          `${many.perSec.toFixed(0)} req/s at ${concurrency} (p50 ${many.p50.toFixed(3)} ms, p99 ${many.p99.toFixed(3)} ms); ` +
+          `claim + finish: ${claims.toFixed(0)} jobs/s`,
+      );
+    }
+    const [sqlite, postgres] = rows;
+    console.log(
+      `postgres / sqlite: ${(postgres.one / sqlite.one).toFixed(2)}x at concurrency 1, ${(postgres.many / sqlite.many).toFixed(2)}x at ${concurrency}, ` +
+        `${(postgres.claims / sqlite.claims).toFixed(2)}x claims`,
+    );
+  } finally {
+    for (const [, store] of stores) await store.close();
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

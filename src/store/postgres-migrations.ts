@@ -1,0 +1,65 @@
+import type pg from 'pg';
+
+import { kMigrations } from './migrations.js';
+
+/**
+ * SQLite's dialect words and their PostgreSQL translations, in the order applied. The schema is written once, in
+ * `migrations.ts`; PostgreSQL runs the same migrations, number for number, through this table, so schema version N
+ * means the same tables on both backends and one row mapper (`rows.ts`) serves both. SQLite's INTEGER is 64-bit:
+ * BIGINT here (times are Unix ms). A migration that needs a word not listed fails the PostgreSQL store tests.
+ */
+const kDialect: readonly (readonly [RegExp, string])[] = Object.freeze([
+  [/\bINTEGER PRIMARY KEY AUTOINCREMENT\b/g, 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY'],
+  [/\bINTEGER\b/g, 'BIGINT'],
+  [/\bREAL\b/g, 'DOUBLE PRECISION'],
+  [/\)\s*WITHOUT ROWID;/g, ');'],
+  [/strftime\('%Y-%m', (\w+) \/ 1000, 'unixepoch'\)/g, "to_char(to_timestamp($1 / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM')"],
+]);
+
+/** One SQLite migration in PostgreSQL's dialect. */
+export function toPostgres(sql: string): string {
+  return kDialect.reduce((text, [word, translation]) => text.replace(word, translation), sql);
+}
+
+/** The migrations of `migrations.ts`, in PostgreSQL's dialect. */
+export const kPgMigrations: readonly string[] = Object.freeze(kMigrations.map(toPostgres));
+
+/**
+ * Any number fixed for the whole product: every replica asks for the same session-level advisory lock before it
+ * looks at the schema, so two replicas starting together migrate one after the other.
+ */
+const kMigrationLock = 0x7376_635f_6d69; // 'svc_mi'
+
+/**
+ * Brings the database to the newest schema under `pg_advisory_lock`; returns the version it ends at. Each
+ * migration runs in its own transaction with its version bump, so a replica that dies half-way leaves a
+ * consistent version for the next one. A replica that waited for the lock finds the work done.
+ */
+export async function migratePostgres(client: pg.ClientBase, migrations: readonly string[] = kPgMigrations): Promise<number> {
+  await client.query('SELECT pg_advisory_lock($1)', [kMigrationLock]);
+  try {
+    await client.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_version');
+    if (rows.length === 0) await client.query('INSERT INTO schema_version (version) VALUES (0)');
+    let version = rows[0]?.version ?? 0;
+    if (version > migrations.length) {
+      throw new Error(
+        `the database was written by a newer svc-classify (schema ${version}, this build knows ${migrations.length})`,
+      );
+    }
+    for (; version < migrations.length; version += 1) {
+      await client.query('BEGIN');
+      try {
+        await client.query(migrations[version]);
+        await client.query('UPDATE schema_version SET version = $1', [version + 1]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      }
+    }
+    return version;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [kMigrationLock]);
+  }
+}
