@@ -116,6 +116,17 @@ export const kMigrations: readonly string[] = Object.freeze([
   ALTER TABLE training_jobs ADD COLUMN locked_by TEXT;
   ALTER TABLE training_jobs ADD COLUMN locked_until INTEGER;
   `,
+  // 7: request counts that every replica on a database shares (the request limits' fixed windows): a limited key's
+  // count and the moment its window ends, Unix ms by the database's clock. SQLite keeps it empty: one process
+  // counts in its memory.
+  `
+  CREATE TABLE request_counts (
+    key TEXT PRIMARY KEY,
+    count INTEGER NOT NULL,
+    window_ends_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX request_counts_ends ON request_counts(window_ends_at);
+  `,
 ]);
 
 /**

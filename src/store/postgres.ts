@@ -1,5 +1,6 @@
 import pg from 'pg';
 
+import { PostgresRequestCounter } from './postgres-counts.js';
 import { migratePostgres } from './postgres-migrations.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
@@ -118,10 +119,13 @@ const kClaimRetries = 5;
 export class PostgresStore implements Store {
   /** Every replica on the database runs jobs from it. */
   readonly shared = true;
+  /** The request limits count here, so that they hold across replicas. */
+  readonly requestCounter: PostgresRequestCounter;
   readonly #pool: pg.Pool;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
+    this.requestCounter = new PostgresRequestCounter(pool);
   }
 
   /** Connects to `url` and migrates the database to the newest schema (one replica at a time). */

@@ -148,12 +148,32 @@ export function rowTokens(row: Pick<RequestLogRow, 'tokensIn' | 'tokensOut'>): n
   return (row.tokensIn ?? 0) + (row.tokensOut ?? 0);
 }
 
+/** A key's count in its open window and the time left until the window ends (0 and 0: no open window). */
+export interface RequestCount {
+  count: number;
+  resetInMs: number;
+}
+
+/**
+ * Request counts in fixed windows, kept where every replica on the store sees them: the request limits count
+ * through it, so that a key's limit holds across replicas. A window starts with a key's first request and lasts
+ * `windowMs`; the count starts again at 1 after it.
+ */
+export interface RequestCounter {
+  /** Counts one request for `key`, atomically, and returns its count in the window. */
+  countRequest(key: string, windowMs: number): Promise<RequestCount>;
+  /** The key's count in its open window, without counting. */
+  readRequestCount(key: string): Promise<RequestCount>;
+}
+
 export interface Store {
   /**
    * True when other processes may run jobs from this store at the same time (PostgreSQL replicas): a runner then
    * leaves live leases alone at start-up and looks at the queue now and then for jobs that other replicas queued.
    */
   readonly shared: boolean;
+  /** Request counts shared by every process on the store; absent (SQLite): each process counts in its memory. */
+  readonly requestCounter?: RequestCounter;
 
   // organizations
   createOrganization(id: string): Promise<Organization>;
