@@ -1,10 +1,11 @@
-import fastifyRateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import fastifyRateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { SvcError } from '../errors.js';
 import { func, positiveInteger } from '../is.js';
 import { type LimitRejection, limitRejection, retrySeconds } from '../service/limits.js';
 import type { Principal, SvcService } from '../service/service.js';
+import type { RequestCount, RequestCounter } from '../store/types.js';
 
 /**
  * Request limits of the /v2, proxy and hub plugins; all optional. A service's limits are set once, by the first of
@@ -12,8 +13,9 @@ import type { Principal, SvcService } from '../service/service.js';
  */
 export interface RateLimitOptions {
   /**
-   * Where the counts live: a `@fastify/rate-limit` store class. Default: its in-memory store, right for one
-   * process. Replicas behind a load balancer share their counts through a store on a shared database.
+   * Where the counts live: a `@fastify/rate-limit` store class. Default: the service's store when it keeps shared
+   * counts (PostgreSQL: every replica on the database counts in one table), else `@fastify/rate-limit`'s in-memory
+   * store, right for one process (SQLite).
    */
   store?: FastifyRateLimitStoreCtor;
   /** The window requests are counted in, ms. Default 60000: an organization's `rpm` is the count per window. */
@@ -63,8 +65,9 @@ async function createLimiter(app: FastifyInstance, service: SvcService, options:
     options.failedAuthPerWindow ?? kDefaultRateLimits.failedAuthPerWindow,
     'rateLimit.failedAuthPerWindow',
   );
-  const { store } = options;
-  if (store !== undefined) func(store, 'rateLimit.store');
+  if (options.store !== undefined) func(options.store, 'rateLimit.store');
+  const shared = service.store.requestCounter;
+  const store = options.store ?? (shared === undefined ? undefined : counterStore(shared));
   await app.register(fastifyRateLimit, { global: false, ...(store === undefined ? {} : { store }) });
 
   // The key generator and the limit read the principal of a request that has just authenticated.
@@ -104,6 +107,39 @@ async function createLimiter(app: FastifyInstance, service: SvcService, options:
   };
   return limiter;
 }
+
+/**
+ * A `@fastify/rate-limit` store over the service store's shared counts. A count that cannot be read answers 503
+ * `overloaded` with `retry-after`: letting the request through unlimited would lift every limit for as long as the
+ * database is away, while a 500 would tell clients nothing they could act on; the SDKs retry a 503 by themselves.
+ */
+export function counterStore(counter: RequestCounter): FastifyRateLimitStoreCtor {
+  type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
+  const answer = (counting: Promise<RequestCount>, callback: Callback) =>
+    counting.then(
+      (counted) => callback(null, { current: counted.count, ttl: counted.resetInMs }),
+      (error: unknown) =>
+        callback(new SvcError('overloaded', 'The request limits could not be checked: the database did not answer; retry shortly', {
+          cause: error,
+          retryAfterSeconds: kCountRetrySeconds,
+        })),
+    );
+  return class CounterStore implements FastifyRateLimitStore {
+    incr(key: string, callback: Callback, timeWindow: number): void {
+      answer(counter.countRequest(key, timeWindow), callback);
+    }
+    read(key: string, callback: Callback): void {
+      answer(counter.readRequestCount(key), callback);
+    }
+    // One table for every limit: its keys (key ids, client addresses) never collide.
+    child(): FastifyRateLimitStore {
+      return this;
+    }
+  };
+}
+
+/** How long a client is asked to wait when the counts could not be read: a database fail-over takes seconds. */
+const kCountRetrySeconds = 2;
 
 // Headers go on the raw response: a proxy route's reply is hijacked, and `writeHead` merges them in either way.
 function setRequestHeaders(reply: FastifyReply, limit: number, remaining: number, resetMs: number): void {

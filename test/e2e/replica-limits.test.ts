@@ -1,0 +1,153 @@
+// Limits across replicas: two servers started as `svc serve --database` starts them, on one real PostgreSQL
+// database, share a key's request count, an address's failed authentications and a project's token budget, with no
+// store given: the database's shared counts are the default there. A database that cannot count answers 503.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import OpenAI from 'openai';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
+import { type RunningServer, type ServerOptions, startServer } from '../../src/server/app.js';
+import { durationText } from '../../src/server/rate-limit.js';
+import { usageMonth } from '../../src/store/types.js';
+import { usePostgres } from '../_support/postgres.js';
+
+const pgServer = usePostgres();
+const dir = mkdtempSync(join(tmpdir(), 'svc-replica-limits-'));
+const kFailedAuthLimit = 2;
+let fake: FakeProvider;
+let database: string;
+let one: RunningServer;
+let two: RunningServer;
+
+function start(name: string, db: string): Promise<RunningServer> {
+  const options: ServerOptions = {
+    database: db,
+    dataDir: join(dir, name),
+    artifactsDir: join(dir, 'models'),
+    port: 0,
+    logLevel: 'silent',
+    rateLimit: { failedAuthPerWindow: kFailedAuthLimit },
+    providers: {
+      'provider-a': { url: fake.urls.a, key: kFakeKeys.a },
+      'provider-b': { url: fake.urls.b, key: kFakeKeys.b },
+      'provider-c': { url: fake.urls.c, key: kFakeKeys.c },
+    },
+  };
+  return startServer(options);
+}
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  database = await pgServer.cluster.createDatabase();
+  [one, two] = [await start('one', database), await start('two', database)];
+});
+
+afterAll(async () => {
+  await one?.close();
+  await two?.close();
+  await fake?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** An organization with proxy access, a key and a project, made through replica one. */
+async function tenant(org: string): Promise<{ key: string; projectId: string }> {
+  await one.service.createOrganization(org);
+  await one.service.setProxyAccess(org, true);
+  return { key: (await one.service.createApiKey(org)).key, projectId: (await one.service.createProject(org, 'chat')).id };
+}
+
+const models = (server: RunningServer, key: string) => fetch(`${server.url}/v2/models`, { headers: { authorization: `Bearer ${key}` } });
+const messages = [{ role: 'user' as const, content: 'count my tokens' }];
+// The fake provider's usage for these messages: 3 words in, 'Echo:' and 3 words out.
+const kCallTokens = 3 + 4;
+
+describe('two replicas on one database', () => {
+  it("share a key's count: with 3 requests a minute, the 4th is 429 wherever it lands, with OpenAI's headers", async () => {
+    const { key } = await tenant('rpm');
+    await two.service.setOrgLimits('rpm', { requestsPerMinute: 3 });
+    const answers = [];
+    for (const server of [one, two, one, two]) answers.push(await models(server, key));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(answers.map((r) => r.headers.get('x-ratelimit-remaining-requests'))).toEqual(['2', '1', '0', '0']);
+    expect(answers.map((r) => r.headers.get('x-ratelimit-limit-requests'))).toEqual(['3', '3', '3', '3']);
+    const rejected = answers[3];
+    const retryAfterMs = Number(rejected.headers.get('retry-after-ms'));
+    expect(retryAfterMs).toBeGreaterThan(0);
+    expect(retryAfterMs).toBeLessThanOrEqual(60_000);
+    expect(rejected.headers.get('retry-after')).toBe(String(Math.ceil(retryAfterMs / 1000)));
+    expect(rejected.headers.get('x-ratelimit-reset-requests')).toBe(durationText(retryAfterMs));
+    const body = (await rejected.json()) as { error: { message: string; type: string; code: string } };
+    expect(body.error.type).toBe('rate_limit_error');
+    expect(body.error.code).toBe('rate_limited');
+    expect(body.error.message).toBe(`Rate limit reached: an API key of 'rpm' may send 3 requests per minute; retry in ${Math.ceil(retryAfterMs / 1000)} s`);
+    // Replica one sees the same spent count.
+    expect((await models(one, key)).status).toBe(429);
+  });
+
+  it("share a project's token budget: spent through one replica, the other stops the next call before the provider", async () => {
+    const { key, projectId } = await tenant('budget');
+    await two.service.setProjectBudget(projectId, kCallTokens);
+    const client = (server: RunningServer) => new OpenAI({ baseURL: `${server.url}/v2/${projectId}/`, apiKey: key, maxRetries: 0 });
+    const completion = await client(one).chat.completions.create({ model: 'provider-a:gpt-fake', messages });
+    expect(completion.usage?.total_tokens).toBe(kCallTokens);
+    const month = usageMonth(Date.now());
+    // The call's log row (and its usage) is written after the answer.
+    for (let i = 0; i < 100 && (await two.service.store.getProjectUsage(projectId, month)) < kCallTokens; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await two.service.store.getProjectUsage(projectId, month)).toBe(kCallTokens);
+    const upstreamCalls = fake.requests.length;
+    const error = await client(two).chat.completions.create({ model: 'provider-a:gpt-fake', messages }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((error as { error: unknown }).error).toEqual({
+      message: `The project '${projectId}' has used ${kCallTokens} of its ${kCallTokens} proxy tokens for ${month} (UTC); the budget starts again next month, or the operator can raise it`,
+      type: 'permission_error', param: null, code: 'budget_exceeded',
+    });
+    expect(fake.requests.length).toBe(upstreamCalls);
+  });
+
+  // Last in the file: it locks 127.0.0.1 out of both replicas for the rest of the window.
+  it('share an address\'s failed authentications: bad keys at one replica lock the address out of the other', async () => {
+    const { key } = await tenant('locked');
+    expect((await models(two, key)).status).toBe(200);
+    for (let i = 0; i < kFailedAuthLimit; i += 1) expect((await models(one, `svc_wrong_${i}`)).status).toBe(401);
+    const locked = await models(two, key);
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('retry-after')).toMatch(/^(59|60)$/);
+    expect(((await locked.json()) as { error: { message: string } }).error.message).toMatch(
+      new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per minute\\); retry in (59|60) s$`),
+    );
+  });
+});
+
+describe('a database that cannot count', () => {
+  it('answers 503 overloaded with retry-after, neither a 500 nor an unlimited request', async () => {
+    const db = await pgServer.cluster.createDatabase();
+    const alone = await start('alone', db);
+    try {
+      await alone.service.createOrganization('acme');
+      const { key } = await alone.service.createApiKey('acme');
+      expect((await models(alone, key)).status).toBe(200);
+      // A real failure of the counting statement: its table is gone, the rest of the database answers.
+      const client = new pg.Client({ connectionString: db });
+      await client.connect();
+      await client.query('DROP TABLE request_counts');
+      await client.end();
+      const refused = await models(alone, key);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('2');
+      expect(await refused.json()).toEqual({
+        error: {
+          message: 'The request limits could not be checked: the database did not answer; retry shortly',
+          type: 'overloaded_error', param: null, code: 'overloaded',
+        },
+      });
+    } finally {
+      await alone.close();
+    }
+  });
+});
