@@ -66,4 +66,22 @@ describe('two svc serve replicas on one database', () => {
       expect([await exited(one.child), await exited(two.child)]).toEqual([0, 0]);
     }
   });
+
+  it("count a key's requests together: with the operator's 3 a minute, the 4th is 429 whichever replica gets it", async () => {
+    const database = await pgServer.cluster.createDatabase();
+    expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
+    expect((await svc(['orgs', 'limits', 'acme', '--rpm', '3', '--database', database])).code).toBe(0);
+    const key = (await svc(['keys', 'create', '--org', 'acme', '--database', database])).stdout.trim();
+    const flags = ['--database', database, '--data', join(dir, 'counts'), '--workers', '1', '--engine-threads', '1'];
+    const [one, two] = await Promise.all([serve(flags), serve(flags)]);
+    try {
+      const answers = [];
+      for (const url of [one.url, two.url, one.url, two.url]) answers.push((await call(url, key, 'GET', '/v2/models')).status);
+      expect(answers).toEqual([200, 200, 200, 429]);
+    } finally {
+      one.child.kill('SIGTERM');
+      two.child.kill('SIGTERM');
+      expect([await exited(one.child), await exited(two.child)]).toEqual([0, 0]);
+    }
+  });
 });
