@@ -1,6 +1,7 @@
 // `npm run bench -- store [--requests N] [--concurrency N] [--jobs N] [--database URL]`: what the store costs a
-// replica, SQLite and PostgreSQL side by side in one process. The predict path's reads (API key by hash, the
-// organization's limits, the model: what every POST /v2/predict asks the store) at concurrency 1 and N, and
+// replica, SQLite and PostgreSQL side by side in one process. The predict path's store calls (API key by hash, the
+// organization's limits, the model, and on PostgreSQL the shared request counts: what every POST /v2/predict asks
+// the store) at concurrency 1 and N, and
 // the job queue's claim + finish cycle. PostgreSQL is a throwaway local cluster unless --database names one
 // (an empty database: the bench fills it). Over loopback, so a remote database adds its round trips.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,10 +39,15 @@ async function fill(store: Store, jobs: number): Promise<void> {
   }
 }
 
-/** The store calls of one predict request. */
+/**
+ * The store calls of one predict request. On PostgreSQL they include the request limits' shared counts (the
+ * address's failed logins read, the key's request counted); SQLite's counts are in the process's memory.
+ */
 async function predictReads(store: Store, n: number, models: number): Promise<void> {
+  await store.requestCounter?.readRequestCount('127.0.0.1');
   const key = await store.findApiKeyByHash(kHash(n % kOrgs));
   await store.getOrgLimits(key!.orgId);
+  await store.requestCounter?.countRequest(key!.id, 60_000);
   await store.getModel(kModel(n % models));
 }
 
