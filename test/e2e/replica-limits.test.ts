@@ -130,7 +130,9 @@ describe('a database that cannot count', () => {
     const alone = await start('alone', db);
     try {
       await alone.service.createOrganization('acme');
+      await alone.service.setProxyAccess('acme', true);
       const { key } = await alone.service.createApiKey('acme');
+      const project = await alone.service.createProject('acme', 'chat');
       expect((await models(alone, key)).status).toBe(200);
       // A real failure of the counting statement: its table is gone, the rest of the database answers.
       const client = new pg.Client({ connectionString: db });
@@ -146,6 +148,17 @@ describe('a database that cannot count', () => {
           type: 'overloaded_error', param: null, code: 'overloaded',
         },
       });
+      // The proxy answers the same in its provider's shape, and the call never reaches the provider.
+      const upstreamCalls = fake.requests.length;
+      const openai = new OpenAI({ baseURL: `${alone.url}/v2/${project.id}/`, apiKey: key, maxRetries: 0 });
+      const error = await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+      expect((error as { status: number; error: unknown }).status).toBe(503);
+      expect((error as { error: unknown }).error).toEqual({
+        message: 'The request limits could not be checked: the database did not answer; retry shortly',
+        type: 'overloaded_error', param: null, code: 'overloaded',
+      });
+      expect(fake.requests.length).toBe(upstreamCalls);
     } finally {
       await alone.close();
     }
