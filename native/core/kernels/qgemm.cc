@@ -31,7 +31,7 @@ void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
 }  // namespace
-QGemmKernel qgemm_kernel_scalar() { return {kScalarMr, qtile_scalar, quantize_block_portable}; }
+QGemmKernel qgemm_kernel_scalar() { return {kScalarMr, 127, qtile_scalar, quantize_block_portable}; }
 
 void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
                              float* scale) {
@@ -73,7 +73,9 @@ const detail::QGemmKernel& kernel() {
 }
 }  // namespace
 
-PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
+int qgemm_weight_max() { return kernel().w_max; }
+
+PackedS8 pack_s8(const float* w, const float* bias, int n, int k, int w_max) {
   constexpr int kNr = PackedS8::kNr;
   PackedS8 p;
   p.n = n;
@@ -92,13 +94,13 @@ PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
     const float* src = w + static_cast<int64_t>(col) * k;
     float amax = 0;
     for (int kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(src[kk]));
-    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    const float scale = amax > 0 ? amax / static_cast<float>(w_max) : 1.0f;
     const int panel = col / kNr, j = col % kNr;
     int8_t* dst = p.data.data() + static_cast<int64_t>(panel) * kNr * p.kp;
     int32_t colsum = 0;
     for (int kk = 0; kk < k; ++kk) {
       const int q = static_cast<int>(std::lrint(src[kk] / scale));
-      const int8_t v = static_cast<int8_t>(std::clamp(q, -127, 127));
+      const int8_t v = static_cast<int8_t>(std::clamp(q, -w_max, w_max));
       dst[(static_cast<int64_t>(kk / 4) * kNr + j) * 4 + kk % 4] = v;
       colsum += v;
     }

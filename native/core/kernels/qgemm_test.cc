@@ -65,9 +65,19 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
       for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(t.k) + kk] = 0.0f;
     if (t.m > 3)
       for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(3) * t.k + kk] = (kk % 5 - 2) * 0.5f;  // 0.5 * 127 = 63.5
-    // Weights at the extremes make |w| = 127 against |a| = 127: the largest pair sum.
+    // Weights at the extremes make |w| = w_max against u8 activations up to 255: the largest pair sum.
     for (int kk = 0; kk < t.k; kk += 2) w[kk] = -1.0f;
-    const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), t.n, t.k);
+    // Row 1 all at its maximum (u8 255) against a column of -w_max and one of +w_max: every pair
+    // at the limit of int16 in both signs (2 * 255 * 63 = 32130 on AVX2).
+    if (t.m > 1)
+      for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(t.k) + kk] = 3.0f;
+    if (t.n > 2)
+      for (int kk = 0; kk < t.k; ++kk) {
+        w[static_cast<std::size_t>(t.k) + kk] = -1.0f;
+        w[static_cast<std::size_t>(2) * t.k + kk] = 1.0f;
+      }
+    // Packed to the kernel's weight range (7 bits for AVX2), which the scalar kernel then runs too.
+    const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), t.n, t.k, kern.w_max);
     const std::vector<float> want = run(svc::detail::qgemm_kernel_scalar(), a, packed, t.m);
     const std::vector<float> got = run(kern, a, packed, t.m);
     ++compared;
