@@ -41,9 +41,13 @@ struct QuantizedRows {
   int mr = 0;
 };
 
-// Quantizes A (m x k, stride lda) into q, parallel over rows. Then C as in GemmArgs.
+// Quantizes A (m x k, stride lda) into q, parallel over rows. Then C as in GemmArgs (its
+// layer norm included). With c_quantized, C's finished rows are also quantized into it by
+// the task that wrote them, as quantize_rows(C) would (the same values): the next GEMM's
+// input without another pass over C.
 void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool);
-void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool);
+void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool,
+             QuantizedRows* c_quantized = nullptr);
 
 namespace detail {
 // One packed block of quantized A (rows <= mr valid) against one panel; writes cols (<= 32) columns of C.
