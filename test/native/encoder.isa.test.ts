@@ -62,8 +62,11 @@ describe('kernel levels agree with the scalar path', () => {
           // Float rounding differs in the last bit between levels (GELU, softmax, LayerNorm),
           // and a requantized activation sitting on a rounding edge then moves by one step:
           // int8 levels agree about as closely as int8 agrees with fp32, not bit for bit.
-          expect(cosines.reduce((s, c) => s + c, 0) / texts, `${level} mean cosine`).toBeGreaterThan(0.995);
-          expect(Math.min(...cosines), `${level} lowest cosine`).toBeGreaterThan(0.98);
+          // AVX2 also packs the weights to 7 bits (vpmaddubsw would saturate at 8), a coarser
+          // step than scalar's 8: it is held to the int8-against-fp32 bound instead.
+          const [mean, lowest] = level === 'avx2' ? [0.99, 0.97] : [0.995, 0.98];
+          expect(cosines.reduce((s, c) => s + c, 0) / texts, `${level} mean cosine`).toBeGreaterThan(mean);
+          expect(Math.min(...cosines), `${level} lowest cosine`).toBeGreaterThan(lowest);
         }
       }
     }, 180_000); // one child process per level; the scalar one is slow by design

@@ -13,7 +13,8 @@ Encoder::Encoder(std::shared_ptr<const ModelWeights> weights, int threads)
     : weights_(std::move(weights)), pool_(std::max(1, threads)) {}
 
 void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual,
-                     Epilogue ep, const AlignedBuffer<float>* ln_gamma, const AlignedBuffer<float>* ln_beta) {
+                     Epilogue ep, const AlignedBuffer<float>* ln_gamma, const AlignedBuffer<float>* ln_beta,
+                     bool c_feeds_linear) {
   GemmArgs args;
   args.a = a;
   args.lda = k;
@@ -22,16 +23,18 @@ void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c
   args.ldc = l.n();
   args.residual = residual;
   args.epilogue = ep;
+  if (ln_gamma) {
+    args.ln_gamma = ln_gamma->data();
+    args.ln_beta = ln_beta->data();
+    args.ln_eps = weights_->config.layer_norm_eps;
+  }
   if (weights_->precision == Precision::kInt8) {
-    quantize_rows(a, k, m, k, quant_, &pool_);
-    gemm_s8(quant_, args, l.s8, &pool_);
-    if (ln_gamma) layer_norm(c, m, *ln_gamma, *ln_beta);
+    // a arrives quantized when the GEMM that wrote it quantized it too.
+    if (quantized_ != a) quantize_rows(a, k, m, k, quant_[0], &pool_);
+    gemm_s8(quant_[0], args, l.s8, &pool_, c_feeds_linear ? &quant_[1] : nullptr);
+    std::swap(quant_[0], quant_[1]);
+    quantized_ = c_feeds_linear ? c : nullptr;
   } else {
-    if (ln_gamma) {
-      args.ln_gamma = ln_gamma->data();
-      args.ln_beta = ln_beta->data();
-      args.ln_eps = weights_->config.layer_norm_eps;
-    }
     gemm_f32(args, l.f32, packed_a_, &pool_);
   }
 }
@@ -86,12 +89,14 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
     }
   });
   layer_norm(x_.data(), M, w.emb_ln_gamma, w.emb_ln_beta);
+  quantized_ = nullptr;
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // Multiply-adds of attention per layer: small batches of short texts run on the caller alone.
   int64_t attention_work = 0;
   for (int64_t t = 0; t < n_texts; ++t) attention_work += static_cast<int64_t>(lengths[t]) * lengths[t] * 2 * H;
   for (const LayerWeights& l : w.layers) {
+    const bool last = &l == &w.layers.back();
     linear(l.qkv, x_.data(), M, H, qkv_.data(), nullptr, Epilogue::kNone);
     // Attention per (text, head); longer texts first would balance better, but texts
     // in one batch are similar and tasks are handed out dynamically.
@@ -106,9 +111,9 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
     };
     if (attention_work >= (1LL << 20)) pool_.run(n_texts * c.heads, attend);
     else for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);
-    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone, &l.ln1_gamma, &l.ln1_beta);
-    linear(l.inter, tmp_.data(), M, H, inter_.data(), nullptr, Epilogue::kGelu);
-    linear(l.out, inter_.data(), M, I, x_.data(), tmp_.data(), Epilogue::kNone, &l.ln2_gamma, &l.ln2_beta);
+    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone, &l.ln1_gamma, &l.ln1_beta, true);
+    linear(l.inter, tmp_.data(), M, H, inter_.data(), nullptr, Epilogue::kGelu, nullptr, nullptr, true);
+    linear(l.out, inter_.data(), M, I, x_.data(), tmp_.data(), Epilogue::kNone, &l.ln2_gamma, &l.ln2_beta, !last);
   }
 }
 

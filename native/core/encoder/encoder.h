@@ -35,9 +35,11 @@ class Encoder {
 
  private:
   void forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts);
-  // c = a W^T + b (+ residual), then GELU or (with gamma) LayerNorm of each row.
+  // c = a W^T + b (+ residual), then GELU or (with gamma) LayerNorm of each row. c_feeds_linear:
+  // c is the next linear's input, which int8 quantizes while writing c.
   void linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep,
-              const AlignedBuffer<float>* ln_gamma = nullptr, const AlignedBuffer<float>* ln_beta = nullptr);
+              const AlignedBuffer<float>* ln_gamma = nullptr, const AlignedBuffer<float>* ln_beta = nullptr,
+              bool c_feeds_linear = false);
   void layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma, const AlignedBuffer<float>& beta);
 
   std::shared_ptr<const ModelWeights> weights_;
@@ -45,7 +47,9 @@ class Encoder {
   std::mutex mutex_;  // one forward at a time per Encoder: scratch buffers are per instance
   std::vector<int64_t> offsets_;
   AlignedBuffer<float> x_, tmp_, qkv_, ctx_, inter_, scratch_, packed_a_;
-  QuantizedRows quant_;
+  // int8: quant_[0] holds quantized_ (a matrix of this forward), or quantized_ is null.
+  QuantizedRows quant_[2];
+  const float* quantized_ = nullptr;
 };
 
 }  // namespace svc

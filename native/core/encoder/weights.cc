@@ -49,7 +49,8 @@ class Loader {
       row += out;
     }
     Linear l;
-    if (precision == Precision::kInt8) l.s8 = pack_s8(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in));
+    if (precision == Precision::kInt8)
+      l.s8 = pack_s8(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in), qgemm_weight_max());
     else l.f32 = pack_f32(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in));
     return l;
   }

@@ -5,6 +5,7 @@
 
 #include "cpu_features.h"
 #include "kernels/gemm_tile.h"
+#include "kernels/ops.h"
 #include "thread_pool.h"
 
 namespace svc {
@@ -31,7 +32,7 @@ void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
 }  // namespace
-QGemmKernel qgemm_kernel_scalar() { return {kScalarMr, qtile_scalar, quantize_block_portable}; }
+QGemmKernel qgemm_kernel_scalar() { return {kScalarMr, 127, qtile_scalar, quantize_block_portable}; }
 
 void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
                              float* scale) {
@@ -73,7 +74,9 @@ const detail::QGemmKernel& kernel() {
 }
 }  // namespace
 
-PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
+int qgemm_weight_max() { return kernel().w_max; }
+
+PackedS8 pack_s8(const float* w, const float* bias, int n, int k, int w_max) {
   constexpr int kNr = PackedS8::kNr;
   PackedS8 p;
   p.n = n;
@@ -92,13 +95,13 @@ PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
     const float* src = w + static_cast<int64_t>(col) * k;
     float amax = 0;
     for (int kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(src[kk]));
-    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    const float scale = amax > 0 ? amax / static_cast<float>(w_max) : 1.0f;
     const int panel = col / kNr, j = col % kNr;
     int8_t* dst = p.data.data() + static_cast<int64_t>(panel) * kNr * p.kp;
     int32_t colsum = 0;
     for (int kk = 0; kk < k; ++kk) {
       const int q = static_cast<int>(std::lrint(src[kk] / scale));
-      const int8_t v = static_cast<int8_t>(std::clamp(q, -127, 127));
+      const int8_t v = static_cast<int8_t>(std::clamp(q, -w_max, w_max));
       dst[(static_cast<int64_t>(kk / 4) * kNr + j) * 4 + kk % 4] = v;
       colsum += v;
     }
@@ -109,8 +112,9 @@ PackedS8 pack_s8(const float* w, const float* bias, int n, int k) {
   return p;
 }
 
-void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool) {
-  if (m < 64) pool = nullptr;
+namespace {
+// Sizes q for m rows of depth k in the dispatched kernel's blocks.
+void shape_rows(int64_t m, int k, QuantizedRows& q) {
   const detail::QGemmKernel& kern = kernel();
   q.m = m;
   q.kp = (k + 3) / 4 * 4;
@@ -118,27 +122,40 @@ void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows&
   const int64_t blocks = (m + kern.mr - 1) / kern.mr;
   q.data.resize(static_cast<std::size_t>(blocks) * kern.mr * q.kp);
   q.scale.resize(static_cast<std::size_t>(blocks) * kern.mr);
-  auto task = [&](int64_t b, int) {
-    const int64_t r0 = b * kern.mr;
-    const int rows = static_cast<int>(std::min<int64_t>(kern.mr, m - r0));
-    kern.quantize(a + r0 * lda, lda, rows, k, q.kp, kern.mr, q.data.data() + r0 * q.kp, q.scale.data() + r0);
-  };
+}
+
+// Quantizes rows [r0, r1) of A, r0 a multiple of the block height, into their blocks of q.
+void quantize_range(const float* a, int64_t lda, int64_t r0, int64_t r1, int k, QuantizedRows& q) {
+  const detail::QGemmKernel& kern = kernel();
+  for (int64_t r = r0; r < r1; r += kern.mr) {
+    const int rows = static_cast<int>(std::min<int64_t>(kern.mr, r1 - r));
+    kern.quantize(a + r * lda, lda, rows, k, q.kp, kern.mr, q.data.data() + r * q.kp, q.scale.data() + r);
+  }
+}
+}  // namespace
+
+void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool) {
+  if (m < 64) pool = nullptr;
+  shape_rows(m, k, q);
+  const int mr = kernel().mr;
+  const int64_t blocks = (m + mr - 1) / mr;
+  auto task = [&](int64_t b, int) { quantize_range(a, lda, b * mr, std::min(m, (b + 1) * mr), k, q); };
   if (pool) pool->run(blocks, task);
   else for (int64_t b = 0; b < blocks; ++b) task(b, 0);
 }
 
-void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool) {
+void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool,
+             QuantizedRows* c_quantized) {
   // int8 work is about 4x cheaper per multiply-add than fp32.
   if (!worth_parallel(a.m, w.n, w.k / 4)) pool = nullptr;
   constexpr int kNr = PackedS8::kNr;
   const detail::QGemmKernel& kern = kernel();
   const int panels = (w.n + kNr - 1) / kNr;
+  const int threads = pool ? pool->size() : 1;
   const int64_t row_block = static_cast<int64_t>(kern.mr) * 4;
   const int64_t row_blocks = (a.m + row_block - 1) / row_block;
-  auto task = [&](int64_t t, int) {
-    const int64_t rb = t / panels;
-    const int p = static_cast<int>(t % panels);
-    const int64_t row0 = rb * row_block, row1 = std::min(a.m, row0 + row_block);
+  if (c_quantized) shape_rows(a.m, w.n, *c_quantized);
+  auto run_panel = [&](int64_t row0, int64_t row1, int p) {
     const int col0 = p * kNr, cols = std::min(kNr, w.n - col0);
     const int8_t* panel = w.data.data() + static_cast<int64_t>(p) * kNr * w.kp;
     for (int64_t r = row0; r < row1; r += kern.mr) {
@@ -148,9 +165,39 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
                 args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
     }
   };
+  // Rows of C once every column is done: layer norm, then the next GEMM's quantized copy.
+  auto finish_rows = [&](int64_t row0, int64_t row1) {
+    if (args.ln_gamma)
+      ops().layer_norm(args.c + row0 * args.ldc, args.ldc, row1 - row0, w.n, args.ln_gamma, args.ln_beta,
+                       args.ln_eps);
+    if (c_quantized) quantize_range(args.c, args.ldc, row0, row1, w.n, *c_quantized);
+  };
+
+  // With enough rows, a task owns whole rows (every panel) and finishes them while they are
+  // still in cache: one pass over C, one barrier (as gemm_f32).
+  if (row_blocks >= 4LL * threads) {
+    auto task = [&](int64_t rb, int) {
+      const int64_t row0 = rb * row_block, row1 = std::min(a.m, row0 + row_block);
+      for (int p = 0; p < panels; ++p) run_panel(row0, row1, p);
+      finish_rows(row0, row1);
+    };
+    if (pool) pool->run(row_blocks, task);
+    else for (int64_t rb = 0; rb < row_blocks; ++rb) task(rb, 0);
+    return;
+  }
+  // Few rows: split the columns too so every thread gets work, then finish the rows.
+  auto task = [&](int64_t t, int) {
+    const int64_t rb = t / panels, row0 = rb * row_block;
+    run_panel(row0, std::min(a.m, row0 + row_block), static_cast<int>(t % panels));
+  };
   const int64_t tasks = row_blocks * panels;
   if (pool) pool->run(tasks, task);
   else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+  if (args.ln_gamma || c_quantized) {
+    auto finish = [&](int64_t rb, int) { finish_rows(rb * row_block, std::min(a.m, (rb + 1) * row_block)); };
+    if (pool) pool->run(row_blocks, finish);
+    else for (int64_t rb = 0; rb < row_blocks; ++rb) finish(rb, 0);
+  }
 }
 
 }  // namespace svc

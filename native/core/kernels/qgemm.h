@@ -1,5 +1,5 @@
 // Int8 GEMM for linear layers: weights quantized symmetrically per output channel
-// at load time (s8), activations quantized per row at run time (s8 shifted to u8 by
+// at load time (s8, |w| <= the kernel's w_max), activations quantized per row at run time (s8 shifted to u8 by
 // +128, the operand order of VNNI's vpdpbusd). The +128 shift is undone with a
 // precomputed 128 * column-sum of the weights:
 //   C[r][j] = (sum_k u8[r][k] * w8[j][k] - 128 * colsum[j]) * a_scale[r] * w_scale[j] + bias[j].
@@ -24,13 +24,15 @@ struct PackedS8 {
   std::size_t bytes() const { return data.size() + (scale.size() + offset.size() + bias.size()) * 4; }
 };
 
-PackedS8 pack_s8(const float* w, const float* bias, int n, int k);
+// w_max: the largest weight magnitude, 127 (8 bits) or 63 (7 bits) for kernels whose
+// 16-bit pair sums would saturate at 8; qgemm_weight_max() is the dispatched kernel's.
+PackedS8 pack_s8(const float* w, const float* bias, int n, int k, int w_max);
+int qgemm_weight_max();
 
 // Activations of one GEMM, quantized and packed in blocks of the kernel's mr rows:
 // block b, group g, row r: data[b * mr * kp + (g * mr + r) * 4 + t] = u8(A[b*mr + r][4g + t]).
-// The values are q + 128 (u8) for the scalar and AVX-512 kernels, plain q (s8 bits) for the
-// AVX2 kernel, which needs signed activations to avoid vpmaddubsw's int16 saturation; each
-// kernel quantizes with its own `quantize`, so the encoding never crosses kernels.
+// The values are q + 128 (u8) for every kernel; each kernel quantizes with its own
+// `quantize` (same float steps as the portable one).
 struct QuantizedRows {
   AlignedBuffer<uint8_t> data;
   AlignedBuffer<float> scale;
@@ -39,9 +41,13 @@ struct QuantizedRows {
   int mr = 0;
 };
 
-// Quantizes A (m x k, stride lda) into q, parallel over rows. Then C as in GemmArgs.
+// Quantizes A (m x k, stride lda) into q, parallel over rows. Then C as in GemmArgs (its
+// layer norm included). With c_quantized, C's finished rows are also quantized into it by
+// the task that wrote them, as quantize_rows(C) would (the same values): the next GEMM's
+// input without another pass over C.
 void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows& q, ThreadPool* pool);
-void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool);
+void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool,
+             QuantizedRows* c_quantized = nullptr);
 
 namespace detail {
 // One packed block of quantized A (rows <= mr valid) against one panel; writes cols (<= 32) columns of C.
@@ -55,6 +61,7 @@ void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int k
                              float* scale);
 struct QGemmKernel {
   int mr;
+  int w_max;  // weights must be packed with |w| <= w_max (pack_s8) for this kernel's sums to be exact
   QTileFn tile;
   QuantizeFn quantize;
 };

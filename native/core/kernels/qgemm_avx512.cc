@@ -119,7 +119,7 @@ void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
 }  // namespace
 
 QGemmKernel qgemm_kernel_avx512(bool vnni) {
-  return vnni ? QGemmKernel{kMrVnni, tile<true>, quantize_block} : QGemmKernel{kMrBw, tile<false>, quantize_block};
+  return vnni ? QGemmKernel{kMrVnni, 127, tile<true>, quantize_block} : QGemmKernel{kMrBw, 127, tile<false>, quantize_block};
 }
 
 }  // namespace detail

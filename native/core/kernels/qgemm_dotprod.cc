@@ -5,6 +5,6 @@
 
 namespace svc {
 namespace detail {
-QGemmKernel qgemm_kernel_neon_dotprod() { return {kNeonQMr, qtile_neon<true>, quantize_block_portable}; }
+QGemmKernel qgemm_kernel_neon_dotprod() { return {kNeonQMr, 127, qtile_neon<true>, quantize_block_portable}; }
 }  // namespace detail
 }  // namespace svc

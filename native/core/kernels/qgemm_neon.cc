@@ -4,6 +4,6 @@
 
 namespace svc {
 namespace detail {
-QGemmKernel qgemm_kernel_neon() { return {kNeonQMr, qtile_neon<false>, quantize_block_portable}; }
+QGemmKernel qgemm_kernel_neon() { return {kNeonQMr, 127, qtile_neon<false>, quantize_block_portable}; }
 }  // namespace detail
 }  // namespace svc

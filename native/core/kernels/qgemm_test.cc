@@ -5,6 +5,7 @@
 // runs them) against the scalar kernel on the same float inputs. Quantizing is the same
 // float steps and the products are summed in int32 without overflow or saturation, so the
 // outputs must match bit for bit, whatever the tile shape, row count, column tail or depth.
+// Then gemm_s8's fused finish (layer norm, quantized copy of C) against the separate steps.
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -12,7 +13,9 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "kernels/ops.h"
 #include "kernels/qgemm.h"
+#include "thread_pool.h"
 
 namespace {
 
@@ -65,9 +68,19 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
       for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(t.k) + kk] = 0.0f;
     if (t.m > 3)
       for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(3) * t.k + kk] = (kk % 5 - 2) * 0.5f;  // 0.5 * 127 = 63.5
-    // Weights at the extremes make |w| = 127 against |a| = 127: the largest pair sum.
+    // Weights at the extremes make |w| = w_max against u8 activations up to 255: the largest pair sum.
     for (int kk = 0; kk < t.k; kk += 2) w[kk] = -1.0f;
-    const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), t.n, t.k);
+    // Row 1 all at its maximum (u8 255) against a column of -w_max and one of +w_max: every pair
+    // at the limit of int16 in both signs (2 * 255 * 63 = 32130 on AVX2).
+    if (t.m > 1)
+      for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(t.k) + kk] = 3.0f;
+    if (t.n > 2)
+      for (int kk = 0; kk < t.k; ++kk) {
+        w[static_cast<std::size_t>(t.k) + kk] = -1.0f;
+        w[static_cast<std::size_t>(2) * t.k + kk] = 1.0f;
+      }
+    // Packed to the kernel's weight range (7 bits for AVX2), which the scalar kernel then runs too.
+    const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), t.n, t.k, kern.w_max);
     const std::vector<float> want = run(svc::detail::qgemm_kernel_scalar(), a, packed, t.m);
     const std::vector<float> got = run(kern, a, packed, t.m);
     ++compared;
@@ -78,6 +91,48 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
                    i / t.n, i % t.n, got[i], want[i]);
       ++failures;
     }
+  }
+}
+
+// gemm_s8 with its layer norm and the quantized copy of C fused in (each task finishing the
+// rows it wrote) against the unfused steps: the GEMM, then layer_norm, then quantize_rows
+// of C. Both row paths: tasks owning whole rows (many rows) and rows split by panel (few).
+void check_fused(int m, int n, int k) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> a(static_cast<std::size_t>(m) * k), w(static_cast<std::size_t>(n) * k), bias(n), gamma(n),
+      beta(n), residual(static_cast<std::size_t>(m) * n);
+  for (auto* v : {&a, &bias, &gamma, &beta, &residual})
+    for (float& x : *v) x = normal(rng);
+  for (float& x : w) x = 0.05f * normal(rng);
+  const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), n, k, svc::qgemm_weight_max());
+  svc::ThreadPool pool(2);
+  svc::QuantizedRows qa, fused_q, plain_q;
+  svc::quantize_rows(a.data(), k, m, k, qa, &pool);
+  std::vector<float> fused(residual.size()), plain(residual.size());
+  svc::GemmArgs args;
+  args.m = m;
+  args.ldc = n;
+  args.residual = residual.data();
+  args.ln_gamma = gamma.data();
+  args.ln_beta = beta.data();
+  args.ln_eps = 1e-12f;
+  args.c = fused.data();
+  svc::gemm_s8(qa, args, packed, &pool, &fused_q);
+  args.c = plain.data();
+  args.ln_gamma = args.ln_beta = nullptr;
+  svc::gemm_s8(qa, args, packed, &pool);
+  svc::ops().layer_norm(plain.data(), n, m, n, gamma.data(), beta.data(), 1e-12f);
+  svc::quantize_rows(plain.data(), n, m, n, plain_q, &pool);
+  ++compared;
+  const bool same = std::memcmp(fused.data(), plain.data(), plain.size() * sizeof(float)) == 0 &&
+                    fused_q.data.size() == plain_q.data.size() &&
+                    std::memcmp(fused_q.data.data(), plain_q.data.data(), plain_q.data.size()) == 0 &&
+                    std::memcmp(fused_q.scale.data(), plain_q.scale.data(), m * sizeof(float)) == 0;
+  if (!same) {
+    std::fprintf(stderr, "FAIL: fused layer norm and quantized C differ from the separate steps, m=%d n=%d k=%d\n",
+                 m, n, k);
+    ++failures;
   }
 }
 
@@ -110,9 +165,12 @@ int main() {
     ran.push_back("neon-dotprod");
   }
 #endif
+  // The dispatched kernel (the best level SVC_ISA allows).
+  check_fused(581, 384, 1536);
+  check_fused(37, 1536, 384);
   std::string levels;
   for (const std::string& l : ran) levels += (levels.empty() ? "" : ", ") + l;
-  std::printf("qgemm_test: %d comparisons against scalar (%s), %d failures\n", compared,
+  std::printf("qgemm_test: %d comparisons (against scalar: %s; fused finish), %d failures\n", compared,
               levels.empty() ? "no vector level on this CPU" : levels.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }

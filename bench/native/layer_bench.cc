@@ -1,0 +1,150 @@
+// Where an encoder layer's time goes, op by op, fp32 against int8 at the kernel level SVC_ISA
+// allows: svc-small's shapes (hidden 384, FFN 1536, 12 heads) on one packed batch of 32 texts
+// of UCI sentence lengths (8 to 29 tokens, 581 in all). Weights are random: the time of these
+// kernels does not depend on the values. Built with the C++ tests:
+//   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native --target layer_bench
+//   SVC_ISA=avx2 build-native/layer_bench [reps=40] [threads=1]
+// Each op keeps its best time over the repetitions (a shared machine only ever slows a run
+// down). Quantizing is timed on its own here; the encoder does it inside the GEMM that wrote
+// the rows (gemm_s8's c_quantized), the same work without the extra pass.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "cpu_features.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/qgemm.h"
+#include "thread_pool.h"
+
+namespace {
+
+using svc::Epilogue;
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// kInterAlone (the FFN-in GEMM without its GELU epilogue) is printed apart, not summed.
+enum Op { kQkv, kAttention, kAttnOut, kLn1, kInter, kOut, kLn2, kQuantize, kOps, kInterAlone = kOps };
+const char* const kNames[kOps + 1] = {"QKV GEMM",     "attention",   "attention-out GEMM (+ residual)",
+                                      "layer norm 1", "FFN-in GEMM + GELU", "FFN-out GEMM (+ residual)",
+                                      "layer norm 2", "quantize activations (x4)", "FFN-in GEMM without GELU"};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  constexpr int H = 384, I = 1536, kHeads = 12, dh = 32, kTexts = 32;
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 40;
+  svc::ThreadPool pool(argc > 2 ? std::atoi(argv[2]) : 1);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0, 1);
+  std::uniform_int_distribution<int> length(8, 29);
+  std::vector<int64_t> offsets{0};
+  for (int t = 0; t < kTexts; ++t) offsets.push_back(offsets.back() + length(rng));
+  const int64_t M = offsets.back();
+  auto random = [&](std::size_t n, float scale) {
+    std::vector<float> v(n);
+    for (float& x : v) x = scale * normal(rng);
+    return v;
+  };
+  struct Layer {
+    int n = 0, k = 0;
+    std::vector<float> w, b;
+    svc::PackedF32 f32;
+    svc::PackedS8 s8;
+  };
+  // QKV, attention out, FFN in, FFN out.
+  Layer layers[4];
+  const int shapes[4][2] = {{3 * H, H}, {H, H}, {I, H}, {H, I}};
+  for (int i = 0; i < 4; ++i) {
+    Layer& l = layers[i];
+    l.n = shapes[i][0];
+    l.k = shapes[i][1];
+    l.w = random(static_cast<std::size_t>(l.n) * l.k, 0.05f);
+    l.b = random(l.n, 0.1f);
+    l.f32 = svc::pack_f32(l.w.data(), l.b.data(), l.n, l.k);
+    l.s8 = svc::pack_s8(l.w.data(), l.b.data(), l.n, l.k, svc::qgemm_weight_max());
+  }
+  const std::vector<float> gamma = random(H, 1), beta = random(H, 0.1f);
+  std::vector<float> x = random(M * H, 1), tmp = random(M * H, 1), ctx = random(M * H, 1),
+                     qkv = random(M * 3 * H, 1), inter = random(M * I, 1);
+  const int64_t scratch_per_thread = (dh + 32) * (32 + 16) + 16;
+  svc::AlignedBuffer<float> packed_a, scratch(static_cast<std::size_t>(scratch_per_thread) * pool.size());
+  svc::QuantizedRows quantized;
+
+  std::printf("kernel level %s, %lld tokens in %d texts, %d thread(s), ms per layer, best of %d\n",
+              svc::cpu_level_name(), static_cast<long long>(M), kTexts, pool.size(), reps);
+  std::printf("| op | fp32 | int8 |\n|---|---:|---:|\n");
+  double best[2][kOps + 1];
+  for (int int8 = 0; int8 < 2; ++int8) {
+    std::fill(best[int8], best[int8] + kOps + 1, 1e30);
+    for (int rep = 0; rep <= reps; ++rep) {  // the first round warms up
+      double t[kOps + 1] = {0};
+      auto gemm = [&](Op op, const Layer& l, const float* a, float* c, const float* residual, Epilogue ep) {
+        svc::GemmArgs args;
+        args.a = a;
+        args.lda = l.k;
+        args.m = M;
+        args.c = c;
+        args.ldc = l.n;
+        args.residual = residual;
+        args.epilogue = ep;
+        double t0 = now_ms();
+        if (int8) {
+          svc::quantize_rows(a, l.k, M, l.k, quantized, &pool);
+          const double t1 = now_ms();
+          t[kQuantize] += t1 - t0;
+          t0 = t1;
+          svc::gemm_s8(quantized, args, l.s8, &pool);
+        } else {
+          svc::gemm_f32(args, l.f32, packed_a, &pool);
+        }
+        t[op] += now_ms() - t0;
+      };
+      auto layer_norm = [&](Op op, float* rows) {
+        const double t0 = now_ms();
+        pool.run((M + 31) / 32, [&](int64_t task, int) {
+          const int64_t r0 = task * 32;
+          svc::ops().layer_norm(rows + r0 * H, H, std::min<int64_t>(32, M - r0), H, gamma.data(), beta.data(), 1e-12f);
+        });
+        t[op] += now_ms() - t0;
+      };
+      gemm(kQkv, layers[0], x.data(), qkv.data(), nullptr, Epilogue::kNone);
+      const double t0 = now_ms();
+      pool.run(kTexts * kHeads, [&](int64_t task, int thread) {
+        const int64_t text = task / kHeads, row0 = offsets[text];
+        const float* q = qkv.data() + row0 * 3 * H + (task % kHeads) * dh;
+        svc::ops().attention_head(q, q + H, q + 2 * H, 3 * H, static_cast<int>(offsets[text + 1] - row0), dh,
+                                  0.17677669f, ctx.data() + row0 * H + (task % kHeads) * dh, H,
+                                  scratch.data() + thread * scratch_per_thread);
+      });
+      t[kAttention] = now_ms() - t0;
+      gemm(kAttnOut, layers[1], ctx.data(), tmp.data(), x.data(), Epilogue::kNone);
+      layer_norm(kLn1, tmp.data());
+      // GELU is the FFN-in GEMM's epilogue: the GEMM also runs without it, for comparison.
+      gemm(kInter, layers[2], tmp.data(), inter.data(), nullptr, Epilogue::kGelu);
+      const double quantized_before = t[kQuantize];
+      gemm(kInterAlone, layers[2], tmp.data(), inter.data(), nullptr, Epilogue::kNone);
+      t[kQuantize] = quantized_before;  // the same input again: counted once
+      gemm(kOut, layers[3], inter.data(), x.data(), tmp.data(), Epilogue::kNone);
+      layer_norm(kLn2, x.data());
+      if (rep == 0) continue;
+      for (int op = 0; op <= kOps; ++op) best[int8][op] = std::min(best[int8][op], t[op]);
+    }
+  }
+  double total[2] = {0, 0};
+  for (int op = 0; op < kOps; ++op) {
+    std::printf("| %s | %.2f | %.2f |\n", kNames[op], best[0][op], best[1][op]);
+    for (int p = 0; p < 2; ++p) total[p] += best[p][op];
+  }
+  std::printf("| sum | %.2f | %.2f |\n| (%s) | %.2f | %.2f |\n", total[0], total[1], kNames[kInterAlone],
+              best[0][kInterAlone], best[1][kInterAlone]);
+  const double gemms[2] = {best[0][kQkv] + best[0][kAttnOut] + best[0][kInterAlone] + best[0][kOut],
+                           best[1][kQkv] + best[1][kAttnOut] + best[1][kInterAlone] + best[1][kOut]};
+  std::printf("int8 is %.2fx fp32 over the layer, %.2fx over its four GEMMs (%.2f of the fp32 layer is not GEMM)\n",
+              total[0] / total[1], gemms[0] / gemms[1], 1 - gemms[0] / total[0]);
+}
