@@ -19,11 +19,11 @@ struct OpsTable {
 
 const OpsTable& ops();
 
-// Scratch of one attention_head call, enough for every level: the fused kernels keep K
-// transposed ([dh x len rounded up to dh]) and one block of at most 16 rows of scores; the
+// Scratch of one attention_head call, enough for every level: the fused kernels keep K packed
+// ([dh x len rounded up to 24 keys]), one block of at most 16 queries' scores and queries; the
 // plain loop, K transposed and one row.
 inline int64_t attention_scratch_floats(int len, int dh) {
-  return (static_cast<int64_t>(dh) + 16) * (static_cast<int64_t>(len) + dh);
+  return (static_cast<int64_t>(dh) + 16) * (static_cast<int64_t>(len) + dh + 16);
 }
 
 namespace detail {
