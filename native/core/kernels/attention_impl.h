@@ -24,6 +24,8 @@ namespace svc {
 namespace {
 
 #if defined(__AVX512F__) || defined(__AVX2__)
+// The few vector operations the kernel uses, at this translation unit's register width. The two
+// definitions are twins on purpose: one kernel body serves both widths.
 #if defined(__AVX512F__)
 struct Simd {
   using V = __m512;

@@ -154,17 +154,6 @@ inline float exp_shifted_sum(float* x, int n, float shift) {
     acc = _mm512_add_ps(acc, e);
   }
   total = _mm512_reduce_add_ps(acc);
-#elif defined(__AVX2__)
-  __m256 acc = _mm256_setzero_ps();
-  const __m256 s = _mm256_set1_ps(shift);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
-    _mm256_storeu_ps(x + i, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  const __m128 h2 = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  total = _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 #endif
   for (; i < n; ++i) {
     x[i] = fast_exp(x[i] - shift);
