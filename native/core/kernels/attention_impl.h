@@ -157,7 +157,8 @@ void attention_head_fused(const float* q, const float* k, const float* v, int64_
     int r0 = 0;
     for (; r0 + kPvRows <= kW; r0 += kPvRows)
       attention_pv<kDh, kPvRows>(st, v, ld, len, inv, r0, rows, out + i0 * ldo, ldo);
-    if constexpr (kW % kPvRows != 0) attention_pv<kDh, kW % kPvRows>(st, v, ld, len, inv, r0, rows, out + i0 * ldo, ldo);
+    if constexpr (kW % kPvRows != 0)
+      attention_pv<kDh, kW % kPvRows>(st, v, ld, len, inv, r0, rows, out + i0 * ldo, ldo);
   }
 }
 #endif
