@@ -76,7 +76,7 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   ctx_.resize(M * H);
   qkv_.resize(M * 3 * H);
   inter_.resize(M * I);
-  const int64_t scratch_per_thread = (static_cast<int64_t>(dh) + max_len) * (max_len + 16) + 16;
+  const int64_t scratch_per_thread = attention_scratch_floats(max_len, dh);
   scratch_.resize(scratch_per_thread * pool_.size());
 
   // Embeddings: word + position (restarting per text) + token type 0, then LayerNorm.

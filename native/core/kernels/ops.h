@@ -10,7 +10,7 @@ struct OpsTable {
   // In place over `rows` rows of `n` floats (stride ld): y = (x - mean) / sqrt(var + eps) * gamma + beta.
   void (*layer_norm)(float* x, int64_t ld, int64_t rows, int n, const float* gamma, const float* beta, float eps);
   // Self-attention of one head of one text. q, k, v point at the head's first column in a
-  // [len x ld] matrix; out is [len x ldo]; scratch holds (dh + len) * (len + 16) floats.
+  // [len x ld] matrix; out is [len x ldo]; scratch holds attention_scratch_floats(len, dh) floats.
   void (*attention_head)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
                          float* out, int64_t ldo, float* scratch);
   // out[j] += x[j] for n entries (mean pooling accumulates rows).
@@ -18,6 +18,13 @@ struct OpsTable {
 };
 
 const OpsTable& ops();
+
+// Scratch of one attention_head call, enough for every level: the fused kernels keep K packed
+// ([dh x len rounded up to 24 keys]), one block of at most 16 queries' scores and queries; the
+// plain loop, K transposed and one row.
+inline int64_t attention_scratch_floats(int len, int dh) {
+  return (static_cast<int64_t>(dh) + 16) * (static_cast<int64_t>(len) + dh + 16);
+}
 
 namespace detail {
 OpsTable ops_scalar();

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kernels/attention_impl.h"
 #include "kernels/ops.h"
 #include "kernels/vec_math.h"
 
@@ -30,99 +31,13 @@ void layer_norm_impl(float* x, int64_t ld, int64_t rows, int n, const float* gam
   }
 }
 
-#if defined(__AVX512F__)
-// One head of one text as two small register-blocked GEMMs (dh = 32 for MiniLM, 64 for
-// BERT-base): S = Q K^T with 16 keys per zmm and 8 queries per block (K transposed and
-// zero-padded once per head), softmax per row, then O = P V with 24 zmm accumulators
-// (12 queries x 32 dims, or 6 x 64).
-// Row tails reuse the last row (valid memory, results not stored), so every inner loop
-// has fixed trip counts and stays in registers.
-template <int kDh>
-void attention_head_avx512(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
-                           float* out, int64_t ldo, float* scratch) {
-  constexpr int kVecs = kDh / 16;       // zmm per row of V and O
-  constexpr int kRows = 24 / kVecs;     // queries per P V block
-  const int lp = (len + 15) / 16 * 16;
-  float* kt = scratch;                                   // [kDh x lp]
-  float* scores = scratch + static_cast<int64_t>(kDh) * lp;  // [len x lp]
-  // Transpose K 16 keys at a time with masked gathers: lanes past the text's end read
-  // nothing and come out zero, which is the padding.
-  const __m512i rows16 = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(static_cast<int>(ld)));
-  for (int j0 = 0; j0 < lp; j0 += 16) {
-    const __mmask16 valid = static_cast<__mmask16>(len - j0 >= 16 ? 0xFFFF : (1u << (len - j0)) - 1);
-    const float* base = k + static_cast<int64_t>(j0) * ld;
-    for (int d = 0; d < kDh; ++d)
-      _mm512_storeu_ps(kt + d * lp + j0, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, rows16, base + d, 4));
-  }
-  const __m512 vscale = _mm512_set1_ps(scale);
-  for (int i0 = 0; i0 < len; i0 += 8) {
-    const float* qrow[8];
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) qrow[r] = q + (i0 + r < len ? i0 + r : len - 1) * ld;
-    for (int j0 = 0; j0 < lp; j0 += 16) {
-      __m512 acc[8];
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) acc[r] = _mm512_setzero_ps();
-      for (int d = 0; d < kDh; ++d) {
-        const __m512 kv = _mm512_loadu_ps(kt + d * lp + j0);
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(qrow[r][d]), kv, acc[r]);
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r)
-        if (i0 + r < len) _mm512_storeu_ps(scores + (i0 + r) * lp + j0, _mm512_mul_ps(acc[r], vscale));
-    }
-  }
-  const __mmask16 tail = static_cast<__mmask16>(len % 16 == 0 ? 0xFFFF : (1u << (len % 16)) - 1);
-  for (int i = 0; i < len; ++i) {
-    float* row = scores + i * lp;
-    __m512 vmax = _mm512_set1_ps(-3.0e38f);
-    for (int j0 = 0; j0 < lp; j0 += 16)
-      vmax = _mm512_mask_max_ps(vmax, j0 + 16 >= lp ? tail : 0xFFFF, vmax, _mm512_loadu_ps(row + j0));
-    const float inv = 1.0f / vec::exp_shifted_sum(row, len, _mm512_reduce_max_ps(vmax));
-    const __m512 vinv = _mm512_set1_ps(inv);
-    for (int j0 = 0; j0 + 16 <= len; j0 += 16) _mm512_storeu_ps(row + j0, _mm512_mul_ps(_mm512_loadu_ps(row + j0), vinv));
-    for (int j = len / 16 * 16; j < len; ++j) row[j] *= inv;
-  }
-  for (int i0 = 0; i0 < len; i0 += kRows) {
-    const float* prow[kRows];
-#pragma GCC unroll 12
-    for (int r = 0; r < kRows; ++r) prow[r] = scores + (i0 + r < len ? i0 + r : len - 1) * lp;
-    __m512 o[kRows][kVecs];
-#pragma GCC unroll 12
-    for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-      for (int c = 0; c < kVecs; ++c) o[r][c] = _mm512_setzero_ps();
-    for (int j = 0; j < len; ++j) {
-      const float* vj = v + j * ld;
-      __m512 vv[kVecs];
-#pragma GCC unroll 4
-      for (int c = 0; c < kVecs; ++c) vv[c] = _mm512_loadu_ps(vj + 16 * c);
-#pragma GCC unroll 12
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 p = _mm512_set1_ps(prow[r][j]);
-#pragma GCC unroll 4
-        for (int c = 0; c < kVecs; ++c) o[r][c] = _mm512_fmadd_ps(p, vv[c], o[r][c]);
-      }
-    }
-#pragma GCC unroll 12
-    for (int r = 0; r < kRows; ++r) {
-      if (i0 + r >= len) break;
-      float* oi = out + (i0 + r) * ldo;
-#pragma GCC unroll 4
-      for (int c = 0; c < kVecs; ++c) _mm512_storeu_ps(oi + 16 * c, o[r][c]);
-    }
-  }
-}
-#endif
-
 void attention_head_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
                          float* out, int64_t ldo, float* scratch) {
-#if defined(__AVX512F__)
-  if (dh == 32) return attention_head_avx512<32>(q, k, v, ld, len, scale, out, ldo, scratch);
-  if (dh == 64) return attention_head_avx512<64>(q, k, v, ld, len, scale, out, ldo, scratch);
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if (dh == 32) return attention_head_fused<32>(q, k, v, ld, len, scale, out, ldo, scratch);
+  if (dh == 64) return attention_head_fused<64>(q, k, v, ld, len, scale, out, ldo, scratch);
 #endif
+  // The reference every vector level is tested against (attention_test), and the scalar level.
   float* kt = scratch;              // [dh x len]: K transposed, so scores are axpys over keys
   float* scores = scratch + static_cast<int64_t>(dh) * len;  // [len]
   for (int j = 0; j < len; ++j)
