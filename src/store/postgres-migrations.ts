@@ -12,6 +12,7 @@ const kDialect: readonly (readonly [RegExp, string])[] = Object.freeze([
   [/\bINTEGER PRIMARY KEY AUTOINCREMENT\b/g, 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY'],
   [/\bINTEGER\b/g, 'BIGINT'],
   [/\bREAL\b/g, 'DOUBLE PRECISION'],
+  [/\bBLOB\b/g, 'BYTEA'],
   [/\)\s*WITHOUT ROWID;/g, ');'],
   [/strftime\('%Y-%m', (\w+) \/ 1000, 'unixepoch'\)/g, "to_char(to_timestamp($1 / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM')"],
 ]);
