@@ -6,12 +6,12 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 
-import pg from 'pg';
+import type pg from 'pg';
 
 import { SvcError } from '../errors.js';
 import { positiveInteger } from '../is.js';
 import { modelFileNames, parseHubId } from '../model/hub.js';
-import { migratePostgres } from '../store/postgres-migrations.js';
+import { inTransaction, openMigratedPool } from '../store/postgres-migrations.js';
 import { fileChunks } from './chunks.js';
 import { type ArtifactFile, type ArtifactReader, type ArtifactStore, kChunkBytes } from './types.js';
 
@@ -36,12 +36,6 @@ const kSql = Object.freeze({
   list: `SELECT f.name, b.size FROM artifact_files f JOIN artifact_blobs b ON b.sha256 = f.sha256
     WHERE f.model = $1 ORDER BY f.name COLLATE "C"`,
 });
-
-// BIGINT sizes arrive as strings by default; a file's size fits a double exactly.
-const kTypes = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
 
 export interface PostgresArtifactsOptions {
   /** Bytes per stored row and per piece a stream delivers; default {@link kChunkBytes}. */
@@ -89,20 +83,7 @@ export class PostgresArtifacts implements ArtifactStore {
 
   static async open(url: string, options: PostgresArtifactsOptions = {}): Promise<PostgresArtifacts> {
     const chunkBytes = positiveInteger(options.chunkBytes ?? kChunkBytes, 'options.chunkBytes');
-    const pool = new pg.Pool({ connectionString: url, max: kPoolSize, types: kTypes });
-    // An idle connection the server dropped is replaced on the next query; without a listener it would crash us.
-    pool.on('error', () => {});
-    try {
-      const client = await pool.connect();
-      try {
-        await migratePostgres(client);
-      } finally {
-        client.release();
-      }
-    } catch (error) {
-      await pool.end();
-      throw error;
-    }
+    const pool = await openMigratedPool(url, kPoolSize);
     return new PostgresArtifacts(pool, chunkBytes);
   }
 
@@ -116,7 +97,7 @@ export class PostgresArtifacts implements ArtifactStore {
     }
     // Blobs claimed in hash order: two puts sharing blobs lock them in the same order and never deadlock.
     const byHash = [...uploads].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
-    await this.#transaction(async (client) => {
+    await inTransaction(this.#pool, async (client) => {
       for (const upload of byHash) {
         const chunks = Math.ceil(upload.size / this.#chunkBytes);
         const { rows } = await client.query<{ inserted: boolean }>(kSql.claimBlob, [upload.sha256, upload.size, chunks]);
@@ -169,26 +150,11 @@ export class PostgresArtifacts implements ArtifactStore {
 
   async delete(id: string): Promise<boolean> {
     parseHubId(id);
-    return this.#transaction(async (client) => {
+    return inTransaction(this.#pool, async (client) => {
       const old = await client.query<{ sha256: string }>(kSql.oldFiles, [id]);
       await client.query(kSql.dropOrphans, [old.rows.map((r) => r.sha256)]);
       return old.rows.length > 0;
     });
-  }
-
-  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
   }
 
   async close(): Promise<void> {

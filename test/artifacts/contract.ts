@@ -29,6 +29,19 @@ export async function modelDir(files: Record<string, Buffer | string>): Promise<
   return dir;
 }
 
+/** A maker of model directories for the tests of the calling describe, each removed after its test. */
+export function useModelDirs(): (files: Record<string, Buffer | string>) => Promise<string> {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+  });
+  return async (files) => {
+    const made = await modelDir(files);
+    dirs.push(made);
+    return made;
+  };
+}
+
 /** Every piece a stream delivers, in order. */
 export async function pieces(stream: NodeJS.ReadableStream): Promise<Buffer[]> {
   const out: Buffer[] = [];
@@ -39,18 +52,12 @@ export async function pieces(stream: NodeJS.ReadableStream): Promise<Buffer[]> {
 export function artifactContract(name: string, backend: ArtifactBackend): void {
   describe(`${name}: the ArtifactStore contract`, () => {
     let store: ArtifactStore;
-    const dirs: string[] = [];
-    const dir = async (files: Record<string, Buffer | string>) => {
-      const made = await modelDir(files);
-      dirs.push(made);
-      return made;
-    };
+    const dir = useModelDirs();
     beforeEach(async () => {
       store = await backend.open(kTestChunk);
     });
     afterEach(async () => {
       await store.close();
-      await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
     });
 
     it('gives back a multi-MiB file byte for byte, and lists every file with its size', async () => {

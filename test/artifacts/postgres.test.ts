@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { PostgresArtifacts } from '../../src/artifacts/postgres.js';
 import { kChunkBytes } from '../../src/artifacts/types.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { usePostgres } from '../_support/postgres.js';
-import { artifactContract, kTestChunk, modelDir, pieces } from './contract.js';
+import { artifactContract, kTestChunk, pieces, useModelDirs } from './contract.js';
 
 const server = usePostgres();
 
@@ -32,15 +31,7 @@ async function counts(url: string): Promise<{ blobs: number; chunks: number; fil
 }
 
 describe('PostgresArtifacts on its database', () => {
-  const dirs: string[] = [];
-  const dir = async (files: Record<string, Buffer | string>) => {
-    const made = await modelDir(files);
-    dirs.push(made);
-    return made;
-  };
-  afterEach(async () => {
-    await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-  });
+  const dir = useModelDirs();
 
   it('stores a file two models hold once, and drops a blob only with the last model that references it', async () => {
     const url = await server.cluster.createDatabase();
