@@ -2,12 +2,12 @@
 // into a local cache folder (the replica's --data) before anything reads it from the disk, the cache capped in bytes
 // and the least recently used models evicted first.
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 
 import { positiveInteger } from '../is.js';
-import { DirectoryHub, type Hub } from '../model/hub.js';
+import { DirectoryHub, type Hub, isHubId, modelFileNames } from '../model/hub.js';
 import type { ArtifactStore } from './types.js';
 
 /** The local cache's default cap: room for about 20 fine-tuned models (90 MB each) or thousands of frozen ones. */
@@ -39,6 +39,7 @@ export class CachedArtifactHub implements Hub {
   readonly #sizes = new Map<string, number>();
   // One fetch per model at a time: concurrent loads of one model wait for the same download.
   readonly #fetching = new Map<string, Promise<string>>();
+  #adopted: Promise<void> | null = null;
 
   constructor(store: ArtifactStore, cacheRoot: string, options: CachedArtifactHubOptions = {}) {
     this.store = store;
@@ -57,6 +58,7 @@ export class CachedArtifactHub implements Hub {
   }
 
   async resolve(id: string): Promise<string> {
+    await this.#adopt();
     const size = this.#sizes.get(id);
     const dir = await this.#cache.resolve(id).catch(() => null);
     if (size !== undefined && dir !== null) {
@@ -73,6 +75,7 @@ export class CachedArtifactHub implements Hub {
   }
 
   async publish(id: string, write: (dir: string) => Promise<void>): Promise<void> {
+    await this.#adopt();
     await this.#cache.publish(id, async (dir) => {
       await write(dir);
       await this.store.put(id, dir);
@@ -112,6 +115,30 @@ export class CachedArtifactHub implements Hub {
     });
     await this.#admit(id, total(files));
     return this.#cache.pathOf(id);
+  }
+
+  /**
+   * Counts the models an earlier process left in the cache folder, oldest first by their folder's time, so that the
+   * cap holds across restarts: they are the first evicted. Staging folders start with a dot and are not models.
+   */
+  #adopt(): Promise<void> {
+    this.#adopted ??= (async () => {
+      const root = this.#cache.root;
+      const found: { id: string; size: number; at: number }[] = [];
+      for (const org of await readdir(root, { withFileTypes: true }).catch(() => [])) {
+        if (!org.isDirectory()) continue;
+        for (const model of await readdir(join(root, org.name), { withFileTypes: true })) {
+          const id = `${org.name}/${model.name}`;
+          if (!model.isDirectory() || !isHubId(id)) continue;
+          const dir = join(root, org.name, model.name);
+          let size = 0;
+          for (const name of await modelFileNames(dir)) size += (await stat(join(dir, ...name.split('/')))).size;
+          found.push({ id, size, at: (await stat(dir)).mtimeMs });
+        }
+      }
+      for (const { id, size } of found.sort((a, b) => a.at - b.at)) if (!this.#sizes.has(id)) this.#sizes.set(id, size);
+    })();
+    return this.#adopted;
   }
 
   /** Records a model as the most recent in the cache, then evicts the least recent ones beyond the cap. */

@@ -40,4 +40,21 @@ describe('CachedArtifactHub', () => {
     await expect(two.resolve('acme/svc-small-000000000009')).rejects.toThrow("model 'acme/svc-small-000000000009' is not in the hub");
     expect(() => new CachedArtifactHub(store, dir, { maxBytes: 0 })).toThrow('options.maxBytes must be a positive integer');
   });
+
+  it('counts the models an earlier process left in the cache against the cap, and evicts them first', async () => {
+    const store = new DirectoryArtifacts(await temp('svc-shared-'));
+    const cache = await temp('svc-cache-');
+    for (const n of [1, 2]) await store.put(`acme/svc-small-00000000000${n}`, await modelDir({ 'head.json': 'x'.repeat(100) }));
+    const before = new CachedArtifactHub(store, cache);
+    await before.resolve('acme/svc-small-000000000001');
+    // A restart: the new process finds model 1 on the disk and uses it without fetching (the store no longer has it
+    // here, so a fetch would fail), then makes room for model 2.
+    await store.delete('acme/svc-small-000000000001');
+    const after = new CachedArtifactHub(store, cache, { maxBytes: 150 });
+    expect(await after.resolve('acme/svc-small-000000000001')).toBe(before.pathOf('acme/svc-small-000000000001'));
+    expect(after.cached()).toEqual(['acme/svc-small-000000000001']);
+    await after.resolve('acme/svc-small-000000000002');
+    expect(after.cached()).toEqual(['acme/svc-small-000000000002']);
+    expect(existsSync(after.pathOf('acme/svc-small-000000000001'))).toBe(false);
+  });
 });
