@@ -1,6 +1,7 @@
 // What `svc --help`, `svc help <command>` and `svc <command> --help` print. One table, so the
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
+import { kDefaultModelCacheBytes } from '../artifacts/cached-hub.js';
 import { kServicePredictQueue } from '../predict/batcher.js';
 import { kDefaultRateLimits } from '../server/rate-limit.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
@@ -45,7 +46,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--host <host>', 'the address to bind (default 127.0.0.1)'],
       kDataOption,
       kDatabaseOption,
-      ['--artifacts <dir>', 'the folder of model files, shared by replicas on one database (default <data>/hub)'],
+      ['--artifacts <dir>', 'the folder of model files, shared by replicas on one database (default <data>/hub; with --database: in the database)'],
+      ['--model-cache-mb <n>', `with --database and no --artifacts: MiB of model files cached in <data>/model-cache (default ${kDefaultModelCacheBytes / 2 ** 20})`],
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
       ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],

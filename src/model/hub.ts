@@ -102,6 +102,14 @@ async function listFiles(root: string, dir: string, out: string[]): Promise<void
   }
 }
 
+/** The model file names under a local directory (see {@link isModelFileName}), sorted; others are left out. */
+export async function modelFileNames(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  await listFiles(dir, dir, out);
+  // A name no client could safely write (a file someone dropped in by hand) is not listed.
+  return out.filter(isModelFileName).sort();
+}
+
 /**
  * A hub in a local folder: model `<org>/<model_id>` lives in `<root>/<org>/<model_id>/`.
  *
@@ -185,11 +193,7 @@ export class DirectoryHub implements Hub {
   }
 
   async files(id: string): Promise<string[]> {
-    const dir = await this.resolve(id);
-    const out: string[] = [];
-    await listFiles(dir, dir, out);
-    // A name no client could safely write (a file someone dropped in by hand) is not listed.
-    return out.filter(isModelFileName).sort();
+    return modelFileNames(await this.resolve(id));
   }
 
   async file(id: string, path: string): Promise<string> {

@@ -30,8 +30,13 @@ export interface ServerOptions {
    * `SVC_DATABASE_URL`, else SQLite in `dataDir` (one server per directory).
    */
   database?: string;
-  /** The folder of model files; replicas on one database share it (a shared volume). Default `<dataDir>/hub`. */
+  /**
+   * The folder of model files; replicas on one database share it (a shared volume). Default `<dataDir>/hub`; with a
+   * `database`, the model files live in the database and each replica caches them in `<dataDir>/model-cache`.
+   */
   artifactsDir?: string;
+  /** With a `database` and no `artifactsDir`: MiB of model files a replica's local cache keeps at most (default `kDefaultModelCacheBytes`). */
+  modelCacheMb?: number;
   port?: number;
   host?: string;
   /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
@@ -115,7 +120,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const release = database === undefined ? lockDataDir(dataDir) : () => {};
   let service: SvcService;
   try {
-    const location = { dataDir, database, artifactsDir: options.artifactsDir };
+    const modelCacheBytes = options.modelCacheMb === undefined ? undefined : options.modelCacheMb * 1024 * 1024;
+    const location = { dataDir, database, artifactsDir: options.artifactsDir, modelCacheBytes };
     await (database === undefined ? sweepLeftovers(artifactsDirOf(location)) : sweepFinetuneFolders());
     service = await connectService(
       location,

@@ -1,6 +1,3 @@
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-
 import type { FastifyPluginAsync } from 'fastify';
 
 import { SvcError } from '../errors.js';
@@ -56,17 +53,13 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
       if (revision !== 'main') {
         throw new SvcError('not_found', `Revision '${revision}' does not exist; models have only 'main'`, { param: 'revision' });
       }
-      const path = await service.hubFile(principal, org, modelId, file);
-      const info = await stat(path).catch(() => null);
-      if (info === null || !info.isFile()) {
-        throw new SvcError('not_found', `The file '${file}' does not exist in ${org}/${modelId}`, { param: 'file' });
-      }
+      const { size, stream } = await service.hubFile(principal, org, modelId, file);
       const extension = file.slice(file.lastIndexOf('.') + 1);
       return reply
         .header('content-type', kContentTypes[extension] ?? 'application/octet-stream')
-        .header('content-length', info.size)
+        .header('content-length', size)
         .header('cache-control', 'private, no-cache')
-        .send(createReadStream(path));
+        .send(stream);
     },
   );
 

@@ -1,4 +1,7 @@
-import { DirectoryHub } from '../model/hub.js';
+import { CachedArtifactHub } from '../artifacts/cached-hub.js';
+import { DirectoryArtifacts } from '../artifacts/directory.js';
+import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
+import type { DirectoryHub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
 import { Classifier, type Prediction } from '../predict/classifier.js';
 import type { TrainRequest } from '../train/request.js';
@@ -10,8 +13,12 @@ import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob } from './runtime
 export const kDefaultCachedModels = 256;
 
 export interface LibraryRuntimeOptions {
-  /** The hub directory: models live in `<hubRoot>/<org>/<model_id>/`. */
+  /** The hub directory: models live in `<hubRoot>/<org>/<model_id>/`; with `artifacts`, this replica's cache of them. */
   hubRoot: string;
+  /** Model files in a store that replicas share (PostgreSQL); closed with the runtime. Default: the files in `hubRoot`. */
+  artifacts?: ArtifactStore;
+  /** With `artifacts`: the bytes of model files `hubRoot` caches at most (least recently used evicted). */
+  maxCacheBytes?: number;
   maxCachedModels?: number;
   /** Close the library's worker pool with the runtime (default true; false when the host app uses the library too). */
   closePool?: boolean;
@@ -29,14 +36,22 @@ export interface LibraryRuntimeOptions {
  * ```
  */
 export class LibraryRuntime implements ModelRuntime {
-  readonly hub: DirectoryHub;
+  readonly hub: DirectoryHub | CachedArtifactHub;
+  readonly #artifacts: ArtifactStore;
   readonly #maxCached: number;
   readonly #closePool: boolean;
   // Insertion order doubles as recency: a hit is moved to the end.
   readonly #loaded = new Map<string, Promise<Classifier>>();
 
   constructor(options: LibraryRuntimeOptions) {
-    this.hub = new DirectoryHub(options.hubRoot);
+    if (options.artifacts === undefined) {
+      const local = new DirectoryArtifacts(options.hubRoot);
+      this.hub = local.hub;
+      this.#artifacts = local;
+    } else {
+      this.hub = new CachedArtifactHub(options.artifacts, options.hubRoot, { maxBytes: options.maxCacheBytes });
+      this.#artifacts = options.artifacts;
+    }
     this.#maxCached = options.maxCachedModels ?? kDefaultCachedModels;
     this.#closePool = options.closePool ?? true;
   }
@@ -47,6 +62,14 @@ export class LibraryRuntime implements ModelRuntime {
 
   modelDir(orgId: string, modelId: string): string {
     return this.hub.pathOf(`${orgId}/${modelId}`);
+  }
+
+  async hubFiles(orgId: string, modelId: string): Promise<string[]> {
+    return (await this.#artifacts.list(`${orgId}/${modelId}`)).map((f) => f.name);
+  }
+
+  hubFile(orgId: string, modelId: string, name: string): Promise<ArtifactReader> {
+    return this.#artifacts.open(`${orgId}/${modelId}`, name);
   }
 
   async train(
@@ -79,6 +102,7 @@ export class LibraryRuntime implements ModelRuntime {
   async close(): Promise<void> {
     for (const loading of this.#loaded.values()) loading.then((c) => c.dispose(), () => {});
     this.#loaded.clear();
+    await this.#artifacts.close();
     if (this.#closePool) await closePool();
   }
 

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 
 import { SvcError } from '../errors.js';
+import { PostgresArtifacts } from '../artifacts/postgres.js';
 import { PostgresStore } from '../store/postgres.js';
 import { SqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/types.js';
@@ -54,8 +55,13 @@ export interface ServiceLocation {
   dataDir: string;
   /** A PostgreSQL database shared by every replica (`postgres://...`); default: SQLite in `dataDir`. */
   database?: string;
-  /** The folder of model files (the hub), shared by every replica when they share a database. Default `<dataDir>/hub`. */
+  /**
+   * The folder of model files (the hub), shared by every replica when they share a database. Default `<dataDir>/hub`
+   * without a database; with one, the model files live in the database and `<dataDir>/model-cache` caches them.
+   */
   artifactsDir?: string;
+  /** With a database and no `artifactsDir`: the bytes of model files the local cache keeps at most. */
+  modelCacheBytes?: number;
 }
 
 /** The folder of model files for a location. */
@@ -70,9 +76,21 @@ export async function openStore(location: ServiceLocation): Promise<Store> {
     : PostgresStore.open(checkDatabaseUrl(location.database));
 }
 
-function serviceOn(store: Store, hubRoot: string, proxyModels: readonly string[], retention: RetentionOptions): SvcService {
-  const runtime = new LibraryRuntime({ hubRoot });
+function serviceOn(store: Store, runtime: LibraryRuntime, proxyModels: readonly string[], retention: RetentionOptions): SvcService {
   return new SvcService({ store, runtime, proxyModels, retention });
+}
+
+/**
+ * The model runtime for a location: on the shared folder (or `<dataDir>/hub`), or, with a database and no folder,
+ * on the database's artifact tables with this replica's cache in `<dataDir>/model-cache`.
+ */
+async function runtimeAt(location: ServiceLocation): Promise<LibraryRuntime> {
+  if (location.database === undefined || location.artifactsDir !== undefined) {
+    return new LibraryRuntime({ hubRoot: artifactsDirOf(location) });
+  }
+  const artifacts = await PostgresArtifacts.open(checkDatabaseUrl(location.database));
+  const hubRoot = join(location.dataDir, 'model-cache');
+  return new LibraryRuntime({ hubRoot, artifacts, maxCacheBytes: location.modelCacheBytes });
 }
 
 /**
@@ -92,7 +110,7 @@ export function openService(
   proxyModels: readonly string[] = proxyModelsFromEnv(),
   retention: RetentionOptions = {},
 ): SvcService {
-  return serviceOn(SqliteStore.open(dataDir), join(dataDir, 'hub'), proxyModels, retention);
+  return serviceOn(SqliteStore.open(dataDir), new LibraryRuntime({ hubRoot: join(dataDir, 'hub') }), proxyModels, retention);
 }
 
 /**
@@ -111,5 +129,11 @@ export async function connectService(
   proxyModels: readonly string[] = proxyModelsFromEnv(),
   retention: RetentionOptions = {},
 ): Promise<SvcService> {
-  return serviceOn(await openStore(location), artifactsDirOf(location), proxyModels, retention);
+  const store = await openStore(location);
+  try {
+    return serviceOn(store, await runtimeAt(location), proxyModels, retention);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
 }

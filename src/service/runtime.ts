@@ -1,3 +1,4 @@
+import type { ArtifactReader } from '../artifacts/types.js';
 import type { TrainProgress } from '../train/train.js';
 import type { TrainingExample } from '../store/types.js';
 
@@ -33,8 +34,12 @@ export interface ModelRuntime {
   predict(orgId: string, modelId: string, texts: string[]): Promise<RuntimePrediction[]>;
   /** Forgets the model: unloads it and removes its hub directory. Missing models are not an error. */
   remove(orgId: string, modelId: string): Promise<void>;
-  /** The hub directory of a model (it may not exist). */
+  /** The hub directory of a model on this machine (it may not exist: with a database, a cache entry). */
   modelDir(orgId: string, modelId: string): string;
+  /** The model's files in the artifact store, sorted; rejects with `SvcError('not_found')` when it has none. */
+  hubFiles(orgId: string, modelId: string): Promise<string[]>;
+  /** One of the model's files, streamed from the artifact store; rejects with `SvcError('not_found')`. */
+  hubFile(orgId: string, modelId: string, name: string): Promise<ArtifactReader>;
   /** How many training jobs may run at once: the pool's share for training (predictions keep the rest). */
   readonly trainingSlots: number;
   close(): Promise<void>;

@@ -1,6 +1,4 @@
-import { readdir } from 'node:fs/promises';
-import { join, relative, resolve, sep } from 'node:path';
-
+import type { ArtifactReader } from '../artifacts/types.js';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
@@ -351,35 +349,29 @@ export class SvcService {
     return { id: record.id, object: 'model', deleted: true };
   }
 
-  /** The hub directory of one of the caller's trained models; anything else is "not found", so names do not leak. */
-  async #hubRoot(principal: Principal, orgId: string, modelId: string): Promise<string> {
+  /** Passes for one of the caller's trained models; anything else is "not found", so names do not leak. */
+  async #hubVisible(principal: Principal, orgId: string, modelId: string): Promise<void> {
     const hidden = notFound(`${orgId}/${modelId}`);
     if (orgId !== principal.orgId) throw hidden;
     const record = await this.#ownModel(principal, modelId).catch(() => {
       throw hidden;
     });
     if (record.status !== 'trained') throw hidden;
-    return resolve(this.runtime.modelDir(orgId, modelId));
   }
 
-  /** The file behind `GET /hub/<org>/<model_id>/resolve/main/<file>` (it may not exist). */
-  async hubFile(principal: Principal, orgId: string, modelId: string, file: string): Promise<string> {
-    const root = await this.#hubRoot(principal, orgId, modelId);
-    const path = resolve(root, file);
-    if (!path.startsWith(root + sep)) {
+  /** The file behind `GET /hub/<org>/<model_id>/resolve/main/<file>`: its size and its bytes as a stream. */
+  async hubFile(principal: Principal, orgId: string, modelId: string, file: string): Promise<ArtifactReader> {
+    await this.#hubVisible(principal, orgId, modelId);
+    return this.runtime.hubFile(orgId, modelId, file).catch((error: unknown) => {
+      if (!(error instanceof SvcError) || error.code !== 'not_found') throw error;
       throw new SvcError('not_found', `The file '${file}' does not exist in ${orgId}/${modelId}`, { param: 'file' });
-    }
-    return path;
+    });
   }
 
   /** The files of a model in the hub, as `/`-separated paths relative to its directory, sorted. */
   async hubFiles(principal: Principal, orgId: string, modelId: string): Promise<string[]> {
-    const root = await this.#hubRoot(principal, orgId, modelId);
-    const entries = await readdir(root, { recursive: true, withFileTypes: true });
-    return entries
-      .filter((entry) => entry.isFile())
-      .map((entry) => relative(root, join(entry.parentPath, entry.name)).split(sep).join('/'))
-      .sort();
+    await this.#hubVisible(principal, orgId, modelId);
+    return this.runtime.hubFiles(orgId, modelId);
   }
 }
 

@@ -127,6 +127,29 @@ export const kMigrations: readonly string[] = Object.freeze([
   ) WITHOUT ROWID;
   CREATE INDEX request_counts_ends ON request_counts(window_ends_at);
   `,
+  // 8: model files in the database, for replicas with no shared folder. A file's bytes are a blob named by their
+  // SHA-256, stored once however many models hold the same file, in chunks so that no file is ever whole in memory;
+  // a model's files reference blobs by hash. Only the PostgreSQL artifact store writes these tables.
+  `
+  CREATE TABLE artifact_blobs (
+    sha256 TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    chunks INTEGER NOT NULL
+  );
+  CREATE TABLE artifact_chunks (
+    sha256 TEXT NOT NULL REFERENCES artifact_blobs(sha256) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (sha256, position)
+  ) WITHOUT ROWID;
+  CREATE TABLE artifact_files (
+    model TEXT NOT NULL,
+    name TEXT NOT NULL,
+    sha256 TEXT NOT NULL REFERENCES artifact_blobs(sha256),
+    PRIMARY KEY (model, name)
+  ) WITHOUT ROWID;
+  CREATE INDEX artifact_files_blob ON artifact_files(sha256);
+  `,
 ]);
 
 /**

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 
 import { kMigrations } from './migrations.js';
 
@@ -12,6 +12,7 @@ const kDialect: readonly (readonly [RegExp, string])[] = Object.freeze([
   [/\bINTEGER PRIMARY KEY AUTOINCREMENT\b/g, 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY'],
   [/\bINTEGER\b/g, 'BIGINT'],
   [/\bREAL\b/g, 'DOUBLE PRECISION'],
+  [/\bBLOB\b/g, 'BYTEA'],
   [/\)\s*WITHOUT ROWID;/g, ');'],
   [/strftime\('%Y-%m', (\w+) \/ 1000, 'unixepoch'\)/g, "to_char(to_timestamp($1 / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM')"],
 ]);
@@ -61,5 +62,50 @@ export async function migratePostgres(client: pg.ClientBase, migrations: readonl
     return version;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [kMigrationLock]);
+  }
+}
+
+// BIGINT columns (Unix ms, ids, COUNT(*), file sizes) arrive as strings by default; every one of ours fits a double
+// exactly.
+const kTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * A pool of `max` connections to `url`, the database migrated to the newest schema (one replica at a time): how the
+ * record store and the artifact store both open the database they share.
+ */
+export async function openMigratedPool(url: string, max: number): Promise<pg.Pool> {
+  const pool = new pg.Pool({ connectionString: url, max, types: kTypes });
+  // An idle connection the server dropped must not take the process down with it.
+  pool.on('error', () => {});
+  try {
+    const client = await pool.connect();
+    try {
+      await migratePostgres(client);
+    } finally {
+      client.release();
+    }
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  return pool;
+}
+
+/** Runs `work` in one transaction on one of the pool's connections: rolled back if it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
   }
 }

@@ -1,7 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 
 import { PostgresRequestCounter } from './postgres-counts.js';
-import { migratePostgres } from './postgres-migrations.js';
+import { inTransaction, openMigratedPool } from './postgres-migrations.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
   toExample, toJob, toKey, toLimits, toLog, toModel, toOrg, toProject,
@@ -14,12 +14,6 @@ import type {
 
 /** Connections per replica: a few requests and the job runner at once; PostgreSQL's default cap is 100 in all. */
 const kPoolSize = 10;
-
-// BIGINT columns (Unix ms, ids, COUNT(*)) arrive as strings by default; every one of ours fits a double exactly.
-const kTypes = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
 
 /** The statements, one table as in the SQLite store; `$n` placeholders. */
 const kSql = Object.freeze({
@@ -130,20 +124,7 @@ export class PostgresStore implements Store {
 
   /** Connects to `url` and migrates the database to the newest schema (one replica at a time). */
   static async open(url: string): Promise<PostgresStore> {
-    const pool = new pg.Pool({ connectionString: url, max: kPoolSize, types: kTypes });
-    // An idle connection the server dropped must not take the process down with it.
-    pool.on('error', () => {});
-    try {
-      const client = await pool.connect();
-      try {
-        await migratePostgres(client);
-      } finally {
-        client.release();
-      }
-    } catch (error) {
-      await pool.end();
-      throw error;
-    }
+    const pool = await openMigratedPool(url, kPoolSize);
     return new PostgresStore(pool);
   }
 
@@ -165,19 +146,8 @@ export class PostgresStore implements Store {
   }
 
   /** Runs `work` in one transaction on one connection. */
-  async #tx<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+  #tx<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.#pool, work);
   }
 
   async createOrganization(id: string): Promise<Organization> {
