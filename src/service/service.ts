@@ -268,6 +268,9 @@ export class SvcService {
   /** Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with `status: "training"`. */
   async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
     const request = validateTrainRequest(body);
+    if (request.task_type !== 'binary-classification') {
+      throw new SvcError('invalid_request', `task_type '${request.task_type}' cannot be trained yet`, { param: 'task_type' });
+    }
     const now = Date.now();
     const record: ModelRecord = {
       id: newId(`${request.model}-`),

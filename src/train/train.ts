@@ -146,6 +146,9 @@ async function embedAll(
 export async function train(request: TrainRequest, options: TrainOptions = {}): Promise<Classifier> {
   checkOptions(options);
   const validated = validateTrainRequest(request);
+  if (validated.task_type !== 'binary-classification') {
+    throw new SvcError('invalid_request', `task_type '${validated.task_type}' cannot be trained yet`, { param: 'task_type' });
+  }
   const { examples, model, task_type } = validated;
   const hubId = options.hub ? options.id : undefined;
   if (hubId !== undefined) parseHubId(hubId);

@@ -131,7 +131,7 @@ describe('training jobs', () => {
   it('checks the training request before storing anything', async () => {
     const cases: [object, string, string][] = [
       [{ ...request, model: 'gpt' }, "model must be one of svc-small (got 'gpt')", 'model'],
-      [{ ...request, task_type: 'multi' }, `task_type must be 'binary-classification' (got "multi")`, 'task_type'],
+      [{ ...request, task_type: 'multi' }, `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "multi")`, 'task_type'],
       [{ ...request, examples: examples.slice(0, 19) }, 'at least 20 examples are required (got 19)', 'examples'],
       [{ ...request, examples: examples.map((e) => ({ ...e, label: true })) }, 'examples need at least one true and one false label', 'examples'],
       [{ ...request, examples: examples.map((e, i) => (i === 3 ? { ...e, text: '' } : e)) }, 'examples[3].text must not be empty', 'examples[3].text'],
