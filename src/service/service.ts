@@ -8,7 +8,11 @@ import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimit
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
-import type { ModelRuntime } from './runtime.js';
+import type { ModelRuntime, RuntimePrediction } from './runtime.js';
+import { storedExamples, storedLabels, storedLabelText } from './examples.js';
+import { readManifest } from '../model/directory.js';
+import type { TrainingMetrics } from '../model/manifest.js';
+import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
 import { validateTrainRequest } from '../train/request.js';
 import { parseRequest } from '../parse.js';
 import {
@@ -48,6 +52,8 @@ export interface SvcServiceOptions {
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const kModelIdPattern = /^[a-z0-9-]+-[0-9a-f]{12}$/;
 const kBearer = /^Bearer\s+(\S+)\s*$/i;
+/** Trained models whose metrics are kept in memory (a few hundred bytes each). */
+const kCachedMetrics = 4096;
 
 const notFound = (id: string) =>
   new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param: 'model' });
@@ -72,6 +78,8 @@ export class SvcService {
   readonly proxyModels: readonly string[];
   readonly #jobs: JobRunner;
   readonly #retention: RetentionTimer | null;
+  /** Trained models' metrics by `<org>/<model_id>`, oldest first. */
+  readonly #metrics = new Map<string, TrainingMetrics>();
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
@@ -268,23 +276,24 @@ export class SvcService {
   /** Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with `status: "training"`. */
   async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
     const request = validateTrainRequest(body);
-    if (request.task_type !== 'binary-classification') {
-      throw new SvcError('invalid_request', `task_type '${request.task_type}' cannot be trained yet`, { param: 'task_type' });
-    }
     const now = Date.now();
     const record: ModelRecord = {
       id: newId(`${request.model}-`),
       orgId: principal.orgId,
       baseModel: request.model,
-      taskType: 'binary-classification',
-      labelText: request.examples[0].label_text,
+      taskType: request.task_type,
+      labelText: storedLabelText(request),
       status: 'training',
       error: null,
       createdAt: now,
       updatedAt: now,
     };
-    const examples = request.examples.map(({ text, label, label_text }) => ({ text, label, label_text }));
-    const training = { finetune: request.finetune, num_iterations: request.num_iterations };
+    const examples = storedExamples(request);
+    const training = {
+      finetune: request.finetune,
+      num_iterations: request.num_iterations,
+      ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight, validation: request.validation }),
+    };
     const { maxQueuedJobs } = await this.orgLimits(principal.orgId);
     const { created, queued } = await this.store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
     if (!created) {
@@ -301,7 +310,27 @@ export class SvcService {
   }
 
   async getModel(principal: Principal, modelId: string): Promise<ModelObject> {
-    return toModelObject(await this.#ownModel(principal, modelId));
+    return this.#modelObject(await this.#ownModel(principal, modelId));
+  }
+
+  /** The model object with the trained model's metrics, read from its manifest (once: a trained model's never changes). */
+  async #modelObject(record: ModelRecord): Promise<ModelObject> {
+    const object = toModelObject(record);
+    if (record.status !== 'trained') return object;
+    const key = `${record.orgId}/${record.id}`;
+    let metrics: TrainingMetrics | null | undefined = this.#metrics.get(key);
+    if (metrics === undefined) {
+      // A model directory without a manifest (another runtime's layout) has no metrics to show.
+      metrics = await readManifest(this.runtime.modelDir(record.orgId, record.id)).then(
+        (manifest) => manifest.metrics,
+        () => null,
+      );
+      if (metrics !== null) {
+        this.#metrics.set(key, metrics);
+        if (this.#metrics.size > kCachedMetrics) this.#metrics.delete(this.#metrics.keys().next().value as string);
+      }
+    }
+    return metrics === null ? object : { ...object, metrics: { ...metrics } as Required<ModelObject>['metrics'] };
   }
 
   /**
@@ -322,7 +351,8 @@ export class SvcService {
 
   /** The models that accept requests (trained), then the proxy models when the organization may use the proxy. */
   async listModels(principal: Principal): Promise<ModelList> {
-    const own = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained').map(toModelObject);
+    const trained = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained');
+    const own = await Promise.all(trained.map((record) => this.#modelObject(record)));
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
       : [];
@@ -341,14 +371,27 @@ export class SvcService {
     if (record.status === 'failed') {
       throw new SvcError('conflict', `The model '${record.id}' failed to train: ${record.error}`, { param: 'model' });
     }
-    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs);
-    return { model: record.id, label_text: record.labelText, predictions };
+    if (request.threshold !== undefined && record.taskType !== 'multi-label-classification') {
+      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${record.id} is ${record.taskType}`, {
+        param: 'threshold',
+      });
+    }
+    const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
+    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, threshold);
+    if (record.taskType === 'binary-classification') {
+      return { model: record.id, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
+    }
+    if (record.taskType === 'multi-class-classification') {
+      return { model: record.id, task_type: record.taskType, predictions: predictions as ClassPrediction[] };
+    }
+    return { model: record.id, task_type: record.taskType, predictions: predictions as LabelSetPrediction[] };
   }
 
   /** Removes the model, its job and examples, and its hub copy; a running job is stopped first. */
   async deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
     const record = await this.#ownModel(principal, modelId);
     await this.store.deleteModel(record.id);
+    this.#metrics.delete(`${record.orgId}/${record.id}`);
     await this.#jobs.cancel(record.id);
     await this.runtime.remove(record.orgId, record.id);
     return { id: record.id, object: 'model', deleted: true };
@@ -406,6 +449,8 @@ export function toModelObject(record: ModelRecord): ModelObject {
     task_type: record.taskType,
     context_window: resolveBaseModel(record.baseModel).maxLength,
   };
+  const labels = storedLabels(record.taskType, record.labelText);
+  if (labels !== null) object.labels = labels;
   if (record.status === 'failed') object.error = record.error ?? 'training failed';
   return object;
 }
