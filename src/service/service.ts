@@ -2,16 +2,14 @@ import { readdir } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 
 import { SvcError } from '../errors.js';
-import { resolveBaseModel } from '../model/base-models.js';
 import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
 import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime, RuntimePrediction } from './runtime.js';
-import { storedExamples, storedLabels, storedLabelText } from './examples.js';
-import { readManifest } from '../model/directory.js';
-import type { TrainingMetrics } from '../model/manifest.js';
+import { storedExamples, storedLabelText } from './examples.js';
+import { ModelObjects, toModelObject } from './model-object.js';
 import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
 import { validateTrainRequest } from '../train/request.js';
 import { parseRequest } from '../parse.js';
@@ -52,8 +50,6 @@ export interface SvcServiceOptions {
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const kModelIdPattern = /^[a-z0-9-]+-[0-9a-f]{12}$/;
 const kBearer = /^Bearer\s+(\S+)\s*$/i;
-/** Trained models whose metrics are kept in memory (a few hundred bytes each). */
-const kCachedMetrics = 4096;
 
 const notFound = (id: string) =>
   new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param: 'model' });
@@ -78,14 +74,14 @@ export class SvcService {
   readonly proxyModels: readonly string[];
   readonly #jobs: JobRunner;
   readonly #retention: RetentionTimer | null;
-  /** Trained models' metrics by `<org>/<model_id>`, oldest first. */
-  readonly #metrics = new Map<string, TrainingMetrics>();
+  readonly #models: ModelObjects;
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
+    this.#models = new ModelObjects(options.runtime);
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }
@@ -310,27 +306,7 @@ export class SvcService {
   }
 
   async getModel(principal: Principal, modelId: string): Promise<ModelObject> {
-    return this.#modelObject(await this.#ownModel(principal, modelId));
-  }
-
-  /** The model object with the trained model's metrics, read from its manifest (once: a trained model's never changes). */
-  async #modelObject(record: ModelRecord): Promise<ModelObject> {
-    const object = toModelObject(record);
-    if (record.status !== 'trained') return object;
-    const key = `${record.orgId}/${record.id}`;
-    let metrics: TrainingMetrics | null | undefined = this.#metrics.get(key);
-    if (metrics === undefined) {
-      // A model directory without a manifest (another runtime's layout) has no metrics to show.
-      metrics = await readManifest(this.runtime.modelDir(record.orgId, record.id)).then(
-        (manifest) => manifest.metrics,
-        () => null,
-      );
-      if (metrics !== null) {
-        this.#metrics.set(key, metrics);
-        if (this.#metrics.size > kCachedMetrics) this.#metrics.delete(this.#metrics.keys().next().value as string);
-      }
-    }
-    return metrics === null ? object : { ...object, metrics: { ...metrics } as Required<ModelObject>['metrics'] };
+    return this.#models.object(await this.#ownModel(principal, modelId));
   }
 
   /**
@@ -352,7 +328,7 @@ export class SvcService {
   /** The models that accept requests (trained), then the proxy models when the organization may use the proxy. */
   async listModels(principal: Principal): Promise<ModelList> {
     const trained = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained');
-    const own = await Promise.all(trained.map((record) => this.#modelObject(record)));
+    const own = await Promise.all(trained.map((record) => this.#models.object(record)));
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
       : [];
@@ -391,7 +367,7 @@ export class SvcService {
   async deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
     const record = await this.#ownModel(principal, modelId);
     await this.store.deleteModel(record.id);
-    this.#metrics.delete(`${record.orgId}/${record.id}`);
+    this.#models.forget(record);
     await this.#jobs.cancel(record.id);
     await this.runtime.remove(record.orgId, record.id);
     return { id: record.id, object: 'model', deleted: true };
@@ -429,28 +405,4 @@ export class SvcService {
   }
 }
 
-/**
- * The HTTP contract's model object for a stored model (`created_at` in Unix seconds).
- *
- * @example
- * ```ts
- * toModelObject(await store.getModel('svc-small-1a2b3c4d5e6f'));
- * // { id: 'svc-small-1a2b3c4d5e6f', object: 'model', created_at: 1795327426, status: 'trained',
- * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 256 }
- * ```
- */
-export function toModelObject(record: ModelRecord): ModelObject {
-  const object: ModelObject = {
-    id: record.id,
-    object: 'model',
-    created_at: Math.floor(record.createdAt / 1000),
-    status: record.status,
-    owned_by: record.orgId,
-    task_type: record.taskType,
-    context_window: resolveBaseModel(record.baseModel).maxLength,
-  };
-  const labels = storedLabels(record.taskType, record.labelText);
-  if (labels !== null) object.labels = labels;
-  if (record.status === 'failed') object.error = record.error ?? 'training failed';
-  return object;
-}
+export { toModelObject } from './model-object.js';

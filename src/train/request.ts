@@ -119,20 +119,29 @@ const commonFields = {
     ),
 };
 
-// Fields of the multi-class and multi-label requests.
-function multiFields<T extends z.ZodType>(example: T) {
-  return {
-    class_weight: z
-      .literal('balanced', { error: (issue) => `must be 'balanced' (got ${JSON.stringify(issue.input)})` })
-      .optional()
-      .describe("'balanced' weighs each example by n / (classes x its class's count), as scikit-learn does, for skewed data"),
-    validation: z
-      .array(example, { error: typeError('an array') })
-      .min(1, { error: 'must hold at least one example' })
-      .max(kMaxExamples, { error: `must hold at most ${kMaxExamples} examples` })
-      .optional()
-      .describe('Held-out examples of the same shape: the model reports validation_accuracy and validation_macro_f1 on them'),
-  };
+/** The request object of a multi-class or multi-label task: the shared fields, its examples, class_weight and validation. */
+function multiTaskObject<T extends 'multi-class-classification' | 'multi-label-classification', E extends z.ZodType>(
+  type: T,
+  example: E,
+  examplesDescription: string,
+) {
+  return z
+    .object({
+      ...commonFields,
+      task_type: z.literal(type).describe(`'${type}'`),
+      examples: z.array(example, { error: typeError('an array') }).describe(examplesDescription),
+      class_weight: z
+        .literal('balanced', { error: (issue) => `must be 'balanced' (got ${JSON.stringify(issue.input)})` })
+        .optional()
+        .describe("'balanced' weighs each example by n / (classes x its class's count), as scikit-learn does, for skewed data"),
+      validation: z
+        .array(example, { error: typeError('an array') })
+        .min(1, { error: 'must hold at least one example' })
+        .max(kMaxExamples, { error: `must hold at most ${kMaxExamples} examples` })
+        .optional()
+        .describe('Held-out examples of the same shape: the model reports validation_accuracy and validation_macro_f1 on them'),
+    })
+    .strict();
 }
 
 type Issues = z.core.$RefinementCtx;
@@ -180,13 +189,10 @@ function checkValidationLabels(ctx: Issues, known: ReadonlySet<string>, validati
   }
 }
 
-const taskTypeSchema = <T extends TaskType>(type: T) =>
-  z.literal(type).describe(`'${type}'`);
-
 const binaryRequestSchema = z
   .object({
     ...commonFields,
-    task_type: taskTypeSchema('binary-classification'),
+    task_type: z.literal('binary-classification').describe("'binary-classification'"),
     examples: z
       .array(exampleSchema, { error: typeError('an array') })
       .describe(`${kMinExamples} to ${kMaxExamples} examples with both labels and one shared label_text`),
@@ -208,18 +214,11 @@ const binaryRequestSchema = z
   })
   .meta({ id: 'BinaryTrainRequest' });
 
-const multiClassRequestSchema = z
-  .object({
-    ...commonFields,
-    task_type: taskTypeSchema('multi-class-classification'),
-    examples: z
-      .array(classExampleSchema, { error: typeError('an array') })
-      .describe(
-        `${kMinClasses} to ${kMaxClasses} classes, at least ${kMinExamplesPerClass} examples each, at most ${kMaxExamples} examples`,
-      ),
-    ...multiFields(classExampleSchema),
-  })
-  .strict()
+const multiClassRequestSchema = multiTaskObject(
+  'multi-class-classification',
+  classExampleSchema,
+  `${kMinClasses} to ${kMaxClasses} classes, at least ${kMinExamplesPerClass} examples each, at most ${kMaxExamples} examples`,
+)
   .superRefine((request, ctx) => {
     const { examples } = request;
     if (!checkCounts(ctx, examples, kMinClasses * kMinExamplesPerClass)) return;
@@ -237,16 +236,11 @@ const multiClassRequestSchema = z
   })
   .meta({ id: 'MultiClassTrainRequest' });
 
-const multiLabelRequestSchema = z
-  .object({
-    ...commonFields,
-    task_type: taskTypeSchema('multi-label-classification'),
-    examples: z
-      .array(labelSetExampleSchema, { error: typeError('an array') })
-      .describe(`${kMinExamples} to ${kMaxExamples} examples naming ${kMinClasses} to ${kMaxClasses} distinct labels overall`),
-    ...multiFields(labelSetExampleSchema),
-  })
-  .strict()
+const multiLabelRequestSchema = multiTaskObject(
+  'multi-label-classification',
+  labelSetExampleSchema,
+  `${kMinExamples} to ${kMaxExamples} examples naming ${kMinClasses} to ${kMaxClasses} distinct labels overall`,
+)
   .superRefine((request, ctx) => {
     const { examples } = request;
     if (!checkCounts(ctx, examples, kMinExamples)) return;
