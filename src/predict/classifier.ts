@@ -131,7 +131,10 @@ function toLabelPrediction(
 }
 
 /**
- * A trained binary text classifier. Get one from `train()` or `Classifier.load()`.
+ * A trained text classifier. Get one from `train()` or `Classifier.load()`. `T` is its task type:
+ * a binary model predicts `{ label: boolean, probability }`, a multi-class one `{ label, probability,
+ * scores }`, a multi-label one `{ labels, scores }` (see {@link PredictionOf}). `Classifier.load<T>()`
+ * takes the task type the caller expects; `taskType` tells it at run time.
  *
  * @example
  * ```ts
@@ -143,6 +146,10 @@ function toLabelPrediction(
  * await classifier.predict(['Loved it', 'Two hours I will never get back']);
  * // [{ label: true, probability: 0.5833572149276733, truncated: false },
  * //  { label: false, probability: 0.30579420924186707, truncated: false }]
+ *
+ * const tagger = await Classifier.load<'multi-label-classification'>('./tags'); // labels film, food, positive
+ * await tagger.predict('A wonderful, moving film.', { threshold: { positive: 0.3 } });
+ * // { labels: ['positive'], scores: { film: 0.459…, food: 0.264…, positive: 0.376… }, truncated: false }
  * ```
  */
 export class Classifier<T extends TaskType = 'binary-classification'> {

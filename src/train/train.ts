@@ -1,6 +1,6 @@
-// The training job: validate, fine-tune the encoder (or embed with the frozen one) in the pool,
-// fit the head in the pool, and optionally publish the model directory to a hub. The main thread
-// only awaits.
+// The training job, for every task type: validate, fine-tune the encoder (or embed with the frozen
+// one) in the pool, fit and measure the head in the pool, and optionally publish the model
+// directory to a hub. The main thread only awaits.
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
@@ -136,6 +136,12 @@ async function embedAll(
  * pool size. The request is validated at run time too (it often comes from JSON): a bad one
  * rejects with `SvcError('invalid_request')` naming the field.
  *
+ * `multi-class-classification` pairs examples of the same class against other classes and fits a
+ * softmax head by L-BFGS; `multi-label-classification` pairs examples by shared labels and fits a
+ * logistic regression per label (see docs/multiclass.md). Every model gets cross-validated
+ * metrics (`cv_accuracy`, `cv_macro_f1`), and validation metrics when the request sends a
+ * `validation` set.
+ *
  * @example
  * ```ts
  * import { train } from 'svc-classify';
@@ -152,6 +158,12 @@ async function embedAll(
  * // fit 1 1
  * classifier.metrics; // { train_accuracy: 1, train_seconds: 11.4 } (2 cores)
  * await classifier.predict('A wonderful, moving film.'); // { label: true, probability: 0.663558840751648 }
+ *
+ * // 8 UCI sentences from each of amazon, imdb and yelp: { text, label: 'amazon' }
+ * const sites = await train({ model: 'svc-small', task_type: 'multi-class-classification', examples: sentences, finetune: false });
+ * sites.metrics; // { train_accuracy: 1, train_seconds: 2.166, cv_accuracy: 0.7916666666666666, cv_macro_f1: 0.7936274509803921, cv_folds: 5 }
+ * await sites.predict('The battery died after a week.');
+ * // { label: 'amazon', probability: 0.43939000368118286, scores: { amazon: 0.439…, imdb: 0.282…, yelp: 0.278… }, truncated: false }
  * ```
  */
 export async function train(request: BinaryTrainRequest, options?: TrainOptions): Promise<Classifier<'binary-classification'>>;
