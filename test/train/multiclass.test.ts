@@ -157,7 +157,11 @@ describe('multi-class classifiers', () => {
 
 describe('multi-label classifiers', () => {
   it('fit a logistic regression per label and predict the labels over their thresholds', async () => {
-    const classifier = await train(labelRequest);
+    // Held out: two IMDB and two Yelp sentences the examples do not have.
+    const validation = [...labelled('imdb', 9).slice(0, 2), ...labelled('yelp', 9).slice(0, 2)].filter(
+      (row) => !labelSetExamples.some((example) => example.text === row.text),
+    );
+    const classifier = await train({ ...labelRequest, validation });
     expect(classifier.taskType).toBe('multi-label-classification');
     expect(classifier.labels).toEqual(['film', 'positive']);
     expect(classifier.manifest.training).toMatchObject({
@@ -206,6 +210,9 @@ describe('multi-label classifiers', () => {
     const exact = train1.filter((p, i) => p.labels.join() === labelSetExamples[i].labels.join()).length;
     expect(classifier.metrics.train_accuracy).toBe(exact / 24);
     expect(classifier.metrics.cv_folds).toBe(5);
+    const held = await classifier.predict(validation.map((row) => row.text));
+    const heldExact = held.filter((p, i) => p.labels.join() === validation[i].labels.join()).length;
+    expect([classifier.metrics.validation_accuracy, classifier.metrics.validation_examples]).toEqual([heldExact / validation.length, validation.length]);
 
     const dir = await mkdtemp(join(tmpdir(), 'svc-multilabel-'));
     try {
