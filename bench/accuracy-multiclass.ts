@@ -9,9 +9,13 @@ import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
 import { intOption } from './_common.js';
-import { drawClasses } from '../fixtures/draw.js';
-import type { ClassText } from '../fixtures/draw.js';
-import { spamAssassinClasses, uciSentences, uciTasks } from '../fixtures/corpora.js';
+import { splitClasses } from '../fixtures/draw.js';
+import { emailClasses, uciSites } from '../fixtures/corpora.js';
+
+interface ClassText {
+  text: string;
+  label: string;
+}
 
 const kPerClass = 8;
 const kDefaultSeeds = 5;
@@ -21,8 +25,8 @@ const kMethods = [
 ] as const;
 
 const kTasks: Readonly<Record<string, () => ClassText[]>> = {
-  'uci-site': () => uciTasks.flatMap((task) => uciSentences(task).map((row) => ({ text: row.text, label: task as string }))),
-  'spamassassin': () => spamAssassinClasses(),
+  'uci-site': () => uciSites(),
+  spamassassin: () => emailClasses(250, 2000),
 };
 
 interface Run {
@@ -32,7 +36,7 @@ interface Run {
 }
 
 async function evaluate(rows: ClassText[], finetune: boolean, seed: number): Promise<Run> {
-  const { trainSet, testSet } = drawClasses(rows, seed, kPerClass);
+  const { trainSet, testSet } = splitClasses(rows, seed, kPerClass);
   const started = performance.now();
   const classifier = await train({ model: 'svc-small', task_type: 'multi-class-classification', examples: trainSet, finetune }, { seed });
   const seconds = (performance.now() - started) / 1000;

@@ -7,15 +7,15 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences, uciTasks } from '../../fixtures/corpora.js';
-import { drawClasses } from '../../fixtures/draw.js';
+import { uciSites } from '../../fixtures/corpora.js';
+import { splitClasses } from '../../fixtures/draw.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { httpCall } from '../_support/http.js';
 
-const sites = uciTasks.flatMap((task) => uciSentences(task).map((row) => ({ text: row.text, label: task as string })));
-const { trainSet, testSet } = drawClasses(sites, 1, 8);
+const sites = uciSites().map((row) => ({ text: row.text, label: row.label as string }));
+const { trainSet, testSet } = splitClasses(sites, 1, 8);
 const heldOut = [0, 500, 1000, 1500, 2000, 2500].map((i) => testSet[i]);
 // Multi-label: 'film' for IMDB sentences, 'food' for Yelp ones; an Amazon sentence has neither.
 const tags: Record<string, string[]> = { imdb: ['film'], yelp: ['food'], amazon: [] };

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { env, pipeline } from '@huggingface/transformers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences, uciTasks } from '../../fixtures/corpora.js';
-import { drawClasses } from '../../fixtures/draw.js';
+import { uciSites } from '../../fixtures/corpora.js';
+import { splitClasses } from '../../fixtures/draw.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { closePool } from '../../src/pool/pool.js';
 import type { TrainRequest } from '../../src/train/request.js';
@@ -26,8 +26,8 @@ afterAll(async () => {
 
 // Which site a UCI sentence came from, 8 of each; multi-label: the same sentences tagged with
 // 'film' (IMDB) and 'review-site' (Yelp), so an Amazon sentence has no label.
-const sites = uciTasks.flatMap((task) => uciSentences(task).map((row) => ({ text: row.text, label: task as string })));
-const { trainSet, testSet } = drawClasses(sites, 3, 8);
+const sites = uciSites().map((row) => ({ text: row.text, label: row.label as string }));
+const { trainSet, testSet } = splitClasses(sites, 3, 8);
 const tags: Record<string, string[]> = { imdb: ['film'], yelp: ['review-site'], amazon: [] };
 const texts = Array.from({ length: 60 }, (_, i) => testSet[i * 45].text);
 
