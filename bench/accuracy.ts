@@ -19,7 +19,7 @@ import type { LabelledText, UciTask } from '../fixtures/corpora.js';
 interface Method {
   name: string;
   /** Extra fields of the train request (e.g. `finetune: true`). */
-  request: Record<string, unknown>;
+  request: { finetune?: boolean };
   options: TrainOptions;
 }
 
@@ -54,7 +54,7 @@ async function evaluate(method: Method, rows: LabelledText[], seed: number): Pro
       task_type: 'binary-classification',
       examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: kLabelText })),
       ...method.request,
-    } as TrainRequest,
+    },
     method.options,
   );
   const seconds = (performance.now() - started) / 1000;

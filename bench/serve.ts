@@ -17,6 +17,7 @@ import { uciSentences } from '../fixtures/corpora.js';
 import { split } from '../fixtures/draw.js';
 import { exited, kRepoRoot, kSvcArgs, serve, startNode } from '../fixtures/serve-process.js';
 import { readModelDir } from '../src/model/directory.js';
+import type { LogisticHead } from '../src/model/directory.js';
 import { writeTransformersJsModelDir } from '../src/model/onnx/index.js';
 import { cpuInfo } from '../src/native/index.js';
 import { intOption } from './_common.js';
@@ -139,7 +140,7 @@ export async function run(args: string[]): Promise<void> {
         baseModel: 'svc-small',
         task: 'text-classification',
         labelText: 'positive review',
-        head: { weights: Float32Array.from(head.weights), bias: head.bias },
+        head: { weights: Float32Array.from(head.weights), bias: (head as LogisticHead).bias },
         precision: 'int8',
       });
     }

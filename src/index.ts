@@ -20,10 +20,24 @@ export {
   kDefaultNumIterations,
   kMaxNumIterations,
   kDefaultMaxPairs,
+  kTaskTypes,
+  kMinClasses,
+  kMaxClasses,
+  kMinExamplesPerClass,
+  labelNames,
 } from './train/request.js';
-export type { TrainRequest, TrainExample, TaskType } from './train/request.js';
-export { Classifier } from './predict/classifier.js';
-export type { Prediction, PredictOptions, LoadOptions } from './predict/classifier.js';
+export type {
+  TrainRequest,
+  TrainExample,
+  TaskType,
+  BinaryTrainRequest,
+  MultiClassTrainRequest,
+  MultiLabelTrainRequest,
+  ClassExample,
+  LabelSetExample,
+} from './train/request.js';
+export { Classifier, kDefaultThreshold } from './predict/classifier.js';
+export type { Prediction, ClassPrediction, LabelSetPrediction, PredictionOf, PredictOptions, LoadOptions } from './predict/classifier.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';
 export type { Hub, HubId } from './model/hub.js';
 export { kManifestFormatVersion } from './model/manifest.js';

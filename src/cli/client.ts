@@ -5,7 +5,9 @@ import { parseArgs } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
-import type { ModelObject, PredictResponse, ProgressObject } from '../server/schemas.js';
+import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../server/schemas.js';
+import { kTaskTypes } from '../train/request.js';
+import type { TaskType } from '../train/request.js';
 import { readExamplesFile } from './examples-file.js';
 import { fetchService } from './fetch-error.js';
 
@@ -65,12 +67,14 @@ function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
 }
 
 const kTrainUsage =
-  'usage: svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--frozen] [--num-iterations N] [--wait]';
+  'usage: svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen] [--num-iterations N] [--wait]';
 
 /**
- * `svc train --examples file.jsonl|csv --label-text "..." [--model svc-small] [--frozen]
- * [--num-iterations N] [--wait]`: prints the model object. `--frozen` skips fine-tuning the
- * encoder; `--num-iterations` sets its pair rounds per example (default 20).
+ * `svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced]
+ * [--model svc-small] [--frozen] [--num-iterations N] [--wait]`: prints the model object.
+ * `--task-type` is binary-classification (default), multi-class-classification or
+ * multi-label-classification; `--balanced` sends class_weight 'balanced' (not for binary);
+ * `--frozen` skips fine-tuning the encoder; `--num-iterations` sets its pair rounds per example (default 20).
  */
 export async function trainCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -82,20 +86,29 @@ export async function trainCommand(args: string[]): Promise<number> {
       model: { type: 'string', default: 'svc-small' },
       frozen: { type: 'boolean', default: false },
       'num-iterations': { type: 'string' },
+      'task-type': { type: 'string', default: 'binary-classification' },
+      balanced: { type: 'boolean', default: false },
       wait: { type: 'boolean', default: false },
     },
   });
   const iterations = values['num-iterations'];
-  if (values.examples === undefined || (iterations !== undefined && !/^\d+$/.test(iterations))) {
+  const taskType = values['task-type'] as TaskType;
+  if (
+    values.examples === undefined ||
+    (iterations !== undefined && !/^\d+$/.test(iterations)) ||
+    !kTaskTypes.includes(taskType) ||
+    (values.balanced && taskType === 'binary-classification')
+  ) {
     console.error(kTrainUsage);
     return 2;
   }
   const conn = connection(values);
-  const examples = await readExamplesFile(values.examples, values['label-text']);
+  const examples = await readExamplesFile(values.examples, values['label-text'], taskType);
   let model = await call<ModelObject>(conn, 'POST', '/v2/train', {
     model: values.model,
-    task_type: 'binary-classification',
+    task_type: taskType,
     examples,
+    ...(values.balanced ? { class_weight: 'balanced' } : {}),
     ...(values.frozen ? { finetune: false } : {}),
     ...(iterations === undefined ? {} : { num_iterations: Number(iterations) }),
   });
@@ -127,6 +140,23 @@ export async function predictCommand(args: string[]): Promise<number> {
   }
   const result = await call<PredictResponse>(connection(values), 'POST', '/v2/predict', { model: values.model, inputs: positionals });
   console.log(JSON.stringify(result, null, 2));
+  return 0;
+}
+
+/**
+ * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
+ * labels and metrics (cross-validated accuracy and macro-F1, validation figures when sent).
+ */
+export async function modelsCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { ...kConnection }, allowPositionals: true });
+  const [action, id] = positionals;
+  if (!((action === 'list' && positionals.length === 1) || (action === 'show' && id !== undefined && positionals.length === 2))) {
+    console.error('usage: svc models list | svc models show <id>');
+    return 2;
+  }
+  const conn = connection(values);
+  const answer = action === 'list' ? await call<ModelList>(conn, 'GET', '/v2/models') : await call<ModelObject>(conn, 'GET', `/v2/models/${encodeURIComponent(id)}`);
+  console.log(JSON.stringify(answer, null, 2));
   return 0;
 }
 

@@ -6,15 +6,19 @@ import { extname } from 'node:path';
 import { CsvError, parse } from 'csv-parse/sync';
 
 import { SvcError } from '../errors.js';
-import type { TrainExample } from '../train/request.js';
+import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../train/request.js';
 
 /** One example as the file wrote it, with where it came from (`file:line` or `file: examples[3]`). */
 interface RawExample {
   text: unknown;
   label: unknown;
   label_text?: unknown;
+  labels?: unknown;
   where: string;
 }
+
+/** Separates a CSV cell's labels (multi-label): `film|positive`; an empty cell is no label. */
+export const kCsvLabelSeparator = '|';
 
 const kDelimiters = [',', ';', '\t'] as const;
 const kDelimiterNames: Readonly<Record<string, string>> = { ',': 'comma', ';': 'semicolon', '\t': 'tab' };
@@ -38,18 +42,18 @@ function headerNames(headerLine: string, delimiter: string): string[] {
 }
 
 /**
- * The delimiter that makes the header name both `text` and `label`: comma, semicolon (what
- * spreadsheets write where the comma is the decimal mark) or tab. `.tsv` files are tab-separated.
+ * The delimiter that makes the header name both `text` and `label` (or `labels`): comma, semicolon
+ * (what spreadsheets write where the comma is the decimal mark) or tab. `.tsv` files are tab-separated.
  */
 export function detectDelimiter(source: string, path: string): string {
   if (extname(path).toLowerCase() === '.tsv') return '\t';
   const headerLine = source.replace(/^\uFEFF/, '').split(/\r?\n|\r/, 1)[0];
   const found = kDelimiters.find((d) => {
     const names = headerNames(headerLine, d);
-    return names.includes('text') && names.includes('label');
+    return names.includes('text') && (names.includes('label') || names.includes('labels'));
   });
   if (found === undefined) {
-    throw invalid(`${path}:1: the header must name the columns 'text' and 'label', separated by commas, semicolons or tabs`);
+    throw invalid(`${path}:1: the header must name the columns 'text' and 'label' (or 'labels'), separated by commas, semicolons or tabs`);
   }
   return found;
 }
@@ -108,14 +112,20 @@ function fromCsv(source: string, path: string): RawExample[] {
   const [header, ...body] = parseCsv(source, detectDelimiter(source, path), path);
   if (header === undefined) return [];
   const column = (name: string) => header.fields.findIndex((h) => h.trim().toLowerCase() === name);
-  const [text, label, labelText] = [column('text'), column('label'), column('label_text')];
-  if (text < 0 || label < 0) throw invalid(`${path}:1: the header must name the columns 'text' and 'label'`);
+  const [text, label, labelText, labels] = [column('text'), column('label'), column('label_text'), column('labels')];
+  if (text < 0 || (label < 0 && labels < 0)) throw invalid(`${path}:1: the header must name the columns 'text' and 'label' (or 'labels')`);
   return body.map(({ fields, line }) => ({
     text: fields[text],
-    label: fields[label],
+    label: label >= 0 ? fields[label] : undefined,
     label_text: labelText >= 0 ? fields[labelText] : undefined,
+    labels: labels >= 0 ? splitLabels(fields[labels]) : undefined,
     where: `${path}:${line}`,
   }));
+}
+
+function splitLabels(cell: string | undefined): string[] | undefined {
+  if (cell === undefined) return undefined;
+  return cell.split(kCsvLabelSeparator).map((label) => label.trim()).filter((label) => label.length > 0);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -136,7 +146,7 @@ function fromJsonDocument(source: string, path: string): RawExample[] | undefine
   const at = (i: number) => `${path}: examples[${i}]`;
   return examples.map((example: unknown, i) => {
     if (!isObject(example)) throw invalid(`${at(i)}: must be an object { "text", "label" }`);
-    return { text: example.text, label: example.label, label_text: example.label_text, where: at(i) };
+    return { text: example.text, label: example.label, label_text: example.label_text, labels: example.labels, where: at(i) };
   });
 }
 
@@ -156,25 +166,52 @@ function fromJsonLines(source: string, path: string): RawExample[] {
           'a JSON array or {"examples": [...]}, or CSV with text and label columns',
       );
     }
-    rows.push({ text: value.text, label: value.label, label_text: value.label_text, where: `${path}:${i + 1}` });
+    rows.push({ text: value.text, label: value.label, label_text: value.label_text, labels: value.labels, where: `${path}:${i + 1}` });
   });
   return rows;
 }
 
+/** The examples a file holds for each task type. */
+export type ExamplesOf<T extends TaskType> = T extends 'binary-classification'
+  ? TrainExample[]
+  : T extends 'multi-class-classification'
+    ? ClassExample[]
+    : LabelSetExample[];
+
 /**
  * Reads training examples from a file: CSV (`.csv`, `.tsv`, or any file not starting with `{` or
  * `[`) with a header naming `text` and `label` columns, else JSON: one `{ "text", "label" }` object per line, an array of them, or a
- * train body `{ "examples": [...] }`. `label_text` comes from `labelText`, else from each example.
+ * train body `{ "examples": [...] }`. Binary: `label` is true/false and `label_text` comes from
+ * `labelText`, else from each example. Multi-class: `label` is the class name. Multi-label: a
+ * `labels` column, an array of names in JSON, names separated by `|` in CSV (an empty cell: none).
  */
-export async function readExamplesFile(path: string, labelText: string | undefined): Promise<TrainExample[]> {
+export async function readExamplesFile<T extends TaskType = 'binary-classification'>(
+  path: string,
+  labelText: string | undefined,
+  taskType: T = 'binary-classification' as T,
+): Promise<ExamplesOf<T>> {
   const source = await readFile(path, 'utf8');
   // By name, else by content: JSON starts with '{' or '['; anything else is read as CSV.
   const csv = ['.csv', '.tsv'].includes(extname(path).toLowerCase()) || !/^\uFEFF?\s*[[{]/.test(source);
   const rows = csv ? fromCsv(source, path) : (fromJsonDocument(source, path) ?? fromJsonLines(source, path));
-  return rows.map(({ text, label, label_text, where }) => {
+  if (taskType !== 'binary-classification' && labelText !== undefined) {
+    throw invalid(`--label-text is for binary classifiers; ${taskType} examples name their ${taskType === 'multi-class-classification' ? 'class' : 'labels'}`);
+  }
+  const examples = rows.map(({ text, label, label_text, labels, where }) => {
     if (typeof text !== 'string') throw invalid(`${where}: text must be a string`);
+    if (taskType === 'multi-class-classification') {
+      if (typeof label !== 'string' && typeof label !== 'number') throw invalid(`${where}: label must name the class`);
+      return { text, label: String(label).trim() };
+    }
+    if (taskType === 'multi-label-classification') {
+      if (!Array.isArray(labels) || !labels.every((name) => typeof name === 'string')) {
+        throw invalid(`${where}: labels must be a list of label names (in CSV: separated by '${kCsvLabelSeparator}')`);
+      }
+      return { text, labels };
+    }
     const shared = labelText ?? (typeof label_text === 'string' ? label_text : undefined);
     if (shared === undefined) throw invalid(`${where}: no label_text; pass --label-text "..."`);
     return { text, label: parseLabel(label, where), label_text: shared };
   });
+  return examples as ExamplesOf<T>;
 }

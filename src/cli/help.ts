@@ -33,7 +33,7 @@ const kHelpOption: [string, string] = ['-h, --help', 'show this help'];
 const kGroups: readonly { title: string; commands: readonly string[] }[] = [
   { title: 'service', commands: ['serve'] },
   { title: 'operator (work on the data directory or the database, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'] },
-  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'pull'] },
+  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'models', 'pull'] },
   { title: 'other', commands: ['info', 'help'] },
 ];
 
@@ -130,10 +130,14 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   },
   train: {
     summary: 'train a classifier from an examples file',
-    usage: ['train --examples <file> [--label-text "..."] [--model svc-small] [--frozen] [--num-iterations <n>] [--wait]'],
+    usage: [
+      'train --examples <file> [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen] [--num-iterations <n>] [--wait]',
+    ],
     options: [
       ['--examples <file>', 'the labelled examples (formats below)'],
-      ['--label-text "..."', 'what label true means, e.g. "positive review" (else each row\'s label_text)'],
+      ['--label-text "..."', 'binary: what label true means, e.g. "positive review" (else each row\'s label_text)'],
+      ['--task-type <type>', 'binary-classification (default), multi-class-classification or multi-label-classification'],
+      ['--balanced', "multi-class and multi-label: class_weight 'balanced', for skewed examples"],
       ['--model <name>', 'the base model (default svc-small)'],
       ['--frozen', 'fit the head on the frozen encoder only; no fine-tuning'],
       ['--num-iterations <n>', 'fine-tuning pair rounds per example (default 20)'],
@@ -145,19 +149,35 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'svc train --examples examples/train.jsonl --label-text "positive review" --wait',
       'svc train --examples reviews.csv --label-text spam --frozen',
       'svc train --examples train.json --wait        # the JSON body POST /v2/train takes',
+      'svc train --examples tickets.csv --task-type multi-class-classification --frozen --wait',
+      'svc train --examples tags.jsonl --task-type multi-label-classification --wait',
     ],
     notes:
       'Examples files: JSONL, one {"text": "...", "label": true} per line; CSV or TSV with a header\n' +
       'naming the text and label columns (and optionally label_text), delimited by comma, semicolon\n' +
       'or tab (detected from the header); a JSON array of examples; or a /v2/train body\n' +
-      '{"examples": [...]}. Labels are true/false, 1/0 or yes/no. Prints the model object.',
+      '{"examples": [...]}. Labels are true/false, 1/0 or yes/no. Multi-class: label names the class\n' +
+      '(at least 8 examples each). Multi-label: a labels column, a JSON array per example, or in CSV\n' +
+      'names separated by | (an empty cell: no label). Prints the model object.',
+  },
+  models: {
+    summary: "list the trained models, or show one with its labels and metrics",
+    usage: ['models list', 'models show <id>'],
+    options: [...kConnectionOptions, kHelpOption],
+    examples: ['svc models list', 'svc models show svc-small-5b8257b3efa7'],
+    notes:
+      'Prints the model objects. A trained model has metrics: train_accuracy, cv_accuracy and cv_macro_f1\n' +
+      '(stratified k-fold cross-validation of the head on the training examples, cv_folds folds), and\n' +
+      'validation_accuracy and validation_macro_f1 when the train request sent a validation set.',
   },
   predict: {
     summary: 'classify texts with a trained model',
     usage: ['predict --model <id> "text" ...'],
     options: [['--model <id>', 'the model id `svc train` printed'], ...kConnectionOptions, kHelpOption],
     examples: ['svc predict --model svc-small-5b8257b3efa7 "A moving story." "Two hours I will never get back."'],
-    notes: 'Prints {model, label_text, predictions: [{label, probability}]}. Texts starting with - go after --.',
+    notes:
+      'Prints {model, label_text, predictions: [{label, probability}]} (multi-class: label, probability and\n' +
+      'scores by class; multi-label: labels and scores). Texts starting with - go after --.',
   },
   pull: {
     summary: 'download a model directory from the service\'s hub',

@@ -15,6 +15,26 @@ export interface LogisticHead {
   readonly bias: number;
 }
 
+/**
+ * A head with a row per label: `softmax` gives P(class k | text) = softmax(W e + b)_k (multi-class);
+ * `one-vs-rest`, P(label k | text) = sigmoid(w_k . e + b_k), each label on its own (multi-label).
+ */
+export interface MultiHead {
+  readonly kind: 'softmax' | 'one-vs-rest';
+  /** Labels x dim, row-major, float64 as fitted. */
+  readonly weights: Float64Array;
+  readonly biases: Float64Array;
+}
+
+/** A binary model's head, or a multi-class or multi-label model's. */
+export type Head = LogisticHead | MultiHead;
+
+/** Whether `head` has a row per label (multi-class, multi-label). */
+export function isMultiHead(head: Head): head is MultiHead {
+  return 'kind' in head;
+}
+
+/** head.json of a binary model (format 1). */
 interface HeadFile {
   kind: 'logistic-regression';
   dim: number;
@@ -22,10 +42,20 @@ interface HeadFile {
   bias: number;
 }
 
+/** head.json of a multi-class or multi-label model: a row per label, in the manifest's `labels` order. */
+interface MultiHeadFile {
+  kind: 'softmax-regression' | 'one-vs-rest-logistic-regression';
+  dim: number;
+  weights: number[][];
+  biases: number[];
+}
+
+const kMultiHeadKinds = Object.freeze({ 'softmax-regression': 'softmax', 'one-vs-rest-logistic-regression': 'one-vs-rest' } as const);
+
 /** What {@link readModelDir} finds in a model directory. */
 export interface ModelFiles {
   manifest: Manifest;
-  head: LogisticHead;
+  head: Head;
   /** A fine-tuned model's encoder weights (absolute path); null when it uses the frozen base encoder. */
   encoderFile: string | null;
 }
@@ -54,8 +84,35 @@ async function readJson(file: string, what: string): Promise<unknown> {
   }
 }
 
-/** Parses head.json; every number must be finite, and there must be `dim` weights. */
-export function parseHead(raw: unknown, file: string): LogisticHead {
+const finite = (values: unknown): values is number[] =>
+  Array.isArray(values) && values.every((w) => typeof w === 'number' && Number.isFinite(w));
+
+/** Parses a multi-class or multi-label head.json: `labels` rows of `dim` finite numbers, a finite bias each. */
+function parseMultiHead(raw: Partial<MultiHeadFile>, file: string, labels: number): MultiHead {
+  const kind = kMultiHeadKinds[raw.kind as MultiHeadFile['kind']];
+  const dim = raw.dim as number;
+  const ok =
+    kind !== undefined &&
+    Number.isInteger(dim) &&
+    dim > 0 &&
+    Array.isArray(raw.weights) &&
+    raw.weights.length === labels &&
+    raw.weights.every((row) => finite(row) && row.length === dim) &&
+    finite(raw.biases) &&
+    raw.biases.length === labels;
+  if (!ok) throw new SvcError('invalid_request', `${file} is not a head of ${labels} labels`);
+  return Object.freeze({ kind, weights: Float64Array.from((raw.weights as number[][]).flat()), biases: Float64Array.from(raw.biases as number[]) });
+}
+
+/**
+ * Parses head.json; every number must be finite, and there must be `dim` weights (a row of them
+ * per label when `labels` is given: multi-class and multi-label models).
+ */
+export function parseHead(raw: unknown, file: string, labels?: number): Head {
+  if (labels !== undefined) {
+    if (raw === null || typeof raw !== 'object') throw new SvcError('invalid_request', `${file} is not a head of ${labels} labels`);
+    return parseMultiHead(raw as Partial<MultiHeadFile>, file, labels);
+  }
   const head = raw as Partial<HeadFile> | null;
   const ok =
     head !== null &&
@@ -71,6 +128,17 @@ export function parseHead(raw: unknown, file: string): LogisticHead {
   return Object.freeze({ weights: Float64Array.from(head.weights as number[]), bias: head.bias as number });
 }
 
+/** Reads and parses a model directory's manifest.json alone. */
+export async function readManifest(dir: string): Promise<Manifest> {
+  const manifestText = await readFile(join(dir, kManifestFile), 'utf8').catch((cause: NodeJS.ErrnoException) => {
+    if (cause.code === 'ENOENT' || cause.code === 'ENOTDIR') {
+      throw new SvcError('not_found', `${dir} is not a svc-classify model directory (no ${kManifestFile})`, { cause });
+    }
+    throw cause;
+  });
+  return parseManifest(manifestText, dir);
+}
+
 /**
  * Reads a model directory's manifest and head, and finds a fine-tuned model's encoder weights
  * (the encoder itself is loaded by the pool's workers, once per weight file).
@@ -84,13 +152,7 @@ export function parseHead(raw: unknown, file: string): LogisticHead {
  */
 export async function readModelDir(dir: string): Promise<ModelFiles> {
   const manifestFile = join(dir, kManifestFile);
-  const manifestText = await readFile(manifestFile, 'utf8').catch((cause: NodeJS.ErrnoException) => {
-    if (cause.code === 'ENOENT' || cause.code === 'ENOTDIR') {
-      throw new SvcError('not_found', `${dir} is not a svc-classify model directory (no ${kManifestFile})`, { cause });
-    }
-    throw cause;
-  });
-  const manifest = parseManifest(manifestText, dir);
+  const manifest = await readManifest(dir);
   // Files are named by the manifest; refuse anything that could leave the directory.
   for (const key of ['head_file', 'encoder_file'] as const) {
     const name = manifest[key];
@@ -99,7 +161,7 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
     }
   }
   const headFile = join(dir, manifest.head_file);
-  const head = parseHead(await readJson(headFile, 'the model head'), headFile);
+  const head = parseHead(await readJson(headFile, 'the model head'), headFile, manifest.labels?.length);
   let encoderFile: string | null = null;
   if (manifest.encoder_file !== undefined) {
     encoderFile = join(dir, manifest.encoder_file);
@@ -111,9 +173,9 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
 }
 
 /** Writes manifest.json and the head into `dir` (created if missing). */
-export async function writeManifestAndHead(dir: string, manifest: Manifest, head: LogisticHead): Promise<void> {
+export async function writeManifestAndHead(dir: string, manifest: Manifest, head: Head): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const headFile: HeadFile = {
+  const headFile: HeadFile | MultiHeadFile = isMultiHead(head) ? multiHeadFile(head) : {
     kind: 'logistic-regression',
     dim: head.weights.length,
     weights: Array.from(head.weights),
@@ -122,4 +184,15 @@ export async function writeManifestAndHead(dir: string, manifest: Manifest, head
   // Doubles print with enough digits to read back bit for bit.
   await writeFileDurably(join(dir, manifest.head_file), `${JSON.stringify(headFile)}\n`);
   await writeFileDurably(join(dir, kManifestFile), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+function multiHeadFile(head: MultiHead): MultiHeadFile {
+  const labels = head.biases.length;
+  const dim = head.weights.length / labels;
+  return {
+    kind: head.kind === 'softmax' ? 'softmax-regression' : 'one-vs-rest-logistic-regression',
+    dim,
+    weights: Array.from({ length: labels }, (_, k) => Array.from(head.weights.subarray(k * dim, (k + 1) * dim))),
+    biases: Array.from(head.biases),
+  };
 }

@@ -1,6 +1,8 @@
 // manifest.json: what a model directory holds, how it was trained, and in which format.
 // Readers accept every format version written so far, upgrading old ones on load.
 import { SvcError } from '../errors.js';
+import { kMaxClasses, kMinClasses, kTaskTypes } from '../train/request.js';
+import type { TaskType } from '../train/request.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
 
 /**
@@ -57,16 +59,28 @@ export interface TrainingSettings {
   method: 'frozen-logistic' | 'setfit';
   /** Present when `method` is `setfit`. */
   finetune?: FinetuneSettings;
+  /**
+   * The head on the embeddings (multi-class and multi-label models; a binary model's is one
+   * logistic regression): `softmax-regression`, one multinomial logistic regression over the classes;
+   * `one-vs-rest-logistic-regression`, a logistic regression per label.
+   */
+  head?: 'softmax-regression' | 'one-vs-rest-logistic-regression';
   /** Inverse L2 regularization strength of the head. */
   C: number;
-  solver: 'newton-cholesky';
-  /** Newton steps the head took to converge. */
+  /** `balanced` when the examples were weighed by n / (classes x their class's count). */
+  class_weight?: 'balanced';
+  /** Newton's method (binary, one-vs-rest) or L-BFGS (softmax). */
+  solver: 'newton-cholesky' | 'lbfgs';
+  /** Steps the head took to converge (one-vs-rest: the most any label took). */
   iterations: number;
   /** Tokens kept per text. */
   max_length: number;
   examples: number;
-  true_examples: number;
-  false_examples: number;
+  /** Binary models. */
+  true_examples?: number;
+  false_examples?: number;
+  /** Multi-class and multi-label models: training examples of each class or carrying each label. */
+  label_examples?: Record<string, number>;
 }
 
 export interface TrainingMetrics {
@@ -83,7 +97,14 @@ export interface TrainingMetrics {
   cv_macro_f1?: number;
   /** Folds of that cross-validation (up to 5, fewer when a class has fewer examples). */
   cv_folds?: number;
+  /** Accuracy on the `validation` examples sent with the request (multi-label: the whole label set right). */
+  validation_accuracy?: number;
+  /** Macro-averaged F1 on them (multi-label: over the labels). */
+  validation_macro_f1?: number;
+  validation_examples?: number;
 }
+
+const kMetricFields = ['cv_accuracy', 'cv_macro_f1', 'cv_folds', 'validation_accuracy', 'validation_macro_f1', 'validation_examples'];
 
 /** The parsed manifest.json of the current format version. */
 export interface Manifest {
@@ -92,9 +113,12 @@ export interface Manifest {
   id: string;
   /** Unix seconds. */
   created_at: number;
-  task_type: 'binary-classification';
+  task_type: TaskType;
   base_model: string;
-  label_text: string;
+  /** Binary models: what `label: true` means. */
+  label_text?: string;
+  /** Multi-class and multi-label models: the class or label names, in the order of the head's rows. */
+  labels?: string[];
   body: BodyKind;
   /** The fine-tuned encoder's weights, relative to the directory (`finetuned` bodies only). */
   encoder_file?: string;
@@ -124,6 +148,8 @@ function field<T>(raw: Record<string, unknown>, dir: string, name: string, check
 
 const isString = (v: unknown) => typeof v === 'string' && v.length > 0;
 const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+const isLabelList = (v: unknown) =>
+  Array.isArray(v) && v.length >= kMinClasses && v.length <= kMaxClasses && v.every(isString) && new Set(v).size === v.length;
 const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The named fields that are present (each a finite number), for fields newer models add. */
@@ -167,8 +193,12 @@ export function parseManifest(text: string, dir: string): Manifest {
 
   const training = field<Record<string, unknown>>(manifest, dir, 'training', isObject);
   const metrics = field<Record<string, unknown>>(manifest, dir, 'metrics', isObject);
-  const taskType = field<string>(manifest, dir, 'task_type', isString);
-  if (taskType !== 'binary-classification') throw invalid(dir, `task_type '${taskType}' is not supported`);
+  const taskType = field<string>(manifest, dir, 'task_type', isString) as TaskType;
+  if (!kTaskTypes.includes(taskType)) throw invalid(dir, `task_type '${taskType}' is not supported`);
+  const names =
+    taskType === 'binary-classification'
+      ? { label_text: field<string>(manifest, dir, 'label_text', isString) }
+      : { labels: field<string[]>(manifest, dir, 'labels', isLabelList) };
   const baseModel = field<string>(manifest, dir, 'base_model', isString);
   if (!isBaseModelName(baseModel)) {
     throw invalid(dir, `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')})`);
@@ -182,9 +212,9 @@ export function parseManifest(text: string, dir: string): Manifest {
     format_version: kManifestFormatVersion,
     id: field(manifest, dir, 'id', isString),
     created_at: field(manifest, dir, 'created_at', isNumber),
-    task_type: 'binary-classification',
+    task_type: taskType,
     base_model: baseModel,
-    label_text: field(manifest, dir, 'label_text', isString),
+    ...names,
     body,
     ...(encoderFile === undefined ? {} : { encoder_file: encoderFile }),
     head_file: field(manifest, dir, 'head_file', isString),
@@ -192,7 +222,7 @@ export function parseManifest(text: string, dir: string): Manifest {
     metrics: {
       train_accuracy: field(metrics, dir, 'train_accuracy', isNumber),
       train_seconds: field(metrics, dir, 'train_seconds', isNumber),
-      ...optionalNumbers(metrics, dir, ['cv_accuracy', 'cv_macro_f1', 'cv_folds']),
+      ...optionalNumbers(metrics, dir, kMetricFields),
     },
     library_version: typeof manifest.library_version === 'string' ? manifest.library_version : 'unknown',
   };

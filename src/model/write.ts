@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 
 import { resolveBaseModel } from './base-models.js';
 import { fsyncTree, renameDurably } from './durable.js';
-import { writeManifestAndHead } from './directory.js';
-import type { LogisticHead } from './directory.js';
+import { isMultiHead, writeManifestAndHead } from './directory.js';
+import type { Head } from './directory.js';
 import type { Manifest } from './manifest.js';
 import { writeTransformersJsModelDir } from './onnx/index.js';
 
@@ -19,7 +19,7 @@ import { writeTransformersJsModelDir } from './onnx/index.js';
 export async function writeModelDir(
   dir: string,
   manifest: Manifest,
-  head: LogisticHead,
+  head: Head,
   encoderFile: string | null = null,
 ): Promise<void> {
   const base = resolveBaseModel(manifest.base_model);
@@ -35,12 +35,17 @@ export async function writeModelDir(
       await renameDurably(temporary, weightsFile);
     }
   }
+  // The ONNX graph computes in float32; our head keeps its float64 coefficients.
   await writeTransformersJsModelDir(dir, {
     baseModel: { ...base, weightsFile },
     task: 'text-classification',
-    labelText: manifest.label_text,
-    // The ONNX graph computes in float32; our head keeps its float64 coefficients.
-    head: { weights: Float32Array.from(head.weights), bias: head.bias },
+    ...(isMultiHead(head)
+      ? {
+          labels: manifest.labels,
+          multiLabel: head.kind === 'one-vs-rest',
+          head: { weights: Float32Array.from(head.weights), biases: Float32Array.from(head.biases) },
+        }
+      : { labelText: manifest.label_text, head: { weights: Float32Array.from(head.weights), bias: head.bias } }),
   });
   // Everything on the disk before the manifest that declares the directory complete.
   await fsyncTree(dir);

@@ -9,7 +9,7 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { kEncoderFile } from '../model/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
-import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs, stepCount } from '../train/pairs.js';
+import { kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount } from '../train/pairs.js';
 import { tokenizerFor } from './embed-texts.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
 
@@ -40,7 +40,7 @@ function train(task: FinetuneTask): FinetuneResult | null {
   const started = performance.now();
   const base = resolveBaseModel(task.baseModel);
   const { ids, lengths, rows } = tokenize(task.baseModel, base.maxLength, task.texts);
-  const pairs = samplePairs(Array.from(task.labels), { iterations: task.iterations, seed: task.seed });
+  const pairs = sampleTargetPairs(task.targets, { iterations: task.iterations, seed: task.seed });
   const steps = stepCount(pairs.a.length);
   const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
     totalSteps: steps,

@@ -2,8 +2,10 @@
 // worker (which runs them) and the main thread (which only builds and awaits them).
 import type { MessagePort } from 'node:worker_threads';
 
+import type { Head } from '../model/directory.js';
 import type { Manifest } from '../model/manifest.js';
 import type { CrossValidation } from '../train/cross-validate.js';
+import type { ExampleTargets } from '../train/pairs.js';
 
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
 export interface EmbedTask {
@@ -13,8 +15,22 @@ export interface EmbedTask {
 }
 
 /**
+ * The heads of a merged batch, packed: head h owns `rows[h]` rows of `weights` (and `biases`) from
+ * row `first[h]` on; `softmax[h]` is 1 when its rows are one softmax (multi-class), 0 when each row
+ * is a sigmoid (binary: one row; multi-label: a row per label).
+ */
+export interface HeadTable {
+  /** Total rows x dim, float64 as fitted. */
+  weights: Float64Array;
+  biases: Float64Array;
+  rows: Int32Array;
+  first: Int32Array;
+  softmax: Uint8Array;
+}
+
+/**
  * Probabilities for a merged batch: `texts` in segments, segment s holds `counts[s]` texts
- * scored by head `heads[s]` (row `heads[s]` of `weights`, with `biases[heads[s]]`).
+ * scored by head `heads[s]` of `table`.
  */
 export interface PredictTask {
   kind: 'predict';
@@ -24,35 +40,58 @@ export interface PredictTask {
   texts: string[];
   counts: Int32Array;
   heads: Int32Array;
-  /** Head count x dim, float64 as fitted. */
-  weights: Float64Array;
-  biases: Float64Array;
+  table: HeadTable;
 }
 
-/** A predict task's answer: P(true) per text, and 1 where the text was cut to the encoder's length. */
+/**
+ * A predict task's answer: per text, its head's rows of probabilities (binary: P(true)), one text
+ * after the other; and 1 where the text was cut to the encoder's length.
+ */
 export interface PredictResult {
   probabilities: Float32Array;
   truncated: Uint8Array;
 }
 
-/** Fits the logistic-regression head on embeddings (n x dim) and labels (0/1). */
+/**
+ * The head a task trains: `logistic` (binary, one row), `softmax` (multi-class, a row per class),
+ * `one-vs-rest` (multi-label, an independent logistic regression per label).
+ */
+export type HeadKind = 'logistic' | 'softmax' | 'one-vs-rest';
+
+/** Fits a head on embeddings (n x dim) and their targets, and measures it. */
 export interface FitTask {
   kind: 'fit';
+  head: HeadKind;
   embeddings: Float32Array;
-  labels: Uint8Array;
+  targets: ExampleTargets;
   dim: number;
   C: number;
+  /** Weigh examples as scikit-learn's class_weight 'balanced' does (per label for one-vs-rest). */
+  balanced: boolean;
+  /** Held-out examples the fitted head is scored on. */
+  validation: { embeddings: Float32Array; targets: ExampleTargets } | null;
+}
+
+/** Accuracy and macro-F1 on a set of examples. */
+export interface Scores {
+  accuracy: number;
+  macroF1: number;
 }
 
 export interface FitResult {
+  /** Rows x dim (binary: one row). */
   weights: Float64Array;
-  bias: number;
+  biases: Float64Array;
+  solver: 'newton-cholesky' | 'lbfgs';
+  /** Solver steps (one-vs-rest: the most any label's fit took). */
   iterations: number;
   gradientNorm: number;
-  /** Share of the training examples the fitted head labels correctly. */
+  /** Share of the training examples the fitted head labels correctly (multi-label: whole label set). */
   trainAccuracy: number;
   /** The same head's k-fold cross-validated quality on the examples. */
   crossValidation: CrossValidation;
+  /** The fitted head on the validation examples, when there were any. */
+  validation: Scores | null;
 }
 
 /** Writes a complete model directory (manifest, head, config, tokenizer, ONNX). */
@@ -62,8 +101,7 @@ export interface SaveTask {
   manifest: Manifest;
   /** A fine-tuned model's encoder weights, copied into the directory; null for a frozen body. */
   encoderFile: string | null;
-  weights: Float64Array;
-  bias: number;
+  head: Head;
 }
 
 /**
@@ -73,8 +111,10 @@ export interface SaveTask {
 export interface FinetuneTask {
   kind: 'finetune';
   baseModel: string;
+  /** The examples' texts, then any more texts to embed with the fine-tuned encoder (validation). */
   texts: string[];
-  labels: Uint8Array;
+  /** The examples' targets: the first `targetCount(targets)` texts are paired. */
+  targets: ExampleTargets;
   /** Pair rounds per example. */
   iterations: number;
   seed: number;
@@ -96,7 +136,7 @@ export interface FinetuneStepMessage {
 
 /** What a finished fine-tuning task returns (a stopped one returns null). */
 export interface FinetuneResult {
-  /** The examples embedded by the fine-tuned encoder as saved (n x dim). */
+  /** Every text embedded by the fine-tuned encoder as saved (texts x dim). */
   embeddings: Float32Array;
   encoderFile: string;
   pairs: number;

@@ -12,15 +12,12 @@ import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
-import { crossValidate, stratifiedFolds, takeRows } from '../train/cross-validate.js';
-import { fitLogisticRegression, sigmoid } from '../train/logistic.js';
+import { fitAndMeasure } from '../train/fit-head.js';
 import { embedTexts } from './embed-texts.js';
 import { finetune } from './finetune.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type {
   EmbedTask,
-  FitResult,
-  FitTask,
   PingResult,
   PoolTask,
   PredictResult,
@@ -128,41 +125,12 @@ function embed(task: EmbedTask): Float32Array {
 function predict(task: PredictTask): PredictResult {
   const encoder = encoderFor(task.baseModel, task.encoderFile);
   const { embeddings, truncated } = embedTexts(task.baseModel, encoder, task.texts);
-  const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.weights, task.biases);
+  const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.table);
   return { probabilities, truncated };
 }
 
-/** 1 where the head gives P(true) >= 0.5 for row `rows[r]` of `x`. */
-function binaryLabels(x: ArrayLike<number>, dim: number, rows: ArrayLike<number>, head: { weights: Float64Array; bias: number }): Uint8Array {
-  return Uint8Array.from({ length: rows.length }, (_, r) => {
-    let z = head.bias;
-    for (let j = 0; j < dim; j++) z += head.weights[j] * x[rows[r] * dim + j];
-    return sigmoid(z) >= 0.5 ? 1 : 0;
-  });
-}
-
-function fit(task: FitTask): FitResult {
-  const { embeddings, labels, dim, C } = task;
-  const result = fitLogisticRegression(embeddings, labels, dim, { C });
-  const all = Int32Array.from({ length: labels.length }, (_, i) => i);
-  const predicted = binaryLabels(embeddings, dim, all, result);
-  const { fold, folds } = stratifiedFolds(labels, 2);
-  const crossValidation = crossValidate(labels, 2, fold, folds, (train, test) => {
-    const head = fitLogisticRegression(takeRows(embeddings, dim, train), Array.from(train, (i) => labels[i]), dim, { C });
-    return binaryLabels(embeddings, dim, test, head);
-  });
-  return {
-    weights: result.weights,
-    bias: result.bias,
-    iterations: result.iterations,
-    gradientNorm: result.gradientNorm,
-    trainAccuracy: predicted.reduce((correct, label, i) => correct + (label === labels[i] ? 1 : 0), 0) / labels.length,
-    crossValidation,
-  };
-}
-
 async function save(task: SaveTask): Promise<void> {
-  await writeModelDir(task.dir, task.manifest, { weights: task.weights, bias: task.bias }, task.encoderFile);
+  await writeModelDir(task.dir, task.manifest, task.head, task.encoderFile);
 }
 
 function ping(): PingResult {
@@ -177,7 +145,7 @@ async function dispatch(task: PoolTask): Promise<unknown> {
       // Two small arrays (5 bytes a text): copied with the object rather than moved one by one.
       return predict(task);
     case 'fit':
-      return fit(task);
+      return fitAndMeasure(task);
     case 'finetune':
       return atTrainingPriority(() => finetune(task));
     case 'save':

@@ -8,9 +8,10 @@
 import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
-import type { LogisticHead } from '../model/directory.js';
+import { isMultiHead } from '../model/directory.js';
+import type { Head } from '../model/directory.js';
 import { freeWorkers, onTaskEnd, runTask } from '../pool/pool.js';
-import type { PredictResult, PredictTask } from '../pool/tasks.js';
+import type { HeadTable, PredictResult, PredictTask } from '../pool/tasks.js';
 import { publishPredictBatch, rateLimited } from '../telemetry.js';
 import * as is from '../is.js';
 
@@ -36,7 +37,7 @@ export function estimateTokens(text: string): number {
 interface Entry {
   texts: string[];
   tokens: number;
-  head: LogisticHead;
+  head: Head;
   resolve(scores: PredictResult): void;
   reject(error: unknown): void;
   signal?: AbortSignal;
@@ -194,15 +195,9 @@ class EncoderQueue {
   }
 
   #send(batch: Entry[]): void {
-    const heads = new Map<LogisticHead, number>();
+    const heads = new Map<Head, number>();
     for (const entry of batch) if (!heads.has(entry.head)) heads.set(entry.head, heads.size);
-    const dim = batch[0].head.weights.length;
-    const weights = new Float64Array(heads.size * dim);
-    const biases = new Float64Array(heads.size);
-    for (const [head, index] of heads) {
-      weights.set(head.weights, index * dim);
-      biases[index] = head.bias;
-    }
+    const table = packHeads([...heads.keys()]);
     const task: PredictTask = {
       kind: 'predict',
       baseModel: this.#baseModel,
@@ -210,8 +205,7 @@ class EncoderQueue {
       texts: batch.flatMap((entry) => entry.texts),
       counts: Int32Array.from(batch, (entry) => entry.texts.length),
       heads: Int32Array.from(batch, (entry) => heads.get(entry.head) ?? 0),
-      weights,
-      biases,
+      table,
     };
     stats.batches++;
     stats.texts += task.texts.length;
@@ -221,10 +215,14 @@ class EncoderQueue {
     runTask<PredictResult>(task).then(
       ({ probabilities, truncated }) => {
         let offset = 0;
+        let at = 0;
         for (const entry of batch) {
           const end = offset + entry.texts.length;
-          settle(entry, () => entry.resolve({ probabilities: probabilities.subarray(offset, end), truncated: truncated.subarray(offset, end) }));
+          const values = entry.texts.length * headRows(entry.head);
+          const part = { probabilities: probabilities.subarray(at, at + values), truncated: truncated.subarray(offset, end) };
+          settle(entry, () => entry.resolve(part));
           offset = end;
+          at += values;
         }
         this.#done();
       },
@@ -240,6 +238,29 @@ class EncoderQueue {
     // Fine-tuned models come and go: drop their queues once empty. (Waiting calls go out on the task-end signal.)
     if (this.#encoderFile !== null && this.idle) queues.delete(this.#encoderFile);
   }
+}
+
+/** Probabilities a head gives per text: 1 for a binary head, one per label otherwise. */
+export function headRows(head: Head): number {
+  return isMultiHead(head) ? head.biases.length : 1;
+}
+
+/** The heads of a batch, packed one after the other for the predict task. */
+function packHeads(heads: readonly Head[]): HeadTable {
+  const rows = Int32Array.from(heads, headRows);
+  const first = new Int32Array(heads.length);
+  for (let h = 1; h < heads.length; h++) first[h] = first[h - 1] + rows[h - 1];
+  const total = first[heads.length - 1] + rows[heads.length - 1];
+  const dim = heads[0].weights.length / rows[0];
+  const weights = new Float64Array(total * dim);
+  const biases = new Float64Array(total);
+  heads.forEach((head, h) => {
+    weights.set(head.weights, first[h] * dim);
+    if (isMultiHead(head)) biases.set(head.biases, first[h]);
+    else biases[first[h]] = head.bias;
+  });
+  const softmax = Uint8Array.from(heads, (head) => (isMultiHead(head) && head.kind === 'softmax' ? 1 : 0));
+  return { weights, biases, rows, first, softmax };
 }
 
 function settle(entry: Entry, action: () => void): void {
@@ -262,12 +283,13 @@ function abortError(): SvcError {
 /**
  * Scores `texts` with `head` on the embeddings of `baseModel`'s encoder (or of a fine-tuned
  * model's own, `encoderFile`), batched with whatever else is being predicted on that encoder.
- * Resolves to P(true) per text, in order, and which texts were cut to the encoder's length.
+ * Resolves to the head's probabilities per text (binary: P(true); see `scoreSegments`), in order,
+ * and which texts were cut to the encoder's length.
  */
 export function scoreTexts(
   baseModel: string,
   encoderFile: string | null,
-  head: LogisticHead,
+  head: Head,
   texts: readonly string[],
   signal?: AbortSignal,
 ): Promise<PredictResult> {
@@ -316,12 +338,17 @@ export function scoreTexts(
   }
   if (parts.length === 1) return parts[0];
   return Promise.all(parts).then((results) => {
-    const out: PredictResult = { probabilities: new Float32Array(texts.length), truncated: new Uint8Array(texts.length) };
+    const out: PredictResult = {
+      probabilities: new Float32Array(texts.length * headRows(head)),
+      truncated: new Uint8Array(texts.length),
+    };
     let offset = 0;
+    let at = 0;
     for (const result of results) {
-      out.probabilities.set(result.probabilities, offset);
+      out.probabilities.set(result.probabilities, at);
       out.truncated.set(result.truncated, offset);
-      offset += result.probabilities.length;
+      offset += result.truncated.length;
+      at += result.probabilities.length;
     }
     return out;
   });
@@ -343,7 +370,7 @@ function enqueue(
   call: Call,
   texts: string[],
   tokens: number,
-  head: LogisticHead,
+  head: Head,
   signal?: AbortSignal,
 ): Promise<PredictResult> {
   stats.requests++;

@@ -3,13 +3,14 @@
 import { resolve as resolvePath } from 'node:path';
 
 import { SvcError } from '../errors.js';
-import { readModelDir } from '../model/directory.js';
-import type { LogisticHead } from '../model/directory.js';
+import { isMultiHead, readModelDir } from '../model/directory.js';
+import type { Head } from '../model/directory.js';
 import { isHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
 import type { Manifest, TrainingMetrics } from '../model/manifest.js';
 import { forgetEncoder, runTask } from '../pool/pool.js';
 import { kMaxTextLength } from '../train/request.js';
+import type { TaskType } from '../train/request.js';
 import { scoreTexts } from './batcher.js';
 import { removeScratchDir, trackScratchDir } from './scratch.js';
 
@@ -24,9 +25,42 @@ export interface Prediction {
   truncated: boolean;
 }
 
+/**
+ * A multi-class prediction: `label` is the most probable class, `probability` its probability,
+ * `scores` every class's (they sum to 1).
+ */
+export interface ClassPrediction {
+  label: string;
+  probability: number;
+  scores: Record<string, number>;
+  truncated: boolean;
+}
+
+/** A multi-label prediction: `labels` are those whose probability in `scores` reaches their threshold, in the model's label order. */
+export interface LabelSetPrediction {
+  labels: string[];
+  scores: Record<string, number>;
+  truncated: boolean;
+}
+
+/** What a classifier of each task type predicts per text. */
+export type PredictionOf<T extends TaskType> = T extends 'binary-classification'
+  ? Prediction
+  : T extends 'multi-class-classification'
+    ? ClassPrediction
+    : LabelSetPrediction;
+
+/** The probability a label needs to be predicted by a multi-label model when no threshold is given. */
+export const kDefaultThreshold = 0.5;
+
 export interface PredictOptions {
   /** Stops waiting for the result (and drops the texts if they are not in a batch yet). */
   signal?: AbortSignal;
+  /**
+   * Multi-label models: the probability a label needs to be predicted, for every label, or per
+   * label (labels left out keep 0.5). Default 0.5.
+   */
+  threshold?: number | Readonly<Record<string, number>>;
 }
 
 export interface LoadOptions {
@@ -54,8 +88,53 @@ function toPrediction(probability: number, truncated: number): Prediction {
   return { label: probability >= 0.5, probability, truncated: truncated === 1 };
 }
 
+function checkThreshold(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+    throw new SvcError('invalid_request', `${name} must be a number from 0 to 1`, { param: name });
+  }
+  return value;
+}
+
+/** Per-label thresholds from a predict call's `threshold` option, checked against the model's labels. */
+function thresholds(option: PredictOptions['threshold'], labels: readonly string[]): Float64Array {
+  const out = new Float64Array(labels.length).fill(kDefaultThreshold);
+  if (option === undefined) return out;
+  if (typeof option === 'number' || typeof option !== 'object' || option === null) return out.fill(checkThreshold(option, 'threshold'));
+  for (const [label, value] of Object.entries(option)) {
+    const k = labels.indexOf(label);
+    if (k < 0) {
+      throw new SvcError('invalid_request', `threshold names the label '${label}', which the model does not have (${labels.join(', ')})`, {
+        param: `threshold.${label}`,
+      });
+    }
+    out[k] = checkThreshold(value, `threshold.${label}`);
+  }
+  return out;
+}
+
+/** A text's predictions from its row of probabilities. */
+function toLabelPrediction(
+  taskType: TaskType,
+  labels: readonly string[],
+  row: Float32Array,
+  truncated: number,
+  cut: Float64Array,
+): ClassPrediction | LabelSetPrediction {
+  const scores: Record<string, number> = {};
+  labels.forEach((label, k) => (scores[label] = row[k]));
+  if (taskType === 'multi-class-classification') {
+    let best = 0;
+    for (let k = 1; k < row.length; k++) if (row[k] > row[best]) best = k;
+    return { label: labels[best], probability: row[best], scores, truncated: truncated === 1 };
+  }
+  return { labels: labels.filter((_, k) => row[k] >= cut[k]), scores, truncated: truncated === 1 };
+}
+
 /**
- * A trained binary text classifier. Get one from `train()` or `Classifier.load()`.
+ * A trained text classifier. Get one from `train()` or `Classifier.load()`. `T` is its task type:
+ * a binary model predicts `{ label: boolean, probability }`, a multi-class one `{ label, probability,
+ * scores }`, a multi-label one `{ labels, scores }` (see {@link PredictionOf}). `Classifier.load<T>()`
+ * takes the task type the caller expects; `taskType` tells it at run time.
  *
  * @example
  * ```ts
@@ -67,11 +146,15 @@ function toPrediction(probability: number, truncated: number): Prediction {
  * await classifier.predict(['Loved it', 'Two hours I will never get back']);
  * // [{ label: true, probability: 0.5833572149276733, truncated: false },
  * //  { label: false, probability: 0.30579420924186707, truncated: false }]
+ *
+ * const tagger = await Classifier.load<'multi-label-classification'>('./tags'); // labels film, food, positive
+ * await tagger.predict('A wonderful, moving film.', { threshold: { positive: 0.3 } });
+ * // { labels: ['positive'], scores: { film: 0.459…, food: 0.264…, positive: 0.376… }, truncated: false }
  * ```
  */
-export class Classifier {
+export class Classifier<T extends TaskType = 'binary-classification'> {
   readonly #manifest: Manifest;
-  readonly #head: LogisticHead;
+  readonly #head: Head;
   readonly #encoderFile: string | null;
   readonly #scratchDir: string | null;
   #disposed = false;
@@ -80,9 +163,12 @@ export class Classifier {
    * @internal Use `train()` or `Classifier.load()`. `encoderFile` is a fine-tuned model's own
    * encoder; `scratchDir`, a temporary directory holding it that `dispose()` removes.
    */
-  constructor(manifest: Manifest, head: LogisticHead, encoderFile: string | null = null, scratchDir: string | null = null) {
+  constructor(manifest: Manifest, head: Head, encoderFile: string | null = null, scratchDir: string | null = null) {
     if ((manifest.body === 'finetuned') !== (encoderFile !== null)) {
       throw new SvcError('internal', `a '${manifest.body}' classifier ${encoderFile === null ? 'needs' : 'takes no'} encoder weights`);
+    }
+    if (isMultiHead(head) !== (manifest.task_type !== 'binary-classification')) {
+      throw new SvcError('internal', `a '${manifest.task_type}' classifier cannot take this head`);
     }
     this.#manifest = Object.freeze({ ...manifest });
     this.#head = head;
@@ -96,9 +182,19 @@ export class Classifier {
     return this.#manifest.id;
   }
 
-  /** What `label: true` means, as given in the training examples. */
+  /** What `label: true` means, as given in the training examples (binary models; '' for the others). */
   get labelText(): string {
-    return this.#manifest.label_text;
+    return this.#manifest.label_text ?? '';
+  }
+
+  /** `binary-classification`, `multi-class-classification` or `multi-label-classification`. */
+  get taskType(): T {
+    return this.#manifest.task_type as T;
+  }
+
+  /** The class or label names of a multi-class or multi-label model, in the order of its head's rows; [] for binary. */
+  get labels(): string[] {
+    return [...(this.#manifest.labels ?? [])];
   }
 
   /** The base encoder's name, e.g. `svc-small`. */
@@ -125,18 +221,29 @@ export class Classifier {
     return this.#manifest.body;
   }
 
-  /** The head's coefficients and bias (a copy). */
-  get head(): { weights: Float64Array; bias: number } {
-    return { weights: this.#head.weights.slice(), bias: this.#head.bias };
+  /**
+   * The head's coefficients (a copy): a binary model's weights and bias; a multi-class or
+   * multi-label model's `kind`, its labels x dim `weights` and a bias per label.
+   */
+  get head(): T extends 'binary-classification' ? { weights: Float64Array; bias: number } : { kind: 'softmax' | 'one-vs-rest'; weights: Float64Array; biases: Float64Array } {
+    const head = this.#head;
+    const copy = isMultiHead(head) ? { kind: head.kind, weights: head.weights.slice(), biases: head.biases.slice() } : { weights: head.weights.slice(), bias: head.bias };
+    return copy as never;
   }
 
   /** Predicts one text. */
-  predict(text: string, options?: PredictOptions): Promise<Prediction>;
+  predict(text: string, options?: PredictOptions): Promise<PredictionOf<T>>;
   /** Predicts several texts; the result is in input order. */
-  predict(texts: readonly string[], options?: PredictOptions): Promise<Prediction[]>;
-  async predict(texts: string | readonly string[], options: PredictOptions = {}): Promise<Prediction | Prediction[]> {
+  predict(texts: readonly string[], options?: PredictOptions): Promise<PredictionOf<T>[]>;
+  async predict(texts: string | readonly string[], options: PredictOptions = {}): Promise<PredictionOf<T> | PredictionOf<T>[]> {
     checkTexts(texts);
     this.#checkLive();
+    const taskType = this.#manifest.task_type;
+    const labels = this.#manifest.labels ?? [];
+    if (options.threshold !== undefined && taskType !== 'multi-label-classification') {
+      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${this.id} is ${taskType}`, { param: 'threshold' });
+    }
+    const cut = thresholds(options.threshold, labels);
     const batch = typeof texts === 'string' ? [texts] : texts;
     const { probabilities, truncated } = await scoreTexts(
       this.#manifest.base_model,
@@ -145,8 +252,13 @@ export class Classifier {
       batch,
       options.signal,
     );
-    if (typeof texts === 'string') return toPrediction(probabilities[0], truncated[0]);
-    return Array.from(probabilities, (p, i) => toPrediction(p, truncated[i]));
+    const rows = Math.max(1, labels.length);
+    const one = (i: number) =>
+      (taskType === 'binary-classification'
+        ? toPrediction(probabilities[i], truncated[i])
+        : toLabelPrediction(taskType, labels, probabilities.subarray(i * rows, (i + 1) * rows), truncated[i], cut)) as PredictionOf<T>;
+    if (typeof texts === 'string') return one(0);
+    return Array.from({ length: batch.length }, (_, i) => one(i));
   }
 
   /**
@@ -168,8 +280,7 @@ export class Classifier {
       dir: resolvePath(dir),
       manifest: this.#manifest,
       encoderFile: this.#encoderFile,
-      weights: this.#head.weights,
-      bias: this.#head.bias,
+      head: this.#head,
     });
   }
 
@@ -183,7 +294,7 @@ export class Classifier {
    * classifier.labelText; // 'positive review'
    * ```
    */
-  static async load(dirOrHubId: string, options: LoadOptions = {}): Promise<Classifier> {
+  static async load<T extends TaskType = 'binary-classification'>(dirOrHubId: string, options: LoadOptions = {}): Promise<Classifier<T>> {
     if (typeof dirOrHubId !== 'string' || dirOrHubId.length === 0) {
       throw new TypeError('dirOrHubId must be a non-empty string');
     }
@@ -193,7 +304,7 @@ export class Classifier {
     }
     const dir = hub && isHubId(dirOrHubId) ? await hub.resolve(dirOrHubId) : dirOrHubId;
     const { manifest, head, encoderFile } = await readModelDir(dir);
-    return new Classifier(manifest, head, encoderFile);
+    return new Classifier<T>(manifest, head, encoderFile);
   }
 
   /**

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 
 import { typeError } from '../parse.js';
-import { kMaxTextLength } from '../train/request.js';
+import { kMaxTextLength, kTaskTypes } from '../train/request.js';
 
 export { trainRequestSchema } from '../train/request.js';
 
@@ -26,6 +26,16 @@ export const predictRequestSchema = z.strictObject({
     .min(1, { error: 'must hold at least one text' })
     .max(kMaxPredictInputs, { error: `holds more than ${kMaxPredictInputs} texts, the limit per request` })
     .describe(`1 to ${kMaxPredictInputs} texts of at most ${kMaxTextLength} characters each`),
+  threshold: z
+    .union(
+      [
+        z.number().min(0).max(1),
+        z.record(z.string(), z.number({ error: typeError('a number from 0 to 1') }).min(0, { error: 'must be a number from 0 to 1' }).max(1, { error: 'must be a number from 0 to 1' })),
+      ],
+      { error: 'must be a number from 0 to 1, or an object of such numbers by label' },
+    )
+    .optional()
+    .describe('Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5'),
 });
 
 export const modelParamsSchema = z.strictObject({ model_id: z.string() });
@@ -37,7 +47,21 @@ export const modelSchema = z
     created_at: z.number().int().describe('Unix seconds'),
     status: z.enum(['training', 'trained', 'failed']),
     owned_by: z.string(),
-    task_type: z.literal('binary-classification'),
+    task_type: z.enum(kTaskTypes),
+    labels: z.array(z.string()).optional().describe('Multi-class and multi-label models: the class or label names'),
+    metrics: z
+      .object({
+        train_accuracy: z.number(),
+        train_seconds: z.number(),
+        cv_accuracy: z.number().optional().describe('Accuracy estimated by stratified k-fold cross-validation of the head on the training examples'),
+        cv_macro_f1: z.number().optional().describe('Macro-averaged F1 of that cross-validation (multi-label: over the labels)'),
+        cv_folds: z.number().int().optional(),
+        validation_accuracy: z.number().optional().describe('Accuracy on the validation examples sent with the train request'),
+        validation_macro_f1: z.number().optional(),
+        validation_examples: z.number().int().optional(),
+      })
+      .optional()
+      .describe('How good the model is likely to be (trained models)'),
     context_window: z
       .number()
       .int()
@@ -62,19 +86,50 @@ export const modelListSchema = z.object({
   data: z.array(z.union([modelSchema, proxyModelSchema])),
 });
 
-export const predictResponseSchema = z.object({
+const truncatedSchema = z
+  .boolean()
+  .describe("true when the input had more tokens than the model's context_window and only its start was scored");
+const scoresSchema = z.record(z.string(), z.number()).describe("Every label's probability, by label");
+
+const binaryPredictResponseSchema = z.object({
   model: z.string(),
   label_text: z.string(),
   predictions: z.array(
     z.object({
       label: z.boolean(),
       probability: z.number().describe('P(label = true)'),
-      truncated: z
-        .boolean()
-        .describe("true when the input had more tokens than the model's context_window and only its start was scored"),
+      truncated: truncatedSchema,
     }),
   ),
 });
+
+const classPredictResponseSchema = z.object({
+  model: z.string(),
+  task_type: z.literal('multi-class-classification'),
+  predictions: z.array(
+    z.object({
+      label: z.string().describe('The most probable class'),
+      probability: z.number().describe("That class's probability"),
+      scores: scoresSchema.describe("Every class's probability, by class; they sum to 1"),
+      truncated: truncatedSchema,
+    }),
+  ),
+});
+
+const labelSetPredictResponseSchema = z.object({
+  model: z.string(),
+  task_type: z.literal('multi-label-classification'),
+  predictions: z.array(
+    z.object({
+      labels: z.array(z.string()).describe('The labels whose probability reaches their threshold'),
+      scores: scoresSchema,
+      truncated: truncatedSchema,
+    }),
+  ),
+});
+
+/** A binary model's answer (`label_text`, boolean labels), a multi-class model's or a multi-label model's. */
+export const predictResponseSchema = z.union([binaryPredictResponseSchema, classPredictResponseSchema, labelSetPredictResponseSchema]);
 
 export const deletedSchema = z.object({ id: z.string(), object: z.literal('model'), deleted: z.literal(true) });
 
@@ -106,6 +161,8 @@ export type ModelObject = z.infer<typeof modelSchema>;
 export type ProxyModelObject = z.infer<typeof proxyModelSchema>;
 export type ModelList = z.infer<typeof modelListSchema>;
 export type PredictResponse = z.infer<typeof predictResponseSchema>;
+/** A binary model's predict response. */
+export type BinaryPredictResponse = z.infer<typeof binaryPredictResponseSchema>;
 export type DeletedModel = z.infer<typeof deletedSchema>;
 export type ProgressObject = z.infer<typeof progressSchema>;
 /** The error body of every /v2 and hub route. */

@@ -3,11 +3,12 @@ import { DirectoryArtifacts } from '../artifacts/directory.js';
 import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
 import type { DirectoryHub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
-import { Classifier, type Prediction } from '../predict/classifier.js';
-import type { TrainRequest } from '../train/request.js';
+import { Classifier } from '../predict/classifier.js';
+import type { TaskType } from '../train/request.js';
 import { train } from '../train/train.js';
 import type { TrainProgress } from '../train/train.js';
-import type { ModelRuntime, RuntimePrediction, RuntimeTrainJob } from './runtime.js';
+import { storedTrainRequest } from './examples.js';
+import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainJob } from './runtime.js';
 
 /** Loaded classifiers kept in memory (a head is a few kilobytes; the encoder is shared per worker). */
 export const kDefaultCachedModels = 256;
@@ -41,7 +42,7 @@ export class LibraryRuntime implements ModelRuntime {
   readonly #maxCached: number;
   readonly #closePool: boolean;
   // Insertion order doubles as recency: a hit is moved to the end.
-  readonly #loaded = new Map<string, Promise<Classifier>>();
+  readonly #loaded = new Map<string, Promise<Classifier<TaskType>>>();
 
   constructor(options: LibraryRuntimeOptions) {
     if (options.artifacts === undefined) {
@@ -78,17 +79,18 @@ export class LibraryRuntime implements ModelRuntime {
   ): Promise<void> {
     const hubId = `${job.orgId}/${job.modelId}`;
     this.#loaded.delete(hubId);
-    const { finetune, num_iterations } = job.options as Pick<TrainRequest, 'finetune' | 'num_iterations'>;
-    const classifier = await train(
-      { model: job.baseModel, task_type: job.taskType, examples: job.examples, finetune, num_iterations },
-      { hub: this.hub, id: hubId, signal: hooks.signal, onProgress: hooks.onProgress },
-    );
+    const classifier = await train(storedTrainRequest(job.baseModel, job.taskType, job.examples, job.options), {
+      hub: this.hub,
+      id: hubId,
+      signal: hooks.signal,
+      onProgress: hooks.onProgress,
+    });
     classifier.dispose();
   }
 
-  async predict(orgId: string, modelId: string, texts: string[]): Promise<RuntimePrediction[]> {
+  async predict(orgId: string, modelId: string, texts: string[], options: RuntimePredictOptions = {}): Promise<AnyRuntimePrediction[]> {
     const classifier = await this.#classifier(`${orgId}/${modelId}`);
-    return (await classifier.predict(texts)) as Prediction[];
+    return classifier.predict(texts, options);
   }
 
   async remove(orgId: string, modelId: string): Promise<void> {
@@ -106,18 +108,18 @@ export class LibraryRuntime implements ModelRuntime {
     if (this.#closePool) await closePool();
   }
 
-  #classifier(hubId: string): Promise<Classifier> {
+  #classifier(hubId: string): Promise<Classifier<TaskType>> {
     let loading = this.#loaded.get(hubId);
     if (loading !== undefined) {
       this.#loaded.delete(hubId);
     } else {
-      loading = Classifier.load(hubId, { hub: this.hub });
+      loading = Classifier.load<TaskType>(hubId, { hub: this.hub });
       // A failed load is not cached: the next request tries again.
       loading.catch(() => this.#loaded.get(hubId) === loading && this.#loaded.delete(hubId));
     }
     this.#loaded.set(hubId, loading);
     if (this.#loaded.size > this.#maxCached) {
-      const [oldest, evicted] = this.#loaded.entries().next().value as [string, Promise<Classifier>];
+      const [oldest, evicted] = this.#loaded.entries().next().value as [string, Promise<Classifier<TaskType>>];
       this.#loaded.delete(oldest);
       evicted.then((c) => c.dispose(), () => {});
     }

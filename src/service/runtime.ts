@@ -1,4 +1,6 @@
 import type { ArtifactReader } from '../artifacts/types.js';
+import type { ClassPrediction, LabelSetPrediction, PredictOptions } from '../predict/classifier.js';
+import type { TaskType } from '../train/request.js';
 import type { TrainProgress } from '../train/train.js';
 import type { TrainingExample } from '../store/types.js';
 
@@ -8,9 +10,10 @@ export interface RuntimeTrainJob {
   modelId: string;
   /** Base model name, e.g. `svc-small`. */
   baseModel: string;
-  taskType: 'binary-classification';
+  taskType: TaskType;
+  /** As the store keeps them (see service/examples.ts for the multi-class and multi-label forms). */
   examples: TrainingExample[];
-  /** The job's stored options: `finetune` and `num_iterations` as the request gave them. */
+  /** The job's stored options: `finetune`, `num_iterations`, `class_weight` and `validation` as the request gave them. */
   options: Record<string, unknown>;
 }
 
@@ -20,6 +23,12 @@ export interface RuntimePrediction {
   /** The text was longer than the base model reads; only its start was scored. */
   truncated: boolean;
 }
+
+/** What a runtime predicts per text: a binary model's, a multi-class model's or a multi-label model's prediction. */
+export type AnyRuntimePrediction = RuntimePrediction | ClassPrediction | LabelSetPrediction;
+
+/** Options of {@link ModelRuntime.predict}: a multi-label model's `threshold`. */
+export type RuntimePredictOptions = Pick<PredictOptions, 'threshold'>;
 
 /**
  * The model runtime the service drives: the only place that knows how models
@@ -31,7 +40,7 @@ export interface ModelRuntime {
   /** Trains the job and writes the model directory to the hub at `<org>/<model_id>`. */
   train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<void>;
   /** Runs a trained model; one prediction per text, in order. */
-  predict(orgId: string, modelId: string, texts: string[]): Promise<RuntimePrediction[]>;
+  predict(orgId: string, modelId: string, texts: string[], options?: RuntimePredictOptions): Promise<AnyRuntimePrediction[]>;
   /** Forgets the model: unloads it and removes its hub directory. Missing models are not an error. */
   remove(orgId: string, modelId: string): Promise<void>;
   /** The hub directory of a model on this machine (it may not exist: with a database, a cache entry). */

@@ -1,12 +1,14 @@
 import type { ArtifactReader } from '../artifacts/types.js';
 import { SvcError } from '../errors.js';
-import { resolveBaseModel } from '../model/base-models.js';
 import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
 import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
-import type { ModelRuntime } from './runtime.js';
+import type { ModelRuntime, RuntimePrediction } from './runtime.js';
+import { storedExamples, storedLabelText } from './examples.js';
+import { ModelObjects, toModelObject } from './model-object.js';
+import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
 import { validateTrainRequest } from '../train/request.js';
 import { parseRequest } from '../parse.js';
 import {
@@ -70,12 +72,14 @@ export class SvcService {
   readonly proxyModels: readonly string[];
   readonly #jobs: JobRunner;
   readonly #retention: RetentionTimer | null;
+  readonly #models: ModelObjects;
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
+    this.#models = new ModelObjects(options.runtime);
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }
@@ -271,15 +275,19 @@ export class SvcService {
       id: newId(`${request.model}-`),
       orgId: principal.orgId,
       baseModel: request.model,
-      taskType: 'binary-classification',
-      labelText: request.examples[0].label_text,
+      taskType: request.task_type,
+      labelText: storedLabelText(request),
       status: 'training',
       error: null,
       createdAt: now,
       updatedAt: now,
     };
-    const examples = request.examples.map(({ text, label, label_text }) => ({ text, label, label_text }));
-    const training = { finetune: request.finetune, num_iterations: request.num_iterations };
+    const examples = storedExamples(request);
+    const training = {
+      finetune: request.finetune,
+      num_iterations: request.num_iterations,
+      ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight, validation: request.validation }),
+    };
     const { maxQueuedJobs } = await this.orgLimits(principal.orgId);
     const { created, queued } = await this.store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
     if (!created) {
@@ -296,7 +304,7 @@ export class SvcService {
   }
 
   async getModel(principal: Principal, modelId: string): Promise<ModelObject> {
-    return toModelObject(await this.#ownModel(principal, modelId));
+    return this.#models.object(await this.#ownModel(principal, modelId));
   }
 
   /**
@@ -317,7 +325,8 @@ export class SvcService {
 
   /** The models that accept requests (trained), then the proxy models when the organization may use the proxy. */
   async listModels(principal: Principal): Promise<ModelList> {
-    const own = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained').map(toModelObject);
+    const trained = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained');
+    const own = await Promise.all(trained.map((record) => this.#models.object(record)));
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
       : [];
@@ -336,14 +345,27 @@ export class SvcService {
     if (record.status === 'failed') {
       throw new SvcError('conflict', `The model '${record.id}' failed to train: ${record.error}`, { param: 'model' });
     }
-    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs);
-    return { model: record.id, label_text: record.labelText, predictions };
+    if (request.threshold !== undefined && record.taskType !== 'multi-label-classification') {
+      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${record.id} is ${record.taskType}`, {
+        param: 'threshold',
+      });
+    }
+    const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
+    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, threshold);
+    if (record.taskType === 'binary-classification') {
+      return { model: record.id, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
+    }
+    if (record.taskType === 'multi-class-classification') {
+      return { model: record.id, task_type: record.taskType, predictions: predictions as ClassPrediction[] };
+    }
+    return { model: record.id, task_type: record.taskType, predictions: predictions as LabelSetPrediction[] };
   }
 
   /** Removes the model, its job and examples, and its hub copy; a running job is stopped first. */
   async deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
     const record = await this.#ownModel(principal, modelId);
     await this.store.deleteModel(record.id);
+    this.#models.forget(record);
     await this.#jobs.cancel(record.id);
     await this.runtime.remove(record.orgId, record.id);
     return { id: record.id, object: 'model', deleted: true };
@@ -375,26 +397,4 @@ export class SvcService {
   }
 }
 
-/**
- * The HTTP contract's model object for a stored model (`created_at` in Unix seconds).
- *
- * @example
- * ```ts
- * toModelObject(await store.getModel('svc-small-1a2b3c4d5e6f'));
- * // { id: 'svc-small-1a2b3c4d5e6f', object: 'model', created_at: 1795327426, status: 'trained',
- * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 256 }
- * ```
- */
-export function toModelObject(record: ModelRecord): ModelObject {
-  const object: ModelObject = {
-    id: record.id,
-    object: 'model',
-    created_at: Math.floor(record.createdAt / 1000),
-    status: record.status,
-    owned_by: record.orgId,
-    task_type: record.taskType,
-    context_window: resolveBaseModel(record.baseModel).maxLength,
-  };
-  if (record.status === 'failed') object.error = record.error ?? 'training failed';
-  return object;
-}
+export { toModelObject } from './model-object.js';

@@ -58,7 +58,8 @@ export interface ModelRecord {
   id: string;
   orgId: string;
   baseModel: string;
-  taskType: 'binary-classification';
+  taskType: 'binary-classification' | 'multi-class-classification' | 'multi-label-classification';
+  /** Binary models: what label true means. Multi-class and multi-label: their label names, as a JSON array. */
   labelText: string;
   status: ModelStatus;
   error: string | null;
@@ -66,6 +67,10 @@ export interface ModelRecord {
   updatedAt: Millis;
 }
 
+/**
+ * A stored example. Binary: as sent. Multi-class: label true, label_text the class. Multi-label:
+ * label_text the labels as a JSON array, label whether there are any.
+ */
 export interface TrainingExample {
   text: string;
   label: boolean;

@@ -9,11 +9,13 @@ import { MessageChannel } from 'node:worker_threads';
 import { SvcError } from '../errors.js';
 import { poolOptions, runTask } from '../pool/pool.js';
 import type { FinetuneResult, FinetuneStepMessage } from '../pool/tasks.js';
+import type { ExampleTargets } from './pairs.js';
 
 export interface FinetuneStageOptions {
   baseModel: string;
+  /** The examples' texts, then any more to embed with the fine-tuned encoder. */
   texts: string[];
-  labels: Uint8Array;
+  targets: ExampleTargets;
   iterations: number;
   seed: number;
   onStep?: (step: FinetuneStepMessage) => void;
@@ -79,7 +81,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         kind: 'finetune',
         baseModel: options.baseModel,
         texts: options.texts,
-        labels: options.labels,
+        targets: options.targets,
         iterations: options.iterations,
         seed: options.seed,
         threads,

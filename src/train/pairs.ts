@@ -1,5 +1,6 @@
 // SetFit's pairs for contrastive fine-tuning, and their packing into the
 // batches the native trainer steps on.
+import { SvcError } from '../errors.js';
 import type { PairBatch } from '../native/trainer.js';
 import { kDefaultSeed, seededRandom } from '../random.js';
 import * as is from '../is.js';
@@ -54,6 +55,42 @@ function shuffle<T>(items: T[], random: () => number): T[] {
 }
 
 /**
+ * What each example is labelled with, as the pool's tasks carry it. `classes`: one class index per
+ * example (binary: 0 or 1; multi-class: the index into the model's labels); `label-sets`: per
+ * example a row of `count` 0/1 flags (multi-label, n x count, row-major).
+ */
+export type ExampleTargets =
+  | { readonly kind: 'classes'; readonly classes: Int32Array; readonly count: number }
+  | { readonly kind: 'label-sets'; readonly sets: Uint8Array; readonly count: number };
+
+/** Examples in `targets`. */
+export function targetCount(targets: ExampleTargets): number {
+  return targets.kind === 'classes' ? targets.classes.length : targets.sets.length / targets.count;
+}
+
+/**
+ * Whether examples i and j make a positive (same) pair. One class each: the same class. Label sets:
+ * SetFit's multi-label rule, the sets share at least one label; two examples without any label
+ * count as the same too (the same, empty, set), so a text with no label learns from its like.
+ */
+export function samePair(targets: ExampleTargets): (i: number, j: number) => boolean {
+  if (targets.kind === 'classes') {
+    const { classes } = targets;
+    return (i, j) => classes[i] === classes[j];
+  }
+  const { sets, count } = targets;
+  return (i, j) => {
+    let empty = true;
+    for (let l = 0; l < count; l++) {
+      const a = sets[i * count + l];
+      if (a && sets[j * count + l]) return true;
+      if (a || sets[j * count + l]) empty = false;
+    }
+    return empty;
+  };
+}
+
+/**
  * SetFit's pairs (its `num_iterations` sampling): every distinct pair of examples {i, j}, i < j,
  * in a seeded random order, split into same-label pairs (target 1) and other-label pairs
  * (target 0). Each list is read round-robin until it gives `iterations x examples` pairs, so both
@@ -70,20 +107,46 @@ function shuffle<T>(items: T[], random: () => number): T[] {
  * ```
  */
 export function samplePairs(labels: readonly (boolean | number)[], options: PairOptions = {}): Pairs {
+  if (new Set(labels).size < 2) throw new RangeError('labels must hold at least two classes');
+  return samplePairsWhere(labels.length, (i, j) => labels[i] === labels[j], options);
+}
+
+/**
+ * {@link samplePairs} over any task's targets (see {@link samePair} for what makes a pair positive).
+ * Throws `SvcError('invalid_request')` when the examples give no positive or no negative pair
+ * (multi-label examples whose label sets all overlap, say): contrastive fine-tuning needs both.
+ *
+ * @example
+ * ```ts
+ * const sets = Uint8Array.of(1, 0, 0, 1, 1, 1, 0, 0); // {a}, {b}, {a, b}, {}
+ * const pairs = sampleTargetPairs({ kind: 'label-sets', sets, count: 2 }, { iterations: 1 });
+ * pairs.a.length; // 8: four pairs sharing a label, four sharing none
+ * ```
+ */
+export function sampleTargetPairs(targets: ExampleTargets, options: PairOptions = {}): Pairs {
+  return samplePairsWhere(targetCount(targets), samePair(targets), options);
+}
+
+function samplePairsWhere(n: number, same: (i: number, j: number) => boolean, options: PairOptions): Pairs {
   const iterations = options.iterations ?? 20;
   is.positiveInteger(iterations, 'options.iterations');
   const seed = is.nonNegativeInteger(options.seed ?? kDefaultSeed, 'options.seed');
-  if (new Set(labels).size < 2) throw new RangeError('labels must hold at least two classes');
   const random = seededRandom(seed);
-  const n = labels.length;
   const distinct: [number, number][] = [];
   for (let i = 0; i < n; i += 1) for (let j = i + 1; j < n; j += 1) distinct.push([i, j]);
   shuffle(distinct, random);
-  const same = distinct.filter(([i, j]) => labels[i] === labels[j]);
-  const other = distinct.filter(([i, j]) => labels[i] !== labels[j]);
+  const sameList = distinct.filter(([i, j]) => same(i, j));
+  const other = distinct.filter(([i, j]) => !same(i, j));
+  if (sameList.length === 0 || other.length === 0) {
+    throw new SvcError(
+      'invalid_request',
+      `fine-tuning needs two examples that share a label and two that share none (got ${sameList.length} and ${other.length} such pairs); train with finetune: false`,
+      { param: 'examples' },
+    );
+  }
   const chosen: [number, number, number][] = [];
   for (let k = 0; k < iterations * n; k += 1) {
-    const [i, j] = same[k % same.length]!;
+    const [i, j] = sameList[k % sameList.length]!;
     const [p, q] = other[k % other.length]!;
     chosen.push([i, j, 1], [p, q, 0]);
   }

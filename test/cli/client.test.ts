@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { uciSentences } from '../../fixtures/corpora.js';
+import { uciSentences, uciTasks } from '../../fixtures/corpora.js';
 import { exited, kRepoRoot, serve, svc } from '../_support/cli.js';
 
 const yelp = uciSentences('yelp');
@@ -78,5 +78,31 @@ describe('svc train, predict and pull', () => {
     const predicted = await svc(['predict', '--model', model.id, 'A wonderful, moving film.', 'A boring, clumsy mess.'], env);
     const body = JSON.parse(predicted.stdout) as { label_text: string; predictions: { label: boolean }[] };
     expect([body.label_text, body.predictions.map((p) => p.label)]).toEqual(['positive review', [true, false]]);
+  });
+
+  it('trains a multi-class model from a CSV label column; models show prints its labels and metrics; predict prints every score', async () => {
+    const file = join(dir, 'sites.csv');
+    const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
+    const sites = uciTasks.flatMap((task) => uciSentences(task).slice(0, 8).map((r) => `${quote(r.text)},${task}`));
+    writeFileSync(file, `text,label\n${sites.join('\n')}\n`);
+    const trained = await svc(['train', '--examples', file, '--task-type', 'multi-class-classification', '--frozen', '--wait'], env);
+    expect(trained.code).toBe(0);
+    const model = JSON.parse(trained.stdout) as { id: string; status: string; task_type: string; labels: string[]; metrics: Record<string, number> };
+    expect([model.status, model.task_type, model.labels]).toEqual(['trained', 'multi-class-classification', ['amazon', 'imdb', 'yelp']]);
+
+    const shown = await svc(['models', 'show', model.id], env);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toEqual(model);
+    expect(Object.keys(model.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+    expect(model.metrics.cv_folds).toBe(5);
+    const listed = JSON.parse((await svc(['models', 'list'], env)).stdout) as { data: { id: string }[] };
+    expect(listed.data.map((m) => m.id)).toContain(model.id);
+    expect(await svc(['models', 'show'], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('usage: svc models list | svc models show <id>') });
+
+    const predicted = await svc(['predict', '--model', model.id, 'The pasta was cold.'], env);
+    const body = JSON.parse(predicted.stdout) as { task_type: string; predictions: { label: string; scores: Record<string, number> }[] };
+    expect(body.task_type).toBe('multi-class-classification');
+    expect(Object.keys(body.predictions[0].scores)).toEqual(['amazon', 'imdb', 'yelp']);
+    expect(Object.values(body.predictions[0].scores).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 6);
   });
 });

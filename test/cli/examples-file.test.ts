@@ -17,6 +17,28 @@ function file(name: string, body: string): string {
 }
 
 describe('examples files', () => {
+  it('reads multi-class labels as class names and multi-label labels as lists (CSV: separated by |)', async () => {
+    const csv = file('classes.csv', 'text,label\n"Refund, please",billing\nApp crashes, bug \n');
+    expect(await readExamplesFile(csv, undefined, 'multi-class-classification')).toEqual([
+      { text: 'Refund, please', label: 'billing' },
+      { text: 'App crashes', label: 'bug' },
+    ]);
+    const jsonl = file('classes.jsonl', '{"text":"Refund","label":"billing"}\n{"text":"Crash","label":true}\n');
+    await expect(readExamplesFile(jsonl, undefined, 'multi-class-classification')).rejects.toThrow(`${jsonl}:2: label must name the class`);
+    await expect(readExamplesFile(csv, 'spam', 'multi-class-classification')).rejects.toThrow(
+      '--label-text is for binary classifiers; multi-class-classification examples name their class',
+    );
+    const tags = file('tags.csv', 'text;labels\nSlow and pricey;speed| price\nFine;\n');
+    expect(await readExamplesFile(tags, undefined, 'multi-label-classification')).toEqual([
+      { text: 'Slow and pricey', labels: ['speed', 'price'] },
+      { text: 'Fine', labels: [] },
+    ]);
+    const body = file('tags.json', '{"examples":[{"text":"Slow","labels":["speed"]},{"text":"Odd","labels":"speed"}]}');
+    await expect(readExamplesFile(body, undefined, 'multi-label-classification')).rejects.toThrow(
+      `${body}: examples[1]: labels must be a list of label names (in CSV: separated by '|')`,
+    );
+  });
+
   it('parses RFC 4180 CSV: quoted commas, doubled quotes, line breaks inside quotes, CRLF; rows know their first line', () => {
     expect(parseCsv('text,label\r\n"Hello, world",1\r\n"She said ""no""\nand left",0\n\nlast,1\n', ',', 'f.csv')).toEqual([
       { fields: ['text', 'label'], line: 1 },
@@ -67,7 +89,7 @@ describe('examples files', () => {
 
     const noHeader = file('nohead.csv', 'sentence,label\na,1\n');
     await expect(readExamplesFile(noHeader, 'p')).rejects.toThrow(
-      `${noHeader}:1: the header must name the columns 'text' and 'label', separated by commas, semicolons or tabs`,
+      `${noHeader}:1: the header must name the columns 'text' and 'label' (or 'labels'), separated by commas, semicolons or tabs`,
     );
     const extra = file('extra.csv', 'text,label\na,1\nsoup, bread,1\n');
     await expect(readExamplesFile(extra, 'p')).rejects.toThrow(

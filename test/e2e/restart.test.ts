@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
+import { readManifest } from '../../src/model/directory.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { exited, serve, svc } from '../_support/cli.js';
 
@@ -57,7 +58,9 @@ describe('a training job interrupted by SIGKILL', () => {
       await new Promise((r) => setTimeout(r, 100));
       current = await call(second.url, key, 'GET', `/v2/models/${id}`);
     }
-    expect(current).toEqual({ ...model, status: 'trained' });
+    // The metrics are the ones the manifest the second run wrote holds.
+    const { metrics } = await readManifest(join(dir, 'hub', 'acme', id));
+    expect(current).toEqual({ ...model, status: 'trained', metrics });
     const predicted = await call(second.url, key, 'POST', '/v2/predict', { model: id, inputs: ['A wonderful, moving film.'] });
     expect((predicted.predictions as unknown[]).length).toBe(1);
 

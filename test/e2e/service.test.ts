@@ -70,7 +70,10 @@ describe('svc serve', () => {
       await new Promise((r) => setTimeout(r, 100));
       current = (await call('GET', `/v2/models/${modelId}`, acmeKey)).body;
     }
-    expect(current).toEqual({ ...model, status: 'trained' });
+    const loaded = await Classifier.load(`acme/${modelId}`, { hub: new DirectoryHub(join(dir, 'hub')) });
+    // Trained models report the metrics their manifest holds: cross-validated accuracy and macro-F1 among them.
+    expect(current).toEqual({ ...model, status: 'trained', metrics: loaded.metrics });
+    expect(Object.keys(loaded.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
 
     const predicted = await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: heldOut });
     expect(predicted.status).toBe(200);
@@ -79,7 +82,6 @@ describe('svc serve', () => {
     expect(predictions.map((p) => [Object.keys(p), p.truncated])).toEqual(heldOut.map(() => [['label', 'probability', 'truncated'], false]));
     expect([predicted.body.model, predicted.body.label_text, predictions.length]).toEqual([modelId, 'positive review', 10]);
     // Exactly what the library gives for the model the service put in its hub.
-    const loaded = await Classifier.load(`acme/${modelId}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     expect(predictions).toEqual(await loaded.predict(heldOut));
     loaded.dispose();
     for (const p of predictions) expect(p.label).toBe(p.probability >= 0.5);
@@ -88,7 +90,7 @@ describe('svc serve', () => {
     const cut = (long.body as { predictions: { truncated: boolean }[] }).predictions.map((p) => p.truncated);
     expect([long.status, cut]).toEqual([200, [true, false]]);
 
-    expect(await call('GET', '/v2/models', acmeKey)).toEqual({ status: 200, body: { object: 'list', data: [{ ...model, status: 'trained' }] } });
+    expect(await call('GET', '/v2/models', acmeKey)).toEqual({ status: 200, body: { object: 'list', data: [current] } });
   });
 
   it('refuses a second server on the same data directory', async () => {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { readModelDir, writeManifestAndHead } from '../../src/model/directory.js';
+import type { LogisticHead } from '../../src/model/directory.js';
 import { kManifestFormatVersion } from '../../src/model/manifest.js';
 
 const formatOne = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'format-1');
@@ -42,7 +43,7 @@ describe('model directory', () => {
     expect(manifest.training).toMatchObject({ method: 'frozen-logistic', C: 1, examples: 20 });
     expect(head.weights.length).toBe(384);
     expect(Array.from(head.weights.subarray(0, 4))).toEqual([-0.11, 0.03, -0.06, 0.08]);
-    expect(head.bias).toBe(-0.125);
+    expect((head as LogisticHead).bias).toBe(-0.125);
   });
 
   it('writes what it reads, bit for bit', async () => {
@@ -52,7 +53,7 @@ describe('model directory', () => {
     const again = await readModelDir(dir);
     expect(again.manifest).toEqual(manifest);
     expect(again.head.weights).toEqual(weights);
-    expect(again.head.bias).toBe(Math.PI / 7);
+    expect((again.head as LogisticHead).bias).toBe(Math.PI / 7);
   });
 
   it('finds a fine-tuned body\'s encoder weights, and says so when they are missing', async () => {
@@ -87,6 +88,9 @@ describe('model directory', () => {
     [(m: Record<string, unknown>) => (m.body = 'adapter'), "body 'adapter' is not supported by this svc-classify; upgrade it"],
     [(m: Record<string, unknown>) => (m.body = 'finetuned'), 'encoder_file is missing or malformed'],
     [(m: Record<string, unknown>) => (m.head_file = '../head.json'), "head_file '../head.json' is not a plain file name"],
+    [(m: Record<string, unknown>) => (m.task_type = 'regression'), "task_type 'regression' is not supported"],
+    [(m: Record<string, unknown>) => (m.task_type = 'multi-class-classification'), 'labels is missing or malformed'],
+    [(m: Record<string, unknown>) => Object.assign(m, { task_type: 'multi-label-classification', labels: ['a', 'a'] }), 'labels is missing or malformed'],
     [
       (m: Record<string, unknown>) => Object.assign(m, { body: 'finetuned', encoder_file: '/etc/model.safetensors' }),
       "encoder_file '/etc/model.safetensors' is not a plain file name",
@@ -109,5 +113,21 @@ describe('model directory', () => {
     await expect(readModelDir(dir)).rejects.toMatchObject({
       message: `${join(dir, 'head.json')} is not a logistic-regression head`,
     });
+  });
+
+  it('reads and writes a head with a row per label, and refuses one whose rows do not match the labels', async () => {
+    const { manifest } = await readModelDir(formatOne);
+    const multi = { ...manifest, task_type: 'multi-class-classification' as const, labels: ['a', 'b', 'c'] };
+    delete multi.label_text;
+    const weights = Float64Array.from({ length: 3 * 384 }, (_, j) => Math.cos(j) / 5);
+    const head = { kind: 'softmax' as const, weights, biases: Float64Array.of(0.25, -0.5, 0.25) };
+    await writeManifestAndHead(dir, multi, head);
+    const again = await readModelDir(dir);
+    expect(again.manifest).toEqual(multi);
+    expect(again.head).toEqual(head);
+    const file = JSON.parse(await readFile(join(dir, 'head.json'), 'utf8')) as { kind: string; weights: number[][] };
+    expect([file.kind, file.weights.length, file.weights[1].length]).toEqual(['softmax-regression', 3, 384]);
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify({ ...multi, labels: ['a', 'b'] }));
+    await expect(readModelDir(dir)).rejects.toMatchObject({ message: `${join(dir, 'head.json')} is not a head of 2 labels` });
   });
 });

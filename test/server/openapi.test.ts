@@ -35,12 +35,22 @@ describe('GET /v2/openapi.json', () => {
       const response = await app.inject({ method: 'GET', url: '/v2/openapi.json' });
       expect(response.statusCode).toBe(200);
       const doc = response.json() as { components: { schemas: Record<string, unknown> }; paths: Record<string, unknown> };
-      expect([...new Set(refsOf(doc))].sort()).toEqual([
-        '#/components/schemas/Error',
-        '#/components/schemas/Model',
-        '#/components/schemas/ProxyModel',
-      ]);
-      expect(Object.keys(doc.components.schemas).sort()).toEqual(['Error', 'Model', 'ProxyModel']);
+      const named = ['BinaryTrainRequest', 'Error', 'Model', 'MultiClassTrainRequest', 'MultiLabelTrainRequest', 'ProxyModel'];
+      expect([...new Set(refsOf(doc))].sort()).toEqual(named.map((id) => `#/components/schemas/${id}`));
+      expect(Object.keys(doc.components.schemas).sort()).toEqual(named);
+      // The train body is one of the three task types' requests, told apart by task_type.
+      const train = (doc.paths['/v2/train'] as { post: { requestBody: { content: Record<string, { schema: unknown }> } } }).post;
+      expect(train.requestBody.content['application/json'].schema).toEqual({
+        oneOf: [
+          { $ref: '#/components/schemas/BinaryTrainRequest' },
+          { $ref: '#/components/schemas/MultiClassTrainRequest' },
+          { $ref: '#/components/schemas/MultiLabelTrainRequest' },
+        ],
+      });
+      const multiClass = doc.components.schemas.MultiClassTrainRequest as { properties: Record<string, { enum?: unknown[] }>; required: string[] };
+      expect(multiClass.properties.task_type.enum).toEqual(['multi-class-classification']);
+      expect(multiClass.properties.class_weight.enum).toEqual(['balanced']);
+      expect(multiClass.required.sort()).toEqual(['examples', 'model', 'task_type']);
       expect(Object.keys(doc.paths)).toContain('/v2/{project_id}/chat/completions');
       // The validator dereferences in place: give it a copy.
       const validated = await SwaggerParser.validate(structuredClone(doc) as never);

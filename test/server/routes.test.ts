@@ -248,6 +248,13 @@ describe('/v2', () => {
           maxItems: 2048,
           description: '1 to 2048 texts of at most 100000 characters each',
         },
+        threshold: {
+          anyOf: [
+            { type: 'number', minimum: 0, maximum: 1 },
+            { type: 'object', additionalProperties: { type: 'number', minimum: 0, maximum: 1 } },
+          ],
+          description: 'Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5',
+        },
       },
       required: ['model', 'inputs'],
       additionalProperties: false,

@@ -10,6 +10,7 @@ import { hashApiKey } from '../../src/service/keys.js';
 import { type Principal, SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { TrainingExample } from '../../src/store/types.js';
+import type { BinaryPredictResponse } from '../../src/server/schemas.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
@@ -113,7 +114,7 @@ describe('training jobs', () => {
     expect(created.id).toMatch(/^svc-small-[0-9a-f]{12}$/);
     await service.idle();
     expect((await service.getModel(acme, created.id)).status).toBe('trained');
-    const result = await service.predict(acme, { model: created.id, inputs: [examples[0].text, examples[19].text] });
+    const result = (await service.predict(acme, { model: created.id, inputs: [examples[0].text, examples[19].text] })) as BinaryPredictResponse;
     expect(result.label_text).toBe('positive');
     expect(result.predictions.map((p) => p.label)).toEqual([true, false]);
 
@@ -131,7 +132,7 @@ describe('training jobs', () => {
   it('checks the training request before storing anything', async () => {
     const cases: [object, string, string][] = [
       [{ ...request, model: 'gpt' }, "model must be one of svc-small (got 'gpt')", 'model'],
-      [{ ...request, task_type: 'multi' }, `task_type must be 'binary-classification' (got "multi")`, 'task_type'],
+      [{ ...request, task_type: 'multi' }, `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "multi")`, 'task_type'],
       [{ ...request, examples: examples.slice(0, 19) }, 'at least 20 examples are required (got 19)', 'examples'],
       [{ ...request, examples: examples.map((e) => ({ ...e, label: true })) }, 'examples need at least one true and one false label', 'examples'],
       [{ ...request, examples: examples.map((e, i) => (i === 3 ? { ...e, text: '' } : e)) }, 'examples[3].text must not be empty', 'examples[3].text'],

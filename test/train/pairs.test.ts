@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { pairBatch } from '../../fixtures/pair-batch.js';
-import { packPairBatch, pairCount, samplePairs, stepCount } from '../../src/train/pairs.js';
+import { packPairBatch, pairCount, samePair, samplePairs, sampleTargetPairs, stepCount } from '../../src/train/pairs.js';
 
 describe('samplePairs', () => {
   const labels = [true, true, true, false, false, false, true, false];
@@ -82,5 +82,29 @@ describe('pairBatch', () => {
     expect(Array.from(batch.pairB)).toEqual([1, 3]);
     expect(Array.from(batch.labels)).toEqual([1, 0]);
     expect(Array.from(pairBatch(tokens, pairs, 2, 16).lengths)).toEqual([4, 4]);
+  });
+});
+
+describe('sampleTargetPairs', () => {
+  it('pairs classes like samplePairs, and label sets by overlap (two empty sets count as the same)', () => {
+    const classes = Int32Array.of(0, 1, 2, 0, 1, 2);
+    expect(sampleTargetPairs({ kind: 'classes', classes, count: 3 }, { iterations: 3, seed: 5 })).toEqual(
+      samplePairs(Array.from(classes), { iterations: 3, seed: 5 }),
+    );
+    // {a}, {b}, {a, b}, {}, {}
+    const targets = { kind: 'label-sets' as const, sets: Uint8Array.of(1, 0, 0, 1, 1, 1, 0, 0, 0, 0), count: 2 };
+    const same = samePair(targets);
+    expect([same(0, 1), same(0, 2), same(1, 2), same(2, 3), same(3, 4), same(0, 3)]).toEqual([false, true, true, false, true, false]);
+    const pairs = sampleTargetPairs(targets, { iterations: 2, seed: 1 });
+    expect(pairs.a.length).toBe(20);
+    for (let p = 0; p < pairs.a.length; p++) expect(pairs.labels[p]).toBe(same(pairs.a[p], pairs.b[p]) ? 1 : 0);
+    // Every set shares a label with every other: nothing to push apart.
+    expect(() => sampleTargetPairs({ kind: 'label-sets', sets: Uint8Array.of(1, 0, 1, 1, 1, 0), count: 2 })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        param: 'examples',
+        message: 'fine-tuning needs two examples that share a label and two that share none (got 3 and 0 such pairs); train with finetune: false',
+      }),
+    );
   });
 });

@@ -25,6 +25,12 @@ export interface LinearHead {
   readonly bias: number;
 }
 
+/** A head with a row per label: scores = W e + b (labels x hidden weights, row-major; a bias per label). */
+export interface LinearHeads {
+  readonly weights: Float32Array;
+  readonly biases: Float32Array;
+}
+
 interface ResolvedExportOptions {
   readonly precision: OnnxPrecision;
   readonly sepTokenId: number | undefined;
@@ -80,9 +86,11 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
 }
 
 /**
- * Builds a binary classifier: the encoder, mean pooling, L2 normalization and a linear head.
- * Output `logits` `[batch_size, 2]` holds `[0, w·e + b]` per row, so softmax gives
- * `[P(false), P(true)]` with P(true) = sigmoid(w·e + b).
+ * Builds a classifier: the encoder, mean pooling, L2 normalization and a linear head. A binary
+ * head (`{ weights, bias }`) gives `logits` `[batch_size, 2]` holding `[0, w·e + b]` per row, so
+ * softmax gives `[P(false), P(true)]` with P(true) = sigmoid(w·e + b). A head with a row per label
+ * (`{ weights, biases }`) gives `logits` `[batch_size, labels]`, W e + b: softmax over them for a
+ * multi-class model, a sigmoid each for a multi-label one.
  *
  * @example
  * ```ts
@@ -92,25 +100,43 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
  * (await session.run(feeds)).logits.data; // Float32Array [0, -0.4727595]: P(true) = 0.384
  * ```
  */
-export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearHead, options?: OnnxExportOptions): Uint8Array {
+export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearHead | LinearHeads, options?: OnnxExportOptions): Uint8Array {
   const { precision, sepTokenId } = resolveOptions(options);
   const weights = loadBertWeights(baseModel);
   const hiddenSize = weights.config.hiddenSize;
+  const { matrix, biases } = headMatrix(head, hiddenSize);
+  const columns = biases.length;
+  const g = new GraphBuilder();
+  const body = addBertBody(g, weights, linearFor(precision), sepTokenId);
+  const embedding = addMeanPoolNormalize(g, body);
+  const w = g.constant('classifier.weight_t', OnnxType.FLOAT, [hiddenSize, columns], matrix);
+  const b = g.constant('classifier.bias', OnnxType.FLOAT, [columns], biases);
+  g.op('Add', [g.op('MatMul', [embedding, w]), b], {}, 'logits');
+  g.output('logits', OnnxType.FLOAT, [kBatchDim, columns]);
+  const kind = 'bias' in head ? 'binary' : `${columns}-label`;
+  return g.toModel({ graphName: `${weights.baseModel.name}-classifier-${precision}`, docString: `${weights.baseModel.name} ${kind} classifier` });
+}
+
+/** The head as the [hidden, columns] matrix the graph multiplies by, and its biases. */
+function headMatrix(head: LinearHead | LinearHeads, hiddenSize: number): { matrix: Float32Array; biases: Float32Array } {
+  if (head !== null && typeof head === 'object' && 'biases' in head) {
+    const labels = head.biases instanceof Float32Array ? head.biases.length : 0;
+    if (labels < 2 || !head.biases.every(Number.isFinite)) throw new TypeError('head.biases must be a Float32Array of at least 2 finite numbers');
+    if (!(head.weights instanceof Float32Array) || head.weights.length !== labels * hiddenSize) {
+      throw new TypeError(`head.weights must be a Float32Array of length ${labels * hiddenSize} (${labels} labels x ${hiddenSize})`);
+    }
+    const matrix = new Float32Array(hiddenSize * labels);
+    for (let k = 0; k < labels; k++) for (let i = 0; i < hiddenSize; i++) matrix[i * labels + k] = head.weights[k * hiddenSize + i];
+    return { matrix, biases: head.biases };
+  }
   if (!(head?.weights instanceof Float32Array) || head.weights.length !== hiddenSize) {
     throw new TypeError(`head.weights must be a Float32Array of length ${hiddenSize}`);
   }
   if (typeof head.bias !== 'number' || !Number.isFinite(head.bias)) {
     throw new TypeError('head.bias must be a finite number');
   }
-  const g = new GraphBuilder();
-  const body = addBertBody(g, weights, linearFor(precision), sepTokenId);
-  const embedding = addMeanPoolNormalize(g, body);
   // One MatMul against [hidden, 2] whose first column is zero: the false logit is exactly 0.
   const matrix = new Float32Array(hiddenSize * 2);
   for (let i = 0; i < hiddenSize; i++) matrix[i * 2 + 1] = head.weights[i];
-  const w = g.constant('classifier.weight_t', OnnxType.FLOAT, [hiddenSize, 2], matrix);
-  const b = g.constant('classifier.bias', OnnxType.FLOAT, [2], new Float32Array([0, head.bias]));
-  g.op('Add', [g.op('MatMul', [embedding, w]), b], {}, 'logits');
-  g.output('logits', OnnxType.FLOAT, [kBatchDim, 2]);
-  return g.toModel({ graphName: `${weights.baseModel.name}-classifier-${precision}`, docString: `${weights.baseModel.name} binary classifier` });
+  return { matrix, biases: new Float32Array([0, head.bias]) };
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { SvcError } from '../../errors.js';
 import type { BaseModel } from '../base-models.js';
 import { toBaseModel } from './bert-weights.js';
-import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type OnnxPrecision } from './export.js';
+import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type LinearHeads, type OnnxPrecision } from './export.js';
 import * as is from '../../is.js';
 
 /** What `writeTransformersJsModelDir` writes. */
@@ -13,10 +13,14 @@ export interface TransformersJsDirOptions {
   baseModel: string | BaseModel;
   /** `feature-extraction`: the encoder; `text-classification`: encoder + pooling + `head`. */
   task: 'feature-extraction' | 'text-classification';
-  /** The name of the true label (classification only), e.g. `'positive'`. */
+  /** The name of the true label (binary classification), e.g. `'positive'`. */
   labelText?: string;
-  /** The trained head (classification only). */
-  head?: LinearHead;
+  /** The class or label names, in the order of the head's rows (multi-class and multi-label classification). */
+  labels?: readonly string[];
+  /** The labels are independent (multi-label: a sigmoid each); else one softmax over them. */
+  multiLabel?: boolean;
+  /** The trained head (classification only): binary `{ weights, bias }`, or a row per label `{ weights, biases }`. */
+  head?: LinearHead | LinearHeads;
   /** `int8` also writes `onnx/model_quantized.onnx`, which transformers.js loads for `dtype: 'q8'`. */
   precision?: OnnxPrecision;
 }
@@ -33,7 +37,14 @@ function validate(options: TransformersJsDirOptions): void {
   if (options.precision !== undefined && options.precision !== 'fp32' && options.precision !== 'int8') {
     throw new RangeError(`options.precision must be 'fp32' or 'int8'`);
   }
-  if (options.task === 'text-classification') {
+  if (options.task === 'text-classification' && options.labels !== undefined) {
+    if (!Array.isArray(options.labels) || options.labels.length < 2 || !options.labels.every((l) => typeof l === 'string' && l.length > 0)) {
+      throw new TypeError('options.labels must be an array of at least 2 non-empty strings');
+    }
+    if (!options.head || !('biases' in options.head) || options.head.biases.length !== options.labels.length) {
+      throw new TypeError(`options.head must have a row per label (${options.labels.length})`);
+    }
+  } else if (options.task === 'text-classification') {
     if (typeof options.labelText !== 'string' || options.labelText.length === 0) {
       throw new TypeError('options.labelText must be a non-empty string');
     }
@@ -49,6 +60,19 @@ function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJ
   // Browsers default to dtype q8 (model_quantized.onnx); without that file, point them at fp32.
   const runtime = options.precision === 'int8' ? {} : { 'transformers.js_config': { dtype: 'fp32' } };
   if (options.task === 'feature-extraction') return { ...baseConfig, architectures: ['BertModel'], ...runtime };
+  if (options.labels !== undefined) {
+    const labels = options.labels;
+    return {
+      ...baseConfig,
+      ...runtime,
+      architectures: ['BertForSequenceClassification'],
+      // multi_label: transformers.js applies a sigmoid to each logit; single_label, one softmax over them.
+      problem_type: options.multiLabel ? 'multi_label_classification' : 'single_label_classification',
+      num_labels: labels.length,
+      id2label: Object.fromEntries(labels.map((label, k) => [k, label])),
+      label2id: Object.fromEntries(labels.map((label, k) => [label, k])),
+    };
+  }
   const labelText = options.labelText as string;
   return {
     ...baseConfig,
@@ -124,7 +148,7 @@ export async function writeTransformersJsModelDir(outDir: string, options: Trans
   const sepTokenId = specialTokenId(tokenizer, '[SEP]');
   const build = (p: OnnxPrecision): Uint8Array =>
     options.task === 'text-classification'
-      ? buildClassifierOnnx(baseModel, options.head as LinearHead, { precision: p, sepTokenId })
+      ? buildClassifierOnnx(baseModel, options.head as LinearHead | LinearHeads, { precision: p, sepTokenId })
       : buildEncoderOnnx(baseModel, { precision: p, sepTokenId });
   const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
