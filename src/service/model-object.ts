@@ -1,8 +1,9 @@
 // The model object of the HTTP contract, from a stored model record and, once trained, the
 // metrics its manifest holds.
-import { readManifest } from '../model/directory.js';
+import { text } from 'node:stream/consumers';
+
 import { resolveBaseModel } from '../model/base-models.js';
-import type { TrainingMetrics } from '../model/manifest.js';
+import { kManifestFile, parseManifest, type TrainingMetrics } from '../model/manifest.js';
 import type { ModelObject } from '../server/schemas.js';
 import type { ModelRecord } from '../store/types.js';
 import { storedLabels } from './examples.js';
@@ -31,10 +32,11 @@ export class ModelObjects {
     const key = `${record.orgId}/${record.id}`;
     let metrics: TrainingMetrics | null | undefined = this.#metrics.get(key);
     if (metrics === undefined) {
-      metrics = await readManifest(this.#runtime.modelDir(record.orgId, record.id)).then(
-        (manifest) => manifest.metrics,
-        () => null,
-      );
+      // Through the artifact store, not the local folder: with a database that folder is only a cache.
+      metrics = await this.#runtime
+        .hubFile(record.orgId, record.id, kManifestFile)
+        .then(async (file) => parseManifest(await text(file.stream), key).metrics)
+        .catch(() => null);
       if (metrics !== null) {
         this.#metrics.set(key, metrics);
         if (this.#metrics.size > kCachedMetrics) this.#metrics.delete(this.#metrics.keys().next().value as string);
