@@ -158,7 +158,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
     linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers,
                       packed(0));
     attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
-                         stream(l, DropSite::kAttentionProbs), p, workers);
+                         stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
     linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.x.data(), ws.tmp.data());
@@ -229,7 +229,7 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
     linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
                        grads + o.bo, workers, packed(1));
     attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
-                          stream(l, DropSite::kAttentionProbs), p, workers);
+                          stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
     // Frozen embeddings need no gradient, so layer 0 then skips d input.
     linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(),
                        l > 0 || emb ? ws.dy.data() : nullptr, T(1), grads + o.wqkv, grads + o.bqkv, workers,
