@@ -39,21 +39,55 @@ inline __mmask16 first(int count) {
   return count >= 16 ? static_cast<__mmask16>(0xffff) : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
 }
 
-// A contiguous run of k floats as (k+1)/2 bf16 pairs, the last padded with zero.
-void row_pairs(const float* x, int k, uint32_t* out) {
-  int p = 0;
-  for (; p + 32 <= k; p += 32)
-    _mm512_storeu_si512(out + p / 2, to_bf16(_mm512_loadu_ps(x + p), _mm512_loadu_ps(x + p + 16)));
-  if (p < k) {
-    const __m512i v = to_bf16(_mm512_maskz_loadu_ps(first(k - p), x + p), _mm512_maskz_loadu_ps(first(k - p - 16), x + p + 16));
-    _mm512_mask_storeu_epi32(out + p / 2, first((k - p + 1) / 2), v);
+// r[i] lane j -> r[j] lane i: a 16 x 16 transpose of 32-bit lanes in three rounds.
+inline void transpose16(__m512i r[16]) {
+  __m512i a[16], b[16];
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // b[4k + c], 128-bit lane L: lane 4L + c of rows 4k..4k+3.
+  for (int k = 0; k < 16; k += 4) {
+    b[k] = _mm512_unpacklo_epi64(a[k], a[k + 2]);
+    b[k + 1] = _mm512_unpackhi_epi64(a[k], a[k + 2]);
+    b[k + 2] = _mm512_unpacklo_epi64(a[k + 1], a[k + 3]);
+    b[k + 3] = _mm512_unpackhi_epi64(a[k + 1], a[k + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {  // gather the four 128-bit pieces of lanes 4L + c
+    const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    r[c] = _mm512_shuffle_i32x4(e0, e2, _MM_SHUFFLE(2, 0, 2, 0));
+    r[8 + c] = _mm512_shuffle_i32x4(e0, e2, _MM_SHUFFLE(3, 1, 3, 1));
+    r[4 + c] = _mm512_shuffle_i32x4(e1, e3, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + c] = _mm512_shuffle_i32x4(e1, e3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Up to 16 rows of k floats (row i at src + i·ld, rows from `count` on read as zero) as bf16
+// pairs along k, transposed: dst[q·stride + i] = pair q of row i, for the lanes in `lanes`.
+void pairs_transposed(const float* src, int64_t ld, int count, int k, uint32_t* dst, int64_t stride, __mmask16 lanes) {
+  const int kp = (k + 1) / 2;
+  for (int q0 = 0; q0 < kp; q0 += 16) {
+    const int p0 = 2 * q0;
+    const __mmask16 m0 = first(k - p0), m1 = first(k - p0 - 16);
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) {
+      const float* row = src + i * ld + p0;
+      r[i] = i < count ? to_bf16(_mm512_maskz_loadu_ps(m0, row), _mm512_maskz_loadu_ps(m1, row + 16))
+                       : _mm512_setzero_si512();
+    }
+    transpose16(r);
+    for (int q = 0, qs = std::min(16, kp - q0); q < qs; ++q)
+      _mm512_mask_storeu_epi32(dst + static_cast<int64_t>(q0 + q) * stride, lanes, r[q]);
   }
 }
 
 // A's rows [i0, i0 + rows) as bf16 pairs along k, pair-major: dst[q * kRows + r] holds
 // op(A)(i0+r, 2q) in its low half and op(A)(i0+r, 2q+1) in its high half; zero past the
 // last row and past k, so the tile always runs whole.
-void pack_a(bool ta, const float* a, int lda, int i0, int rows, int k, uint32_t* dst, uint32_t* row_scratch) {
+void pack_a(bool ta, const float* a, int lda, int i0, int rows, int k, uint32_t* dst) {
   const int kp = (k + 1) / 2;
   if (ta) {  // op(A) rows are columns of the stored A: two stored rows give 14 pairs at once
     const __mmask16 m = first(rows);
@@ -65,10 +99,7 @@ void pack_a(bool ta, const float* a, int lda, int i0, int rows, int k, uint32_t*
     }
     return;
   }
-  for (int r = 0; r < kRows; ++r) {
-    if (r < rows) row_pairs(a + static_cast<int64_t>(i0 + r) * lda, k, row_scratch);
-    for (int q = 0; q < kp; ++q) dst[static_cast<int64_t>(q) * kRows + r] = r < rows ? row_scratch[q] : 0u;
-  }
+  pairs_transposed(a + static_cast<int64_t>(i0) * lda, lda, rows, k, dst, kRows, first(kRows));
 }
 
 // One tile: ROWS rows of C (ROWS <= kRows) by one panel of up to 32 columns.
@@ -116,16 +147,13 @@ void pack_b_bf16_avx512(bool tb, const float* b, int ldb, int k, int n, PackedBf
   const int panels = (n + kNr - 1) / kNr, kp = (k + 1) / 2;
   uint32_t* data = reinterpret_cast<uint32_t*>(out.data.data());
   parallel_for(workers, panels, [&](int64_t p0, int64_t p1) {
-    thread_local AlignedBuffer<uint32_t> row_scratch;
-    row_scratch.resize(kp);
     for (int64_t p = p0; p < p1; ++p) {
       uint32_t* dst = data + p * kp * kNr;
       const int col0 = static_cast<int>(p) * kNr, cols = std::min(kNr, n - col0);
-      if (tb) {  // column j of op(B) is row j of B, its pairs already adjacent
-        for (int j = 0; j < kNr; ++j) {
-          if (j < cols) row_pairs(b + static_cast<int64_t>(col0 + j) * ldb, k, row_scratch.data());
-          for (int q = 0; q < kp; ++q) dst[static_cast<int64_t>(q) * kNr + j] = j < cols ? row_scratch[q] : 0u;
-        }
+      if (tb) {  // column j of op(B) is row j of B, its pairs already adjacent: 16 columns at a time
+        for (int half = 0; half < kNr; half += 16)
+          pairs_transposed(b + static_cast<int64_t>(col0 + half) * ldb, ldb, cols - half, k, dst + half, kNr,
+                           first(16));
         continue;
       }
       const __mmask16 m0 = first(cols), m1 = first(cols - 16);
@@ -149,12 +177,11 @@ void gemm_bf16_avx512(bool ta, int m, const float* a, int lda, const PackedBf16&
   const int blocks = (m + kRows - 1) / kRows;
   // Each task packs its row blocks of A once and runs them across every panel of B.
   parallel_for(workers, blocks, [&](int64_t blk0, int64_t blk1) {
-    thread_local AlignedBuffer<uint32_t> a_pack, row_scratch;
+    thread_local AlignedBuffer<uint32_t> a_pack;
     a_pack.resize(static_cast<size_t>(kp) * kRows);
-    row_scratch.resize(kp);
     for (int64_t blk = blk0; blk < blk1; ++blk) {
       const int i0 = static_cast<int>(blk) * kRows, rows = std::min(kRows, m - i0);
-      pack_a(ta, a, lda, i0, rows, b.k, a_pack.data(), row_scratch.data());
+      pack_a(ta, a, lda, i0, rows, b.k, a_pack.data());
       for (int p = 0; p < panels; ++p)
         tiles[rows - 1](a_pack.data(), b.data.data() + static_cast<int64_t>(p) * kp * kNr * 2, kp, beta,
                         c + static_cast<int64_t>(i0) * ldc + p * kNr, ldc, std::min(kNr, n - p * kNr));
