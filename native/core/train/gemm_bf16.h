@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "tensor/aligned_buffer.h"
 #include "train/workers.h"
@@ -27,21 +26,6 @@ struct PackedBf16 {
   AlignedBuffer<uint16_t> data;
   int pairs() const { return (k + 1) / 2; }
 };
-
-// fp32 -> bf16 bits, rounded to nearest even (finite inputs, as every product of a step).
-inline uint16_t bf16_round(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-inline float bf16_to_float(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
 
 // True when this CPU runs vdpbf16ps and SVC_ISA does not cap it away.
 bool bf16_products();
