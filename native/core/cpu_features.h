@@ -17,6 +17,7 @@ struct CpuFeatures {
   bool avx2 = false;      // with FMA and F16C
   bool avx512 = false;    // F, BW, DQ, VL
   bool avx512vnni = false;
+  bool avx512bf16 = false;    // vdpbf16ps (training's bf16 products); SVC_ISA=avx512 caps it away like VNNI
   bool neon = false;          // aarch64 Advanced SIMD (every aarch64 CPU has it)
   bool neon_dotprod = false;  // plus the dot-product extension (SDOT), Armv8.2 and later
 };

@@ -7,10 +7,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "train/gemm_bf16.h"
 #include "train/linalg.h"
 #include "train/rng.h"
+#include "train/vector_ops.h"
 #include "train/workers.h"
 
 namespace svc::train {
@@ -27,10 +30,39 @@ inline uint64_t attention_drop_index(int text, int head, int64_t cell) {
   return (static_cast<uint64_t>(text) << 40) ^ (static_cast<uint64_t>(head) << 32) ^ static_cast<uint64_t>(cell);
 }
 
+// x[c] = keep ? x[c]·scale : 0 over one text and head's cells. Their indices are consecutive
+// (text and head sit above bit 32 of attention_drop_index, cells below), so fp32 takes the
+// vectorized dropout loop, with the same mask.
+template <typename T>
+void attention_dropout(const DropoutStream& drop, T scale, int text, int head, int64_t cells, T* x) {
+  if constexpr (std::is_same_v<T, float>) {
+    vector_ops().dropout(drop.key, drop.threshold, scale, attention_drop_index(text, head, 0), cells, x);
+  } else {
+    for (int64_t c = 0; c < cells; ++c) x[c] = drop.keep(attention_drop_index(text, head, c)) ? x[c] * scale : T(0);
+  }
+}
+
+// C = op(A)·op(B) for one text and head. With bf16 (a training step on a CPU with bf16
+// products), the products big enough for the packed GEMM (64³ multiply-adds and up: long
+// texts) run in bf16; smaller ones stay on the fp32 row loops, where packing would cost more.
+template <typename T>
+void head_product(bool bf16, bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
+                  int ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16 && static_cast<int64_t>(m) * n * k >= 64 * 64 * 64) {
+      thread_local PackedBf16 panels;  // per thread: heads run in parallel
+      pack_b_bf16(tb, b, ldb, k, n, panels, nullptr);
+      gemm_bf16(ta, m, a, lda, panels, 0.f, c, ldc, nullptr);
+      return;
+    }
+  }
+  gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, T(0), c, ldc);
+}
+
 // ctx[tokens x hidden] = softmax(Q·Kᵀ/√d) (dropped out) · V, per text and head.
 template <typename T>
 void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* qkv, T* probs, T* ctx,
-                       const DropoutStream& drop, double p_drop, Workers* workers) {
+                       const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
@@ -40,7 +72,7 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
       const int n = lay.lengths[t];
       const T* q = qkv + static_cast<int64_t>(lay.offsets[t]) * ld + h * d;
       T* pr = probs + lay.prob_offsets[t] + static_cast<int64_t>(h) * n * n;
-      gemm<T>(false, true, n, n, d, q, ld, q + hidden, ld, T(0), pr, n);
+      head_product<T>(bf16, false, true, n, n, d, q, ld, q + hidden, ld, pr, n);
       for (int i = 0; i < n; ++i) {
         T* row = pr + static_cast<int64_t>(i) * n;
         T mx = row[0] * scale;
@@ -52,13 +84,11 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
       const T* pv = pr;
       if (drop.active) {
         dropped.assign(pr, pr + static_cast<int64_t>(n) * n);
-        const T keep_scale = T(1) / T(1 - p_drop);
-        for (int64_t c = 0; c < static_cast<int64_t>(n) * n; ++c)
-          dropped[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dropped[c] * keep_scale : T(0);
+        attention_dropout(drop, T(1) / T(1 - p_drop), lay.text0 + t, h, static_cast<int64_t>(n) * n, dropped.data());
         pv = dropped.data();
       }
-      gemm<T>(false, false, n, d, n, pv, n, q + 2 * hidden, ld, T(0),
-              ctx + static_cast<int64_t>(lay.offsets[t]) * hidden + h * d, hidden);
+      head_product<T>(bf16, false, false, n, d, n, pv, n, q + 2 * hidden, ld,
+                      ctx + static_cast<int64_t>(lay.offsets[t]) * hidden + h * d, hidden);
     }
   });
 }
@@ -67,7 +97,7 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
 // dQ = dS·K, dK = dSᵀ·Q, where P̃ is P after dropout.
 template <typename T>
 void attention_backward(const PackedLayout& lay, int heads, int hidden, const T* qkv, const T* probs, const T* dctx,
-                        T* dqkv, const DropoutStream& drop, double p_drop, Workers* workers) {
+                        T* dqkv, const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
@@ -85,15 +115,13 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
       const T* pv = pr;
       if (drop.active) {
         dropped.assign(pr, pr + nn);
-        for (int64_t c = 0; c < nn; ++c)
-          dropped[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dropped[c] * keep_scale : T(0);
+        attention_dropout(drop, keep_scale, lay.text0 + t, h, nn, dropped.data());
         pv = dropped.data();
       }
-      gemm<T>(true, false, n, d, n, pv, n, dc, hidden, T(0), dq + 2 * hidden, ld);  // dV
+      head_product<T>(bf16, true, false, n, d, n, pv, n, dc, hidden, dq + 2 * hidden, ld);  // dV
       dp.resize(nn);
-      gemm<T>(false, true, n, n, d, dc, hidden, q + 2 * hidden, ld, T(0), dp.data(), n);  // dP̃
-      for (int64_t c = 0; c < nn; ++c)
-        if (drop.active) dp[c] = drop.keep(attention_drop_index(lay.text0 + t, h, c)) ? dp[c] * keep_scale : T(0);
+      head_product<T>(bf16, false, true, n, n, d, dc, hidden, q + 2 * hidden, ld, dp.data(), n);  // dP̃
+      if (drop.active) attention_dropout(drop, keep_scale, lay.text0 + t, h, nn, dp.data());
       for (int i = 0; i < n; ++i) {
         const T* prow = pr + static_cast<int64_t>(i) * n;
         T* drow = dp.data() + static_cast<int64_t>(i) * n;
@@ -101,8 +129,8 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
         for (int j = 0; j < n; ++j) dot += prow[j] * drow[j];
         for (int j = 0; j < n; ++j) drow[j] = prow[j] * (drow[j] - dot) * scale;
       }
-      gemm<T>(false, false, n, d, n, dp.data(), n, q + hidden, ld, T(0), dq, ld);           // dQ = dS·K
-      gemm<T>(true, false, n, d, n, dp.data(), n, q, ld, T(0), dq + hidden, ld);            // dK = dSᵀ·Q
+      head_product<T>(bf16, false, false, n, d, n, dp.data(), n, q + hidden, ld, dq, ld);    // dQ = dS·K
+      head_product<T>(bf16, true, false, n, d, n, dp.data(), n, q, ld, dq + hidden, ld);     // dK = dSᵀ·Q
     }
   });
 }

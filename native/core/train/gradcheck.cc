@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 
 #include "train/attention.h"
 #include "train/ops.h"
@@ -356,6 +357,32 @@ std::map<std::string, io::StoredTensor> toy_checkpoint(const EncoderConfig& cfg,
     put(p.name, p.shape, ln ? 0.1 : 0.3, ln && is_weight ? 1 : 0);
   }
   return out;
+}
+
+EncoderConfig toy_config(int hidden, int heads, int intermediate, int max_positions) {
+  EncoderConfig cfg;
+  cfg.layers = 2;
+  cfg.hidden = hidden;
+  cfg.heads = heads;
+  cfg.intermediate = intermediate;
+  cfg.vocab = 50;
+  cfg.max_positions = max_positions;
+  return cfg;
+}
+
+std::vector<double> toy_step_losses(const EncoderConfig& cfg, const TrainerOptions& o, uint64_t checkpoint_seed,
+                                    const std::vector<int32_t>& lengths, int id_mult, int id_add, int steps) {
+  if (lengths.size() != 6) throw std::invalid_argument("toy_step_losses takes six texts");
+  Trainer trainer(cfg, toy_checkpoint(cfg, checkpoint_seed), o);
+  std::vector<int32_t> ids;
+  for (int32_t n : lengths)
+    for (int i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>((ids.size() * id_mult + id_add) % cfg.vocab));
+  const std::vector<int32_t> pa = {0, 1, 2, 3, 4, 0}, pb = {1, 2, 3, 4, 5, 5};
+  const std::vector<float> labels = {1, 0, 1, 0, 1, 0};
+  PairBatch b{ids.data(), lengths.data(), 6, pa.data(), pb.data(), labels.data(), 6};
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) losses.push_back(trainer.step(b).loss);
+  return losses;
 }
 
 }  // namespace svc::train

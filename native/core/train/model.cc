@@ -104,7 +104,8 @@ struct TextGroup {
 // group's normalized embeddings.
 template <typename T>
 void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
-                  const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels) {
+                  const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
+                  const PackedBf16* panels16) {
   const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   ws.offsets.resize(g.texts);
@@ -139,7 +140,10 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   for (int l = 0; l < cfg.layers; ++l) {
     const LayerOffsets o = layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
-    auto packed = [&](int m) { return PackedWeight{panels ? &panels[kPanelsPerLayer * l + m] : nullptr, nullptr}; };
+    auto packed = [&](int m) {
+      const int i = kPanelsPerLayer * l + m;
+      return PackedWeight{panels ? &panels[i] : nullptr, nullptr, panels16 ? &panels16[i] : nullptr, nullptr};
+    };
     a.qkv.resize(3 * th);
     a.probs.resize(prob_cells);
     a.ctx.resize(th);
@@ -154,7 +158,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
     linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers,
                       packed(0));
     attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
-                         stream(l, DropSite::kAttentionProbs), p, workers);
+                         stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
     linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.x.data(), ws.tmp.data());
@@ -183,7 +187,8 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
 // input per token into ws.emb_dsum and its γ, β gradients into ws.emb_dln_g, _b.
 template <typename T>
 void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
-                   Workspace<T>& ws, Workers* workers, const PackedF32* panels, const Embeddings<T>* emb) {
+                   Workspace<T>& ws, Workers* workers, const PackedF32* panels, const PackedBf16* panels16,
+                   const Embeddings<T>* emb) {
   const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   const int rows = ws.tokens;
@@ -202,7 +207,10 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
   for (int l = cfg.layers - 1; l >= 0; --l) {
     const LayerOffsets o = layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
-    auto packed = [&](int m) { return PackedWeight{nullptr, panels ? &panels[kPanelsPerLayer * l + m] : nullptr}; };
+    auto packed = [&](int m) {
+      const int i = kPanelsPerLayer * l + m;
+      return PackedWeight{nullptr, panels ? &panels[i] : nullptr, nullptr, panels16 ? &panels16[i] : nullptr};
+    };
     // ws.dy holds d loss / d (layer output).
     layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
                            grads + o.ln2_g, grads + o.ln2_b);
@@ -221,7 +229,7 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
     linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
                        grads + o.bo, workers, packed(1));
     attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
-                          stream(l, DropSite::kAttentionProbs), p, workers);
+                          stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
     // Frozen embeddings need no gradient, so layer 0 then skips d input.
     linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(),
                        l > 0 || emb ? ws.dy.data() : nullptr, T(1), grads + o.wqkv, grads + o.bqkv, workers,
@@ -265,9 +273,11 @@ void scatter_embedding_grads(const EncoderConfig& cfg, const Embeddings<T>& emb,
 }
 
 // Packs every weight matrix once for the step, as y = x·Wᵀ needs it (forward)
-// and as dx = dy·W needs it (backward), one matrix per pool task.
-void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, std::vector<PackedF32>& fwd,
-                  std::vector<PackedF32>& bwd, Workers* workers) {
+// and as dx = dy·W needs it (backward), one matrix per pool task. `Packed` is
+// PackedF32 (pack_b) or PackedBf16 (pack_b_bf16).
+template <typename Packed, typename PackFn>
+void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, std::vector<Packed>& fwd,
+                  std::vector<Packed>& bwd, Workers* workers, PackFn pack) {
   const int h = cfg.hidden, f = cfg.intermediate, per = kPanelsPerLayer;
   fwd.resize(per * cfg.layers);
   bwd.resize(per * cfg.layers);
@@ -278,8 +288,8 @@ void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, 
       const LayerOffsets o = layer_offsets(cfg, l);
       const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
       const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
-      if (t < per * cfg.layers) pack_b(true, params + at[m], ins[m], ins[m], outs[m], fwd[index], nullptr);
-      else pack_b(false, params + at[m], ins[m], outs[m], ins[m], bwd[index], nullptr);
+      if (t < per * cfg.layers) pack(true, params + at[m], ins[m], ins[m], outs[m], fwd[index], nullptr);
+      else pack(false, params + at[m], ins[m], outs[m], ins[m], bwd[index], nullptr);
     }
   });
 }
@@ -350,12 +360,22 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   Workers* inner = parts == 1 ? workers : nullptr;
   const PackedF32* fwd = nullptr;
   const PackedF32* bwd = nullptr;
+  const PackedBf16* fwd16 = nullptr;
+  const PackedBf16* bwd16 = nullptr;
   if constexpr (std::is_same_v<T, float>) {
-    pack_weights(cfg, params, grads != nullptr, ws.panels_fwd, ws.panels_bwd, workers);
-    fwd = ws.panels_fwd.data();
-    bwd = ws.panels_bwd.data();
+    // A training step runs its linear layers' products in bf16 where the CPU has them;
+    // evaluation and embedding stay fp32, as the published encoder computes.
+    if (grads && key.bf16 && bf16_products()) {
+      pack_weights(cfg, params, true, ws.bf16_fwd, ws.bf16_bwd, workers, pack_b_bf16);
+      fwd16 = ws.bf16_fwd.data();
+      bwd16 = ws.bf16_bwd.data();
+    } else {
+      pack_weights(cfg, params, grads != nullptr, ws.panels_fwd, ws.panels_bwd, workers, pack_b);
+      fwd = ws.panels_fwd.data();
+      bwd = ws.panels_bwd.data();
+    }
   }
-  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd); });
+  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16); });
 
   ws.emb.resize(static_cast<int64_t>(b.texts) * h);
   for (int i = 0; i < parts; ++i)
@@ -378,7 +398,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
       target = ws.part_grads[i].data();
     }
     zero_vector_grads(cfg, target);
-    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd, emb_grads ? &emb : nullptr);
+    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd, bwd16, emb_grads ? &emb : nullptr);
   });
   if (emb_grads) scatter_embedding_grads(cfg, emb, groups, ws.parts, *emb_grads);
   // Sum the groups' gradients in group order: fixed for a given thread count.

@@ -12,6 +12,7 @@
 
 #include "io/config.h"
 #include "train/attention.h"
+#include "train/gemm_bf16.h"
 #include "train/workers.h"
 
 namespace svc::train {
@@ -77,6 +78,8 @@ struct Workspace {
   std::vector<std::vector<T>> part_grads;
   // fp32: every weight matrix packed once per step for all groups (forward and backward layouts).
   std::vector<PackedF32> panels_fwd, panels_bwd;
+  // A training step where the CPU has bf16 products packs these instead (gemm_bf16.h).
+  std::vector<PackedBf16> bf16_fwd, bf16_bwd;
   // backward scratch
   std::vector<T> dy, dh, dbig, dqkv, dctx, demb, dpooled, tmp;
 };
@@ -86,6 +89,8 @@ struct StepKey {
   uint64_t seed = 0;
   uint64_t step = 0;
   bool training = true;
+  // With grads, the linear layers' products run in bf16 when bf16_products() (gemm_bf16.h).
+  bool bf16 = false;
 };
 
 // Runs the forward pass and returns the cosine-similarity loss; ws.emb holds

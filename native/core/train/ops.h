@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "train/gemm_bf16.h"
 #include "train/linalg.h"
 #include "train/rng.h"
 #include "train/vector_ops.h"
@@ -18,9 +19,13 @@ namespace svc::train {
 
 // Weight matrices packed once per step for every text group: `forward` as op(B)
 // of y = x·Wᵀ, `backward` as op(B) of dx = dy·W. Null: pack inside each product.
+// The bf16 panels, when set, take their place and make the layer's products bf16
+// (gemm_bf16.h), dW = dyᵀ·x included.
 struct PackedWeight {
   const PackedF32* forward = nullptr;
   const PackedF32* backward = nullptr;
+  const PackedBf16* forward_bf16 = nullptr;
+  const PackedBf16* backward_bf16 = nullptr;
 };
 
 // y[rows x out] = x[rows x in] · Wᵀ + b, with W in the [out x in] layout of the checkpoint.
@@ -28,7 +33,8 @@ template <typename T>
 void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* b, T* y, Workers* workers,
                     PackedWeight packed = {}) {
   if constexpr (std::is_same_v<T, float>) {
-    if (packed.forward) gemm_prepacked(false, rows, x, in, *packed.forward, 0.f, y, out, workers);
+    if (packed.forward_bf16) gemm_bf16(false, rows, x, in, *packed.forward_bf16, 0.f, y, out, workers);
+    else if (packed.forward) gemm_prepacked(false, rows, x, in, *packed.forward, 0.f, y, out, workers);
     else gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
   } else {
     gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
@@ -43,13 +49,23 @@ void linear_backward(int rows, int in, int out, const T* x, const T* w, const T*
                      Workers* workers, PackedWeight packed = {}) {
   if (dx) {
     if constexpr (std::is_same_v<T, float>) {
-      if (packed.backward) gemm_prepacked(false, rows, dy, out, *packed.backward, dx_beta, dx, in, workers);
+      if (packed.backward_bf16) gemm_bf16(false, rows, dy, out, *packed.backward_bf16, dx_beta, dx, in, workers);
+      else if (packed.backward) gemm_prepacked(false, rows, dy, out, *packed.backward, dx_beta, dx, in, workers);
       else gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
     } else {
       gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
     }
   }
-  gemm<T>(true, false, out, in, rows, dy, out, x, in, T(0), dw, in, workers);
+  bool dw_done = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed.backward_bf16) {
+      thread_local PackedBf16 x_panels;  // per thread: each text group runs its backward on its own
+      pack_b_bf16(false, x, in, rows, in, x_panels, workers);
+      gemm_bf16(true, out, dy, out, x_panels, 0.f, dw, in, workers);
+      dw_done = true;
+    }
+  }
+  if (!dw_done) gemm<T>(true, false, out, in, rows, dy, out, x, in, T(0), dw, in, workers);
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < out; ++j) db[j] += dy[r * out + j];
 }

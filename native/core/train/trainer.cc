@@ -66,6 +66,7 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
   workers_ = std::make_unique<Workers>(o.threads);
   seed_ = o.seed;
+  bf16_products_ = o.bf16_products;
   if (!(o.max_grad_norm >= 0)) throw std::invalid_argument("max grad norm must be a non-negative number");
   max_grad_norm_ = o.max_grad_norm;
   train_embeddings_ = o.train_embeddings;
@@ -80,7 +81,7 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
 
 StepResult Trainer::step(const PairBatch& batch) {
   if (batch.pairs < 1) throw std::invalid_argument("a step needs at least one pair");
-  const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true};
+  const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true, bf16_products_};
   StepResult r;
   r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get(),
                                    train_embeddings_ ? &emb_grads_ : nullptr);

@@ -31,6 +31,9 @@ struct TrainerOptions {
   // Train the embedding tables (word, position, token type, their LayerNorm) too, as
   // sentence-transformers does; false keeps them as loaded.
   bool train_embeddings = false;
+  // Run a step's linear-layer products in bf16 with fp32 accumulation where the CPU has
+  // AVX512_BF16 (gemm_bf16.h); the weights, gradients and updates stay fp32. false: fp32 products.
+  bool bf16_products = true;
 };
 
 struct StepResult {
@@ -86,6 +89,7 @@ class Trainer {
   std::unique_ptr<Workers> workers_;
   Workspace<float> ws_;
   uint64_t seed_ = 0;
+  bool bf16_products_ = true;
   double max_grad_norm_ = 0;
 };
 
