@@ -45,8 +45,12 @@ if (process.platform === 'linux' && settings.niceness > 0) {
  */
 const kTrainingNiceness = 15;
 
-/** Runs `work` with this thread, and the engine threads it starts, at the training priority. */
-function atTrainingPriority<T>(work: () => T): T {
+/**
+ * Runs `work` with this thread, and the engine threads it starts, at the training priority, until
+ * it returns or, for a promise, settles (a worker runs one task at a time, so nothing else runs on
+ * this thread meanwhile).
+ */
+async function atTrainingPriority<T>(work: () => T | Promise<T>): Promise<T> {
   if (process.platform !== 'linux' || settings.niceness >= kTrainingNiceness) return work();
   try {
     setPriority(kTrainingNiceness);
@@ -54,7 +58,7 @@ function atTrainingPriority<T>(work: () => T): T {
     return work();
   }
   try {
-    return work();
+    return await work();
   } finally {
     try {
       setPriority(settings.niceness);
@@ -139,17 +143,20 @@ function ping(): PingResult {
 
 async function dispatch(task: PoolTask): Promise<unknown> {
   switch (task.kind) {
+    // Every task but predict and ping belongs to a training job: all of it, not only the fine-tuning
+    // steps, yields the CPU to predictions (a job's last stages, fitting the head with its
+    // cross-validation and writing the model and its ONNX copy, take seconds too).
     case 'embed':
-      return move(embed(task));
+      return move(await atTrainingPriority(() => embed(task)));
     case 'predict':
       // Two small arrays (5 bytes a text): copied with the object rather than moved one by one.
       return predict(task);
     case 'fit':
-      return fitAndMeasure(task);
+      return atTrainingPriority(() => fitAndMeasure(task));
     case 'finetune':
       return atTrainingPriority(() => finetune(task));
     case 'save':
-      return save(task);
+      return atTrainingPriority(() => save(task));
     case 'ping':
       return ping();
   }
