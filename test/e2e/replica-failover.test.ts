@@ -6,6 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { readManifest } from '../../src/model/directory.js';
 import { kDefaultLeaseMs } from '../../src/service/jobs.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import type { TrainingJob } from '../../src/store/types.js';
@@ -65,7 +66,9 @@ describe('a replica killed while it trains', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         current = await json(two.url, key, 'GET', `/v2/models/${id}`);
       }
-      expect(current).toEqual({ ...model, status: 'trained' });
+      // The metrics are the ones the manifest replica two wrote holds.
+      const { metrics } = await readManifest(join(artifacts, 'acme', id));
+      expect(current).toEqual({ ...model, status: 'trained', metrics });
       expect(await store.getJob(id)).toMatchObject({ state: 'done', attempts: 2, lockedBy: null });
       expect(await store.countJobs()).toEqual({ queued: 0, running: 0, done: 1, failed: 0 });
       const predicted = await json(two.url, key, 'POST', '/v2/predict', { model: id, inputs: ['A wonderful, moving film.'] });

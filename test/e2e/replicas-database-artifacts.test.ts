@@ -60,7 +60,10 @@ describe('two svc serve replicas on one database, model files in the database', 
           await new Promise((resolve) => setTimeout(resolve, 100));
           seen = JSON.parse((await httpCall(two.url, 'GET', `/v2/models/${model.id}`, key)).text) as typeof model;
         }
-        expect(seen).toEqual({ ...model, status: 'trained' });
+        // Both replicas report the metrics of the one manifest the database holds.
+        const fromOne = JSON.parse((await httpCall(one.url, 'GET', `/v2/models/${model.id}`, key)).text) as { metrics: Record<string, number> };
+        expect(Object.keys(fromOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+        expect(seen).toEqual({ ...model, status: 'trained', metrics: fromOne.metrics });
       }
       const [model] = models;
 

@@ -44,7 +44,10 @@ describe('two svc serve replicas on one database', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         seen = JSON.parse((await call(two.url, key, 'GET', `/v2/models/${model.id}`)).text) as typeof model;
       }
-      expect(seen).toEqual({ ...model, status: 'trained' });
+      // Both replicas report the metrics of the one manifest the model's files hold.
+      const fromReplicaOne = JSON.parse((await call(one.url, key, 'GET', `/v2/models/${model.id}`)).text) as { metrics: Record<string, number> };
+      expect(Object.keys(fromReplicaOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+      expect(seen).toEqual({ ...model, status: 'trained', metrics: fromReplicaOne.metrics });
 
       const body = { model: model.id, inputs: ['A wonderful, moving film.', 'Dull and far too long.'] };
       const [fromOne, fromTwo] = [await call(one.url, key, 'POST', '/v2/predict', body), await call(two.url, key, 'POST', '/v2/predict', body)];
