@@ -22,7 +22,8 @@ const call = async (url: string, key: string, method: string, path: string, body
 };
 
 describe('two svc serve replicas on one database', () => {
-  it('train through one, predict through the other with equal answers, and serve the hub copy from both', async () => {
+  // Two servers starting, a training run and its polling: minutes on 2 cores busy with the rest of the suite.
+  it('train through one, predict through the other with equal answers, and serve the hub copy from both', { timeout: 240_000 }, async () => {
     const database = await pgServer.cluster.createDatabase();
     const artifacts = join(dir, 'models');
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
@@ -70,7 +71,7 @@ describe('two svc serve replicas on one database', () => {
     }
   });
 
-  it("count a key's requests together: with the operator's 3 a minute, the 4th is 429 whichever replica gets it", async () => {
+  it("count a key's requests together: with the operator's 3 a minute, the 4th is 429 whichever replica gets it", { timeout: 120_000 }, async () => {
     const database = await pgServer.cluster.createDatabase();
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
     expect((await svc(['orgs', 'limits', 'acme', '--rpm', '3', '--database', database])).code).toBe(0);
