@@ -150,6 +150,11 @@ export const kMigrations: readonly string[] = Object.freeze([
   ) WITHOUT ROWID;
   CREATE INDEX artifact_files_blob ON artifact_files(sha256);
   `,
+  // 9: a job's latest training progress (JSON), written by the runner holding it, so that every replica answers
+  // `/progress` of a model training elsewhere; the last one stays after the job ends.
+  `
+  ALTER TABLE training_jobs ADD COLUMN progress TEXT;
+  `,
 ]);
 
 /**
