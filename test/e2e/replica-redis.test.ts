@@ -1,0 +1,161 @@
+// Limits across replicas through Redis: two `svc serve --redis` processes, each on a SQLite data directory of its
+// own (the same organization and key stored in both), share a key's request count and an address's failed
+// authentications through one real redis-server, and nothing else. Redis stopped: 503 overloaded. Redis unreachable
+// at the start: the server does not start, and says which URL it could not reach.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { createClient } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { freePort } from '../../fixtures/postgres-cluster.js';
+import type { StartedProcess } from '../../fixtures/serve-process.js';
+import { durationText } from '../../src/server/rate-limit.js';
+import { openService } from '../../src/service/open.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { exited, serve, svc } from '../_support/cli.js';
+import { useRedis } from '../_support/redis.js';
+
+const redis = useRedis();
+const dir = mkdtempSync(join(tmpdir(), 'svc-replica-redis-'));
+const kFailedAuthLimit = 2;
+// Neither variable from the calling shell: the flags alone say where the data and the counts are.
+const kEnv = { SVC_DATABASE_URL: '', SVC_REDIS_URL: '', SVC_LOG_LEVEL: 'warn' };
+let key: string;
+let keyId: string;
+let one: StartedProcess;
+let two: StartedProcess;
+
+/** The organization `rpm` (3 requests a minute) and one API key, stored alike in both data directories. */
+async function sameTenantIn(first: string, second: string): Promise<void> {
+  const service = openService(first, []);
+  try {
+    await service.createOrganization('rpm');
+    await service.setOrgLimits('rpm', { requestsPerMinute: 3 });
+    key = (await service.createApiKey('rpm')).key;
+    const [record] = await service.store.listApiKeys('rpm');
+    keyId = record.id;
+    const copy = SqliteStore.open(second);
+    try {
+      await copy.createOrganization('rpm');
+      await copy.setOrgLimits('rpm', { requestsPerMinute: 3 });
+      await copy.insertApiKey(record);
+    } finally {
+      await copy.close();
+    }
+  } finally {
+    await service.close();
+  }
+}
+
+const flags = (name: string) => ['--data', join(dir, name), '--redis', redis.server.url, '--failed-auth-limit', String(kFailedAuthLimit)];
+
+beforeAll(async () => {
+  await sameTenantIn(join(dir, 'one'), join(dir, 'two'));
+  one = await serve(flags('one'), kEnv);
+  two = await serve(flags('two'), kEnv);
+});
+
+afterAll(async () => {
+  for (const replica of [one, two]) {
+    if (replica === undefined) continue;
+    replica.child.kill('SIGTERM');
+    await exited(replica.child);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const models = (replica: StartedProcess, secret: string) =>
+  fetch(`${replica.url}/v2/models`, { headers: { authorization: `Bearer ${secret}` } });
+
+/** A count as Redis holds it. */
+async function redisCount(name: string): Promise<string | null> {
+  const client = createClient({ url: redis.server.url });
+  await client.connect();
+  try {
+    return await client.get(name);
+  } finally {
+    await client.close();
+  }
+}
+
+describe('two replicas on their own SQLite files, sharing one Redis', () => {
+  it('logs where the counts are', () => {
+    expect(one.output()).toContain(`(data: ${join(dir, 'one')}, request counts: ${redis.server.url})`);
+  });
+
+  it("share a key's count: with 3 requests a minute, the 4th is 429 wherever it lands, with OpenAI's headers", async () => {
+    const answers = [];
+    for (const replica of [one, two, one, two]) answers.push(await models(replica, key));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(answers.map((r) => r.headers.get('x-ratelimit-remaining-requests'))).toEqual(['2', '1', '0', '0']);
+    expect(answers.map((r) => r.headers.get('x-ratelimit-limit-requests'))).toEqual(['3', '3', '3', '3']);
+    const rejected = answers[3];
+    const retryAfterMs = Number(rejected.headers.get('retry-after-ms'));
+    expect(retryAfterMs).toBeGreaterThan(0);
+    expect(retryAfterMs).toBeLessThanOrEqual(60_000);
+    expect(rejected.headers.get('retry-after')).toBe(String(Math.ceil(retryAfterMs / 1000)));
+    expect(rejected.headers.get('x-ratelimit-reset-requests')).toBe(durationText(retryAfterMs));
+    const body = (await rejected.json()) as { error: { message: string; type: string; code: string } };
+    expect(body.error).toEqual({
+      message: `Rate limit reached: an API key of 'rpm' may send 3 requests per minute; retry in ${Math.ceil(retryAfterMs / 1000)} s`,
+      type: 'rate_limit_error', param: null, code: 'rate_limited',
+    });
+    // The count is Redis's: four requests counted under the key's id, in neither process.
+    expect(await redisCount(`svc:rl:${keyId}`)).toBe('4');
+    expect((await models(one, key)).status).toBe(429);
+  });
+
+  it("share an address's failed authentications: bad keys at one replica lock the address out of the other", async () => {
+    for (let i = 0; i < kFailedAuthLimit; i += 1) expect((await models(one, `svc_wrong_${i}`)).status).toBe(401);
+    const locked = await models(two, key);
+    expect(locked.status).toBe(429);
+    expect(((await locked.json()) as { error: { message: string } }).error.message).toMatch(
+      new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per minute\\); retry in (59|60) s$`),
+    );
+    expect(await redisCount('svc:rl:127.0.0.1')).toBe(String(kFailedAuthLimit));
+  });
+
+  // Last: it stops the file's Redis.
+  it('answer 503 overloaded with retry-after once Redis is stopped, neither a 500 nor an unlimited request', async () => {
+    await redis.server.stop();
+    for (const replica of [one, two]) {
+      const refused = await models(replica, key);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('2');
+      expect(await refused.json()).toEqual({
+        error: {
+          message: 'The request limits could not be checked: Redis did not answer; retry shortly',
+          type: 'overloaded_error', param: null, code: 'overloaded',
+        },
+      });
+      // Said once in the replica's log (as a warning), not once per reconnection attempt.
+      const lostLines = () => replica.output().split('\n').filter((line) => line.includes('went away'));
+      // The line comes through the child's stdout, which may trail the HTTP answer.
+      for (let i = 0; i < 50 && lostLines().length === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      const lost = lostLines();
+      expect(lost.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual([
+        `Redis at ${redis.server.url} went away; requests answer 503 until it is back`,
+      ]);
+    }
+  });
+});
+
+describe('a Redis that cannot be reached at the start', () => {
+  it('stops svc serve with exit code 1 and a message naming the URL', async () => {
+    const port = await freePort();
+    const url = `redis://:secret@127.0.0.1:${port}`;
+    const result = await svc(['serve', '--port', '0', '--data', join(dir, 'unreachable'), '--redis', url], kEnv);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      `svc serve: The request counts' Redis at redis://:***@127.0.0.1:${port} could not be reached: connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+  });
+
+  it('refuses a URL that is not redis:// with exit code 1', async () => {
+    const result = await svc(['serve', '--port', '0', '--data', join(dir, 'wrong'), '--redis', 'http://127.0.0.1:6379'], kEnv);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe("svc serve: --redis must be a redis:// or rediss:// URL; got 'http://127.0.0.1:6379'");
+  });
+});
