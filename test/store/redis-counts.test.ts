@@ -1,6 +1,7 @@
 // The request limits' shared counts on a real redis-server: two counters (two replicas) on one server pass the
 // counter contract; windows are Redis keys under svc:rl: that expire by themselves; an unreachable server fails the
-// connection with the client's reason, and a server that stops fails counts at once until it is back.
+// connection with the client's reason, a hung server fails counts after 2 s, and a server that stops fails counts
+// at once until it is back.
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -54,6 +55,17 @@ describe('RedisRequestCounter', () => {
   it('rejects a connection to a server that cannot be reached with the reason, without retrying', async () => {
     const port = await freePort();
     await expect(RedisRequestCounter.connect(`redis://127.0.0.1:${port}`)).rejects.toThrow(`connect ECONNREFUSED 127.0.0.1:${port}`);
+  });
+
+  it('fails a count that a hung server does not answer after 2 s, and counts again once it answers', async () => {
+    redis.server.pause();
+    try {
+      await expect(one.countRequest('key_hung', 60_000)).rejects.toThrow('Redis did not answer within 2000 ms');
+    } finally {
+      redis.server.resume();
+    }
+    // The count sent before the pause was applied when the server woke up: the window holds both.
+    expect((await one.countRequest('key_hung', 60_000)).count).toBe(2);
   });
 
   it('fails counts at once while the server is stopped, and counts again once it is back', async () => {
