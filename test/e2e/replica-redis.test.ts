@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { freePort } from '../../fixtures/postgres-cluster.js';
 import type { StartedProcess } from '../../fixtures/serve-process.js';
-import { durationText } from '../../src/server/rate-limit.js';
 import { openService } from '../../src/service/open.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { exited, serve, svc } from '../_support/cli.js';
 import { useRedis } from '../_support/redis.js';
+import { expectAddressLockedOut, expectCountsUnavailable, expectFourthRejected, models } from '../_support/replica-limits.js';
 
 const redis = useRedis();
 const dir = mkdtempSync(join(tmpdir(), 'svc-replica-redis-'));
@@ -66,9 +66,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const models = (replica: StartedProcess, secret: string) =>
-  fetch(`${replica.url}/v2/models`, { headers: { authorization: `Bearer ${secret}` } });
-
 /** A count as Redis holds it. */
 async function redisCount(name: string): Promise<string | null> {
   const client = createClient({ url: redis.server.url });
@@ -86,34 +83,14 @@ describe('two replicas on their own SQLite files, sharing one Redis', () => {
   });
 
   it("share a key's count: with 3 requests a minute, the 4th is 429 wherever it lands, with OpenAI's headers", async () => {
-    const answers = [];
-    for (const replica of [one, two, one, two]) answers.push(await models(replica, key));
-    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429]);
-    expect(answers.map((r) => r.headers.get('x-ratelimit-remaining-requests'))).toEqual(['2', '1', '0', '0']);
-    expect(answers.map((r) => r.headers.get('x-ratelimit-limit-requests'))).toEqual(['3', '3', '3', '3']);
-    const rejected = answers[3];
-    const retryAfterMs = Number(rejected.headers.get('retry-after-ms'));
-    expect(retryAfterMs).toBeGreaterThan(0);
-    expect(retryAfterMs).toBeLessThanOrEqual(60_000);
-    expect(rejected.headers.get('retry-after')).toBe(String(Math.ceil(retryAfterMs / 1000)));
-    expect(rejected.headers.get('x-ratelimit-reset-requests')).toBe(durationText(retryAfterMs));
-    const body = (await rejected.json()) as { error: { message: string; type: string; code: string } };
-    expect(body.error).toEqual({
-      message: `Rate limit reached: an API key of 'rpm' may send 3 requests per minute; retry in ${Math.ceil(retryAfterMs / 1000)} s`,
-      type: 'rate_limit_error', param: null, code: 'rate_limited',
-    });
+    await expectFourthRejected(one, two, key, 'rpm');
     // The count is Redis's: four requests counted under the key's id, in neither process.
     expect(await redisCount(`svc:rl:${keyId}`)).toBe('4');
     expect((await models(one, key)).status).toBe(429);
   });
 
   it("share an address's failed authentications: bad keys at one replica lock the address out of the other", async () => {
-    for (let i = 0; i < kFailedAuthLimit; i += 1) expect((await models(one, `svc_wrong_${i}`)).status).toBe(401);
-    const locked = await models(two, key);
-    expect(locked.status).toBe(429);
-    expect(((await locked.json()) as { error: { message: string } }).error.message).toMatch(
-      new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per minute\\); retry in (59|60) s$`),
-    );
+    await expectAddressLockedOut(one, two, key, kFailedAuthLimit);
     expect(await redisCount('svc:rl:127.0.0.1')).toBe(String(kFailedAuthLimit));
   });
 
@@ -121,15 +98,7 @@ describe('two replicas on their own SQLite files, sharing one Redis', () => {
   it('answer 503 overloaded with retry-after once Redis is stopped, neither a 500 nor an unlimited request', async () => {
     await redis.server.stop();
     for (const replica of [one, two]) {
-      const refused = await models(replica, key);
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('2');
-      expect(await refused.json()).toEqual({
-        error: {
-          message: 'The request limits could not be checked: Redis did not answer; retry shortly',
-          type: 'overloaded_error', param: null, code: 'overloaded',
-        },
-      });
+      await expectCountsUnavailable(await models(replica, key), 'Redis');
       // Said once in the replica's log (as a warning), not once per reconnection attempt.
       const lostLines = () => replica.output().split('\n').filter((line) => line.includes('went away'));
       // The line comes through the child's stdout, which may trail the HTTP answer.
