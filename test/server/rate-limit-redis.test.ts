@@ -1,10 +1,12 @@
-// The plugins' `rateLimit.redis` in a host app: counts go to a real redis-server under svc:rl:, the connection
-// closes with the app, and wrong settings fail the registration with a message that says what to change.
+// The plugins' `rateLimit.redis` in a host app: counts go to a real redis-server under svc:rl: (also for a service on
+// PostgreSQL, whose own counts table then stays empty), the connection closes with the app, and wrong settings fail
+// the registration with a message that says what to change.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import Fastify from 'fastify';
+import pg from 'pg';
 import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -13,10 +15,13 @@ import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 import { SvcError } from '../../src/errors.js';
 import { svcRoutes } from '../../src/server/routes.js';
 import { SvcService } from '../../src/service/service.js';
+import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { usePostgres } from '../_support/postgres.js';
 import { useRedis } from '../_support/redis.js';
 
 const redis = useRedis();
+const postgres = usePostgres();
 const dir = mkdtempSync(join(tmpdir(), 'svc-limits-redis-'));
 let services = 0;
 
@@ -66,6 +71,29 @@ describe('svcRoutes with rateLimit.redis', () => {
       await service.close();
     }
     expect(await connections()).toBe(0);
+  });
+
+  it('counts in Redis for a service on PostgreSQL too, leaving the database\'s counts table empty', async () => {
+    const url = await postgres.cluster.createDatabase();
+    const service = new SvcService({ store: await PostgresStore.open(url), runtime: new WordCountRuntime(join(dir, 'pg-hub')) });
+    await service.createOrganization('acme');
+    const { key, id } = await service.createApiKey('acme');
+    const app = Fastify();
+    try {
+      await app.register(svcRoutes, { prefix: '/v2', service, rateLimit: { redis: redis.server.url } });
+      expect((await app.inject({ url: '/v2/models', headers: { authorization: `Bearer ${key}` } })).statusCode).toBe(200);
+      const client = createClient({ url: redis.server.url });
+      await client.connect();
+      expect(await client.get(`svc:rl:${id}`)).toBe('1');
+      await client.close();
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      expect((await db.query('SELECT count(*)::int AS n FROM request_counts')).rows).toEqual([{ n: 0 }]);
+      await db.end();
+    } finally {
+      await app.close();
+      await service.close();
+    }
   });
 
   it('fails the registration when Redis cannot be reached, naming the URL without its password', async () => {
