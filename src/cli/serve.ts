@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import type { ProviderOptions } from '../proxy/types.js';
 import * as is from '../is.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
-import { databaseUrlFromEnv, redactDatabaseUrl } from '../service/open.js';
+import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
 import type { RetentionOptions } from '../service/retention.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
@@ -25,7 +25,7 @@ function count(value: string | undefined, name: string): number | undefined {
 }
 
 /**
- * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--artifacts DIR]
+ * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
  * [--workers N] [--engine-threads N]
  * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
@@ -42,6 +42,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       host: { type: 'string', default: kServerDefaults.host },
       data: { type: 'string', default: kServerDefaults.dataDir },
       database: { type: 'string' },
+      redis: { type: 'string' },
       artifacts: { type: 'string' },
       'model-cache-mb': { type: 'string' },
       workers: { type: 'string' },
@@ -76,9 +77,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   };
   const pool = { workers: count(values.workers, 'workers'), engineThreads: count(values['engine-threads'], 'engine-threads') };
   const database = values.database ?? databaseUrlFromEnv();
+  const redis = values.redis ?? redisUrlFromEnv();
+  if (redis !== undefined) checkRedisUrl(redis);
   const server = await startServer({
     dataDir: values.data,
     database,
+    redis,
     artifactsDir: values.artifacts === undefined ? undefined : resolve(values.artifacts),
     modelCacheMb: count(values['model-cache-mb'], 'model-cache-mb'),
     port: positiveInteger(values.port, 'port'),
@@ -95,7 +99,9 @@ export async function serveCommand(args: string[]): Promise<number> {
     metricsToken: values['metrics-token'],
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
-  const where = database === undefined ? '' : `, database: ${redactDatabaseUrl(database)}`;
+  const where =
+    (database === undefined ? '' : `, database: ${redactDatabaseUrl(database)}`) +
+    (redis === undefined ? '' : `, request counts: ${redactDatabaseUrl(redis)}`);
   const artifacts = values.artifacts === undefined ? '' : `, artifacts: ${resolve(values.artifacts)}`;
   console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
   if (server.metrics === undefined) {

@@ -6,7 +6,7 @@ import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
-import { artifactsDirOf, connectService, databaseUrlFromEnv, proxyModelsFromEnv } from '../service/open.js';
+import { artifactsDirOf, connectService, databaseUrlFromEnv, proxyModelsFromEnv, redisUrlFromEnv } from '../service/open.js';
 import { sweepFinetuneFolders } from '../train/finetune-stage.js';
 import type { RetentionOptions } from '../service/retention.js';
 import { SvcService } from '../service/service.js';
@@ -31,6 +31,13 @@ export interface ServerOptions {
    */
   database?: string;
   /**
+   * A Redis server (`redis://host:port`) for the request limits' counts (requests per minute per key, failed
+   * authentications per address), shared by every replica that names it, on SQLite or PostgreSQL alike. Default:
+   * `SVC_REDIS_URL`, else the counts stay in `database` (every replica on it shares them) or, on SQLite, in the
+   * process's memory. Token budgets are always summed in the store. A server that cannot be reached fails the start.
+   */
+  redis?: string;
+  /**
    * The folder of model files; replicas on one database share it (a shared volume). Default `<dataDir>/hub`; with a
    * `database`, the model files live in the database and each replica caches them in `<dataDir>/model-cache`.
    */
@@ -51,8 +58,8 @@ export interface ServerOptions {
   proxy?: FastifyPluginAsync<ProxyRoutesOptions> | false;
   /** More options for the proxy plugin (`upstreamTimeoutMs`, `pingIntervalMs`, ...). */
   proxyOptions?: Omit<ProxyRoutesOptions, 'service'>;
-  /** Request limits of /v2 and the proxy: the counting store, the window, failed authentications per address. */
-  rateLimit?: RateLimitOptions;
+  /** Request limits of /v2 and the proxy: the counting store, the window, failed authentications per address (Redis: `redis`). */
+  rateLimit?: Omit<RateLimitOptions, 'redis'>;
   /** How long and how much of the proxy request log to keep (default 30 days, 100,000 rows per project), pruned hourly. */
   retention?: RetentionOptions;
   /** The least severe log line written (pino levels, or `silent`). Default: `SVC_LOG_LEVEL`, else `info` (one line per request). */
@@ -142,25 +149,26 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     frameworkErrors: answerFrameworkError,
   });
   const metrics = metricsToken === undefined ? undefined : new SvcMetrics({ service, processMetrics: true });
-  app.addHook('onRequest', setSecurityHeaders);
-  app.get('/health', async () => ({ ok: true }));
-  if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
-  await app.register(svcRoutes, {
-    prefix: '/v2',
-    service,
-    bodyLimit: options.bodyLimit,
-    rateLimit: options.rateLimit,
-    proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
-    proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
-    metrics,
-  });
-  await app.register(hubRoutes, { prefix: '/hub', service, metrics });
+  const redis = options.redis ?? redisUrlFromEnv();
   let address: string;
   try {
+    app.addHook('onRequest', setSecurityHeaders);
+    app.get('/health', async () => ({ ok: true }));
+    if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
+    await app.register(svcRoutes, {
+      prefix: '/v2',
+      service,
+      bodyLimit: options.bodyLimit,
+      rateLimit: { ...options.rateLimit, ...(redis === undefined ? {} : { redis }) },
+      proxy: options.proxy === false ? undefined : (options.proxy ?? proxyRoutes),
+      proxyOptions: { ...(options.providers === undefined ? {} : { providers: options.providers }), ...options.proxyOptions },
+      metrics,
+    });
+    await app.register(hubRoutes, { prefix: '/hub', service, metrics });
     await service.start();
     address = await app.listen({ port: options.port ?? kServerDefaults.port, host: options.host ?? kServerDefaults.host });
   } catch (error) {
-    // A port in use or a store that will not open: leave nothing running behind.
+    // A port in use, a store that will not open or a Redis that cannot be reached: leave nothing running behind.
     await app.close().catch(() => {});
     metrics?.close();
     await service.close().catch(() => {});

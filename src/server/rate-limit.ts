@@ -4,7 +4,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SvcError } from '../errors.js';
 import { func, positiveInteger } from '../is.js';
 import { type LimitRejection, limitRejection, retrySeconds } from '../service/limits.js';
+import { checkRedisUrl, redactDatabaseUrl } from '../service/open.js';
 import type { Principal, SvcService } from '../service/service.js';
+import { RedisRequestCounter } from '../store/redis-counts.js';
 import type { RequestCount, RequestCounter } from '../store/types.js';
 
 /**
@@ -18,6 +20,12 @@ export interface RateLimitOptions {
    * store, right for one process (SQLite).
    */
   store?: FastifyRateLimitStoreCtor;
+  /**
+   * A Redis server (`redis://host:port`) that keeps the counts instead: every replica that names it shares them,
+   * whichever store (SQLite or PostgreSQL) each one is on. Connected when the first plugin registers (a server that
+   * cannot be reached fails the registration, naming the URL) and closed with the app. Not with `store`.
+   */
+  redis?: string;
   /** The window requests are counted in, ms. Default 60000: an organization's `rpm` is the count per window. */
   windowMs?: number;
   /** Failed authentications one client address may make per window; then 429 without its key being looked up. Default 20. */
@@ -66,8 +74,15 @@ async function createLimiter(app: FastifyInstance, service: SvcService, options:
     'rateLimit.failedAuthPerWindow',
   );
   if (options.store !== undefined) func(options.store, 'rateLimit.store');
+  if (options.store !== undefined && options.redis !== undefined) {
+    throw new TypeError('rateLimit.store and rateLimit.redis are two places for the counts; set one');
+  }
   const shared = service.store.requestCounter;
-  const store = options.store ?? (shared === undefined ? undefined : counterStore(shared));
+  const store =
+    options.store ??
+    (options.redis !== undefined
+      ? counterStore(await connectRedis(app, options.redis), 'Redis')
+      : shared === undefined ? undefined : counterStore(shared, 'the database'));
   await app.register(fastifyRateLimit, { global: false, ...(store === undefined ? {} : { store }) });
 
   // The key generator and the limit read the principal of a request that has just authenticated.
@@ -109,17 +124,36 @@ async function createLimiter(app: FastifyInstance, service: SvcService, options:
 }
 
 /**
- * A `@fastify/rate-limit` store over the service store's shared counts. A count that cannot be read answers 503
- * `overloaded` with `retry-after`: letting the request through unlimited would lift every limit for as long as the
- * database is away, while a 500 would tell clients nothing they could act on; the SDKs retry a 503 by themselves.
+ * The Redis counter for the app's limits, closed with the app. Its connection losses are logged once each (not
+ * every reconnection attempt), with the request limits answering 503 meanwhile.
  */
-export function counterStore(counter: RequestCounter): FastifyRateLimitStoreCtor {
+async function connectRedis(app: FastifyInstance, url: string): Promise<RequestCounter> {
+  checkRedisUrl(url, 'rateLimit.redis');
+  const where = redactDatabaseUrl(url);
+  const counter = await RedisRequestCounter.connect(url, {
+    onLost: (cause) => app.log.warn({ err: cause }, `Redis at ${where} went away; requests answer 503 until it is back`),
+    onBack: () => app.log.info(`Redis at ${where} is back`),
+  }).catch((error: unknown) => {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new SvcError('internal', `The request counts' Redis at ${where} could not be reached: ${reason}`, { cause: error });
+  });
+  app.addHook('onClose', () => counter.close());
+  return counter;
+}
+
+/**
+ * A `@fastify/rate-limit` store over shared counts (`where` they are kept: the database, Redis). A count that cannot
+ * be read answers 503 `overloaded` with `retry-after`: letting the request through unlimited would lift every limit
+ * for as long as the counts are away, while a 500 would tell clients nothing they could act on; the SDKs retry a 503
+ * by themselves.
+ */
+export function counterStore(counter: RequestCounter, where: string): FastifyRateLimitStoreCtor {
   type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
   const answer = (counting: Promise<RequestCount>, callback: Callback) =>
     counting.then(
       (counted) => callback(null, { current: counted.count, ttl: counted.resetInMs }),
       (error: unknown) =>
-        callback(new SvcError('overloaded', 'The request limits could not be checked: the database did not answer; retry shortly', {
+        callback(new SvcError('overloaded', `The request limits could not be checked: ${where} did not answer; retry shortly`, {
           cause: error,
           retryAfterSeconds: kCountRetrySeconds,
         })),
@@ -138,7 +172,7 @@ export function counterStore(counter: RequestCounter): FastifyRateLimitStoreCtor
   };
 }
 
-/** How long a client is asked to wait when the counts could not be read: a database fail-over takes seconds. */
+/** How long a client is asked to wait when the counts could not be read: a database or Redis fail-over takes seconds. */
 const kCountRetrySeconds = 2;
 
 // Headers go on the raw response: a proxy route's reply is hijacked, and `writeHead` merges them in either way.

@@ -34,6 +34,28 @@ export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string
   return env.SVC_DATABASE_URL || undefined;
 }
 
+/**
+ * The Redis server for request counts from `SVC_REDIS_URL`, or undefined when it is unset or empty.
+ *
+ * @example
+ * ```ts
+ * redisUrlFromEnv({ SVC_REDIS_URL: 'redis://cache.internal:6379' }); // 'redis://cache.internal:6379'
+ * ```
+ */
+export function redisUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.SVC_REDIS_URL || undefined;
+}
+
+/** A `redis://` or `rediss://` (TLS) URL, else an `invalid_request` naming the flag. */
+export function checkRedisUrl(url: string, name = '--redis'): string {
+  if (!/^rediss?:\/\/./.test(url)) {
+    throw new SvcError('invalid_request', `${name} must be a redis:// or rediss:// URL; got '${redactDatabaseUrl(url)}'`, {
+      param: name.replace(/^--/, ''),
+    });
+  }
+  return url;
+}
+
 /** A `postgres://` or `postgresql://` URL, else an `invalid_request` naming the flag. */
 export function checkDatabaseUrl(url: string, name = '--database'): string {
   if (!/^postgres(ql)?:\/\/./.test(url)) {

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server/app.js';
-import { durationText } from '../../src/server/rate-limit.js';
 import { usageMonth } from '../../src/store/types.js';
 import { usePostgres } from '../_support/postgres.js';
+import { expectAddressLockedOut, expectCountsUnavailable, expectFourthRejected, models } from '../_support/replica-limits.js';
 
 const pgServer = usePostgres();
 const dir = mkdtempSync(join(tmpdir(), 'svc-replica-limits-'));
@@ -60,7 +60,6 @@ async function tenant(org: string): Promise<{ key: string; projectId: string }> 
   return { key: (await one.service.createApiKey(org)).key, projectId: (await one.service.createProject(org, 'chat')).id };
 }
 
-const models = (server: RunningServer, key: string) => fetch(`${server.url}/v2/models`, { headers: { authorization: `Bearer ${key}` } });
 const messages = [{ role: 'user' as const, content: 'count my tokens' }];
 // The fake provider's usage for these messages: 3 words in, 'Echo:' and 3 words out.
 const kCallTokens = 3 + 4;
@@ -69,21 +68,7 @@ describe('two replicas on one database', () => {
   it("share a key's count: with 3 requests a minute, the 4th is 429 wherever it lands, with OpenAI's headers", async () => {
     const { key } = await tenant('rpm');
     await two.service.setOrgLimits('rpm', { requestsPerMinute: 3 });
-    const answers = [];
-    for (const server of [one, two, one, two]) answers.push(await models(server, key));
-    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429]);
-    expect(answers.map((r) => r.headers.get('x-ratelimit-remaining-requests'))).toEqual(['2', '1', '0', '0']);
-    expect(answers.map((r) => r.headers.get('x-ratelimit-limit-requests'))).toEqual(['3', '3', '3', '3']);
-    const rejected = answers[3];
-    const retryAfterMs = Number(rejected.headers.get('retry-after-ms'));
-    expect(retryAfterMs).toBeGreaterThan(0);
-    expect(retryAfterMs).toBeLessThanOrEqual(60_000);
-    expect(rejected.headers.get('retry-after')).toBe(String(Math.ceil(retryAfterMs / 1000)));
-    expect(rejected.headers.get('x-ratelimit-reset-requests')).toBe(durationText(retryAfterMs));
-    const body = (await rejected.json()) as { error: { message: string; type: string; code: string } };
-    expect(body.error.type).toBe('rate_limit_error');
-    expect(body.error.code).toBe('rate_limited');
-    expect(body.error.message).toBe(`Rate limit reached: an API key of 'rpm' may send 3 requests per minute; retry in ${Math.ceil(retryAfterMs / 1000)} s`);
+    await expectFourthRejected(one, two, key, 'rpm');
     // Replica one sees the same spent count.
     expect((await models(one, key)).status).toBe(429);
   });
@@ -114,13 +99,7 @@ describe('two replicas on one database', () => {
   it('share an address\'s failed authentications: bad keys at one replica lock the address out of the other', async () => {
     const { key } = await tenant('locked');
     expect((await models(two, key)).status).toBe(200);
-    for (let i = 0; i < kFailedAuthLimit; i += 1) expect((await models(one, `svc_wrong_${i}`)).status).toBe(401);
-    const locked = await models(two, key);
-    expect(locked.status).toBe(429);
-    expect(locked.headers.get('retry-after')).toMatch(/^(59|60)$/);
-    expect(((await locked.json()) as { error: { message: string } }).error.message).toMatch(
-      new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per minute\\); retry in (59|60) s$`),
-    );
+    await expectAddressLockedOut(one, two, key, kFailedAuthLimit);
   });
 });
 
@@ -139,15 +118,7 @@ describe('a database that cannot count', () => {
       await client.connect();
       await client.query('DROP TABLE request_counts');
       await client.end();
-      const refused = await models(alone, key);
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('2');
-      expect(await refused.json()).toEqual({
-        error: {
-          message: 'The request limits could not be checked: the database did not answer; retry shortly',
-          type: 'overloaded_error', param: null, code: 'overloaded',
-        },
-      });
+      await expectCountsUnavailable(await models(alone, key), 'the database');
       // The proxy answers the same in its provider's shape, and the call never reaches the provider.
       const upstreamCalls = fake.requests.length;
       const openai = new OpenAI({ baseURL: `${alone.url}/v2/${project.id}/`, apiKey: key, maxRetries: 0 });
