@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
-import type { Store } from '../store/types.js';
+import type { JobProgress, Store } from '../store/types.js';
 import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
 import * as is from '../is.js';
@@ -21,6 +21,11 @@ export const kDefaultJobTimeoutMs = 30 * 60 * 1000;
  * after its last heartbeat. The heartbeat renews it three times per lease, so one missed beat loses nothing.
  */
 export const kDefaultLeaseMs = 30_000;
+/**
+ * A running job's progress goes to the store at most this often (ms), so `/progress` on any replica lags the holder's
+ * by about this much while a fine-tuning job reports a step every few hundred milliseconds.
+ */
+export const kProgressWriteMs = 1_000;
 /** How often a runner on a shared store looks for jobs that other replicas queued or left behind. */
 export const kDefaultPollMs = 2_000;
 
@@ -41,6 +46,10 @@ export interface JobRunnerOptions {
 interface RunningJob {
   controller: AbortController;
   progress: TrainProgress | null;
+  /** The pending write of `progress` to the store, while one waits for its turn. */
+  progressWrite: NodeJS.Timeout | undefined;
+  /** `performance.now()` of the last write. */
+  progressWrittenAt: number;
   done: Promise<void>;
   /**
    * Why the job was aborted: the model was deleted, the service is shutting down, the time limit, or the lease
@@ -118,9 +127,13 @@ export class JobRunner {
     });
   }
 
-  /** The latest progress of a running job, the last one of a job that finished in this process, or null. */
-  progress(modelId: string): TrainProgress | null {
-    return this.#running.get(modelId)?.progress ?? this.#finished.get(modelId) ?? null;
+  /**
+   * The latest progress of a job running here, else the last one of a job that finished here, else what the store
+   * holds (a job another replica runs or ran, or one that finished before this process started), or null.
+   */
+  async progress(modelId: string): Promise<JobProgress | null> {
+    const local = this.#running.get(modelId)?.progress ?? this.#finished.get(modelId) ?? null;
+    return local === null ? this.#store.getJobProgress(modelId) : asJobProgress(local);
   }
 
   /** Stops a running job because its model is being deleted; resolves when it has stopped. */
@@ -160,7 +173,10 @@ export class JobRunner {
         maxRunningJobs: kDefaultOrgLimits.maxRunningJobs, holder: this.#holder, leaseMs: this.#leaseMs,
       });
       if (job === null) return;
-      const entry: RunningJob = { controller: new AbortController(), progress: null, done: Promise.resolve(), abortedFor: null };
+      const entry: RunningJob = {
+        controller: new AbortController(), progress: null, progressWrite: undefined, progressWrittenAt: -Infinity,
+        done: Promise.resolve(), abortedFor: null,
+      };
       this.#running.set(job.modelId, entry);
       entry.done = this.#run(job.modelId, job.attempts, job.options, entry).finally(() => {
         this.#running.delete(job.modelId);
@@ -189,7 +205,7 @@ export class JobRunner {
       const examples = await this.#store.getJobExamples(modelId);
       await this.#runtime.train(
         { orgId: model.orgId, modelId, baseModel: model.baseModel, taskType: model.taskType, examples, options },
-        { signal: entry.controller.signal, onProgress: (p) => (entry.progress = p) },
+        { signal: entry.controller.signal, onProgress: (p) => this.#noteProgress(modelId, entry, p) },
       );
       if (entry.abortedFor === 'shutdown') {
         await this.#store.releaseJob(modelId, this.#holder, this.#now());
@@ -206,12 +222,18 @@ export class JobRunner {
         ended('cancelled');
         return;
       }
+      // The final progress goes in before the job ends: afterwards the job is no longer this runner's to write.
+      clearTimeout(entry.progressWrite);
+      if (entry.progress !== null) {
+        entry.progress = { ...entry.progress, done: entry.progress.total };
+        await this.#writeProgress(modelId, entry.progress);
+      }
       if (!(await this.#store.finishJob(modelId, this.#holder, this.#now(), null))) {
         // Another replica took the job over before this one saw it at a heartbeat: that one's result counts.
         ended('cancelled');
         return;
       }
-      if (entry.progress !== null) this.#finished.set(modelId, { ...entry.progress, done: entry.progress.total });
+      if (entry.progress !== null) this.#finished.set(modelId, entry.progress);
       ended('done');
       debug('trained %s', modelId);
     } catch (error) {
@@ -233,6 +255,31 @@ export class JobRunner {
     } finally {
       clearTimeout(timer);
       clearInterval(heartbeat);
+      clearTimeout(entry.progressWrite);
+    }
+  }
+
+  /**
+   * Keeps a job's newest progress and writes it to the store at most once per {@link kProgressWriteMs}: the first
+   * event at once, later ones in one write when the interval has passed (always the newest then).
+   */
+  #noteProgress(modelId: string, entry: RunningJob, progress: TrainProgress): void {
+    entry.progress = progress;
+    if (entry.progressWrite !== undefined) return;
+    const wait = Math.max(0, entry.progressWrittenAt + kProgressWriteMs - performance.now());
+    entry.progressWrite = setTimeout(() => {
+      entry.progressWrite = undefined;
+      entry.progressWrittenAt = performance.now();
+      if (entry.progress !== null && !entry.controller.signal.aborted) void this.#writeProgress(modelId, entry.progress);
+    }, wait);
+  }
+
+  /** Progress is for watching: a store that cannot take it now loses that one write, never the job. */
+  async #writeProgress(modelId: string, progress: TrainProgress): Promise<void> {
+    try {
+      await this.#store.recordJobProgress(modelId, this.#holder, asJobProgress(progress));
+    } catch (error) {
+      debug('progress of %s not recorded: %s', modelId, error instanceof Error ? error.message : String(error));
     }
   }
 
@@ -265,4 +312,8 @@ export class JobRunner {
     this.#idleWaiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+function asJobProgress(progress: TrainProgress): JobProgress {
+  return { stage: progress.stage, done: progress.done, total: progress.total, loss: progress.loss ?? null };
 }

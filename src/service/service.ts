@@ -314,7 +314,8 @@ export class SvcService {
    */
   async getProgress(principal: Principal, modelId: string): Promise<ProgressObject> {
     const record = await this.#ownModel(principal, modelId);
-    const progress = this.#jobs.progress(modelId);
+    // A failed job's last progress says nothing useful about the model: it reports no stage.
+    const progress = record.status === 'failed' ? null : await this.#jobs.progress(modelId);
     const base = { object: 'training.progress' as const, model: record.id, status: record.status };
     if (record.status === 'trained') {
       const total = progress?.total ?? 1;

@@ -150,7 +150,12 @@ export const kMigrations: readonly string[] = Object.freeze([
   ) WITHOUT ROWID;
   CREATE INDEX artifact_files_blob ON artifact_files(sha256);
   `,
-  // 9: model files cut at content-defined boundaries. A chunk is named by its own SHA-256 and stored once across every
+  // 9: a job's latest training progress (JSON), written by the runner holding it, so that every replica answers
+  // `/progress` of a model training elsewhere; the last one stays after the job ends.
+  `
+  ALTER TABLE training_jobs ADD COLUMN progress TEXT;
+  `,
+  // 10: model files cut at content-defined boundaries. A chunk is named by its own SHA-256 and stored once across every
   // file, so two models whose ONNX graphs differ only in their heads share the encoder's bytes; a blob becomes the
   // ordered list of its chunks. The rows of migration 8 (each blob's 1 MiB pieces) become chunks as they are, so
   // stored models read back unchanged. SQLite holds no such rows and has no SHA-256: the move is PostgreSQL's only.

@@ -4,12 +4,12 @@ import { PostgresRequestCounter } from './postgres-counts.js';
 import { inTransaction, openMigratedPool } from './postgres-migrations.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
-  toExample, toJob, toKey, toLimits, toLog, toModel, toOrg, toProject,
+  toExample, toJob, toJobProgress, toKey, toLimits, toLog, toModel, toOrg, toProject, toProgressColumn,
 } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
   ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
-  JobClaim, Store, TrainingExample, TrainingJob,
+  JobClaim, JobProgress, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /** Connections per replica: a few requests and the job runner at once; PostgreSQL's default cap is 100 in all. */
@@ -71,12 +71,14 @@ const kSql = Object.freeze({
     FOR UPDATE OF j, o SKIP LOCKED`,
   markOrgServed: 'UPDATE organizations SET last_job_started_at = $1 WHERE id = $2',
   markRunning: `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = $1, locked_by = $2,
-    locked_until = $3 WHERE model_id = $4`,
+    locked_until = $3, progress = NULL WHERE model_id = $4`,
+  recordProgress: "UPDATE training_jobs SET progress = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3",
+  jobProgress: 'SELECT progress FROM training_jobs WHERE model_id = $1',
   renewLease: "UPDATE training_jobs SET locked_until = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3",
-  requeue: `UPDATE training_jobs SET state = 'queued', updated_at = $1, locked_by = NULL, locked_until = NULL
+  requeue: `UPDATE training_jobs SET state = 'queued', updated_at = $1, locked_by = NULL, locked_until = NULL, progress = NULL
     WHERE state = 'running' AND COALESCE(locked_until, 0) < $1`,
   release: `UPDATE training_jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), updated_at = $1,
-    locked_by = NULL, locked_until = NULL WHERE model_id = $2 AND state = 'running' AND locked_by = $3`,
+    locked_by = NULL, locked_until = NULL, progress = NULL WHERE model_id = $2 AND state = 'running' AND locked_by = $3`,
   finish: `UPDATE training_jobs SET state = $1, updated_at = $2, locked_by = NULL, locked_until = NULL
     WHERE model_id = $3 AND state = 'running' AND locked_by = $4`,
   countJobs: 'SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state',
@@ -290,6 +292,15 @@ export class PostgresStore implements Store {
 
   async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
     return ((await this.#pool.query(kSql.renewLease, [until, modelId, holder])).rowCount ?? 0) > 0;
+  }
+
+  async recordJobProgress(modelId: string, holder: string, progress: JobProgress): Promise<boolean> {
+    return ((await this.#pool.query(kSql.recordProgress, [toProgressColumn(progress), modelId, holder])).rowCount ?? 0) > 0;
+  }
+
+  async getJobProgress(modelId: string): Promise<JobProgress | null> {
+    const row = await this.#one<{ progress: string | null }>(kSql.jobProgress, [modelId]);
+    return toJobProgress(row?.progress ?? null);
   }
 
   async requeueInterruptedJobs(at: Millis): Promise<number> {

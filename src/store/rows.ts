@@ -2,6 +2,7 @@
 // 0/1 integers, times as Unix ms), so one mapper per table serves both.
 import type {
   ApiKeyRecord,
+  JobProgress,
   JobState,
   ModelRecord,
   ModelStatus,
@@ -58,5 +59,12 @@ export const toLog = (r: LogRow): RequestLogRow => ({
   stream: r.stream === 1, status: r.status, ttfbMs: r.ttfb_ms, totalMs: r.total_ms, tokensIn: r.tokens_in,
   tokensOut: r.tokens_out, error: r.error, requestBody: r.request_body, responseBody: r.response_body, createdAt: r.created_at,
 });
+
+/** A job's `progress` column: JSON written by {@link toProgressColumn}, or null before its first progress. */
+export const toJobProgress = (column: string | null): JobProgress | null =>
+  column === null ? null : (JSON.parse(column) as JobProgress);
+/** Only the four fields go in, whatever else the caller's object carries. */
+export const toProgressColumn = (p: JobProgress): string =>
+  JSON.stringify({ stage: p.stage, done: p.done, total: p.total, loss: p.loss });
 
 export const toExample = (r: ExampleRow): TrainingExample => ({ text: r.text, label: r.label === 1, label_text: r.label_text });

@@ -6,12 +6,12 @@ import Database from 'better-sqlite3';
 import { migrate } from './migrations.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
-  toExample, toJob, toKey, toLimits, toLog, toModel, toOrg, toProject,
+  toExample, toJob, toJobProgress, toKey, toLimits, toLog, toModel, toOrg, toProject, toProgressColumn,
 } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
   ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
-  JobClaim, Store, TrainingExample, TrainingJob,
+  JobClaim, JobProgress, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /**
@@ -103,17 +103,19 @@ export class SqliteStore implements Store {
       ),
       markOrgServed: p('UPDATE organizations SET last_job_started_at = ? WHERE id = ?'),
       markRunning: p(
-        `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?, locked_by = ?, locked_until = ?
-         WHERE model_id = ?`,
+        `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?, locked_by = ?, locked_until = ?,
+           progress = NULL WHERE model_id = ?`,
       ),
+      recordProgress: p("UPDATE training_jobs SET progress = ? WHERE model_id = ? AND state = 'running' AND locked_by = ?"),
+      jobProgress: p('SELECT progress FROM training_jobs WHERE model_id = ?'),
       renewLease: p("UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ?"),
       requeue: p(
-        `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL
+        `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL, progress = NULL
          WHERE state = 'running' AND COALESCE(locked_until, 0) < ?`,
       ),
       release: p(
         `UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ?, locked_by = NULL,
-           locked_until = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
+           locked_until = NULL, progress = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
       ),
       finish: p(
         `UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL
@@ -286,6 +288,15 @@ export class SqliteStore implements Store {
 
   async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
     return this.#sql.renewLease.run(until, modelId, holder).changes > 0;
+  }
+
+  async recordJobProgress(modelId: string, holder: string, progress: JobProgress): Promise<boolean> {
+    return this.#sql.recordProgress.run(toProgressColumn(progress), modelId, holder).changes > 0;
+  }
+
+  async getJobProgress(modelId: string): Promise<JobProgress | null> {
+    const row = this.#sql.jobProgress.get(modelId) as { progress: string | null } | undefined;
+    return toJobProgress(row?.progress ?? null);
   }
 
   async requeueInterruptedJobs(at: Millis): Promise<number> {

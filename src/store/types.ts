@@ -94,6 +94,15 @@ export interface TrainingJob {
   lockedUntil: Millis | null;
 }
 
+/** Where a running job is: `done` of `total` units of its current stage (see the training's progress events). */
+export interface JobProgress {
+  stage: string;
+  done: number;
+  total: number;
+  /** Fine-tuning only: the recent contrastive loss. */
+  loss: number | null;
+}
+
 /** What a runner claims a job with. */
 export interface JobClaim {
   /** Every organization's running cap unless it set its own. */
@@ -237,6 +246,14 @@ export interface Store {
    * own (the model was deleted, or the lease ended and another runner took the job): the holder stops.
    */
   renewLease(modelId: string, holder: string, until: Millis): Promise<boolean>;
+  /**
+   * Records the progress of a running job that `holder` holds (written at most about once a second by the holder).
+   * False, and nothing written, when the job is no longer the holder's. A claim, a requeue and a release clear it:
+   * each attempt starts over.
+   */
+  recordJobProgress(modelId: string, holder: string, progress: JobProgress): Promise<boolean>;
+  /** The progress last recorded for a model's job (its final one once the job ended), or null. */
+  getJobProgress(modelId: string): Promise<JobProgress | null>;
   /**
    * Puts running jobs whose lease ended before `at` back in the queue, in their original place; returns how many.
    * A runner that alone uses the store (see {@link Store.shared}) passes a moment past every lease at start-up.

@@ -45,6 +45,13 @@ describe('a replica killed while it trains', () => {
       for (let i = 0; i < 600 && progress.stage == null; i += 1) progress = await json(one.url, key, 'GET', `/v2/models/${id}/progress`);
       // replica-1 holds the job (it was queued there and claimed at once) and is fine-tuning it.
       expect(progress).toMatchObject({ status: 'training', stage: 'finetune' });
+      // replica-2 runs nothing, and answers the same stage from the store (written by the holder, at most a second old).
+      let elsewhere: Record<string, unknown> = {};
+      for (let i = 0; i < 100 && elsewhere.stage !== 'finetune'; i += 1) {
+        elsewhere = await json(two.url, key, 'GET', `/v2/models/${id}/progress`);
+        if (elsewhere.stage !== 'finetune') await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(elsewhere).toMatchObject({ status: 'training', stage: 'finetune', total: progress.total });
       one.child.kill('SIGKILL');
       expect(await exited(one.child)).toBe('SIGKILL');
       const held = (await store.getJob(id))!;

@@ -49,6 +49,13 @@ describe('two svc serve replicas on one database', () => {
       const fromReplicaOne = JSON.parse((await call(one.url, key, 'GET', `/v2/models/${model.id}`)).text) as { metrics: Record<string, number> };
       expect(Object.keys(fromReplicaOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
       expect(seen).toEqual({ ...model, status: 'trained', metrics: fromReplicaOne.metrics });
+      // Whichever replica ran the job, both tell the stage it ended in: the holder's last progress is in the store.
+      const progress = `/v2/models/${model.id}/progress`;
+      const [progressOne, progressTwo] = [await call(one.url, key, 'GET', progress), await call(two.url, key, 'GET', progress)];
+      expect(JSON.parse(progressOne.text)).toEqual({
+        object: 'training.progress', model: model.id, status: 'trained', stage: 'save', done: 1, total: 1, loss: null,
+      });
+      expect(progressTwo.text).toBe(progressOne.text);
 
       const body = { model: model.id, inputs: ['A wonderful, moving film.', 'Dull and far too long.'] };
       const [fromOne, fromTwo] = [await call(one.url, key, 'POST', '/v2/predict', body), await call(two.url, key, 'POST', '/v2/predict', body)];

@@ -316,5 +316,32 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.getModel('svc-small-00000000000b')).toMatchObject({ status: 'failed', error: 'the examples ran out' });
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'failed', lockedBy: null, lockedUntil: null });
     });
+
+    it("keeps the holder's latest progress of a job for every reader, the last one after the job ends, none for a new attempt", async () => {
+      await store.createOrganization('acme');
+      await store.createModelWithJob(model('svc-small-00000000000a'), examples, {});
+      const id = 'svc-small-00000000000a';
+      const step = { stage: 'finetune', done: 3, total: 50, loss: 0.25 };
+      expect(await store.getJobProgress(id)).toBeNull();
+      // Not running yet: nobody holds it, so nothing is written.
+      expect(await store.recordJobProgress(id, 'replica-1', step)).toBe(false);
+      await store.claimNextJob(1000, { maxRunningJobs: 1, holder: 'replica-1', leaseMs: 100 });
+      expect(await store.recordJobProgress(id, 'replica-2', step)).toBe(false);
+      expect(await store.getJobProgress(id)).toBeNull();
+      expect(await store.recordJobProgress(id, 'replica-1', step)).toBe(true);
+      // Only the four fields are kept, whatever else the object carries.
+      const fit = { stage: 'fit', done: 0, total: 1, loss: null, extra: 'dropped' };
+      expect(await store.recordJobProgress(id, 'replica-1', fit)).toBe(true);
+      expect(await store.getJobProgress(id)).toEqual({ stage: 'fit', done: 0, total: 1, loss: null });
+      // Its holder died: the next attempt starts with no progress.
+      expect(await store.claimNextJob(1101, { maxRunningJobs: 1, holder: 'replica-2', leaseMs: 100 })).toMatchObject({ attempts: 2 });
+      expect(await store.getJobProgress(id)).toBeNull();
+      expect(await store.recordJobProgress(id, 'replica-2', { stage: 'save', done: 1, total: 1, loss: null })).toBe(true);
+      expect(await store.finishJob(id, 'replica-2', 1150, null)).toBe(true);
+      expect(await store.getJobProgress(id)).toEqual({ stage: 'save', done: 1, total: 1, loss: null });
+      // Once ended, the job takes no more progress from anyone.
+      expect(await store.recordJobProgress(id, 'replica-2', step)).toBe(false);
+      expect(await store.getJobProgress('svc-small-0000000000ff')).toBeNull();
+    });
   });
 }
