@@ -61,7 +61,7 @@ const kSql = Object.freeze({
 export interface PostgresArtifactsOptions {
   /** Bytes per piece a stream delivers, whatever the stored chunks' sizes; default {@link kChunkBytes}. */
   chunkBytes?: number;
-  /** Where files are cut into stored chunks; defaults in {@link kCdcDefaults}. */
+  /** Where files are cut into stored chunks; the defaults are `kCdcDefaults` (256 KiB / 1 MiB / 4 MiB). */
   cdc?: CdcOptions;
 }
 
