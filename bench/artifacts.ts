@@ -1,18 +1,30 @@
-// `npm run bench -- artifacts [--mb N]`: what storing and fetching one model file costs, a folder and PostgreSQL
-// side by side in one process: put an N MiB file (default 96, about a fine-tuned model's ONNX graph), read it back,
-// and put the same bytes under a second model (PostgreSQL then only hashes them: the blob is stored once). The
-// process's peak RSS shows that no backend holds the file whole. PostgreSQL is a throwaway local cluster, over
+// `npm run bench -- artifacts [--mb N]`: what storing and fetching model files costs, a folder and PostgreSQL side by
+// side in one process.
+// 1. The chunker alone: how fast PostgreSQL's content-defined cuts (and the SHA-256 of each chunk) go over an N MiB
+//    file (default 96, about a model's ONNX graph): the CPU a put spends before it sends anything.
+// 2. One N MiB file of random bytes: put, read back, and put the same bytes under a second model (PostgreSQL then
+//    only cuts and hashes them: the file is stored once).
+// 3. Two models of one base (svc-small's real ONNX export, two different heads): the bytes PostgreSQL stores for one
+//    and for both, beside what whole-file sharing alone would store (each different file once: the layout before
+//    content-defined chunks), and the put and read times of each.
+// The process's peak RSS shows that no backend holds a file whole. PostgreSQL is a throwaway local cluster, over
 // loopback: a remote database adds its network.
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
+import pg from 'pg';
+
 import { startPostgres } from '../fixtures/postgres-cluster.js';
+import { cdcChunks, cdcSizes } from '../src/artifacts/cdc.js';
+import { fileChunks } from '../src/artifacts/chunks.js';
 import { DirectoryArtifacts } from '../src/artifacts/directory.js';
 import { PostgresArtifacts } from '../src/artifacts/postgres.js';
 import type { ArtifactStore } from '../src/artifacts/types.js';
+import { modelFileNames } from '../src/model/hub.js';
+import { writeTransformersJsModelDir } from '../src/model/onnx/index.js';
 import { intOption } from './_common.js';
 
 async function timed(work: () => Promise<unknown>): Promise<number> {
@@ -26,6 +38,75 @@ async function drain(store: ArtifactStore, id: string): Promise<void> {
   for await (const piece of stream) void piece;
 }
 
+const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+const rate = (bytes: number, ms: number): string => `${((bytes / 2 ** 20) * 1000 / ms).toFixed(0)} MiB/s`;
+
+async function storedBytes(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ bytes: string | null }>('SELECT SUM(length(data)) AS bytes FROM artifact_chunks');
+    return Number(rows[0].bytes ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Bytes of each different file once (by SHA-256) over the given files. */
+async function wholeFileBytes(files: string[]): Promise<number> {
+  const sizes = new Map<string, number>();
+  for (const file of files) {
+    const hash = createHash('sha256');
+    for await (const piece of fileChunks(file, 2 ** 20)) hash.update(piece);
+    sizes.set(hash.digest('hex'), statSync(file).size);
+  }
+  return [...sizes.values()].reduce((a, b) => a + b, 0);
+}
+
+async function chunker(file: string, bytes: number): Promise<void> {
+  const sizes = cdcSizes();
+  let chunks = 0;
+  await timed(async () => {
+    for await (const chunk of cdcChunks(file, sizes)) void chunk; // warm-up: the JIT and the page cache
+  });
+  const cut = await timed(async () => {
+    for await (const chunk of cdcChunks(file, sizes)) chunks += chunk.length > 0 ? 1 : 0;
+  });
+  const hashed = await timed(async () => {
+    for await (const chunk of cdcChunks(file, sizes)) createHash('sha256').update(chunk).digest();
+  });
+  console.log(`chunker   ${mib(bytes)} in ${chunks} chunks: cut ${cut.toFixed(0)} ms (${rate(bytes, cut)}), ` +
+    `cut + SHA-256 ${hashed.toFixed(0)} ms (${rate(bytes, hashed)})`);
+}
+
+async function oneBase(dir: string, url: string): Promise<void> {
+  const heads = [1, 2].map((seed) => ({
+    weights: Float32Array.from({ length: 384 }, (_, i) => Math.sin(seed * 1000 + i)),
+    bias: seed / 10,
+  }));
+  const models = heads.map((head, k) => ({ id: `bench/svc-small-00000000000${k + 3}`, dir: join(dir, `base-${k}`), head }));
+  for (const model of models) {
+    await writeTransformersJsModelDir(model.dir, { baseModel: 'svc-small', task: 'text-classification', labelText: 'positive', head: model.head });
+  }
+  const files = await Promise.all(models.map(async (m) => (await modelFileNames(m.dir)).map((name) => join(m.dir, ...name.split('/')))));
+  const onnx = statSync(join(models[0].dir, 'onnx', 'model.onnx')).size;
+  const store = await PostgresArtifacts.open(url);
+  try {
+    const stored: number[] = [];
+    for (const model of models) {
+      const put = await timed(() => store.put(model.id, model.dir));
+      const read = await timed(() => drain(store, model.id));
+      stored.push(await storedBytes(url));
+      console.log(`postgres  model ${stored.length} of svc-small (ONNX ${mib(onnx)}): put ${put.toFixed(0)} ms, ` +
+        `read the ONNX ${read.toFixed(0)} ms (${rate(onnx, read)})`);
+    }
+    console.log(`postgres  stored for 1 model ${mib(stored[0])}, for 2 models ${mib(stored[1])} (x${(stored[1] / stored[0]).toFixed(3)}); ` +
+      `each different file once would store ${mib(await wholeFileBytes(files[0]))} and ${mib(await wholeFileBytes(files.flat()))}`);
+  } finally {
+    await store.close();
+  }
+}
+
 export async function run(args: string[]): Promise<void> {
   const mb = intOption(args, 'mb', 96);
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-artifacts-'));
@@ -35,6 +116,7 @@ export async function run(args: string[]): Promise<void> {
   for (let i = 0; i < mb; i += 1) writeFileSync(join(model, 'onnx', 'model.onnx'), randomBytes(1024 * 1024), { flag: 'a' });
   const cluster = await startPostgres();
   try {
+    await chunker(join(model, 'onnx', 'model.onnx'), mb * 2 ** 20);
     const backends: [string, ArtifactStore][] = [
       ['folder', new DirectoryArtifacts(join(dir, 'hub'))],
       ['postgres', await PostgresArtifacts.open(await cluster.createDatabase())],
@@ -44,12 +126,12 @@ export async function run(args: string[]): Promise<void> {
       const put = await timed(() => store.put('bench/svc-small-000000000001', model));
       const read = await timed(() => drain(store, 'bench/svc-small-000000000001'));
       const again = await timed(() => store.put('bench/svc-small-000000000002', model));
-      const rate = (ms: number) => `${((mb * 1000) / ms).toFixed(0)} MiB/s`;
-      console.log(`${name.padEnd(9)} put ${mb} MiB ${put.toFixed(0)} ms (${rate(put)}), read ${read.toFixed(0)} ms (${rate(read)}), ` +
-        `same bytes under a second model ${again.toFixed(0)} ms`);
+      console.log(`${name.padEnd(9)} put ${mb} MiB ${put.toFixed(0)} ms (${rate(mb * 2 ** 20, put)}), read ${read.toFixed(0)} ms ` +
+        `(${rate(mb * 2 ** 20, read)}), same bytes under a second model ${again.toFixed(0)} ms`);
       await store.close();
     }
     console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (before the puts: ${(rssBefore / 2 ** 20).toFixed(0)} MiB)`);
+    await oneBase(dir, await cluster.createDatabase());
   } finally {
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });

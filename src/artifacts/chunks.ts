@@ -22,3 +22,47 @@ export async function* fileChunks(path: string, size: number): AsyncGenerator<Bu
     await handle.close();
   }
 }
+
+/** `length` bytes of a local file from `offset`, or fewer when the file ends first. */
+export async function readRange(path: string, offset: number, length: number): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(length);
+    let filled = 0;
+    while (filled < length) {
+      const { bytesRead } = await handle.read(buffer, filled, length - filled, offset + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return buffer.subarray(0, filled);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The bytes of `source` again in pieces of exactly `size` (the last one shorter), whatever sizes they arrive in: a
+ * store's streams keep one piece size however its rows are cut. Holds one arriving buffer and one piece at most.
+ */
+export async function* evenPieces(source: AsyncIterable<Buffer>, size: number): AsyncGenerator<Buffer> {
+  let carry: Buffer[] = [];
+  let carried = 0;
+  for await (const buffer of source) {
+    let from = 0;
+    if (carried > 0) {
+      from = Math.min(buffer.length, size - carried);
+      carry.push(buffer.subarray(0, from));
+      carried += from;
+      if (carried < size) continue;
+      yield Buffer.concat(carry, size);
+      carry = [];
+      carried = 0;
+    }
+    for (; buffer.length - from >= size; from += size) yield buffer.subarray(from, from + size);
+    if (from < buffer.length) {
+      carry = [buffer.subarray(from)];
+      carried = buffer.length - from;
+    }
+  }
+  if (carried > 0) yield Buffer.concat(carry, carried);
+}

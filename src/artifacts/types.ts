@@ -17,8 +17,8 @@ export interface ArtifactReader {
 
 /**
  * The model files of every model, by hub id (`<org>/<model_id>`). Implementations: {@link DirectoryArtifacts}
- * (a folder, today's hub layout) and {@link PostgresArtifacts} (chunks in the database, identical files stored
- * once). Every method rejects with `SvcError('invalid_request')` for a malformed hub id.
+ * (a folder, today's hub layout) and {@link PostgresArtifacts} (chunks in the database, equal byte runs stored
+ * once, whichever files hold them). Every method rejects with `SvcError('invalid_request')` for a malformed hub id.
  */
 export interface ArtifactStore {
   /**
@@ -35,5 +35,8 @@ export interface ArtifactStore {
   close(): Promise<void>;
 }
 
-/** Pieces files are stored and streamed in: 1 MiB, small next to a row's limits, few rows for a 90 MB encoder. */
+/**
+ * Pieces files are streamed in: 1 MiB, small next to a row's limits, few pieces for a 90 MB encoder; also the size
+ * PostgreSQL's content-defined chunks aim at.
+ */
 export const kChunkBytes = 1024 * 1024;

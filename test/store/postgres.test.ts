@@ -2,7 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 
 import { PostgresStore } from '../../src/store/postgres.js';
-import { kPgMigrations } from '../../src/store/postgres-migrations.js';
+import { kPgMigrations, toPostgres } from '../../src/store/postgres-migrations.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { usePostgres } from '../_support/postgres.js';
 import { storeContract } from './contract.js';
@@ -33,6 +33,11 @@ describe('PostgresStore on its database', () => {
   it('runs the SQLite store\'s migrations in its own dialect, and reopening keeps the data', async () => {
     expect(kPgMigrations.length).toBe(kMigrations.length);
     expect(kPgMigrations.filter((sql) => /AUTOINCREMENT|WITHOUT ROWID|strftime|\bREAL\b|\bINTEGER\b/.test(sql))).toEqual([]);
+    // What a `/* PostgreSQL only: */` comment holds runs here, translated like the rest; SQLite skips it.
+    expect(toPostgres('CREATE TABLE t (a INTEGER);\n/* PostgreSQL only:\nINSERT INTO t SELECT length(b) FROM u;\n*/\n')).toBe(
+      'CREATE TABLE t (a BIGINT);\n\nINSERT INTO t SELECT length(b) FROM u;\n\n',
+    );
+    expect(kPgMigrations.filter((sql) => sql.includes('PostgreSQL only'))).toEqual([]);
     const lease = kMigrations.findIndex((sql) => sql.includes('locked_until'));
     expect(kPgMigrations[lease]).toBe(kMigrations[lease].replace('locked_until INTEGER', 'locked_until BIGINT'));
     const url = await server.cluster.createDatabase();
