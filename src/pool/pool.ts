@@ -12,6 +12,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 
 import { SvcError, fromNativeError } from '../errors.js';
+import { checkPrecision } from '../native/encoder.js';
+import type { EncoderPrecision } from '../native/encoder.js';
 import type { SvcErrorCode } from '../errors.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
@@ -25,6 +27,12 @@ export interface PoolOptions {
   workers?: number;
   /** Threads each worker's engine uses. Keep workers x engineThreads <= cores. */
   engineThreads?: number;
+  /**
+   * Arithmetic of the encoders that predict: `fp32` (default; probabilities equal the exported ONNX
+   * model's within 1e-3) or `int8` (about 3x faster on CPUs with VNNI, probabilities within about
+   * 0.02 of fp32's: docs/benchmarks.md, "HTTP predict"). Training always embeds in fp32.
+   */
+  precision?: EncoderPrecision;
 }
 
 export type ResolvedPoolOptions = Required<PoolOptions>;
@@ -38,7 +46,7 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();
   const workers = Math.min(2, cores);
-  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
+  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)), precision: 'fp32' };
 }
 
 /** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
@@ -86,6 +94,7 @@ function checkCount(value: unknown, name: string): void {
 export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
+  if (options.precision !== undefined) checkPrecision(options.precision, 'options.precision');
   if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
   const wanted = { ...defaultPoolOptions(), ...definedOnly(options) };
@@ -147,8 +156,9 @@ function startPool(): Piscina {
     engineThreads: options.engineThreads,
     predictThreads: options.workers * options.engineThreads,
     niceness: kWorkerNiceness,
+    precision: options.precision,
   };
-  debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
+  debug('pool: %d worker(s) x %d engine thread(s), predicting in %s, %s', options.workers, options.engineThreads, options.precision, filename);
   return new Piscina({
     filename,
     // Not the parent's flags: a CLI's own loaders (tsx, vitest) are no business of the worker.
