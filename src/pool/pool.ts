@@ -56,8 +56,10 @@ let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
 // Tasks given to the pool and not finished, running or waiting in piscina's queue: while they are as many
 // as the workers, a new task would wait in that queue, where no limit or deadline applies; the predict
-// batcher holds its calls back instead (see `freeWorkers`) and is told when a task ends.
+// batcher holds its calls back instead (see `freePredictSlots`) and is told when a task ends.
 let tasksInPool = 0;
+// Predict tasks among them.
+let predictsInPool = 0;
 const taskEndListeners = new Set<() => void>();
 
 /** What the pool is doing now (zeros before its first task). */
@@ -176,9 +178,20 @@ function currentPool(): Piscina {
   return pool;
 }
 
-/** Workers with no task: what the predict batcher may use now. */
-export function freeWorkers(): number {
+/** Workers with no task. */
+function freeWorkers(): number {
   return Math.max(0, poolOptions().workers - tasksInPool);
+}
+
+/**
+ * Predict batches the batcher may send now: one at a time, on a free worker. A predicting encoder has
+ * every core of the pool, so a second batch at once would put twice as many engine threads as cores to
+ * work, and each of the forward pass's fork-joins would wait for a thread the OS had set aside. One
+ * batch with all the cores, while the next one gathers, cost less CPU a request and gave a lower p99
+ * at concurrency 8 (docs/benchmarks.md, "Pool layout").
+ */
+export function freePredictSlots(): number {
+  return predictsInPool > 0 ? 0 : Math.min(1, freeWorkers());
 }
 
 /** Calls `listener` after every task ends (a worker came free); returns the function that stops it. */
@@ -193,7 +206,9 @@ export function onTaskEnd(listener: () => void): () => void {
  */
 export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
+  const predicting = task.kind === 'predict';
   tasksInPool++;
+  if (predicting) predictsInPool++;
   try {
     result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
@@ -202,6 +217,7 @@ export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferL
     throw fromNativeError(error);
   } finally {
     tasksInPool--;
+    if (predicting) predictsInPool--;
     for (const listener of taskEndListeners) listener();
   }
   const failure = (result as Partial<WorkerError> | null)?.[kWorkerError];
