@@ -30,7 +30,7 @@ export interface PoolOptions {
   /**
    * Arithmetic of the encoders that predict: `fp32` (default; probabilities equal the exported ONNX
    * model's within 1e-3) or `int8` (about 3x faster on CPUs with VNNI, probabilities within about
-   * 0.02 of fp32's: docs/benchmarks.md, "HTTP predict"). Training always embeds in fp32.
+   * 0.01 of fp32's: docs/benchmarks.md, "HTTP predict"). Training always embeds in fp32.
    */
   precision?: EncoderPrecision;
 }
