@@ -1,11 +1,12 @@
 // `npm run bench -- serve [--json] [--seconds S] [--warmup S] [--finetune]`
 // /v2/predict on a running `svc serve` (its own process, the micro-batcher and the worker pool as
-// shipped) against the server a Node user would otherwise write: Fastify plus a transformers.js
-// text-classification pipeline (fp32 and q8) on the same model, exported by svc-classify. One load
-// generator (autocannon, in this process) sends requests of 8 UCI sentences at concurrency 1, 8
-// and 64, one server at a time, in one run. Prints requests/s, p50 and p99 per server and the
-// ratios, and how many texts the micro-batcher put in each engine batch (read from the server's
-// NODE_DEBUG=svc lines).
+// shipped), in fp32 (the default) and with `--precision int8`, against the server a Node user would
+// otherwise write: Fastify plus a transformers.js text-classification pipeline (fp32 and q8) on the
+// same model, exported by svc-classify. One load generator (autocannon, in this process) sends
+// requests of 8 UCI sentences at concurrency 1, 8 and 64, one server at a time, in one run. Prints
+// requests/s, p50 and p99 per server and the ratios of like with like (fp32 with fp32, int8 with
+// q8), how many texts the micro-batcher put in each engine batch (read from the server's
+// NODE_DEBUG=svc lines), and how far int8's probabilities are from fp32's on the bench's texts.
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -60,6 +61,16 @@ async function json(url: string, init: RequestInit): Promise<Record<string, unkn
   return body;
 }
 
+/** Each body's probabilities, one request at a time (before the load, so nothing else is batched with them). */
+async function predictAll(url: string, headers: Record<string, string>, bodies: string[]): Promise<number[]> {
+  const out: number[] = [];
+  for (const body of bodies) {
+    const answer = await json(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    for (const p of answer.predictions as { probability: number }[]) out.push(p.probability);
+  }
+  return out;
+}
+
 async function load(target: Target, connections: number, seconds: number): Promise<autocannon.Result> {
   let next = 0;
   return autocannon({
@@ -111,7 +122,7 @@ export async function run(args: string[]): Promise<void> {
     // The load generator is one key far above the default 600 requests per minute: lift its limit.
     svcCommand(['orgs', 'limits', 'bench', '--rpm', '100000000', '--data', data]);
     const key = svcCommand(['keys', 'create', '--org', 'bench', '--data', data]);
-    const server = await serve(['--data', data], { NODE_DEBUG: 'svc' });
+    let server = await serve(['--data', data], { NODE_DEBUG: 'svc' });
     children.push(server.child);
     const auth = { authorization: `Bearer ${key}` };
 
@@ -149,24 +160,43 @@ export async function run(args: string[]): Promise<void> {
     const inputs = Array.from({ length: kRequestBodies }, (_, i) =>
       Array.from({ length: kTextsPerRequest }, (_, j) => texts[(i * kTextsPerRequest + j) % texts.length]),
     );
-    let seen = 0;
-    const batchSizes = (): number[] => {
-      const lines = server.output().slice(seen);
-      seen += lines.length;
-      return Array.from(lines.matchAll(/predict batch: \d+ call\(s\), (\d+) text\(s\)/g), (m) => Number(m[1]));
-    };
-    const svcTarget: Target = {
-      name: 'svc-classify',
-      url: `${server.url}/v2/predict`,
-      headers: auth,
-      bodies: inputs.map((batch) => JSON.stringify({ model: modelId, inputs: batch })),
-      batchSizes,
-    };
+    const svcBodies = inputs.map((batch) => JSON.stringify({ model: modelId, inputs: batch }));
     const peerBodies = inputs.map((batch) => JSON.stringify({ inputs: batch }));
 
     const rows: Row[] = [];
-    // One server at a time, so each has the machine's cores to itself while it is measured.
-    for (const connections of kConcurrency) rows.push(await measure(svcTarget, connections, seconds, warmup));
+    const probabilities: Record<string, number[]> = {};
+    // One server at a time, so each has the machine's cores to itself while it is measured. The data
+    // directory takes one server at a time: the int8 one starts when the fp32 one has stopped.
+    for (const precision of ['fp32', 'int8'] as const) {
+      if (precision === 'int8') {
+        server.child.kill('SIGTERM');
+        await exited(server.child);
+        server = await serve(['--data', data, '--precision', precision], { NODE_DEBUG: 'svc' });
+        children.push(server.child);
+      }
+      const current = server;
+      probabilities[precision] = await predictAll(`${current.url}/v2/predict`, auth, svcBodies);
+      let seen = current.output().length;
+      const target: Target = {
+        name: `svc-classify ${precision}`,
+        url: `${current.url}/v2/predict`,
+        headers: auth,
+        bodies: svcBodies,
+        batchSizes: () => {
+          const lines = current.output().slice(seen);
+          seen += lines.length;
+          return Array.from(lines.matchAll(/predict batch: \d+ call\(s\), (\d+) text\(s\)/g), (m) => Number(m[1]));
+        },
+      };
+      for (const connections of kConcurrency) rows.push(await measure(target, connections, seconds, warmup));
+    }
+    const differences = probabilities.fp32.map((p, i) => Math.abs(p - probabilities.int8[i]));
+    const precisionCost = {
+      texts: differences.length,
+      meanDifference: differences.reduce((a, b) => a + b, 0) / differences.length,
+      maxDifference: Math.max(...differences),
+      labelsChanged: probabilities.fp32.filter((p, i) => p >= 0.5 !== probabilities.int8[i] >= 0.5).length,
+    };
     if (!finetune) {
       for (const dtype of ['fp32', 'q8'] as const) {
         const peer = await startNode(['--import', 'tsx', 'bench/_serve-peer.ts', peerDir, dtype], /peer listening on (http:\/\/\S+)/);
@@ -179,7 +209,7 @@ export async function run(args: string[]): Promise<void> {
     }
 
     if (asJson) {
-      console.log(JSON.stringify({ level: cpuInfo().level, cores: cpus().length, seconds, rows }));
+      console.log(JSON.stringify({ level: cpuInfo().level, cores: cpus().length, seconds, rows, precisionCost }));
       return;
     }
     console.log(
@@ -194,19 +224,30 @@ export async function run(args: string[]): Promise<void> {
           `${r.p50.toFixed(1).padStart(11)}${r.p99.toFixed(1).padStart(9)}${String(r.non2xx).padStart(9)}  ${batch}`,
       );
     }
+    const pairs = [
+      ['svc-classify fp32', 'transformers.js fp32'],
+      ['svc-classify int8', 'transformers.js q8'],
+    ] as const;
     for (const connections of kConcurrency) {
-      const ours = rows.find((r) => r.server === 'svc-classify' && r.concurrency === connections)!;
-      for (const peer of rows.filter((r) => r.server !== 'svc-classify' && r.concurrency === connections)) {
+      for (const [oursName, peerName] of pairs) {
+        const ours = rows.find((r) => r.server === oursName && r.concurrency === connections);
+        const peer = rows.find((r) => r.server === peerName && r.concurrency === connections);
+        if (!ours || !peer) continue;
         if (peer.requestsPerSec === 0 || ours.requestsPerSec === 0) {
           console.log(`c=${connections}: no request finished within a phase; run longer phases (--seconds)`);
           continue;
         }
         console.log(
-          `c=${connections}: svc-classify / ${peer.server}: ${(ours.requestsPerSec / peer.requestsPerSec).toFixed(2)}x req/s, ` +
+          `c=${connections}: ${oursName} / ${peerName}: ${(ours.requestsPerSec / peer.requestsPerSec).toFixed(2)}x req/s, ` +
             `p99 ${ours.p99.toFixed(1)} vs ${peer.p99.toFixed(1)} ms`,
         );
       }
     }
+    const cost = precisionCost;
+    console.log(
+      `int8 vs fp32 on the bench's ${cost.texts} texts: |probability difference| mean ${cost.meanDifference.toFixed(4)}, ` +
+        `max ${cost.maxDifference.toFixed(4)}; ${cost.labelsChanged} label(s) changed`,
+    );
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await Promise.all(children.map((child) => exited(child)));

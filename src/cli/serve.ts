@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 
 import type { ProviderOptions } from '../proxy/types.js';
 import * as is from '../is.js';
+import { checkPrecision } from '../native/encoder.js';
+import type { EncoderPrecision } from '../native/encoder.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
 import type { RetentionOptions } from '../service/retention.js';
@@ -24,9 +26,16 @@ function count(value: string | undefined, name: string): number | undefined {
   return is.positiveInteger(Number(value), `--${name}`);
 }
 
+/** `--precision`, else `SVC_PRECISION`; a wrong one is a usage error naming where it came from. */
+function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
+  if (flag !== undefined) return checkPrecision(flag, '--precision');
+  const env = process.env.SVC_PRECISION;
+  return env ? checkPrecision(env, 'SVC_PRECISION') : undefined;
+}
+
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
- * [--workers N] [--engine-threads N]
+ * [--workers N] [--engine-threads N] [--precision fp32|int8]
  * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N]` (B and C likewise; keys and the metrics token are better
@@ -47,6 +56,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'model-cache-mb': { type: 'string' },
       workers: { type: 'string' },
       'engine-threads': { type: 'string' },
+      precision: { type: 'string' },
       'predict-queue': { type: 'string' },
       'predict-deadline-ms': { type: 'string' },
       'proxy-models': { type: 'string' },
@@ -75,7 +85,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     days: count(values['request-log-days'], 'request-log-days'),
     maxRowsPerProject: count(values['request-log-max-rows'], 'request-log-max-rows'),
   };
-  const pool = { workers: count(values.workers, 'workers'), engineThreads: count(values['engine-threads'], 'engine-threads') };
+  const pool = {
+    workers: count(values.workers, 'workers'),
+    engineThreads: count(values['engine-threads'], 'engine-threads'),
+    precision: precisionOf(values.precision),
+  };
   const database = values.database ?? databaseUrlFromEnv();
   const redis = values.redis ?? redisUrlFromEnv();
   if (redis !== undefined) checkRedisUrl(redis);

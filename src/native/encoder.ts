@@ -30,10 +30,15 @@ const kWeightFiles = Object.freeze(['model.safetensors', 'model.fp16.safetensors
 // sentence-transformers' max_seq_length for models given as a directory.
 const kDefaultMaxLength = 256;
 
+/** Checks a precision given by a caller (`name` is how the message calls it). */
+export function checkPrecision(value: unknown, name: string): EncoderPrecision {
+  if (!kPrecisions.includes(value as EncoderPrecision)) throw new TypeError(`${name} must be 'fp32' or 'int8'`);
+  return value as EncoderPrecision;
+}
+
 function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
   is.object(options, 'options');
-  const precision = options.precision ?? 'fp32';
-  if (!kPrecisions.includes(precision)) throw new TypeError("options.precision must be 'fp32' or 'int8'");
+  const precision = checkPrecision(options.precision ?? 'fp32', 'options.precision');
   const threads = is.positiveInteger(options.threads ?? availableParallelism(), 'options.threads', 1024);
   return { precision, threads };
 }

@@ -12,6 +12,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 
 import { SvcError, fromNativeError } from '../errors.js';
+import { checkPrecision } from '../native/encoder.js';
+import type { EncoderPrecision } from '../native/encoder.js';
 import type { SvcErrorCode } from '../errors.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
@@ -25,6 +27,12 @@ export interface PoolOptions {
   workers?: number;
   /** Threads each worker's engine uses. Keep workers x engineThreads <= cores. */
   engineThreads?: number;
+  /**
+   * Arithmetic of the encoders that predict: `fp32` (default; probabilities equal the exported ONNX
+   * model's within 1e-3) or `int8` (about 3x faster on CPUs with VNNI, probabilities within about
+   * 0.01 of fp32's: docs/benchmarks.md, "HTTP predict"). Training always embeds in fp32.
+   */
+  precision?: EncoderPrecision;
 }
 
 export type ResolvedPoolOptions = Required<PoolOptions>;
@@ -38,7 +46,7 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();
   const workers = Math.min(2, cores);
-  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)) };
+  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)), precision: 'fp32' };
 }
 
 /** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */
@@ -48,8 +56,10 @@ let configured: ResolvedPoolOptions | undefined;
 let pool: Piscina | undefined;
 // Tasks given to the pool and not finished, running or waiting in piscina's queue: while they are as many
 // as the workers, a new task would wait in that queue, where no limit or deadline applies; the predict
-// batcher holds its calls back instead (see `freeWorkers`) and is told when a task ends.
+// batcher holds its calls back instead (see `freePredictSlots`) and is told when a task ends.
 let tasksInPool = 0;
+// Predict tasks among them.
+let predictsInPool = 0;
 const taskEndListeners = new Set<() => void>();
 
 /** What the pool is doing now (zeros before its first task). */
@@ -86,6 +96,7 @@ function checkCount(value: unknown, name: string): void {
 export function configurePool(options: PoolOptions = {}): ResolvedPoolOptions {
   checkCount(options.workers, 'options.workers');
   checkCount(options.engineThreads, 'options.engineThreads');
+  if (options.precision !== undefined) checkPrecision(options.precision, 'options.precision');
   if (pool) throw new SvcError('conflict', 'configurePool must be called before the pool starts (call closePool first)');
   const cores = availableParallelism();
   const wanted = { ...defaultPoolOptions(), ...definedOnly(options) };
@@ -147,8 +158,9 @@ function startPool(): Piscina {
     engineThreads: options.engineThreads,
     predictThreads: options.workers * options.engineThreads,
     niceness: kWorkerNiceness,
+    precision: options.precision,
   };
-  debug('pool: %d worker(s) x %d engine thread(s), %s', options.workers, options.engineThreads, filename);
+  debug('pool: %d worker(s) x %d engine thread(s), predicting in %s, %s', options.workers, options.engineThreads, options.precision, filename);
   return new Piscina({
     filename,
     // Not the parent's flags: a CLI's own loaders (tsx, vitest) are no business of the worker.
@@ -166,9 +178,20 @@ function currentPool(): Piscina {
   return pool;
 }
 
-/** Workers with no task: what the predict batcher may use now. */
-export function freeWorkers(): number {
+/** Workers with no task. */
+function freeWorkers(): number {
   return Math.max(0, poolOptions().workers - tasksInPool);
+}
+
+/**
+ * Predict batches the batcher may send now: one at a time, on a free worker. A predicting encoder has
+ * every core of the pool, so a second batch at once would put twice as many engine threads as cores to
+ * work, and each of the forward pass's fork-joins would wait for a thread the OS had set aside. One
+ * batch with all the cores, while the next one gathers, cost less CPU a request and gave a lower p99
+ * at concurrency 8 (docs/benchmarks.md, "Pool layout").
+ */
+export function freePredictSlots(): number {
+  return predictsInPool > 0 ? 0 : Math.min(1, freeWorkers());
 }
 
 /** Calls `listener` after every task ends (a worker came free); returns the function that stops it. */
@@ -183,7 +206,9 @@ export function onTaskEnd(listener: () => void): () => void {
  */
 export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
+  const predicting = task.kind === 'predict';
   tasksInPool++;
+  if (predicting) predictsInPool++;
   try {
     result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
@@ -192,6 +217,7 @@ export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferL
     throw fromNativeError(error);
   } finally {
     tasksInPool--;
+    if (predicting) predictsInPool--;
     for (const listener of taskEndListeners) listener();
   }
   const failure = (result as Partial<WorkerError> | null)?.[kWorkerError];

@@ -3,6 +3,7 @@
 import type { MessagePort } from 'node:worker_threads';
 
 import type { Head } from '../model/directory.js';
+import type { EncoderPrecision } from '../native/encoder.js';
 import type { Manifest } from '../model/manifest.js';
 import type { CrossValidation } from '../train/cross-validate.js';
 import type { ExampleTargets } from '../train/pairs.js';
@@ -171,6 +172,8 @@ export interface WorkerSettings {
   predictThreads: number;
   /** Nice value for the worker's threads (Linux), so the host's event loop comes first. */
   niceness: number;
+  /** Arithmetic of the encoders that predict (training embeds in fp32 whatever this says). */
+  precision: EncoderPrecision;
 }
 
 /** The BroadcastChannel on which disposed fine-tuned encoders are announced to the workers. */

@@ -10,6 +10,7 @@ import { move, workerData } from 'piscina';
 import { SvcError } from '../errors.js';
 import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
+import type { EncoderPrecision } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
@@ -69,7 +70,7 @@ async function atTrainingPriority<T>(work: () => T | Promise<T>): Promise<T> {
   }
 }
 
-// Base encoders, by base model name: always kept.
+// Base encoders, by precision and base model name: always kept.
 const encoders = new Map<string, Encoder>();
 /**
  * Fine-tuned encoders by weight file, least recently used first, at most 4 (about 90 MB each in
@@ -79,18 +80,22 @@ const encoders = new Map<string, Encoder>();
 const finetuned = new Map<string, { identity: string; encoder: Encoder }>();
 const kMaxFinetunedEncoders = 4;
 
-function loadEncoder(model: string): Encoder {
-  // fp32: probabilities must match the exported ONNX model within 1e-3.
-  return Encoder.fromPretrained(model, { precision: 'fp32', threads: settings.predictThreads });
+function loadEncoder(model: string, precision: EncoderPrecision): Encoder {
+  return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads });
 }
 
-/** The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. */
-function encoderFor(baseModel: string, encoderFile: string | null = null): Encoder {
+/**
+ * The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. Training
+ * embeds in fp32, so that a head is fitted on the numbers the exported ONNX model computes; predictions
+ * run in the pool's precision (a fine-tuned model predicts in it too).
+ */
+function encoderFor(baseModel: string, encoderFile: string | null, precision: EncoderPrecision): Encoder {
   if (encoderFile === null) {
-    let encoder = encoders.get(baseModel);
+    const key = `${precision}:${baseModel}`;
+    let encoder = encoders.get(key);
     if (!encoder) {
-      encoder = loadEncoder(baseModel);
-      encoders.set(baseModel, encoder);
+      encoder = loadEncoder(baseModel, precision);
+      encoders.set(key, encoder);
     }
     return encoder;
   }
@@ -99,7 +104,7 @@ function encoderFor(baseModel: string, encoderFile: string | null = null): Encod
   let entry = finetuned.get(encoderFile);
   if (entry?.identity !== identity) {
     forget(encoderFile);
-    entry = { identity, encoder: loadEncoder(encoderFile) };
+    entry = { identity, encoder: loadEncoder(encoderFile, precision) };
   }
   finetuned.delete(encoderFile); // re-inserted last: most recently used
   finetuned.set(encoderFile, entry);
@@ -123,11 +128,11 @@ forgotten.unref();
 forgotten.onmessage = (event) => forget((event as { data: { encoderFile: string } }).data.encoderFile);
 
 function embed(task: EmbedTask): Float32Array {
-  return embedTexts(task.baseModel, encoderFor(task.baseModel), task.texts).embeddings;
+  return embedTexts(task.baseModel, encoderFor(task.baseModel, null, 'fp32'), task.texts).embeddings;
 }
 
 function predict(task: PredictTask): PredictResult {
-  const encoder = encoderFor(task.baseModel, task.encoderFile);
+  const encoder = encoderFor(task.baseModel, task.encoderFile, settings.precision);
   const { embeddings, truncated } = embedTexts(task.baseModel, encoder, task.texts);
   const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.table);
   return { probabilities, truncated };

@@ -10,7 +10,7 @@ import { debuglog } from 'node:util';
 import { SvcError } from '../errors.js';
 import { isMultiHead } from '../model/directory.js';
 import type { Head } from '../model/directory.js';
-import { freeWorkers, onTaskEnd, runTask } from '../pool/pool.js';
+import { freePredictSlots, onTaskEnd, runTask } from '../pool/pool.js';
 import type { HeadTable, PredictResult, PredictTask } from '../pool/tasks.js';
 import { publishPredictBatch, rateLimited } from '../telemetry.js';
 import * as is from '../is.js';
@@ -166,10 +166,10 @@ class EncoderQueue {
   #flush(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    // Every worker busy: keep gathering; the next task to end (a batch, or a training step's task) sends the rest.
-    // Otherwise what waits is spread over the free workers, a batch each: every worker's engine has only its
-    // share of the cores, so one large batch would leave the others idle while its callers wait.
-    for (let free = freeWorkers(); this.#pending.length > 0 && free > 0; free = freeWorkers()) {
+    // No slot free (a batch is running, or every worker is busy): keep gathering; the next task to end sends
+    // the rest. Otherwise what waits is spread over the free slots, a batch each (the pool decides how many
+    // batches run at once: see `freePredictSlots`).
+    for (let free = freePredictSlots(); this.#pending.length > 0 && free > 0; free = freePredictSlots()) {
       this.#send(this.#take(Math.ceil(this.#pendingTexts / free)));
     }
   }

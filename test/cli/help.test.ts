@@ -62,7 +62,7 @@ describe('svc help', () => {
       expect(train).toContain(word);
     }
     const serve = (await svcBin(['serve', '--help'])).stdout;
-    for (const flag of ['--port', '--host', '--data', '--database', '--redis', '--artifacts', '--workers', '--engine-threads', '--predict-queue', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
+    for (const flag of ['--port', '--host', '--data', '--database', '--redis', '--artifacts', '--workers', '--engine-threads', '--precision', '--predict-queue', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
       expect(serve).toContain(`  ${flag} `);
     }
     for (const command of ['orgs', 'keys', 'projects', 'proxy', 'logs']) {

@@ -22,7 +22,7 @@ describe('pool', () => {
   it('defaults to two workers sharing the cores', () => {
     const cores = availableParallelism();
     const workers = Math.min(2, cores);
-    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers) });
+    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers), precision: 'fp32' });
     expect(poolOptions().workers * poolOptions().engineThreads).toBeLessThanOrEqual(cores);
   });
 
@@ -37,7 +37,8 @@ describe('pool', () => {
         `options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`,
       ),
     );
-    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)) });
+    expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(new TypeError("options.precision must be 'fp32' or 'int8'"));
+    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)), precision: 'fp32' });
   });
 
   it('runs tasks off the main thread with the configured engine threads', async () => {
@@ -53,8 +54,12 @@ describe('pool', () => {
       'configurePool must be called before the pool starts (call closePool first)',
     );
     await closePool();
-    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism() });
-    expect(configurePool({ engineThreads: 1 })).toEqual({ workers: Math.min(2, availableParallelism()), engineThreads: 1 });
+    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism(), precision: 'fp32' });
+    expect(configurePool({ engineThreads: 1, precision: 'int8' })).toEqual({
+      workers: Math.min(2, availableParallelism()),
+      engineThreads: 1,
+      precision: 'int8',
+    });
   });
 
   it('keeps a worker, and its cores, for predictions: training gets the other workers, each on its own share', () => {

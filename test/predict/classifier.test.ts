@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
-import { closePool, poolOptions, runTask } from '../../src/pool/pool.js';
+import { closePool, runTask } from '../../src/pool/pool.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
@@ -67,15 +67,19 @@ describe('Classifier.predict', () => {
     results.forEach((p, i) => expect(p.probability).toBeCloseTo((i % 2 === 0 ? alone : otherAlone)[i].probability, 6));
   });
 
-  it('spreads waiting calls over the free workers, a batch each, so every worker computes', async () => {
-    const { workers } = poolOptions();
+  it('sends waiting calls as one batch on every core, and what comes meanwhile as the next one', async () => {
     const before = batchStats();
-    // Eight calls of four texts arrive together while every worker is free.
-    await Promise.all(Array.from({ length: 8 }, (_, i) => classifier.predict(texts.slice(i * 4, i * 4 + 4))));
+    // Eight calls of four texts arrive together while every worker is free: one batch, not one per worker
+    // (a predicting engine has every core of the pool).
+    const first = Array.from({ length: 8 }, (_, i) => classifier.predict(texts.slice(i * 4, i * 4 + 4)));
+    while (batchStats().batches === before.batches) await new Promise((resolve) => setTimeout(resolve, 1));
+    const sent = batchStats();
+    expect([sent.batches - before.batches, sent.texts - before.texts]).toEqual([1, 32]);
+    // Calls that come while it runs gather, and go out together when it ends.
+    const second = Array.from({ length: 7 }, (_, i) => classifier.predict(texts.slice(32 + i * 4, 36 + i * 4)));
+    await Promise.all([...first, ...second]);
     const after = batchStats();
-    expect(after.texts - before.texts).toBe(32);
-    // One batch per free worker: the 32 texts go out as `workers` batches, not one.
-    expect(after.batches - before.batches).toBe(workers);
+    expect([after.batches - before.batches, after.texts - before.texts]).toEqual([2, 60]);
   });
 
   it('checks its input', async () => {

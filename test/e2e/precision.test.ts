@@ -1,0 +1,99 @@
+// `svc serve --precision int8` (or SVC_PRECISION=int8): the same trained model, served by the int8
+// engine, answers within a stated tolerance of the default fp32 server; fp32 stays the default.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { uciSentences } from '../../fixtures/corpora.js';
+import { exited, serve, svc } from '../_support/cli.js';
+
+const imdb = uciSentences('imdb');
+const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
+  text: r.text, label: r.label, label_text: 'positive review',
+}));
+// The texts the serve bench sends.
+const texts = uciSentences('yelp').slice(0, 64).map((r) => r.text);
+/** Largest |int8 - fp32| probability allowed on these texts, and the mean (measured: docs/benchmarks.md, "HTTP predict"). */
+const kMaxDifference = 0.03;
+const kMeanDifference = 0.01;
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-precision-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Predicted {
+  model: string;
+  label_text: string;
+  predictions: { label: boolean; probability: number }[];
+}
+
+async function call(url: string, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(url + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return (await response.json()) as Record<string, unknown>;
+}
+
+/** Starts `svc serve` on the data directory, predicts the texts, stops it. */
+async function predictWith(args: string[], env: Record<string, string>, key: string, model: string): Promise<{ answer: Predicted; output: string }> {
+  const server = await serve(['--data', dir, ...args], { NODE_DEBUG: 'svc', ...env });
+  try {
+    const answer = (await call(server.url, key, 'POST', '/v2/predict', { model, inputs: texts })) as unknown as Predicted;
+    return { answer, output: server.output() };
+  } finally {
+    server.child.kill('SIGTERM');
+    await exited(server.child);
+  }
+}
+
+describe('svc serve --precision', () => {
+  it('int8 answers within the stated tolerance of fp32, which stays the default', async () => {
+    expect((await svc(['orgs', 'create', 'acme', '--data', dir])).code).toBe(0);
+    const key = (await svc(['keys', 'create', '--org', 'acme', '--data', dir])).stdout.trim();
+    const trainer = await serve(['--data', dir]);
+    let model: string;
+    try {
+      model = (await call(trainer.url, key, 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).id as string;
+      let status = 'training';
+      for (let i = 0; i < 1200 && status === 'training'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await call(trainer.url, key, 'GET', `/v2/models/${model}`)).status as string;
+      }
+      expect(status).toBe('trained');
+    } finally {
+      trainer.child.kill('SIGTERM');
+      await exited(trainer.child);
+    }
+
+    const fp32 = await predictWith([], {}, key, model);
+    expect(fp32.output).toContain('predicting in fp32');
+    const int8 = await predictWith(['--precision', 'int8'], {}, key, model);
+    expect(int8.output).toContain('predicting in int8');
+    const fromEnv = await predictWith([], { SVC_PRECISION: 'int8' }, key, model);
+    expect(fromEnv.output).toContain('predicting in int8');
+
+    expect(int8.answer.model).toBe(model);
+    expect(int8.answer.label_text).toBe('positive review');
+    expect(int8.answer.predictions).toHaveLength(texts.length);
+    const differences = texts.map((_, i) => Math.abs(int8.answer.predictions[i].probability - fp32.answer.predictions[i].probability));
+    const mean = differences.reduce((s, d) => s + d, 0) / differences.length;
+    expect(Math.max(...differences)).toBeLessThan(kMaxDifference);
+    expect(mean).toBeLessThan(kMeanDifference);
+    // int8 really ran: its probabilities are not fp32's.
+    expect(mean).toBeGreaterThan(0);
+    // The same engine either way it is asked for.
+    fromEnv.answer.predictions.forEach((p, i) => expect(p.probability).toBeCloseTo(int8.answer.predictions[i].probability, 6));
+  });
+
+  it('refuses a precision it does not know, naming where it came from', async () => {
+    const flag = await svc(['serve', '--port', '0', '--data', dir, '--precision', 'int4']);
+    expect(flag.code).toBe(1);
+    expect(flag.stderr.trim()).toBe("svc serve: --precision must be 'fp32' or 'int8'");
+    const env = await svc(['serve', '--port', '0', '--data', dir], { SVC_PRECISION: 'fp16' });
+    expect(env.code).toBe(1);
+    expect(env.stderr.trim()).toBe("svc serve: SVC_PRECISION must be 'fp32' or 'int8'");
+  });
+});
