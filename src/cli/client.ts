@@ -145,7 +145,8 @@ export async function predictCommand(args: string[]): Promise<number> {
 
 /**
  * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
- * labels and metrics (cross-validated accuracy and macro-F1, validation figures when sent).
+ * labels and metrics (cross-validated accuracy and macro-F1 with the encoder they were measured on,
+ * validation figures when sent).
  */
 export async function modelsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { ...kConnection }, allowPositionals: true });

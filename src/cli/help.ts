@@ -170,7 +170,9 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     examples: ['svc models list', 'svc models show svc-small-5b8257b3efa7'],
     notes:
       'Prints the model objects. A trained model has metrics: train_accuracy, cv_accuracy and cv_macro_f1\n' +
-      '(stratified k-fold cross-validation of the head on the training examples, cv_folds folds), and\n' +
+      '(stratified k-fold cross-validation of the head on the training examples, cv_folds folds),\n' +
+      "cv_encoder ('trained': measured on the model's own encoder, frozen models; 'base': on the base\n" +
+      'encoder, fine-tuned models, a conservative estimate since their encoder saw every example), and\n' +
       'validation_accuracy and validation_macro_f1 when the train request sent a validation set.',
   },
   predict: {

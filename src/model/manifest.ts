@@ -97,6 +97,14 @@ export interface TrainingMetrics {
   cv_macro_f1?: number;
   /** Folds of that cross-validation (up to 5, fewer when a class has fewer examples). */
   cv_folds?: number;
+  /**
+   * Whose embeddings the head was cross-validated on: `trained`, the encoder the model uses (frozen
+   * models, where it is the base encoder); `base`, the base encoder (fine-tuned models, whose own
+   * encoder was trained on every held-out fold and would report 97-100 %). `base` is conservative:
+   * fine-tuning usually adds accuracy the estimate does not count. Absent on models trained before
+   * it was recorded, whose estimate was measured on the trained encoder.
+   */
+  cv_encoder?: CvEncoder;
   /** Accuracy on the `validation` examples sent with the request (multi-label: the whole label set right). */
   validation_accuracy?: number;
   /** Macro-averaged F1 on them (multi-label: over the labels). */
@@ -104,7 +112,13 @@ export interface TrainingMetrics {
   validation_examples?: number;
 }
 
-const kMetricFields = ['cv_accuracy', 'cv_macro_f1', 'cv_folds', 'validation_accuracy', 'validation_macro_f1', 'validation_examples'];
+/** The encoders a cross-validation estimate can be measured on (see `TrainingMetrics.cv_encoder`). */
+export const kCvEncoders = ['base', 'trained'] as const;
+export type CvEncoder = (typeof kCvEncoders)[number];
+
+// Optional numbers, before and after cv_encoder, in the order training writes them.
+const kCvFields = ['cv_accuracy', 'cv_macro_f1', 'cv_folds'];
+const kValidationFields = ['validation_accuracy', 'validation_macro_f1', 'validation_examples'];
 
 /** The parsed manifest.json of the current format version. */
 export interface Manifest {
@@ -222,7 +236,11 @@ export function parseManifest(text: string, dir: string): Manifest {
     metrics: {
       train_accuracy: field(metrics, dir, 'train_accuracy', isNumber),
       train_seconds: field(metrics, dir, 'train_seconds', isNumber),
-      ...optionalNumbers(metrics, dir, kMetricFields),
+      ...optionalNumbers(metrics, dir, kCvFields),
+      ...(metrics.cv_encoder === undefined
+        ? {}
+        : { cv_encoder: field<CvEncoder>(metrics, dir, 'cv_encoder', (v) => kCvEncoders.includes(v as CvEncoder)) }),
+      ...optionalNumbers(metrics, dir, kValidationFields),
     },
     library_version: typeof manifest.library_version === 'string' ? manifest.library_version : 'unknown',
   };

@@ -5,6 +5,7 @@
 // library's own `trainRequestSchema` (train/request.ts): `train()` and `POST /v2/train` share it.
 import { z } from 'zod';
 
+import { kCvEncoders } from '../model/manifest.js';
 import { typeError } from '../parse.js';
 import { kMaxTextLength, kTaskTypes } from '../train/request.js';
 
@@ -53,9 +54,18 @@ export const modelSchema = z
       .object({
         train_accuracy: z.number(),
         train_seconds: z.number(),
-        cv_accuracy: z.number().optional().describe('Accuracy estimated by stratified k-fold cross-validation of the head on the training examples'),
+        cv_accuracy: z
+          .number()
+          .optional()
+          .describe('Accuracy estimated by stratified k-fold cross-validation of the head on the training examples, embedded by the encoder cv_encoder names'),
         cv_macro_f1: z.number().optional().describe('Macro-averaged F1 of that cross-validation (multi-label: over the labels)'),
         cv_folds: z.number().int().optional(),
+        cv_encoder: z
+          .enum(kCvEncoders)
+          .optional()
+          .describe(
+            "The encoder the cross-validation embedded the examples with: 'trained', the one the model uses (frozen models); 'base', the base encoder (fine-tuned models, whose own encoder saw every held-out fold in training): a conservative estimate, since fine-tuning usually adds accuracy it does not count",
+          ),
         validation_accuracy: z.number().optional().describe('Accuracy on the validation examples sent with the train request'),
         validation_macro_f1: z.number().optional(),
         validation_examples: z.number().int().optional(),

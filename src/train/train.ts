@@ -37,8 +37,9 @@ import { kDefaultSeed } from '../random.js';
 /** A progress event: `done` of `total` units of the current stage. */
 export interface TrainProgress {
   /**
-   * `finetune`: contrastive steps done (with `loss`); `embed`: examples embedded by the frozen
-   * encoder; `fit`: head fitted (0 or 1 of 1); `save`: published (0 or 1 of 1).
+   * `finetune`: contrastive steps done (with `loss`); `embed`: examples embedded by the base
+   * encoder (frozen models: to fit the head; fine-tuned ones, after fine-tuning: to estimate
+   * accuracy); `fit`: head fitted (0 or 1 of 1); `save`: published (0 or 1 of 1).
    */
   stage: 'finetune' | 'embed' | 'fit' | 'save';
   done: number;
@@ -104,6 +105,7 @@ async function embedAll(
   options: TrainOptions,
 ): Promise<Float32Array> {
   const embeddings = new Float32Array(texts.length * dim);
+  options.onProgress?.({ stage: 'embed', done: 0, total: texts.length });
   // Spread even a small job over every worker, in chunks of at most kEmbedChunk.
   const size = Math.min(kEmbedChunk, Math.ceil(texts.length / poolOptions().workers));
   const chunks: number[] = [];
@@ -140,7 +142,9 @@ async function embedAll(
  * softmax head by L-BFGS; `multi-label-classification` pairs examples by shared labels and fits a
  * logistic regression per label (see docs/multiclass.md). Every model gets cross-validated
  * metrics (`cv_accuracy`, `cv_macro_f1`), and validation metrics when the request sends a
- * `validation` set.
+ * `validation` set. The head is cross-validated on the base encoder's embeddings of the examples
+ * (`cv_encoder: 'base'`) when the encoder was fine-tuned, since the fine-tuned one has seen every
+ * held-out fold: a conservative estimate, equal to the frozen model's on the same examples.
  *
  * @example
  * ```ts
@@ -161,7 +165,7 @@ async function embedAll(
  *
  * // 8 UCI sentences from each of amazon, imdb and yelp: { text, label: 'amazon' }
  * const sites = await train({ model: 'svc-small', task_type: 'multi-class-classification', examples: sentences, finetune: false });
- * sites.metrics; // { train_accuracy: 1, train_seconds: 2.166, cv_accuracy: 0.7916666666666666, cv_macro_f1: 0.7936274509803921, cv_folds: 5 }
+ * sites.metrics; // { train_accuracy: 1, train_seconds: 2.166, cv_accuracy: 0.7916666666666666, cv_macro_f1: 0.7936274509803921, cv_folds: 5, cv_encoder: 'trained' }
  * await sites.predict('The battery died after a week.');
  * // { label: 'amazon', probability: 0.43939000368118286, scores: { amazon: 0.439…, imdb: 0.282…, yelp: 0.278… }, truncated: false }
  * ```
@@ -206,30 +210,42 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     });
     embeddings = encoder.embeddings;
   } else {
-    options.onProgress?.({ stage: 'embed', done: 0, total: texts.length });
     embeddings = await embedAll(model, texts, base.hiddenSize, options);
   }
 
   try {
+    const dim = base.hiddenSize;
+    // A fine-tuned encoder was trained on every example, each fold's held-out ones included, so a
+    // head cross-validated on its embeddings scores 97-100 % where held-out texts score 67-87 %.
+    // The base encoder never saw them: cross-validating on its embeddings is honest, on the
+    // conservative side (fine-tuning mostly helps), and embedding the examples once more costs a
+    // small fraction of fine-tuning.
+    const estimateEmbeddings = encoder ? await embedAll(model, examples.map((example) => example.text), dim, options) : null;
     throwIfAborted(options.signal);
     options.onProgress?.({ stage: 'fit', done: 0, total: 1 });
-    const dim = base.hiddenSize;
     const split = examples.length * dim;
     const headKind = kHeadKinds[task_type];
     const balanced = validated.task_type !== 'binary-classification' && validated.class_weight === 'balanced';
-    const fit = await runTask<FitResult>(
-      {
-        kind: 'fit',
-        head: headKind,
-        embeddings: embeddings.subarray(0, split),
-        targets,
-        dim,
-        C: kHeadC,
-        balanced,
-        validation: validationTargets ? { embeddings: embeddings.subarray(split), targets: validationTargets } : null,
-      },
-      options.signal,
-    );
+    const fitTask = (on: Float32Array, validationEmbeddings: Float32Array | null) =>
+      runTask<FitResult>(
+        {
+          kind: 'fit',
+          head: headKind,
+          embeddings: on,
+          targets,
+          dim,
+          C: kHeadC,
+          balanced,
+          validation: validationTargets && validationEmbeddings ? { embeddings: validationEmbeddings, targets: validationTargets } : null,
+        },
+        options.signal,
+      );
+    // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones.
+    const [fit, estimate] = await Promise.all([
+      fitTask(embeddings.subarray(0, split), embeddings.subarray(split)),
+      estimateEmbeddings ? fitTask(estimateEmbeddings, null) : null,
+    ]);
+    const crossValidation = (estimate ?? fit).crossValidation;
     const seconds = (performance.now() - started) / 1000;
     options.onProgress?.({ stage: 'fit', done: 1, total: 1 });
 
@@ -262,9 +278,10 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       metrics: {
         train_accuracy: fit.trainAccuracy,
         train_seconds: Math.round(seconds * 1000) / 1000,
-        cv_accuracy: fit.crossValidation.accuracy,
-        cv_macro_f1: fit.crossValidation.macroF1,
-        cv_folds: fit.crossValidation.folds,
+        cv_accuracy: crossValidation.accuracy,
+        cv_macro_f1: crossValidation.macroF1,
+        cv_folds: crossValidation.folds,
+        cv_encoder: estimate ? 'base' : 'trained',
         ...(fit.validation && validation
           ? {
               validation_accuracy: fit.validation.accuracy,

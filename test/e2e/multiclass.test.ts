@@ -65,7 +65,7 @@ describe('svc serve: multi-class and multi-label models', () => {
     const loaded = await Classifier.load<'multi-class-classification'>(`acme/${id}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     expect(done).toEqual({ ...model, status: 'trained', metrics: loaded.metrics });
     expect(Object.keys(loaded.metrics).sort()).toEqual([
-      'cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds', 'validation_accuracy', 'validation_examples', 'validation_macro_f1',
+      'cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds', 'validation_accuracy', 'validation_examples', 'validation_macro_f1',
     ]);
 
     const texts = heldOut.map((row) => row.text);

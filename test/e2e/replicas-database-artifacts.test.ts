@@ -62,7 +62,7 @@ describe('two svc serve replicas on one database, model files in the database', 
         }
         // Both replicas report the metrics of the one manifest the database holds.
         const fromOne = JSON.parse((await httpCall(one.url, 'GET', `/v2/models/${model.id}`, key)).text) as { metrics: Record<string, number> };
-        expect(Object.keys(fromOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+        expect(Object.keys(fromOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
         expect(seen).toEqual({ ...model, status: 'trained', metrics: fromOne.metrics });
       }
       const [model] = models;

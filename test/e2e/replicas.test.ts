@@ -47,7 +47,7 @@ describe('two svc serve replicas on one database', () => {
       }
       // Both replicas report the metrics of the one manifest the model's files hold.
       const fromReplicaOne = JSON.parse((await call(one.url, key, 'GET', `/v2/models/${model.id}`)).text) as { metrics: Record<string, number> };
-      expect(Object.keys(fromReplicaOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+      expect(Object.keys(fromReplicaOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
       expect(seen).toEqual({ ...model, status: 'trained', metrics: fromReplicaOne.metrics });
       // Whichever replica ran the job, both tell the stage it ended in: the holder's last progress is in the store.
       const progress = `/v2/models/${model.id}/progress`;

@@ -73,7 +73,9 @@ describe('svc serve', () => {
     const loaded = await Classifier.load(`acme/${modelId}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     // Trained models report the metrics their manifest holds: cross-validated accuracy and macro-F1 among them.
     expect(current).toEqual({ ...model, status: 'trained', metrics: loaded.metrics });
-    expect(Object.keys(loaded.metrics).sort()).toEqual(['cv_accuracy', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+    expect(Object.keys(loaded.metrics).sort()).toEqual(['cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+    // Fine-tuned: the estimate was measured on the base encoder, which never saw the held-out folds.
+    expect(loaded.metrics.cv_encoder).toBe('base');
 
     const predicted = await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: heldOut });
     expect(predicted.status).toBe(200);

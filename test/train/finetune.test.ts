@@ -54,10 +54,33 @@ describe('train with a fine-tuned encoder', () => {
     expect(steps.map((e) => [e.done, e.total])).toEqual([0, 1, 2, 3, 4, 5].map((done) => [done, 5]));
     for (const e of steps.slice(1)) expect(e.loss).toBeGreaterThan(0);
     expect(steps[0].loss).toBeUndefined();
-    expect(events.slice(-2)).toEqual([
+    // Then the base encoder embeds the examples for the accuracy estimate (split over the workers
+    // as a frozen model's are), and the head is fitted.
+    const chunk = Math.ceil(20 / poolOptions().workers);
+    const embedded = Array.from({ length: Math.ceil(20 / chunk) }, (_, k) => Math.min(20, (k + 1) * chunk));
+    expect(events.slice(steps.length)).toEqual([
+      { stage: 'embed', done: 0, total: 20 },
+      ...embedded.map((done) => ({ stage: 'embed', done, total: 20 })),
       { stage: 'fit', done: 0, total: 1 },
       { stage: 'fit', done: 1, total: 1 },
     ]);
+  });
+
+  it('estimates its accuracy on the base encoder: the frozen model\'s estimate on the same examples', async () => {
+    // The fine-tuned encoder was trained on every fold's held-out examples; the base encoder never saw them.
+    const { num_iterations, ...frozenRequest } = request;
+    expect(num_iterations).toBe(2);
+    const frozen = await train({ ...frozenRequest, finetune: false });
+    const estimate = { cv_accuracy: 0.85, cv_macro_f1: 0.849624060150376, cv_folds: 5 };
+    expect(frozen.metrics).toEqual({ train_accuracy: 1, train_seconds: frozen.metrics.train_seconds, ...estimate, cv_encoder: 'trained' });
+    expect(classifier.metrics).toEqual({ train_accuracy: 1, train_seconds: classifier.metrics.train_seconds, ...estimate, cv_encoder: 'base' });
+    // Saved and loaded, the manifest keeps which encoder the estimate was measured on.
+    const dir = join(root, 'estimate');
+    await classifier.save(dir);
+    const loaded = await Classifier.load(dir);
+    expect(loaded.metrics).toEqual(classifier.metrics);
+    loaded.dispose();
+    frozen.dispose();
   });
 
   it('records how it was trained in the manifest', () => {
