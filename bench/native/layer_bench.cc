@@ -1,9 +1,10 @@
 // Where an encoder layer's time goes, op by op, fp32 against int8 at the kernel level SVC_ISA
-// allows: svc-small's shapes (hidden 384, FFN 1536, 12 heads) on one packed batch of 32 texts
-// of UCI sentence lengths (8 to 29 tokens, 581 in all). Weights are random: the time of these
-// kernels does not depend on the values. Built with the C++ tests:
+// allows: svc-small's shapes (hidden 384, FFN 1536, 12 heads) on one packed batch, by default
+// 32 texts of UCI sentence lengths (8 to 29 tokens, 581 in all); `140-256 8` gives 8 texts of
+// e-mail lengths (cut at 256 tokens). Weights are random: the time of these kernels does not
+// depend on the values. Built with the C++ tests:
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native --target layer_bench
-//   SVC_ISA=avx2 build-native/layer_bench [reps=40] [threads=1]
+//   SVC_ISA=avx2 build-native/layer_bench [reps=40] [threads=1] [lengths=8-29] [texts=32]
 // Each op keeps its best time over the repetitions (a shared machine only ever slows a run
 // down). Quantizing is timed on its own here; the encoder does it inside the GEMM that wrote
 // the rows (gemm_s8's c_quantized), the same work without the extra pass.
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -24,7 +26,16 @@ namespace {
 
 using svc::Epilogue;
 
+// With one thread the clock is the process's CPU time: on a shared machine a run that is
+// preempted in the middle of an op does not count the time it waited (only its cache
+// disturbance). With more threads it is the wall clock, since helpers may sit idle.
+bool cpu_clock = false;
 double now_ms() {
+  if (cpu_clock) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+  }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -37,14 +48,22 @@ const char* const kNames[kOps + 1] = {"QKV GEMM",     "attention",   "attention-
 }  // namespace
 
 int main(int argc, char** argv) {
-  constexpr int H = 384, I = 1536, kHeads = 12, dh = 32, kTexts = 32;
+  constexpr int H = 384, I = 1536, kHeads = 12, dh = 32;
   const int reps = argc > 1 ? std::atoi(argv[1]) : 40;
   svc::ThreadPool pool(argc > 2 ? std::atoi(argv[2]) : 1);
+  int min_len = 8, max_len = 29;
+  if (argc > 3 && (std::sscanf(argv[3], "%d-%d", &min_len, &max_len) != 2 || min_len < 1 || max_len > 512 ||
+                   min_len > max_len)) {
+    std::fprintf(stderr, "lengths must read MIN-MAX within 1-512, got %s\n", argv[3]);
+    return 2;
+  }
+  cpu_clock = pool.size() == 1;
+  const int texts = argc > 4 ? std::max(1, std::atoi(argv[4])) : 32;
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0, 1);
-  std::uniform_int_distribution<int> length(8, 29);
+  std::uniform_int_distribution<int> length(min_len, max_len);
   std::vector<int64_t> offsets{0};
-  for (int t = 0; t < kTexts; ++t) offsets.push_back(offsets.back() + length(rng));
+  for (int t = 0; t < texts; ++t) offsets.push_back(offsets.back() + length(rng));
   const int64_t M = offsets.back();
   auto random = [&](std::size_t n, float scale) {
     std::vector<float> v(n);
@@ -72,12 +91,13 @@ int main(int argc, char** argv) {
   const std::vector<float> gamma = random(H, 1), beta = random(H, 0.1f);
   std::vector<float> x = random(M * H, 1), tmp = random(M * H, 1), ctx = random(M * H, 1),
                      qkv = random(M * 3 * H, 1), inter = random(M * I, 1);
-  const int64_t scratch_per_thread = (dh + 32) * (32 + 16) + 16;
+  const int64_t scratch_per_thread = svc::attention_scratch_floats(max_len, dh);
   svc::AlignedBuffer<float> packed_a, scratch(static_cast<std::size_t>(scratch_per_thread) * pool.size());
   svc::QuantizedRows quantized;
 
-  std::printf("kernel level %s, %lld tokens in %d texts, %d thread(s), ms per layer, best of %d\n",
-              svc::cpu_level_name(), static_cast<long long>(M), kTexts, pool.size(), reps);
+  std::printf("kernel level %s, %lld tokens in %d texts (%d-%d), %d thread(s), %s ms per layer, best of %d\n",
+              svc::cpu_level_name(), static_cast<long long>(M), texts, min_len, max_len, pool.size(),
+              cpu_clock ? "CPU" : "wall", reps);
   std::printf("| op | fp32 | int8 |\n|---|---:|---:|\n");
   double best[2][kOps + 1];
   for (int int8 = 0; int8 < 2; ++int8) {
@@ -114,13 +134,13 @@ int main(int argc, char** argv) {
         t[op] += now_ms() - t0;
       };
       gemm(kQkv, layers[0], x.data(), qkv.data(), nullptr, Epilogue::kNone);
+      const auto attention = int8 ? svc::ops().attention_head_s8 : svc::ops().attention_head;
       const double t0 = now_ms();
-      pool.run(kTexts * kHeads, [&](int64_t task, int thread) {
+      pool.run(texts * kHeads, [&](int64_t task, int thread) {
         const int64_t text = task / kHeads, row0 = offsets[text];
         const float* q = qkv.data() + row0 * 3 * H + (task % kHeads) * dh;
-        svc::ops().attention_head(q, q + H, q + 2 * H, 3 * H, static_cast<int>(offsets[text + 1] - row0), dh,
-                                  0.17677669f, ctx.data() + row0 * H + (task % kHeads) * dh, H,
-                                  scratch.data() + thread * scratch_per_thread);
+        attention(q, q + H, q + 2 * H, 3 * H, static_cast<int>(offsets[text + 1] - row0), dh, 0.17677669f,
+                  ctx.data() + row0 * H + (task % kHeads) * dh, H, scratch.data() + thread * scratch_per_thread);
       });
       t[kAttention] = now_ms() - t0;
       gemm(kAttnOut, layers[1], ctx.data(), tmp.data(), x.data(), Epilogue::kNone);
