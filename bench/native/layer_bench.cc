@@ -6,8 +6,7 @@
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native --target layer_bench
 //   SVC_ISA=avx2 build-native/layer_bench [reps=40] [threads=1] [lengths=8-29] [texts=32]
 // Each op keeps its best time over the repetitions (a shared machine only ever slows a run
-// down). Quantizing is timed on its own here; the encoder does it inside the GEMM that wrote
-// the rows (gemm_s8's c_quantized), the same work without the extra pass.
+// down). The ops are those the encoder runs, fused as it fuses them.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -40,10 +39,14 @@ double now_ms() {
 }
 
 // kInterAlone (the FFN-in GEMM without its GELU epilogue) is printed apart, not summed.
-enum Op { kQkv, kAttention, kAttnOut, kLn1, kInter, kOut, kLn2, kQuantize, kOps, kInterAlone = kOps };
-const char* const kNames[kOps + 1] = {"QKV GEMM",     "attention",   "attention-out GEMM (+ residual)",
-                                      "layer norm 1", "FFN-in GEMM + GELU", "FFN-out GEMM (+ residual)",
-                                      "layer norm 2", "quantize activations (x4)", "FFN-in GEMM without GELU"};
+enum Op { kQkv, kAttention, kQuantize, kAttnOut, kInter, kOut, kOps, kInterAlone = kOps };
+const char* const kNames[kOps + 1] = {"QKV GEMM",
+                                      "attention",
+                                      "quantize attention's output",
+                                      "attention-out GEMM (+ residual, layer norm)",
+                                      "FFN-in GEMM + GELU",
+                                      "FFN-out GEMM (+ residual, layer norm)",
+                                      "FFN-in GEMM without GELU"};
 
 }  // namespace
 
@@ -93,7 +96,7 @@ int main(int argc, char** argv) {
                      qkv = random(M * 3 * H, 1), inter = random(M * I, 1);
   const int64_t scratch_per_thread = svc::attention_scratch_floats(max_len, dh);
   svc::AlignedBuffer<float> packed_a, scratch(static_cast<std::size_t>(scratch_per_thread) * pool.size());
-  svc::QuantizedRows quantized;
+  svc::QuantizedRows qx, qctx, qtmp, qinter;
 
   std::printf("kernel level %s, %lld tokens in %d texts (%d-%d), %d thread(s), %s ms per layer, best of %d\n",
               svc::cpu_level_name(), static_cast<long long>(M), texts, min_len, max_len, pool.size(),
@@ -104,7 +107,11 @@ int main(int argc, char** argv) {
     std::fill(best[int8], best[int8] + kOps + 1, 1e30);
     for (int rep = 0; rep <= reps; ++rep) {  // the first round warms up
       double t[kOps + 1] = {0};
-      auto gemm = [&](Op op, const Layer& l, const float* a, float* c, const float* residual, Epilogue ep) {
+      // As the encoder runs a layer: the int8 GEMMs take their input quantized by the GEMM that
+      // wrote it (c_quantized), except attention's output, quantized in a pass of its own; the
+      // layer norms run in the GEMMs that feed them.
+      auto gemm = [&](Op op, const Layer& l, const float* a, const svc::QuantizedRows& qa, float* c,
+                      const float* residual, Epilogue ep, bool layer_norm, svc::QuantizedRows* qc) {
         svc::GemmArgs args;
         args.a = a;
         args.lda = l.k;
@@ -113,29 +120,20 @@ int main(int argc, char** argv) {
         args.ldc = l.n;
         args.residual = residual;
         args.epilogue = ep;
-        double t0 = now_ms();
-        if (int8) {
-          svc::quantize_rows(a, l.k, M, l.k, quantized, &pool);
-          const double t1 = now_ms();
-          t[kQuantize] += t1 - t0;
-          t0 = t1;
-          svc::gemm_s8(quantized, args, l.s8, &pool);
-        } else {
-          svc::gemm_f32(args, l.f32, packed_a, &pool);
+        if (layer_norm) {
+          args.ln_gamma = gamma.data();
+          args.ln_beta = beta.data();
+          args.ln_eps = 1e-12f;
         }
-        t[op] += now_ms() - t0;
-      };
-      auto layer_norm = [&](Op op, float* rows) {
         const double t0 = now_ms();
-        pool.run((M + 31) / 32, [&](int64_t task, int) {
-          const int64_t r0 = task * 32;
-          svc::ops().layer_norm(rows + r0 * H, H, std::min<int64_t>(32, M - r0), H, gamma.data(), beta.data(), 1e-12f);
-        });
+        if (int8) svc::gemm_s8(qa, args, l.s8, &pool, qc);
+        else svc::gemm_f32(args, l.f32, packed_a, &pool);
         t[op] += now_ms() - t0;
       };
-      gemm(kQkv, layers[0], x.data(), qkv.data(), nullptr, Epilogue::kNone);
+      if (rep == 0 && int8) svc::quantize_rows(x.data(), H, M, H, qx, &pool);  // the previous layer's output
+      gemm(kQkv, layers[0], x.data(), qx, qkv.data(), nullptr, Epilogue::kNone, false, nullptr);
       const auto attention = int8 ? svc::ops().attention_head_s8 : svc::ops().attention_head;
-      const double t0 = now_ms();
+      double t0 = now_ms();
       pool.run(texts * kHeads, [&](int64_t task, int thread) {
         const int64_t text = task / kHeads, row0 = offsets[text];
         const float* q = qkv.data() + row0 * 3 * H + (task % kHeads) * dh;
@@ -143,15 +141,16 @@ int main(int argc, char** argv) {
                   ctx.data() + row0 * H + (task % kHeads) * dh, H, scratch.data() + thread * scratch_per_thread);
       });
       t[kAttention] = now_ms() - t0;
-      gemm(kAttnOut, layers[1], ctx.data(), tmp.data(), x.data(), Epilogue::kNone);
-      layer_norm(kLn1, tmp.data());
+      if (int8) {
+        t0 = now_ms();
+        svc::quantize_rows(ctx.data(), H, M, H, qctx, &pool);
+        t[kQuantize] = now_ms() - t0;
+      }
+      gemm(kAttnOut, layers[1], ctx.data(), qctx, tmp.data(), x.data(), Epilogue::kNone, true, &qtmp);
       // GELU is the FFN-in GEMM's epilogue: the GEMM also runs without it, for comparison.
-      gemm(kInter, layers[2], tmp.data(), inter.data(), nullptr, Epilogue::kGelu);
-      const double quantized_before = t[kQuantize];
-      gemm(kInterAlone, layers[2], tmp.data(), inter.data(), nullptr, Epilogue::kNone);
-      t[kQuantize] = quantized_before;  // the same input again: counted once
-      gemm(kOut, layers[3], inter.data(), x.data(), tmp.data(), Epilogue::kNone);
-      layer_norm(kLn2, x.data());
+      gemm(kInterAlone, layers[2], tmp.data(), qtmp, inter.data(), nullptr, Epilogue::kNone, false, &qinter);
+      gemm(kInter, layers[2], tmp.data(), qtmp, inter.data(), nullptr, Epilogue::kGelu, false, &qinter);
+      gemm(kOut, layers[3], inter.data(), qinter, x.data(), tmp.data(), Epilogue::kNone, true, &qx);
       if (rep == 0) continue;
       for (int op = 0; op <= kOps; ++op) best[int8][op] = std::min(best[int8][op], t[op]);
     }
