@@ -1,7 +1,7 @@
 // Self-attention of one head with int8 products, for the int8 encoder: included by
 // ops_impl.h. The scalar translation unit compiles the reference loop (what the vector kernel
 // is tested against, detail::attention_head_s8_reference); the AVX2 one compiles the vector
-// kernel. Where AVX-512 runs, its fp32 kernel is as fast as int8 on ymm and keeps its place.
+// kernel. AVX-512 keeps its fp32 kernel (an int8 one there would want VNNI's vpdpbusd).
 //
 // The arithmetic, one definition for both:
 //   Q per query row (the head's dh values): 8 bits, s = amax / 127, stored as q + 128 (u8);
@@ -118,6 +118,16 @@ inline float amax32(const float* x) {
   return hmax(m);
 }
 
+// One row of 32 quantized to |x| <= max_q with one scale (returned), as the reference loop does.
+inline float quantize_row(const float* row, float max_q, __m256i out[4]) {
+  const float amax = amax32(row);
+  const float s = amax > 0 ? amax / max_q : 1.0f;
+  const __m256 inv = _mm256_set1_ps(1.0f / s);
+  const __m256 invs[4] = {inv, inv, inv, inv};
+  round32(row, invs, out);
+  return s;
+}
+
 }  // namespace s8
 
 void attention_head_s8_avx2(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
@@ -135,13 +145,8 @@ void attention_head_s8_avx2(const float* q, const float* k, const float* v, int6
   const __m256i ones = _mm256_set1_epi16(1);
 
   for (int j = 0; j < len; ++j) {
-    const float* kj = k + j * ld;
-    const float amax = s8::amax32(kj);
-    const float s = amax > 0 ? amax / kS8KvMax : 1.0f;
-    const __m256 inv = _mm256_set1_ps(1.0f / s);
-    const __m256 invs[4] = {inv, inv, inv, inv};
     __m256i x[4];
-    s8::round32(kj, invs, x);
+    const float s = s8::quantize_row(k + j * ld, kS8KvMax, x);
     __m256i sum = _mm256_add_epi32(_mm256_add_epi32(x[0], x[1]), _mm256_add_epi32(x[2], x[3]));
     __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
@@ -199,13 +204,8 @@ void attention_head_s8_avx2(const float* q, const float* k, const float* v, int6
         qs[r] = 0.0f;
         continue;
       }
-      const float* qi = q + (i0 + r) * ld;
-      const float amax = s8::amax32(qi);
-      const float s = amax > 0 ? amax / kS8QMax : 1.0f;
-      const __m256 inv = _mm256_set1_ps(1.0f / s);
-      const __m256 invs[4] = {inv, inv, inv, inv};
       __m256i x[4];
-      s8::round32(qi, invs, x);
+      const float s = s8::quantize_row(q + (i0 + r) * ld, kS8QMax, x);
       alignas(32) int32_t quads[kDh / 4];
       _mm256_store_si256(reinterpret_cast<__m256i*>(quads),
                          _mm256_xor_si256(s8::pack32(x), _mm256_set1_epi8(static_cast<char>(0x80))));
