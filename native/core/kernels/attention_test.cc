@@ -8,6 +8,9 @@
 // [len x 3H] matrix as the encoder's fused projection leaves them, and every buffer has exactly
 // the size the contract allows, so the sanitizer build (.ci/sanitizers) sees any stray access.
 // The sums run in another order (blocked, FMA), so values agree to a tolerance, not bit for bit.
+// Then each level's int8 attention (attention_head_s8) at the same lengths, against exact
+// attention within the error its rounding steps predict (see exact_s8), and the AVX2 int8
+// kernel against its plain-loop reference.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -266,7 +269,8 @@ int main() {
   ran.push_back("scalar");
   std::string levels;
   for (const std::string& l : ran) levels += (levels.empty() ? "" : ", ") + l;
-  std::printf("attention_test: %d comparisons against the plain loop (%s), %d failures\n", compared, levels.c_str(),
-              failures);
+  std::printf("attention_test: %d comparisons, fp32 against the plain loop and int8 against exact attention (%s), "
+              "%d failures\n",
+              compared, levels.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }
