@@ -95,6 +95,7 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   // Multiply-adds of attention per layer: small batches of short texts run on the caller alone.
   int64_t attention_work = 0;
   for (int64_t t = 0; t < n_texts; ++t) attention_work += static_cast<int64_t>(lengths[t]) * lengths[t] * 2 * H;
+  const auto attention = w.precision == Precision::kInt8 ? ops().attention_head_s8 : ops().attention_head;
   for (const LayerWeights& l : w.layers) {
     const bool last = &l == &w.layers.back();
     linear(l.qkv, x_.data(), M, H, qkv_.data(), nullptr, Epilogue::kNone);
@@ -106,8 +107,8 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
       const int64_t row0 = offsets_[t];
       const int len = static_cast<int>(offsets_[t + 1] - row0);
       const float* q = qkv_.data() + row0 * 3 * H + head * dh;
-      ops().attention_head(q, q + H, q + 2 * H, 3 * H, len, dh, scale, ctx_.data() + row0 * H + head * dh, H,
-                           scratch_.data() + thread * scratch_per_thread);
+      attention(q, q + H, q + 2 * H, 3 * H, len, dh, scale, ctx_.data() + row0 * H + head * dh, H,
+                scratch_.data() + thread * scratch_per_thread);
     };
     if (attention_work >= (1LL << 20)) pool_.run(n_texts * c.heads, attend);
     else for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);

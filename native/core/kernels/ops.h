@@ -13,6 +13,10 @@ struct OpsTable {
   // [len x ld] matrix; out is [len x ldo]; scratch holds attention_scratch_floats(len, dh) floats.
   void (*attention_head)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
                          float* out, int64_t ldo, float* scratch);
+  // The same with int8 products where this level has a kernel that pays (attention_s8_impl.h);
+  // the int8 encoder calls it. Same scratch.
+  void (*attention_head_s8)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
+                            float* out, int64_t ldo, float* scratch);
   // out[j] += x[j] for n entries (mean pooling accumulates rows).
   void (*add_into)(float* out, const float* x, int n);
 };
@@ -21,7 +25,7 @@ const OpsTable& ops();
 
 // Scratch of one attention_head call, enough for every level: the fused kernels keep K packed
 // ([dh x len rounded up to 24 keys]), one block of at most 16 queries' scores and queries; the
-// plain loop, K transposed and one row.
+// plain loop, K transposed and one row; the int8 kernels, K and V as bytes, one block's scores.
 inline int64_t attention_scratch_floats(int len, int dh) {
   return (static_cast<int64_t>(dh) + 16) * (static_cast<int64_t>(len) + dh + 16);
 }
@@ -30,6 +34,10 @@ namespace detail {
 OpsTable ops_scalar();
 OpsTable ops_avx2();
 OpsTable ops_avx512();
+// The int8 attention's arithmetic as a plain loop (attention_s8_impl.h): what every int8
+// attention kernel is tested against. Same arguments and scratch as attention_head.
+void attention_head_s8_reference(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,
+                                 float scale, float* out, int64_t ldo, float* scratch);
 }  // namespace detail
 
 }  // namespace svc

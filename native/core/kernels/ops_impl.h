@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/attention_impl.h"
+#include "kernels/attention_s8_impl.h"
 #include "kernels/ops.h"
 #include "kernels/vec_math.h"
 
@@ -63,11 +64,21 @@ void attention_head_impl(const float* q, const float* k, const float* v, int64_t
   }
 }
 
+// The int8 encoder's attention: int8 products where they pay (AVX2, head size 32), else the
+// fp32 kernel of this level.
+void attention_head_s8_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
+                            float* out, int64_t ldo, float* scratch) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if (dh == 32) return attention_head_s8_avx2(q, k, v, ld, len, scale, out, ldo, scratch);
+#endif
+  attention_head_impl(q, k, v, ld, len, dh, scale, out, ldo, scratch);
+}
+
 void add_into_impl(float* out, const float* x, int n) {
   for (int j = 0; j < n; ++j) out[j] += x[j];
 }
 
-OpsTable make_ops_table() { return {layer_norm_impl, attention_head_impl, add_into_impl}; }
+OpsTable make_ops_table() { return {layer_norm_impl, attention_head_impl, attention_head_s8_impl, add_into_impl}; }
 
 }  // namespace
 }  // namespace svc
