@@ -123,6 +123,12 @@ export function poolOptions(): ResolvedPoolOptions {
   return configured ?? defaultPoolOptions();
 }
 
+/** Engine threads of the whole pool (workers x engine threads): what a task may use when no other one runs. */
+export function poolThreads(): number {
+  const options = poolOptions();
+  return options.workers * options.engineThreads;
+}
+
 /**
  * Training's share of the pool: how many workers may run training tasks at once. All but one, so that
  * a worker, and the cores its engine threads use, is always left for predictions however many jobs
@@ -156,7 +162,7 @@ function startPool(): Piscina {
   const { filename, execArgv } = workerEntry();
   const workerData: WorkerSettings = {
     engineThreads: options.engineThreads,
-    predictThreads: options.workers * options.engineThreads,
+    predictThreads: poolThreads(),
     niceness: kWorkerNiceness,
     precision: options.precision,
   };

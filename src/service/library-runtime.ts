@@ -5,6 +5,7 @@ import type { DirectoryHub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
 import { Classifier } from '../predict/classifier.js';
 import type { TaskType } from '../train/request.js';
+import { finetuneThreads } from '../train/finetune-stage.js';
 import { train } from '../train/train.js';
 import type { TrainProgress } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';
@@ -28,7 +29,8 @@ export interface LibraryRuntimeOptions {
 /**
  * The model runtime on svc-classify's own library: `train()` publishes into a
  * `DirectoryHub`, `Classifier.load()` reads from it, all native work in the
- * library's pool. Training jobs run on all pool workers but one, which stays for predictions.
+ * library's pool. Training jobs run on all pool workers but one, which stays for predictions, and
+ * fine-tune with their worker's engine threads only.
  *
  * @example
  * ```ts
@@ -84,6 +86,8 @@ export class LibraryRuntime implements ModelRuntime {
       id: hubId,
       signal: hooks.signal,
       onProgress: hooks.onProgress,
+      // Predictions share the pool with training here: fine-tuning keeps to its worker's cores.
+      threads: finetuneThreads(),
     });
     classifier.dispose();
   }

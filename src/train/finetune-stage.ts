@@ -18,6 +18,8 @@ export interface FinetuneStageOptions {
   targets: ExampleTargets;
   iterations: number;
   seed: number;
+  /** Engine threads for the steps (TrainOptions.threads). */
+  threads: number;
   onStep?: (step: FinetuneStepMessage) => void;
   signal?: AbortSignal;
 }
@@ -29,9 +31,10 @@ export interface FinetunedEncoder extends FinetuneResult {
 }
 
 /**
- * Threads for a fine-tuning run: its own worker's share of the cores, like any other task. Taking
- * every core would put more busy threads than cores beside the worker that answers predictions;
- * training gets at most `trainingWorkers()` workers, so the prediction worker's cores stay its own.
+ * Threads for a fine-tuning run in the service: its own worker's share of the cores, like any other
+ * task. Taking every core would put more busy threads than cores beside the worker that answers
+ * predictions; training gets at most `trainingWorkers()` workers, so the prediction worker's cores stay
+ * its own. (The library's `train()`, which nothing else waits beside, takes the whole pool's threads.)
  */
 export function finetuneThreads(): number {
   return poolOptions().engineThreads;
@@ -74,7 +77,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const { port1, port2 } = new MessageChannel();
   port1.on('message', (message: FinetuneStepMessage) => options.onStep?.(message));
-  const threads = finetuneThreads();
+  const { threads } = options;
   try {
     const result = await runTask<FinetuneResult | null>(
       {

@@ -11,7 +11,7 @@ import { parseHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
 import { kEncoderFile, kHeadFile, kManifestFormatVersion } from '../model/manifest.js';
 import type { FinetuneSettings, Manifest } from '../model/manifest.js';
-import { poolOptions, runTask } from '../pool/pool.js';
+import { poolOptions, poolThreads, runTask } from '../pool/pool.js';
 import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
@@ -61,6 +61,13 @@ export interface TrainOptions {
    * pool size give the same classifier, bit for bit. Default 42.
    */
   seed?: number;
+  /**
+   * Engine threads for fine-tuning. Default: the whole pool's (workers x engine threads, every core
+   * with the default pool), since nothing waits beside a library call; the service passes its
+   * training share instead, so predictions keep their cores. Each thread fine-tunes its own texts of
+   * a step and their gradients add up in thread order: the same count gives the same bits.
+   */
+  threads?: number;
 }
 
 /** Inverse L2 regularization strength of the head (scikit-learn's default). */
@@ -82,6 +89,7 @@ function checkOptions(options: TrainOptions): void {
   }
   if (options.hub && options.id === undefined) throw new TypeError('options.id is required with options.hub');
   if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');
+  if (options.threads !== undefined) is.positiveInteger(options.threads, 'options.threads');
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -205,6 +213,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       targets,
       iterations,
       seed,
+      threads: options.threads ?? poolThreads(),
       signal: options.signal,
       onStep: (step) => options.onProgress?.({ stage: 'finetune', ...step }),
     });

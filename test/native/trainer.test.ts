@@ -67,6 +67,7 @@ describe('training core gradient checks', () => {
       'pool_normalize_cosine_loss',
       'gemm_fp32_vs_double',
       'gelu_fp32_vs_double',
+      'attention_fp32_vs_double',
       'toy_encoder_2_layers',
       'toy_encoder_embeddings',
       'toy_encoder_data_parallel',

@@ -100,8 +100,8 @@ describe('train with a fine-tuned encoder', () => {
       dropout: 0.1,
       max_grad_norm: 1,
       seed: 42,
-      // Its own worker's share of the cores: the prediction worker keeps the rest.
-      threads: poolOptions().engineThreads,
+      // No prediction waits beside a library call: every thread of the pool (2 on 2 cores).
+      threads: poolOptions().workers * poolOptions().engineThreads,
     });
     expect(manifest.training.finetune!.final_loss).toBeGreaterThan(0);
     expect(manifest.metrics.train_accuracy).toBe(1);

@@ -119,5 +119,7 @@ describe('train', () => {
     await expect(train(request, { hub: { publish: async () => {} } as never })).rejects.toThrow(
       new TypeError('options.id is required with options.hub'),
     );
+    await expect(train(request, { threads: 0 })).rejects.toThrow(new RangeError('options.threads must be a positive integer'));
+    await expect(train(request, { threads: 1.5 })).rejects.toThrow(new TypeError('options.threads must be a positive integer'));
   });
 });

@@ -110,8 +110,8 @@ inline __m256 exp8(__m256 x) {
   const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
-inline __m256 gelu8(__m256 x) {
-  const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f));
+// erf(z), 8 lanes: the GELU here and the training core's Φ (train/vector_ops_impl.h) share it.
+inline __m256 erf8(__m256 z) {
   const __m256 sign = _mm256_and_ps(z, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)));
   const __m256 az = _mm256_xor_ps(z, sign);
   const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.0f)));
@@ -121,7 +121,10 @@ inline __m256 gelu8(__m256 x) {
   y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(-0.284496736f));
   y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(0.254829592f));
   const __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), az), az));
-  const __m256 erf = _mm256_or_ps(_mm256_fnmadd_ps(_mm256_mul_ps(y, t), e, _mm256_set1_ps(1.0f)), sign);
+  return _mm256_or_ps(_mm256_fnmadd_ps(_mm256_mul_ps(y, t), e, _mm256_set1_ps(1.0f)), sign);
+}
+inline __m256 gelu8(__m256 x) {
+  const __m256 erf = erf8(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
 }
 #endif

@@ -42,6 +42,40 @@ void attention_dropout(const DropoutStream& drop, T scale, int text, int head, i
   }
 }
 
+// One text and head's n x n scores in place: row-wise softmax(x·scale). fp32 takes the vectorized
+// loop (the engine's exp polynomial); double, the gradient checks' reference, libm.
+template <typename T>
+void softmax_rows(int n, T scale, T* x) {
+  if constexpr (std::is_same_v<T, float>) {
+    vector_ops().softmax_rows(n, n, scale, x);
+  } else {
+    for (int i = 0; i < n; ++i) {
+      T* row = x + static_cast<int64_t>(i) * n;
+      T mx = row[0] * scale;
+      for (int j = 0; j < n; ++j) mx = row[j] * scale > mx ? row[j] * scale : mx;
+      T sum = 0;
+      for (int j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] * scale - mx));
+      for (int j = 0; j < n; ++j) row[j] /= sum;
+    }
+  }
+}
+
+// dS = P ⊙ (dP - rowsum(P ⊙ dP)) · scale over one text and head's n x n cells, in place in dp.
+template <typename T>
+void softmax_backward_rows(int n, T scale, const T* p, T* dp) {
+  if constexpr (std::is_same_v<T, float>) {
+    vector_ops().softmax_backward_rows(n, n, scale, p, dp);
+  } else {
+    for (int i = 0; i < n; ++i) {
+      const T* prow = p + static_cast<int64_t>(i) * n;
+      T* drow = dp + static_cast<int64_t>(i) * n;
+      T dot = 0;
+      for (int j = 0; j < n; ++j) dot += prow[j] * drow[j];
+      for (int j = 0; j < n; ++j) drow[j] = prow[j] * (drow[j] - dot) * scale;
+    }
+  }
+}
+
 // C = op(A)·op(B) for one text and head. With bf16 (a training step on a CPU with bf16
 // products), the products big enough for the packed GEMM (64³ multiply-adds and up: long
 // texts) run in bf16; smaller ones stay on the fp32 row loops, where packing would cost more.
@@ -73,14 +107,7 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
       const T* q = qkv + static_cast<int64_t>(lay.offsets[t]) * ld + h * d;
       T* pr = probs + lay.prob_offsets[t] + static_cast<int64_t>(h) * n * n;
       head_product<T>(bf16, false, true, n, n, d, q, ld, q + hidden, ld, pr, n);
-      for (int i = 0; i < n; ++i) {
-        T* row = pr + static_cast<int64_t>(i) * n;
-        T mx = row[0] * scale;
-        for (int j = 0; j < n; ++j) mx = row[j] * scale > mx ? row[j] * scale : mx;
-        T sum = 0;
-        for (int j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] * scale - mx));
-        for (int j = 0; j < n; ++j) row[j] /= sum;
-      }
+      softmax_rows(n, scale, pr);
       const T* pv = pr;
       if (drop.active) {
         dropped.assign(pr, pr + static_cast<int64_t>(n) * n);
@@ -121,14 +148,14 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
       head_product<T>(bf16, true, false, n, d, n, pv, n, dc, hidden, dq + 2 * hidden, ld);  // dV
       dp.resize(nn);
       head_product<T>(bf16, false, true, n, n, d, dc, hidden, q + 2 * hidden, ld, dp.data(), n);  // dP̃
-      if (drop.active) attention_dropout(drop, keep_scale, lay.text0 + t, h, nn, dp.data());
-      for (int i = 0; i < n; ++i) {
-        const T* prow = pr + static_cast<int64_t>(i) * n;
-        T* drow = dp.data() + static_cast<int64_t>(i) * n;
-        T dot = 0;
-        for (int j = 0; j < n; ++j) dot += prow[j] * drow[j];
-        for (int j = 0; j < n; ++j) drow[j] = prow[j] * (drow[j] - dot) * scale;
+      if (drop.active) {
+        // dP = dP̃ ⊙ mask·scale, the mask read off P̃ instead of drawn a third time: a cell of P̃ is 0
+        // where it was dropped, or where P is 0, and there dS = P ⊙ (...) is 0 whatever dP holds.
+        const T* kept = dropped.data();
+        T* g = dp.data();
+        for (int64_t c = 0; c < nn; ++c) g[c] = kept[c] != T(0) ? g[c] * keep_scale : T(0);
       }
+      softmax_backward_rows(n, scale, pr, dp.data());
       head_product<T>(bf16, false, false, n, d, n, dp.data(), n, q + hidden, ld, dq, ld);    // dQ = dS·K
       head_product<T>(bf16, true, false, n, d, n, dp.data(), n, q, ld, dq + hidden, ld);     // dK = dSᵀ·Q
     }

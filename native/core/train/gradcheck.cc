@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <utility>
 
 #include "train/attention.h"
 #include "train/ops.h"
@@ -110,32 +111,40 @@ GradCheck check_gelu() {
   return r;
 }
 
+// Texts of `lengths` packed one after another, with each text's block of heads x n x n probabilities.
+struct Packed {
+  std::vector<int32_t> lengths, offsets;
+  std::vector<int64_t> prob_offsets;
+  int tokens = 0;
+  int64_t cells = 0;
+  PackedLayout lay;
+  Packed(std::vector<int32_t> text_lengths, int heads) : lengths(std::move(text_lengths)) {
+    for (int32_t n : lengths) {
+      offsets.push_back(tokens);
+      prob_offsets.push_back(cells);
+      tokens += n;
+      cells += static_cast<int64_t>(heads) * n * n;
+    }
+    lay = PackedLayout{static_cast<int>(lengths.size()), offsets.data(), lengths.data(), prob_offsets.data()};
+  }
+  Packed(const Packed&) = delete;  // lay points into this object's vectors
+};
+
 GradCheck check_attention() {
   GradCheck r{"attention", 0, 0};
   Rand rng{4};
   const int hidden = 8, heads = 2;
-  const std::vector<int32_t> lengths = {3, 5, 1, 4};
-  std::vector<int32_t> offsets;
-  std::vector<int64_t> prob_offsets;
-  int tokens = 0;
-  int64_t cells = 0;
-  for (int32_t n : lengths) {
-    offsets.push_back(tokens);
-    prob_offsets.push_back(cells);
-    tokens += n;
-    cells += static_cast<int64_t>(heads) * n * n;
-  }
-  const PackedLayout lay{static_cast<int>(lengths.size()), offsets.data(), lengths.data(), prob_offsets.data()};
+  const Packed packed({3, 5, 1, 4}, heads);
   const double p = 0.1;
   const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
-  auto qkv = rng.vec(static_cast<size_t>(tokens) * 3 * hidden, 1.5), wy = rng.vec(static_cast<size_t>(tokens) * hidden);
-  std::vector<double> probs(cells), ctx(static_cast<size_t>(tokens) * hidden), dqkv(qkv.size());
+  auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 1.5), wy = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
+  std::vector<double> probs(packed.cells), ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
   auto loss = [&] {
-    attention_forward<double>(lay, heads, hidden, qkv.data(), probs.data(), ctx.data(), drop, p, nullptr);
+    attention_forward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), ctx.data(), drop, p, nullptr);
     return dot(ctx, wy);
   };
   loss();
-  attention_backward<double>(lay, heads, hidden, qkv.data(), probs.data(), wy.data(), dqkv.data(), drop, p, nullptr);
+  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), wy.data(), dqkv.data(), drop, p, nullptr);
   compare(r, qkv, dqkv, loss);
   return r;
 }
@@ -204,6 +213,38 @@ GradCheck check_gelu_fp32() {
     r.max_rel_error = std::max(r.max_rel_error, std::fabs(dxf[i] - dx[i]) / std::max(std::fabs(dx[i]), 1.0));
     r.compared += 2;
   }
+  return r;
+}
+
+// The fp32 attention (vectorized softmax and its backward, the engine's exp) against the double
+// one, forward and backward, with dropout; lengths around the 8- and 16-lane widths and their tails.
+GradCheck check_attention_fp32() {
+  GradCheck r{"attention_fp32_vs_double", 0, 0};
+  Rand rng{9};
+  const int hidden = 32, heads = 2;
+  const Packed packed({1, 7, 16, 21, 40}, heads);
+  const double p = 0.1;
+  const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
+  // Wide scores (|q·k|/√d up to ~9) so the softmax's max shift and exp range matter.
+  auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 3.0), dctx = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
+  std::vector<double> probs(packed.cells), ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
+  attention_forward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), ctx.data(), drop, p, nullptr);
+  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), dctx.data(), dqkv.data(), drop, p, nullptr);
+  std::vector<float> qkvf(qkv.begin(), qkv.end()), dctxf(dctx.begin(), dctx.end()), probsf(packed.cells), ctxf(ctx.size()),
+      dqkvf(qkv.size());
+  attention_forward<float>(packed.lay, heads, hidden, qkvf.data(), probsf.data(), ctxf.data(), drop, p, nullptr);
+  attention_backward<float>(packed.lay, heads, hidden, qkvf.data(), probsf.data(), dctxf.data(), dqkvf.data(), drop, p, nullptr);
+  auto against = [&r](const std::vector<float>& got, const std::vector<double>& want) {
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < want.size(); ++i) {
+      r.max_rel_error = std::max(r.max_rel_error, std::fabs(got[i] - want[i]) / scale);
+      ++r.compared;
+    }
+  };
+  against(probsf, probs);
+  against(ctxf, ctx);
+  against(dqkvf, dqkv);
   return r;
 }
 
@@ -325,7 +366,8 @@ std::vector<GradCheck> run_gradient_checks() {
   GradCheck embeddings{"toy_encoder_embeddings", 0, 0};
   std::vector<GradCheck> out = {check_linear(),      check_layer_norm(),      check_gelu(),
                                 check_attention(),   check_pool_normalize_loss(), check_gemm_fp32(),
-                                check_gelu_fp32(),   check_whole_model(false, fp32_error, &embeddings)};
+                                check_gelu_fp32(),   check_attention_fp32(),
+                                check_whole_model(false, fp32_error, &embeddings)};
   out.push_back(embeddings);
   out.push_back(check_whole_model(true, fp32_error));
   out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});

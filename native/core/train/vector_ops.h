@@ -1,5 +1,5 @@
 // The element-wise fp32 loops of a training step (GELU forward and backward,
-// dropout masks, the AdamW update), compiled once per ISA from the same plain
+// dropout masks, attention's softmax, the AdamW update), compiled once per ISA from the same plain
 // code (vector_ops_impl.h) and picked at run time like the engine's kernels.
 // They use the engine's polynomial exp/erf (kernels/vec_math.h), so they
 // vectorize; the double-precision path of the gradient checks uses libm.
@@ -23,6 +23,10 @@ struct VectorOps {
   // c[m x n] += op(a)[m x k] · b[k x n], for the small per-head attention products.
   void (*small_gemm)(int m, int n, int k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
                      float* c, int64_t ldc);
+  // Attention's softmax, each of `rows` rows of n in place: x = softmax(x·scale) (scale > 0).
+  void (*softmax_rows)(int64_t rows, int64_t n, float scale, float* x);
+  // Its backward, each row: d = p ⊙ (d - Σ p⊙d) · scale.
+  void (*softmax_backward_rows)(int64_t rows, int64_t n, float scale, const float* p, float* d);
   // One AdamW update of n parameters (torch.optim.AdamW arithmetic).
   void (*adamw)(int64_t n, float* p, const float* g, float* m, float* v, const uint8_t* decay_mask,
                 const AdamWStep& s);

@@ -28,6 +28,12 @@ inline __m512 cdf16(__m512 x) {
   const __m512 erf = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(erf_abs), _mm512_castps_si512(sign)));
   return _mm512_mul_ps(_mm512_set1_ps(0.5f), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
 }
+#elif defined(__AVX2__)
+// The same Φ, 8 lanes, on the engine's 8-lane erf.
+inline __m256 cdf8(__m256 x) {
+  const __m256 erf = svc::vec::erf8(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
+  return _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
+}
 #endif
 
 void gelu_forward_impl(int64_t n, const float* __restrict x, float* __restrict y, float* __restrict cdf) {
@@ -38,6 +44,13 @@ void gelu_forward_impl(int64_t n, const float* __restrict x, float* __restrict y
     const __m512 phi = cdf16(xv);
     _mm512_storeu_ps(cdf + i, phi);
     _mm512_storeu_ps(y + i, _mm512_mul_ps(xv, phi));
+  }
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + i);
+    const __m256 phi = cdf8(xv);
+    _mm256_storeu_ps(cdf + i, phi);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(xv, phi));
   }
 #endif
   for (; i < n; ++i) {
@@ -58,6 +71,14 @@ void gelu_backward_impl(int64_t n, const float* __restrict x, const float* __res
     const __m512 d = _mm512_fmadd_ps(xv, pdf, _mm512_loadu_ps(cdf + i));
     _mm512_storeu_ps(dx + i, _mm512_mul_ps(_mm512_loadu_ps(dy + i), d));
   }
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + i);
+    const __m256 pdf = _mm256_mul_ps(svc::vec::exp8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(xv, xv))),
+                                     _mm256_set1_ps(0.39894228040143267794f));
+    const __m256 d = _mm256_fmadd_ps(xv, pdf, _mm256_loadu_ps(cdf + i));
+    _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(dy + i), d));
+  }
 #endif
   for (; i < n; ++i) {
     const float pdf = svc::vec::fast_exp(-0.5f * x[i] * x[i]) * 0.39894228040143267794f;
@@ -65,8 +86,44 @@ void gelu_backward_impl(int64_t n, const float* __restrict x, const float* __res
   }
 }
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// AVX2 has no 64-bit multiply (AVX-512's build vectorizes mix64 with vpmullq): the low 64 bits of
+// a·b from three 32 x 32 -> 64 products, b a constant.
+inline __m256i mul64_lo(__m256i a, __m256i b) {
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                         _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+}
+
+// mix64 (rng.h) of 4 lanes, bit for bit.
+inline __m256i mix64x4(__m256i z) {
+  z = _mm256_add_epi64(z, _mm256_set1_epi64x(static_cast<int64_t>(0x9e3779b97f4a7c15ull)));
+  z = mul64_lo(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), _mm256_set1_epi64x(static_cast<int64_t>(0xbf58476d1ce4e5b9ull)));
+  z = mul64_lo(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), _mm256_set1_epi64x(static_cast<int64_t>(0x94d049bb133111ebull)));
+  return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+#endif
+
 void dropout_impl(uint64_t key, uint32_t threshold, float scale, uint64_t index0, int64_t n, float* __restrict x) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  // 8 cells a pass: the high 32 bits of each lane's mix, back in cell order, kept when >= threshold.
+  const __m256i vkey = _mm256_set1_epi64x(static_cast<int64_t>(key)), vthreshold = _mm256_set1_epi32(static_cast<int>(threshold));
+  const __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t at = index0 + static_cast<uint64_t>(i);
+    const __m256i lo = _mm256_setr_epi64x(static_cast<int64_t>(at), static_cast<int64_t>(at + 1),
+                                          static_cast<int64_t>(at + 2), static_cast<int64_t>(at + 3));
+    const __m256i hi = _mm256_add_epi64(lo, _mm256_set1_epi64x(4));
+    const __m256i m0 = mix64x4(_mm256_xor_si256(vkey, mix64x4(lo))), m1 = mix64x4(_mm256_xor_si256(vkey, mix64x4(hi)));
+    // Dwords: cells 0, 4, 1, 5 | 2, 6, 3, 7 (m0's high halves shifted down, m1's in place), then reordered.
+    const __m256i bits = _mm256_permutevar8x32_epi32(_mm256_blend_epi32(_mm256_srli_epi64(m0, 32), m1, 0xAA), order);
+    const __m256i keep = _mm256_cmpeq_epi32(_mm256_max_epu32(bits, vthreshold), bits);
+    _mm256_storeu_ps(x + i, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vscale), _mm256_castsi256_ps(keep)));
+  }
+#endif
+  for (; i < n; ++i) {
     const uint32_t bits = static_cast<uint32_t>(mix64(key ^ mix64(index0 + static_cast<uint64_t>(i))) >> 32);
     x[i] = bits >= threshold ? x[i] * scale : 0.0f;
   }
@@ -86,6 +143,61 @@ void adamw_impl(int64_t n, float* __restrict p, const float* __restrict g, float
   }
 }
 
+// Row max, then exp(x·scale - max·scale) with the engine's exp polynomial and its sum: the
+// row loops of std::exp in the baseline build were a fifth of a long-text step.
+void softmax_rows_impl(int64_t rows, int64_t n, float scale, float* x) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict row = x + r * n;
+    int64_t j = 0;
+    float mx = row[0], total = 0;
+#if defined(__AVX512F__)
+    __m512 vmax = _mm512_set1_ps(row[0]);
+    for (; j + 16 <= n; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(row + j));
+    mx = _mm512_reduce_max_ps(vmax);
+#elif defined(__AVX2__)
+    __m256 vmax = _mm256_set1_ps(row[0]);
+    for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(row + j));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, vmax);
+    for (const float lane : lanes) mx = lane > mx ? lane : mx;
+#endif
+    for (; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+    const float shift = mx * scale;  // = max of x·scale: scale > 0 keeps the order
+    j = 0;
+#if defined(__AVX512F__)
+    __m512 acc = _mm512_setzero_ps();
+    for (; j + 16 <= n; j += 16) {
+      const __m512 e = svc::vec::exp16(_mm512_fmsub_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(scale), _mm512_set1_ps(shift)));
+      _mm512_storeu_ps(row + j, e);
+      acc = _mm512_add_ps(acc, e);
+    }
+    total = _mm512_reduce_add_ps(acc);
+#elif defined(__AVX2__)
+    __m256 acc = _mm256_setzero_ps();
+    for (; j + 8 <= n; j += 8) {
+      const __m256 e = svc::vec::exp8(_mm256_fmsub_ps(_mm256_loadu_ps(row + j), _mm256_set1_ps(scale), _mm256_set1_ps(shift)));
+      _mm256_storeu_ps(row + j, e);
+      acc = _mm256_add_ps(acc, e);
+    }
+    alignas(32) float sums[8];
+    _mm256_store_ps(sums, acc);
+    for (const float part : sums) total += part;
+#endif
+    for (; j < n; ++j) total += (row[j] = svc::vec::fast_exp(row[j] * scale - shift));
+    const float inv = 1.0f / total;
+    for (j = 0; j < n; ++j) row[j] *= inv;
+  }
+}
+
+void softmax_backward_rows_impl(int64_t rows, int64_t n, float scale, const float* p, float* d) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* __restrict prow = p + r * n;
+    float* __restrict drow = d + r * n;
+    const float dot = svc::vec::dot(prow, drow, static_cast<int>(n));
+    for (int64_t j = 0; j < n; ++j) drow[j] = prow[j] * (drow[j] - dot) * scale;
+  }
+}
+
 void small_gemm_impl(int m, int n, int k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
                      float* c, int64_t ldc) {
   for (int i = 0; i < m; ++i) {
@@ -99,7 +211,8 @@ void small_gemm_impl(int m, int n, int k, const float* a, int64_t lda, bool tran
 }
 
 inline VectorOps make_vector_ops() {
-  return {gelu_forward_impl, gelu_backward_impl, dropout_impl, small_gemm_impl, adamw_impl};
+  return {gelu_forward_impl, gelu_backward_impl,    dropout_impl,
+          small_gemm_impl,   softmax_rows_impl, softmax_backward_rows_impl, adamw_impl};
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// The service's model runtime on the real library: a fine-tuning job trains with its worker's
+// engine threads only (predictions keep the other worker's cores), where the library's own train()
+// takes the whole pool's (test/train/finetune.test.ts). The manifest records the count used.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { uciSentences } from '../../fixtures/corpora.js';
+import type { Manifest } from '../../src/model/manifest.js';
+import { closePool, configurePool } from '../../src/pool/pool.js';
+import { LibraryRuntime } from '../../src/service/library-runtime.js';
+
+const imdb = uciSentences('imdb');
+const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
+  text: r.text,
+  label: r.label,
+  label_text: 'positive review',
+}));
+
+let root: string;
+let scratchRoot: string;
+let runtime: LibraryRuntime;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'svc-runtime-'));
+  // The fine-tuned encoder waits under os.tmpdir() until it is saved: a folder of this file's own.
+  scratchRoot = await mkdtemp(join(tmpdir(), 'svc-runtime-scratch-'));
+  process.env.TMPDIR = scratchRoot;
+  configurePool({ workers: 2, engineThreads: 1 });
+  runtime = new LibraryRuntime({ hubRoot: join(root, 'hub') });
+});
+afterAll(async () => {
+  await runtime.close();
+  await closePool();
+  await rm(root, { recursive: true, force: true });
+  await rm(scratchRoot, { recursive: true, force: true });
+});
+
+describe('LibraryRuntime training', () => {
+  it("fine-tunes a job with one worker's engine threads, not the whole pool's", async () => {
+    const steps: number[] = [];
+    // 1 pair round: 40 pairs, 3 steps of 16.
+    await runtime.train(
+      { orgId: 'org-a', modelId: 'svc-small-0123456789ab', baseModel: 'svc-small', taskType: 'binary-classification', examples, options: { finetune: true, num_iterations: 1 } },
+      { onProgress: (p) => p.stage === 'finetune' && steps.push(p.done) },
+    );
+    expect(steps).toEqual([0, 1, 2, 3]);
+    const manifest = JSON.parse(await readFile(join(runtime.modelDir('org-a', 'svc-small-0123456789ab'), 'manifest.json'), 'utf8')) as Manifest;
+    expect(runtime.trainingSlots).toBe(1);
+    expect(manifest.training.finetune).toMatchObject({ pairs: 40, steps: 3, threads: 1 });
+  });
+});
