@@ -1,6 +1,7 @@
 // A process of its own for the data-directory tests (spawned with `node --import tsx`):
 //   lock <dir>           takes the lock, prints "locked", holds it until killed
-//   try-lock <dir> <at>  waits until the wall clock reaches <at> (ms), tries the lock, prints "locked" or the error code
+//   try-lock <dir> <at>  waits until the wall clock reaches <at> (ms), tries the lock, prints "locked" or the error code;
+//                        a winner holds the lock until its stdin ends
 //   open <dir> <at>      waits until <at>, opens (and migrates) the store, prints the schema version
 import Database from 'better-sqlite3';
 
@@ -24,8 +25,9 @@ if (mode === 'lock') {
   try {
     lockDataDir(dir);
     process.stdout.write('locked\n');
-    // Hold it long enough for every other process to have tried.
-    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    // Hold it until the test has heard from every other process, however late a loaded machine started them: a fixed
+    // hold could end before a slow starter tried, and hand it the lock a second time.
+    await new Promise((resolve) => process.stdin.on('end', resolve).resume());
   } catch (error) {
     process.stdout.write(`${(error as { code?: string }).code}\n`);
   }

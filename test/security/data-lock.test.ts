@@ -25,6 +25,8 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 function child(args: string[]): { process: ChildProcess; output: Promise<{ code: number | null; stdout: string; stderr: string }> } {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'test/_support/data-dir-child.ts', ...args], { cwd: kRepoRoot });
   children.push(proc);
+  // A process that tried and lost has exited by the time the test ends the stdins: its closed pipe is no error.
+  proc.stdin!.on('error', () => {});
   let stdout = '';
   let stderr = '';
   proc.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -94,8 +96,21 @@ it('gives the lock to exactly one of six processes trying at the same instant, a
   mkdirSync(dir);
   writeFileSync(join(dir, kLockFile), '999999\n');
   const at = String(Date.now() + 4_000);
-  const results = await Promise.all(Array.from({ length: 6 }, () => child(['try-lock', dir, at]).output));
-  expect(results.map((r) => r.code)).toEqual(Array(6).fill(0));
+  const tries = Array.from({ length: 6 }, () => child(['try-lock', dir, at]));
+  // Each prints one line once it has tried; only then may the winner let go.
+  await Promise.all(
+    tries.map(
+      ({ process: proc }) =>
+        new Promise((resolve) => {
+          let line = '';
+          proc.stdout!.on('data', (chunk: Buffer) => (line += chunk.toString()).includes('\n') && resolve(line));
+          proc.on('close', resolve);
+        }),
+    ),
+  );
+  for (const { process: proc } of tries) if (proc.exitCode === null) proc.stdin!.end();
+  const results = await Promise.all(tries.map(({ output }) => output));
+  expect(results.map((r) => [r.code, r.stderr])).toEqual(Array(6).fill([0, '']));
   expect(results.map((r) => r.stdout.trim()).sort()).toEqual(['conflict', 'conflict', 'conflict', 'conflict', 'conflict', 'locked']);
 });
 
