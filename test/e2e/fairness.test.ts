@@ -111,7 +111,10 @@ describe('two workers: the queue takes turns, predictions keep a worker', () => 
     events.push('10 predictions answered');
     expect(replies.map((r) => [r.status, (r.body.predictions as unknown[]).length])).toEqual(Array(10).fill([200, 8]));
     await watch;
-    expect(events).toEqual(['10 predictions answered', 'job 1 trained', 'job 2 trained']);
+    // Job 1 (8 rounds, already fine-tuning when the predictions were sent) was still training when they were all
+    // answered. Job 2 (2 rounds) only keeps the second worker busy: on slow kernels it may finish first.
+    expect(events.filter((event) => event !== 'job 2 trained')).toEqual(['10 predictions answered', 'job 1 trained']);
+    expect(events).toContain('job 2 trained');
   }, 300_000);
 });
 
