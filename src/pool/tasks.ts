@@ -71,6 +71,8 @@ export interface FitTask {
   balanced: boolean;
   /** Held-out examples the fitted head is scored on. */
   validation: { embeddings: Float32Array; targets: ExampleTargets } | null;
+  /** Cross-validate the head (k fits more); false when the estimate comes from another fit. */
+  crossValidate: boolean;
 }
 
 /** Accuracy and macro-F1 on a set of examples. */
@@ -89,8 +91,8 @@ export interface FitResult {
   gradientNorm: number;
   /** Share of the training examples the fitted head labels correctly (multi-label: whole label set). */
   trainAccuracy: number;
-  /** The same head's k-fold cross-validated quality on the examples. */
-  crossValidation: CrossValidation;
+  /** The same head's k-fold cross-validated quality on the examples; null when the task asked for none. */
+  crossValidation: CrossValidation | null;
   /** The fitted head on the validation examples, when there were any. */
   validation: Scores | null;
 }

@@ -77,8 +77,6 @@ export class JobRunner {
   readonly #holder: string;
   #poll: NodeJS.Timeout | undefined;
   readonly #running = new Map<string, RunningJob>();
-  /** The last progress of jobs that finished in this process, so `/progress` of a trained model shows where it ended. */
-  readonly #finished = new Map<string, TrainProgress>();
   #pumping: Promise<void> | null = null;
   #pumpAgain = false;
   #closed = false;
@@ -128,17 +126,16 @@ export class JobRunner {
   }
 
   /**
-   * The latest progress of a job running here, else the last one of a job that finished here, else what the store
-   * holds (a job another replica runs or ran, or one that finished before this process started), or null.
+   * The latest progress of a job running here, else what the store holds: the last one written for a job another
+   * replica runs, or for any job that ended (the final progress goes in before the job ends), or null.
    */
   async progress(modelId: string): Promise<JobProgress | null> {
-    const local = this.#running.get(modelId)?.progress ?? this.#finished.get(modelId) ?? null;
+    const local = this.#running.get(modelId)?.progress ?? null;
     return local === null ? this.#store.getJobProgress(modelId) : asJobProgress(local);
   }
 
   /** Stops a running job because its model is being deleted; resolves when it has stopped. */
   async cancel(modelId: string): Promise<void> {
-    this.#finished.delete(modelId);
     const job = this.#running.get(modelId);
     if (job === undefined) return;
     job.abortedFor ??= 'delete';
@@ -233,7 +230,6 @@ export class JobRunner {
         ended('cancelled');
         return;
       }
-      if (entry.progress !== null) this.#finished.set(modelId, entry.progress);
       ended('done');
       debug('trained %s', modelId);
     } catch (error) {

@@ -158,7 +158,7 @@ function crossValidateHead(x: Float32Array, targets: ExampleTargets, settings: F
  * @example
  * ```ts
  * fitAndMeasure({ kind: 'fit', head: 'softmax', embeddings, targets: { kind: 'classes', classes, count: 3 },
- *   dim: 384, C: 1, balanced: false, validation: null });
+ *   dim: 384, C: 1, balanced: false, validation: null, crossValidate: true });
  * // { weights: Float64Array(1152), biases: Float64Array(3), solver: 'lbfgs', trainAccuracy: 1,
  * //   crossValidation: { accuracy: 0.875, macroF1: 0.87, folds: 5 }, validation: null, ... }
  * ```
@@ -179,7 +179,7 @@ export function fitAndMeasure(task: FitTask): FitResult {
     iterations: head.iterations,
     gradientNorm: head.gradientNorm,
     trainAccuracy: trainScores.accuracy,
-    crossValidation: crossValidateHead(embeddings, targets, settings),
+    crossValidation: task.crossValidate ? crossValidateHead(embeddings, targets, settings) : null,
     validation,
   };
 }

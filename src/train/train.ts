@@ -235,7 +235,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     const split = examples.length * dim;
     const headKind = kHeadKinds[task_type];
     const balanced = validated.task_type !== 'binary-classification' && validated.class_weight === 'balanced';
-    const fitTask = (on: Float32Array, validationEmbeddings: Float32Array | null) =>
+    const fitTask = (on: Float32Array, validationEmbeddings: Float32Array | null, crossValidate: boolean) =>
       runTask<FitResult>(
         {
           kind: 'fit',
@@ -246,15 +246,17 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
           C: kHeadC,
           balanced,
           validation: validationTargets && validationEmbeddings ? { embeddings: validationEmbeddings, targets: validationTargets } : null,
+          crossValidate,
         },
         options.signal,
       );
-    // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones.
+    // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones
+    // (and none on the trained ones, whose figure would be thrown away).
     const [fit, estimate] = await Promise.all([
-      fitTask(embeddings.subarray(0, split), embeddings.subarray(split)),
-      estimateEmbeddings ? fitTask(estimateEmbeddings, null) : null,
+      fitTask(embeddings.subarray(0, split), embeddings.subarray(split), estimateEmbeddings === null),
+      estimateEmbeddings ? fitTask(estimateEmbeddings, null, true) : null,
     ]);
-    const crossValidation = (estimate ?? fit).crossValidation;
+    const crossValidation = (estimate ?? fit).crossValidation!;
     const seconds = (performance.now() - started) / 1000;
     options.onProgress?.({ stage: 'fit', done: 1, total: 1 });
 
