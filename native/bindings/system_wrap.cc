@@ -16,6 +16,7 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(info.Env());
   out.Set("level", svc::cpu_level_name());
   out.Set("avx2", f.avx2);
+  out.Set("avxvnni", f.avxvnni);
   out.Set("avx512", f.avx512);
   out.Set("avx512vnni", f.avx512vnni);
   out.Set("neon", f.neon);

@@ -43,8 +43,11 @@ CpuFeatures detect() {
   f.avx512 = f.avx2 && zmm_state && (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) &&
              (ebx & bit_AVX512DQ) && (ebx & bit_AVX512VL);
   f.avx512vnni = f.avx512 && (ecx & bit_AVX512VNNI);
-  // AVX512_BF16 is leaf 7, sub-leaf 1, EAX bit 5.
-  if (f.avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx512bf16 = (eax >> 5) & 1;
+  // Leaf 7, sub-leaf 1, EAX: bit 4 AVX-VNNI, bit 5 AVX512_BF16.
+  if (f.avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    f.avxvnni = (eax >> 4) & 1;
+    f.avx512bf16 = f.avx512 && ((eax >> 5) & 1);
+  }
 #endif
 #if defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is part of the aarch64 base architecture
@@ -55,7 +58,8 @@ CpuFeatures detect() {
   // An explicit cap lets tests run every code path on one machine.
   if (const char* cap = std::getenv("SVC_ISA")) {
     if (std::strcmp(cap, "scalar") == 0) f = CpuFeatures{};
-    else if (std::strcmp(cap, "avx2") == 0) f.avx512 = f.avx512vnni = f.avx512bf16 = false;
+    else if (std::strcmp(cap, "avx2") == 0) f.avx512 = f.avx512vnni = f.avx512bf16 = f.avxvnni = false;
+    else if (std::strcmp(cap, "avx2-vnni") == 0) f.avx512 = f.avx512vnni = f.avx512bf16 = false;
     else if (std::strcmp(cap, "avx512") == 0) f.avx512vnni = f.avx512bf16 = false;
     else if (std::strcmp(cap, "neon") == 0) f.neon_dotprod = false;
   }
@@ -73,6 +77,7 @@ const char* cpu_level_name() {
   const CpuFeatures& f = cpu_features();
   if (f.avx512vnni) return "avx512-vnni";
   if (f.avx512) return "avx512";
+  if (f.avx2 && f.avxvnni) return "avx2-vnni";
   if (f.avx2) return "avx2";
   if (f.neon_dotprod) return "neon-dotprod";
   if (f.neon) return "neon";

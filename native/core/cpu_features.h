@@ -15,6 +15,7 @@ namespace svc {
 
 struct CpuFeatures {
   bool avx2 = false;      // with FMA and F16C
+  bool avxvnni = false;   // AVX-VNNI: vpdpbusd on ymm (VEX), for the AVX2 int8 kernel; SVC_ISA=avx2 caps it away
   bool avx512 = false;    // F, BW, DQ, VL
   bool avx512vnni = false;
   bool avx512bf16 = false;    // vdpbf16ps (training's bf16 products); SVC_ISA=avx512 caps it away like VNNI
@@ -22,11 +23,12 @@ struct CpuFeatures {
   bool neon_dotprod = false;  // plus the dot-product extension (SDOT), Armv8.2 and later
 };
 
-// Detected once; SVC_ISA=scalar|avx2|avx512 (x86) or scalar|neon (aarch64) in the environment caps
-// the level (for tests and benchmarks).
+// Detected once; SVC_ISA=scalar|avx2|avx2-vnni|avx512 (x86) or scalar|neon (aarch64) in the environment
+// caps the level (for tests and benchmarks).
 const CpuFeatures& cpu_features();
 
-// "avx512-vnni", "avx512", "avx2", "neon-dotprod", "neon" or "scalar": the best level cpu_features() allows.
+// "avx512-vnni", "avx512", "avx2-vnni", "avx2", "neon-dotprod", "neon" or "scalar": the best level
+// cpu_features() allows.
 const char* cpu_level_name();
 
 }  // namespace svc

@@ -5,9 +5,14 @@
  */
 
 export interface NativeCpuInfo {
-  /** The kernel level in use: "avx512-vnni", "avx512", "avx2" (x86-64), "neon-dotprod", "neon" (aarch64) or "scalar". */
-  level: 'avx512-vnni' | 'avx512' | 'avx2' | 'neon-dotprod' | 'neon' | 'scalar';
+  /**
+   * The kernel level in use: "avx512-vnni", "avx512", "avx2-vnni" (AVX2 with AVX-VNNI's int8 products), "avx2"
+   * (x86-64), "neon-dotprod", "neon" (aarch64) or "scalar".
+   */
+  level: 'avx512-vnni' | 'avx512' | 'avx2-vnni' | 'avx2' | 'neon-dotprod' | 'neon' | 'scalar';
   avx2: boolean;
+  /** AVX-VNNI (vpdpbusd on 256-bit registers), which the AVX2 int8 kernel uses when present. */
+  avxvnni: boolean;
   avx512: boolean;
   avx512vnni: boolean;
   /** aarch64 Advanced SIMD, and its dot-product extension (SDOT for the int8 kernels). */

@@ -32,6 +32,7 @@ function embedAt(isa: string, precision: 'fp32' | 'int8'): Run {
 const kLevels = [
   ...(cpuInfo().avx512 ? [{ isa: 'avx512-full', cap: '', level: cpuInfo().level }] : []),
   ...(cpuInfo().avx512 ? [{ isa: 'avx512', cap: 'avx512', level: 'avx512' }] : []),
+  ...(cpuInfo().avxvnni ? [{ isa: 'avx2-vnni', cap: 'avx2-vnni', level: 'avx2-vnni' }] : []),
   ...(cpuInfo().avx2 ? [{ isa: 'avx2', cap: 'avx2', level: 'avx2' }] : []),
 ];
 
@@ -62,9 +63,10 @@ describe('kernel levels agree with the scalar path', () => {
           // Float rounding differs in the last bit between levels (GELU, softmax, LayerNorm),
           // and a requantized activation sitting on a rounding edge then moves by one step:
           // int8 levels agree about as closely as int8 agrees with fp32, not bit for bit.
-          // AVX2 also packs the weights to 7 bits (vpmaddubsw would saturate at 8), a coarser
-          // step than scalar's 8: it is held to the int8-against-fp32 bound instead.
-          const [mean, lowest] = level === 'avx2' ? [0.99, 0.97] : [0.995, 0.98];
+          // Plain AVX2 also packs the weights to 7 bits (vpmaddubsw would saturate at 8), a coarser
+          // step than scalar's 8, and both AVX2 levels run attention in int8 (scalar keeps it fp32):
+          // they are held to the int8-against-fp32 bound instead.
+          const [mean, lowest] = level.startsWith('avx2') ? [0.99, 0.97] : [0.995, 0.98];
           expect(cosines.reduce((s, c) => s + c, 0) / texts, `${level} mean cosine`).toBeGreaterThan(mean);
           expect(Math.min(...cosines), `${level} lowest cosine`).toBeGreaterThan(lowest);
         }

@@ -63,7 +63,7 @@ const detail::QGemmKernel& kernel() {
     const CpuFeatures& f = cpu_features();
 #if SVC_ARCH_X86
     if (f.avx512) return detail::qgemm_kernel_avx512(f.avx512vnni);
-    if (f.avx2) return detail::qgemm_kernel_avx2();
+    if (f.avx2) return detail::qgemm_kernel_avx2(f.avxvnni);
 #elif SVC_ARCH_ARM64
     if (f.neon_dotprod) return detail::qgemm_kernel_neon_dotprod();
     if (f.neon) return detail::qgemm_kernel_neon();

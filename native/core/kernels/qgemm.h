@@ -66,7 +66,7 @@ struct QGemmKernel {
   QuantizeFn quantize;
 };
 QGemmKernel qgemm_kernel_scalar();
-QGemmKernel qgemm_kernel_avx2();
+QGemmKernel qgemm_kernel_avx2(bool vnni);
 QGemmKernel qgemm_kernel_avx512(bool vnni);
 QGemmKernel qgemm_kernel_neon();
 QGemmKernel qgemm_kernel_neon_dotprod();

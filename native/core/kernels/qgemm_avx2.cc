@@ -1,18 +1,24 @@
-// AVX2 int8 GEMM tile for CPUs without AVX-512: 4 rows x 16 columns per pass, two
-// passes per 32-column panel (8 int32 accumulators per pass; the rest of the 16 ymm hold
-// the two weight vectors, the broadcast activations, the ones and a temporary). On the GEMMs
-// of svc-small this runs at 2x the AVX2 fp32 kernel: the two multiply instructions per 32
-// multiply-adds against one FMA per 8 are the bound.
+// AVX2 int8 GEMM tiles for CPUs without AVX-512. Two kinds, chosen at run time:
 //
-// vpmaddubsw multiplies u8 by s8 and adds adjacent pairs into int16 with saturation.
-// The activations are the +128-shifted u8 of the other kernels (up to 255); with weights
-// packed to 7 bits (|w| <= 63, pack_s8 with w_max = 63, as onnxruntime's reduce_range) a
-// pair is at most 2 * 255 * 63 = 32130 < 32767, so nothing saturates and the integer sums
-// are those of the scalar kernel on the same packed weights, bit for bit. Per 32
+// Plain AVX2: 4 rows x 16 columns per pass, two passes per 32-column panel (8 int32
+// accumulators per pass; the rest of the 16 ymm hold the two weight vectors, the broadcast
+// activations, the ones and a temporary). On the GEMMs of svc-small this runs at 2x the AVX2
+// fp32 kernel: the two multiply instructions per 32 multiply-adds against one FMA per 8 are
+// the bound. vpmaddubsw multiplies u8 by s8 and adds adjacent pairs into int16 with
+// saturation. The activations are the +128-shifted u8 of the other kernels (up to 255); with
+// weights packed to 7 bits (|w| <= 63, pack_s8 with w_max = 63, as onnxruntime's
+// reduce_range) a pair is at most 2 * 255 * 63 = 32130 < 32767, so nothing saturates and the
+// integer sums are those of the scalar kernel on the same packed weights, bit for bit. Per 32
 // multiply-adds that is one vpmaddubsw, one vpmaddwd (against ones, widening the pairs to
 // the four-term int32 sums) and one add: against moving the weight's sign onto signed
 // activations (full 8-bit weights: a vpsignb per product and |w| registers) the GEMMs went
 // from 1.3x to 2x fp32.
+//
+// AVX-VNNI (the VEX form of vpdpbusd: Intel cores since Alder Lake and Sapphire Rapids, the
+// AVX2-only server cores since Sierra Forest, AMD since Zen 5): one instruction sums 4 u8 x s8
+// products into each int32 lane, without the int16 step, so the weights keep all 8 bits and
+// the products cost one instruction per 32 multiply-adds. Without the ones and the temporary,
+// 6 rows fit: 12 accumulators, two weight vectors and the broadcast.
 #include <immintrin.h>
 
 #include <array>
@@ -28,8 +34,16 @@ namespace {
 constexpr int kNr = PackedS8::kNr;
 constexpr int kMr = 4;
 constexpr int kWMax = 63;
+constexpr int kMrVnni = 6;
 
+template <bool kVnni>
 inline __m256i dot4(__m256i acc, __m256i a, __m256i w, __m256i ones) {
+  if constexpr (kVnni) {
+    // {vex} (written %{vex%} in a template) picks AVX-VNNI's encoding (the EVEX one would need AVX512_VNNI and VL); inline asm needs
+    // no compiler flag for it, so this file keeps the AVX2 flags every AVX2 CPU can run.
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(w));
+    return acc;
+  }
   const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
   // Inline asm rather than _mm256_add_epi32: with the builtin, GCC 12 keeps all eight
   // products of a step live at once and spills an accumulator of the 4-row tile to the stack
@@ -38,26 +52,26 @@ inline __m256i dot4(__m256i acc, __m256i a, __m256i w, __m256i ones) {
   return acc;
 }
 
-template <int MR>
+template <int MR, bool kVnni, int kMrBlock = kVnni ? kMrVnni : kMr>
 void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, const float* w_scale,
                 const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int groups = kp / 4;
   for (int half = 0; half < 2 && half * 16 < cols; ++half) {
     __m256i acc0[MR], acc1[MR];
-    #pragma GCC unroll 4
+    #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
     const int8_t* b = panel + half * 64;
     for (int g = 0; g < groups; ++g, b += kNr * 4) {
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
       const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
-      #pragma GCC unroll 4
+      #pragma GCC unroll 6
       for (int r = 0; r < MR; ++r) {
         int32_t quad;
-        __builtin_memcpy(&quad, a + (g * kMr + r) * 4, 4);
+        __builtin_memcpy(&quad, a + (g * kMrBlock + r) * 4, 4);
         const __m256i av = _mm256_set1_epi32(quad);
-        acc0[r] = dot4(acc0[r], av, w0, ones);
-        acc1[r] = dot4(acc1[r], av, w1, ones);
+        acc0[r] = dot4<kVnni>(acc0[r], av, w0, ones);
+        acc1[r] = dot4<kVnni>(acc1[r], av, w1, ones);
       }
     }
     // Same integer and float steps as the scalar tile: fma(float(sum - offset), a_scale * w_scale, bias).
@@ -67,7 +81,7 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
     const __m256i off0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset + col0));
     const __m256i off1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset + col0 + 8));
     const int n = cols - col0 < 16 ? cols - col0 : 16;
-    #pragma GCC unroll 4
+    #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
       const __m256 as = _mm256_set1_ps(a_scale[r]);
       const __m256 v0 =
@@ -90,15 +104,16 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
 
 using FixedFn = void (*)(const uint8_t*, const float*, const int8_t*, const float*, const int32_t*, const float*,
                          int, float*, int64_t, int);
-template <int... R>
+template <bool kVnni, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
-  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1>...};
+  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kVnni>...};
 }
 
+template <bool kVnni>
 void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
           const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols,
           const float* residual, Epilogue epilogue) {
-  static constexpr auto kTable = make_table(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kTable = make_table<kVnni>(std::make_integer_sequence<int, kVnni ? kMrVnni : kMr>{});
   kTable[rows - 1](a, a_scale, panel, w_scale, offset, bias, kp, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
@@ -138,7 +153,9 @@ void quantize_block(const float* a, int64_t lda, int rows, int k, int kp, int mr
 
 }  // namespace
 
-QGemmKernel qgemm_kernel_avx2() { return {kMr, kWMax, tile, quantize_block}; }
+QGemmKernel qgemm_kernel_avx2(bool vnni) {
+  return vnni ? QGemmKernel{kMrVnni, 127, tile<true>, quantize_block} : QGemmKernel{kMr, kWMax, tile<false>, quantize_block};
+}
 
 }  // namespace detail
 }  // namespace svc

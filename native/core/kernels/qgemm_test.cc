@@ -1,7 +1,7 @@
 // Standalone test of the int8 GEMM kernels, without Node:
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native -j2 --target qgemm_test
 //   build-native/qgemm_test
-// Each vector level's int8 kernel (AVX2, AVX-512 without and with VNNI, as far as this CPU
+// Each vector level's int8 kernel (AVX2 without and with AVX-VNNI, AVX-512 without and with VNNI, as far as this CPU
 // runs them) against the scalar kernel on the same float inputs. Quantizing is the same
 // float steps and the products are summed in int32 without overflow or saturation, so the
 // outputs must match bit for bit, whatever the tile shape, row count, column tail or depth.
@@ -144,8 +144,12 @@ int main() {
   std::vector<std::string> ran;
 #if SVC_ARCH_X86
   if (f.avx2) {
-    compare("avx2", svc::detail::qgemm_kernel_avx2());
+    compare("avx2", svc::detail::qgemm_kernel_avx2(false));
     ran.push_back("avx2");
+  }
+  if (f.avx2 && f.avxvnni) {
+    compare("avx2-vnni", svc::detail::qgemm_kernel_avx2(true));
+    ran.push_back("avx2-vnni");
   }
   if (f.avx512) {
     compare("avx512", svc::detail::qgemm_kernel_avx512(false));
