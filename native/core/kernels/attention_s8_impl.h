@@ -1,7 +1,8 @@
 // Self-attention of one head with int8 products, for the int8 encoder: included by
 // ops_impl.h. The scalar translation unit compiles the reference loop (what the vector kernel
-// is tested against, detail::attention_head_s8_reference); the AVX2 one compiles the vector
-// kernel. AVX-512 keeps its fp32 kernel (an int8 one there would want VNNI's vpdpbusd).
+// is tested against, detail::attention_head_s8_reference); the AVX2 and AVX-512 ones compile
+// the 256-bit vector kernel. AVX2 runs it with vpmaddubsw, or with vpdpbusd where the CPU has
+// AVX-VNNI; AVX-512 runs it only with VNNI (vpdpbusd on ymm), and keeps its fp32 kernel without.
 //
 // The arithmetic, one definition for both:
 //   Q per query row (the head's dh values): 8 bits, s = amax / 127, stored as q + 128 (u8);
@@ -80,16 +81,28 @@ void attention_head_s8_reference_impl(const float* q, const float* k, const floa
 }
 #endif
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
-// The AVX2 kernel for head size 32: queries in blocks of 8 (one lane each, as the fp32
+#if defined(__AVX2__)
+// The 256-bit kernel for head size 32: queries in blocks of 8 (one lane each, as the fp32
 // kernel: the softmax runs down the columns with no horizontal reduction). A block's Q sits in
 // 8 registers as [4 dims][8 queries] u8 quads; each key's scores for the block are 8 vpmaddubsw
 // against that key's 4-dim quads broadcast. P V takes 4 keys' p8 of one query broadcast against
 // V packed as [4 keys][32 dims] quads (4 registers). Per 32 multiply-adds that is one
-// vpmaddubsw and one vpmaddwd against four FMAs.
+// vpmaddubsw and one vpmaddwd against four FMAs, or one vpdpbusd with VNNI. The 7-bit K and V
+// keep vpmaddubsw exact, and VNNI takes the same bytes: both give the same integer sums.
 namespace s8 {
 
+template <bool kVnni>
 inline __m256i dot4(__m256i acc, __m256i u8, __m256i s8, __m256i ones) {
+  if constexpr (kVnni) {
+    // The AVX-512 build has AVX512_VNNI with VL (the EVEX form), the AVX2 one AVX-VNNI (the VEX form):
+    // each translation unit is only dispatched to on a CPU that has its form.
+#if defined(__AVX512F__)
+    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+#else
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+#endif
+    return acc;
+  }
   const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), ones);
   return _mm256_add_epi32(acc, sums);
 }
@@ -130,7 +143,8 @@ inline float quantize_row(const float* row, float max_q, __m256i out[4]) {
 
 }  // namespace s8
 
-void attention_head_s8_avx2(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
+template <bool kVnni>
+void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
                             float* out, int64_t ldo, float* scratch) {
   constexpr int kDh = 32, kW = 8;
   const int lp = (len + 3) / 4 * 4;  // keys rounded up to whole quads, p8 = 0 and v8 = 0 past len
@@ -223,7 +237,7 @@ void attention_head_s8_avx2(const float* q, const float* k, const float* v, int6
       for (int g = 0; g < kDh / 4; ++g) {
         int32_t quad;
         std::memcpy(&quad, kj + 4 * g, 4);
-        acc = s8::dot4(acc, qv[g], _mm256_set1_epi32(quad), ones);
+        acc = s8::dot4<kVnni>(acc, qv[g], _mm256_set1_epi32(quad), ones);
       }
       const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_set1_epi32(koff[j]))),
                                       _mm256_mul_ps(vqs, _mm256_set1_ps(ks[j])));
@@ -256,7 +270,7 @@ void attention_head_s8_avx2(const float* q, const float* k, const float* v, int6
         for (int c = 0; c < 4; ++c) vv[c] = _mm256_loadu_si256(vg + c);
         for (int r = 0; r < 2; ++r) {
           const __m256i p = _mm256_set1_epi32(pquad[g * kW + r0 + r]);
-          for (int c = 0; c < 4; ++c) acc[r][c] = s8::dot4(acc[r][c], p, vv[c], ones);
+          for (int c = 0; c < 4; ++c) acc[r][c] = s8::dot4<kVnni>(acc[r][c], p, vv[c], ones);
         }
       }
       for (int r = 0; r < 2 && r0 + r < rows; ++r) {

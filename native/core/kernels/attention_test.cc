@@ -253,14 +253,22 @@ int main() {
   std::vector<std::string> ran;
 #if SVC_ARCH_X86
   if (f.avx2) {
-    compare("avx2", svc::detail::ops_avx2());
-    compare_s8("avx2", svc::detail::ops_avx2(), true);
+    compare("avx2", svc::detail::ops_avx2(false));
+    compare_s8("avx2", svc::detail::ops_avx2(false), true);
     ran.push_back("avx2");
   }
+  if (f.avx2 && f.avxvnni) {
+    compare_s8("avx2-vnni", svc::detail::ops_avx2(true), true);
+    ran.push_back("avx2-vnni");
+  }
   if (f.avx512) {
-    compare("avx512", svc::detail::ops_avx512());
-    compare_s8("avx512", svc::detail::ops_avx512(), false);
+    compare("avx512", svc::detail::ops_avx512(false));
+    compare_s8("avx512", svc::detail::ops_avx512(false), false);
     ran.push_back("avx512");
+  }
+  if (f.avx512vnni) {
+    compare_s8("avx512-vnni", svc::detail::ops_avx512(true), true);
+    ran.push_back("avx512-vnni");
   }
 #endif
   // The scalar level against itself still runs every length through the sanitizers.

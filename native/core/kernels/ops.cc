@@ -6,7 +6,7 @@
 namespace svc {
 
 namespace detail {
-OpsTable ops_scalar() { return make_ops_table(); }
+OpsTable ops_scalar() { return make_ops_table(false); }
 void attention_head_s8_reference(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,
                                  float scale, float* out, int64_t ldo, float* scratch) {
   attention_head_s8_reference_impl(q, k, v, ld, len, dh, scale, out, ldo, scratch);
@@ -17,8 +17,8 @@ const OpsTable& ops() {
   static const OpsTable table = [] {
     [[maybe_unused]] const CpuFeatures& f = cpu_features();
 #if SVC_ARCH_X86
-    if (f.avx512) return detail::ops_avx512();
-    if (f.avx2) return detail::ops_avx2();
+    if (f.avx512) return detail::ops_avx512(f.avx512vnni);
+    if (f.avx2) return detail::ops_avx2(f.avxvnni);
 #endif
     // On aarch64 the portable build of these loops is already NEON code (Advanced SIMD is baseline).
     return detail::ops_scalar();

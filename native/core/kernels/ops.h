@@ -32,8 +32,10 @@ inline int64_t attention_scratch_floats(int len, int dh) {
 
 namespace detail {
 OpsTable ops_scalar();
-OpsTable ops_avx2();
-OpsTable ops_avx512();
+// vnni: the CPU has the level's vpdpbusd (AVX-VNNI for AVX2, AVX512_VNNI for AVX-512), which the int8
+// attention uses.
+OpsTable ops_avx2(bool vnni);
+OpsTable ops_avx512(bool vnni);
 // The int8 attention's arithmetic as a plain loop (attention_s8_impl.h): what every int8
 // attention kernel is tested against. Same arguments and scratch as attention_head.
 void attention_head_s8_reference(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,

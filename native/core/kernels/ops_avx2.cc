@@ -3,6 +3,6 @@
 
 namespace svc {
 namespace detail {
-OpsTable ops_avx2() { return make_ops_table(); }
+OpsTable ops_avx2(bool vnni) { return make_ops_table(vnni); }
 }  // namespace detail
 }  // namespace svc

@@ -7,6 +7,6 @@
 
 namespace svc {
 namespace detail {
-OpsTable ops_avx512() { return make_ops_table(); }
+OpsTable ops_avx512(bool vnni) { return make_ops_table(vnni); }
 }  // namespace detail
 }  // namespace svc

@@ -64,12 +64,15 @@ void attention_head_impl(const float* q, const float* k, const float* v, int64_t
   }
 }
 
-// The int8 encoder's attention: int8 products where they pay (AVX2, head size 32), else the
-// fp32 kernel of this level.
+// The int8 encoder's attention: int8 products where they pay (head size 32 at AVX2, and at AVX-512
+// with VNNI; kVnni: the CPU has this level's vpdpbusd), else the fp32 kernel of this level.
+template <bool kVnni>
 void attention_head_s8_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
                             float* out, int64_t ldo, float* scratch) {
-#if defined(__AVX2__) && !defined(__AVX512F__)
-  if (dh == 32) return attention_head_s8_avx2(q, k, v, ld, len, scale, out, ldo, scratch);
+#if defined(__AVX512F__)
+  if (kVnni && dh == 32) return attention_head_s8_ymm<true>(q, k, v, ld, len, scale, out, ldo, scratch);
+#elif defined(__AVX2__)
+  if (dh == 32) return attention_head_s8_ymm<kVnni>(q, k, v, ld, len, scale, out, ldo, scratch);
 #endif
   attention_head_impl(q, k, v, ld, len, dh, scale, out, ldo, scratch);
 }
@@ -78,7 +81,10 @@ void add_into_impl(float* out, const float* x, int n) {
   for (int j = 0; j < n; ++j) out[j] += x[j];
 }
 
-OpsTable make_ops_table() { return {layer_norm_impl, attention_head_impl, attention_head_s8_impl, add_into_impl}; }
+OpsTable make_ops_table(bool vnni) {
+  return {layer_norm_impl, attention_head_impl, vnni ? attention_head_s8_impl<true> : attention_head_s8_impl<false>,
+          add_into_impl};
+}
 
 }  // namespace
 }  // namespace svc

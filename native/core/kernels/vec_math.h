@@ -88,10 +88,12 @@ inline __m512 gelu16(__m512 x) {
   const __m512 erf = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(erf_abs), _mm512_castps_si512(sign)));
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
 }
-#elif defined(__AVX2__)
+#endif
+#if defined(__AVX2__)
 // The same exp / erf / GELU, 8 lanes at a time: the loop over the scalar forms above does
 // not vectorize (floor, the exponent bit trick), and GELU runs over every FFN activation.
 // Intentionally a twin of exp16 / gelu16: other register width, and AVX2 has no scalef or rcp14.
+// The AVX-512 build has them too, for the 256-bit int8 attention it shares with AVX2.
 inline __m256 exp8(__m256 x) {
   x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-87.3f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
