@@ -1,10 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// The portable scalar kernels fine-tune 6-8x slower than the vector ones (a 4-round fine-tune of 20 sentences: about
-// 9 s at AVX-512, over 60 s at scalar), so a run capped at that level (`SVC_ISA=scalar`, as .ci/run does) gives every test and hook that much
-// longer. The cap is the only way to reach that level on x86-64 machines made in the last ten years; arm64 has NEON.
-const kLevelSlowdown = process.env.SVC_ISA === 'scalar' ? 8 : 1;
+import { kLevelSlowdown } from './test/_support/level.js';
 
+// A run capped at a slow kernel level (`SVC_ISA=scalar`, as .ci/isa-levels does) gives every test and hook that
+// much longer.
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],

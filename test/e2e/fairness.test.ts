@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server/app.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
@@ -51,7 +52,7 @@ function serve(options: Pick<ServerOptions, 'pool' | 'predictQueue'>, orgs: read
     return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as Record<string, unknown> };
   };
   const until = async (what: () => Promise<boolean>): Promise<void> => {
-    for (let i = 0; i < 3000 && !(await what()); i += 1) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 3000 * kLevelSlowdown && !(await what()); i += 1) await new Promise((r) => setTimeout(r, 50));
   };
   const status = async (org: string, id: string) => (await call(org, 'GET', `/v2/models/${id}`)).body.status;
   const finetuning = async (org: string, id: string) => {
@@ -91,7 +92,7 @@ describe('two workers: the queue takes turns, predictions keep a worker', () => 
     const states = await Promise.all(queued.map(async (id) => (await store.getJob(id))?.state));
     expect(states.filter((s) => s === 'done')).toEqual([]);
     for (const id of queued) expect((await call('b', 'DELETE', `/v2/models/${id}`)).status).toBe(200);
-  }, 300_000);
+  }, 300_000 * kLevelSlowdown);
 
   it('answers predictions while two fine-tuning jobs train', async () => {
     const model = (await call('a', 'GET', '/v2/models')).body.data as { id: string }[];
@@ -115,7 +116,7 @@ describe('two workers: the queue takes turns, predictions keep a worker', () => 
     // answered. Job 2 (2 rounds) only keeps the second worker busy: on slow kernels it may finish first.
     expect(events.filter((event) => event !== 'job 2 trained')).toEqual(['10 predictions answered', 'job 1 trained']);
     expect(events).toContain('job 2 trained');
-  }, 300_000);
+  }, 300_000 * kLevelSlowdown);
 });
 
 describe('one worker busy training: the predict queue is bounded', () => {
@@ -139,5 +140,5 @@ describe('one worker busy training: the predict queue is bounded', () => {
     expect(await waiting).toEqual(overloaded('The service is overloaded: the prediction waited 1500 ms for a worker; retry in 2 seconds'));
     // Both answered while the job still trained.
     expect(await status('a', job)).toBe('training');
-  }, 300_000);
+  }, 300_000 * kLevelSlowdown);
 });

@@ -13,6 +13,7 @@ import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { httpCall } from '../_support/http.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const sites = uciSites().map((row) => ({ text: row.text, label: row.label as string }));
 const { trainSet, testSet } = splitClasses(sites, 1, 8);
@@ -31,7 +32,7 @@ async function call(method: string, path: string, body?: unknown) {
 
 async function trained(id: string): Promise<Record<string, unknown>> {
   let current = (await call('GET', `/v2/models/${id}`)).body;
-  for (let i = 0; i < 600 && current.status === 'training'; i += 1) {
+  for (let i = 0; i < 600 * kLevelSlowdown && current.status === 'training'; i += 1) {
     await new Promise((r) => setTimeout(r, 100));
     current = (await call('GET', `/v2/models/${id}`)).body;
   }

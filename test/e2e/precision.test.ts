@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
 import { exited, serve, svc } from '../_support/cli.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
@@ -58,7 +59,7 @@ describe('svc serve --precision', () => {
     try {
       model = (await call(trainer.url, key, 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).id as string;
       let status = 'training';
-      for (let i = 0; i < 1200 && status === 'training'; i++) {
+      for (let i = 0; i < 1200 * kLevelSlowdown && status === 'training'; i++) {
         await new Promise((r) => setTimeout(r, 100));
         status = (await call(trainer.url, key, 'GET', `/v2/models/${model}`)).status as string;
       }

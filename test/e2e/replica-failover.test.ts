@@ -14,6 +14,7 @@ import { exited, serve, svc } from '../_support/cli.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 import { usePostgres } from '../_support/postgres.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const pgServer = usePostgres();
 const dir = mkdtempSync(join(tmpdir(), 'svc-failover-'));
@@ -24,7 +25,7 @@ async function json(url: string, key: string, method: string, path: string, body
 }
 
 describe('a replica killed while it trains', () => {
-  it('leaves its job to another replica after the lease, which trains the model once', { timeout: 300_000 }, async () => {
+  it('leaves its job to another replica after the lease, which trains the model once', { timeout: 300_000 * kLevelSlowdown }, async () => {
     const database = await pgServer.cluster.createDatabase();
     const artifacts = join(dir, 'models');
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
@@ -69,7 +70,7 @@ describe('a replica killed while it trains', () => {
       expect(taken!.updatedAt).toBeGreaterThan(held.lockedUntil!);
 
       let current = await json(two.url, key, 'GET', `/v2/models/${id}`);
-      for (let i = 0; i < 1800 && current.status === 'training'; i += 1) {
+      for (let i = 0; i < 1800 * kLevelSlowdown && current.status === 'training'; i += 1) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         current = await json(two.url, key, 'GET', `/v2/models/${id}`);
       }

@@ -14,6 +14,7 @@ import { exited, serve, svc } from '../_support/cli.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 import { usePostgres } from '../_support/postgres.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const kJobs = 24;
 const pgServer = usePostgres();
@@ -26,7 +27,7 @@ function logged(output: string, pattern: RegExp): string[] {
 }
 
 describe('queued jobs on two svc serve replicas', () => {
-  it(`trains each of ${kJobs} frozen models exactly once, on both replicas`, { timeout: 600_000 }, async () => {
+  it(`trains each of ${kJobs} frozen models exactly once, on both replicas`, { timeout: 600_000 * kLevelSlowdown }, async () => {
     const database = await pgServer.cluster.createDatabase();
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
     // Room for every job in the queue, and for both replicas to train at once.
@@ -55,7 +56,7 @@ describe('queued jobs on two svc serve replicas', () => {
       for (let waited = 0; ; waited += 1) {
         const counts = await store.countJobs();
         if (counts.done + counts.failed === kJobs) break;
-        expect(waited, JSON.stringify(counts)).toBeLessThan(5000);
+        expect(waited, JSON.stringify(counts)).toBeLessThan(5000 * kLevelSlowdown);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(await store.countJobs()).toEqual({ queued: 0, running: 0, done: kJobs, failed: 0 });

@@ -13,6 +13,7 @@ import { exited, serve, svc } from '../_support/cli.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 import { usePostgres } from '../_support/postgres.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const examples = imdbExamples(0, 10);
 const pgServer = usePostgres();
@@ -56,7 +57,7 @@ describe('two svc serve replicas on one database, model files in the database', 
       }
       for (const model of models) {
         let seen = model;
-        for (let i = 0; i < 1200 && seen.status === 'training'; i += 1) {
+        for (let i = 0; i < 1200 * kLevelSlowdown && seen.status === 'training'; i += 1) {
           await new Promise((resolve) => setTimeout(resolve, 100));
           seen = JSON.parse((await httpCall(two.url, 'GET', `/v2/models/${model.id}`, key)).text) as typeof model;
         }
@@ -103,5 +104,5 @@ describe('two svc serve replicas on one database, model files in the database', 
       expect([await exited(one.child), await exited(two.child)]).toEqual([0, 0]);
     }
     // Two trainings on one worker each, on a machine whose cores other test files share.
-  }, 240_000);
+  }, 240_000 * kLevelSlowdown);
 });

@@ -10,6 +10,7 @@ import { exited, serve, svc } from '../_support/cli.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 import { usePostgres } from '../_support/postgres.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const examples = imdbExamples(0, 10);
 const pgServer = usePostgres();
@@ -23,7 +24,7 @@ const call = async (url: string, key: string, method: string, path: string, body
 
 describe('two svc serve replicas on one database', () => {
   // Two servers starting, a training run and its polling: minutes on 2 cores busy with the rest of the suite.
-  it('train through one, predict through the other with equal answers, and serve the hub copy from both', { timeout: 240_000 }, async () => {
+  it('train through one, predict through the other with equal answers, and serve the hub copy from both', { timeout: 240_000 * kLevelSlowdown }, async () => {
     const database = await pgServer.cluster.createDatabase();
     const artifacts = join(dir, 'models');
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
@@ -41,7 +42,7 @@ describe('two svc serve replicas on one database', () => {
       expect(trained.status).toBe(200);
       const model = JSON.parse(trained.text) as { id: string; status: string };
       let seen = model;
-      for (let i = 0; i < 1200 && seen.status === 'training'; i += 1) {
+      for (let i = 0; i < 1200 * kLevelSlowdown && seen.status === 'training'; i += 1) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         seen = JSON.parse((await call(two.url, key, 'GET', `/v2/models/${model.id}`)).text) as typeof model;
       }

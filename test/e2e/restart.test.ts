@@ -10,6 +10,7 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { readManifest } from '../../src/model/directory.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { exited, serve, svc } from '../_support/cli.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(20, 30), ...imdb.filter((r) => !r.label).slice(20, 30)].map((r) => ({
@@ -54,7 +55,7 @@ describe('a training job interrupted by SIGKILL', () => {
 
     const second = await serve(['--data', dir]);
     let current = await call(second.url, key, 'GET', `/v2/models/${id}`);
-    for (let i = 0; i < 600 && current.status === 'training'; i += 1) {
+    for (let i = 0; i < 600 * kLevelSlowdown && current.status === 'training'; i += 1) {
       await new Promise((r) => setTimeout(r, 100));
       current = await call(second.url, key, 'GET', `/v2/models/${id}`);
     }

@@ -13,6 +13,7 @@ import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { httpCall } from '../_support/http.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 const positives = imdb.filter((r) => r.label);
@@ -66,7 +67,7 @@ describe('svc serve', () => {
     expect(started.body).toEqual(model);
 
     let current = started.body;
-    for (let i = 0; i < 600 && current.status === 'training'; i += 1) {
+    for (let i = 0; i < 600 * kLevelSlowdown && current.status === 'training'; i += 1) {
       await new Promise((r) => setTimeout(r, 100));
       current = (await call('GET', `/v2/models/${modelId}`, acmeKey)).body;
     }
