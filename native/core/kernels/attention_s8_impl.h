@@ -93,16 +93,7 @@ namespace s8 {
 
 template <bool kVnni>
 inline __m256i dot4(__m256i acc, __m256i u8, __m256i s8, __m256i ones) {
-  if constexpr (kVnni) {
-    // The AVX-512 build has AVX512_VNNI with VL (the EVEX form), the AVX2 one AVX-VNNI (the VEX form):
-    // each translation unit is only dispatched to on a CPU that has its form.
-#if defined(__AVX512F__)
-    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
-#else
-    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
-#endif
-    return acc;
-  }
+  if constexpr (kVnni) return vec::dpbusd8(acc, u8, s8);
   const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), ones);
   return _mm256_add_epi32(acc, sums);
 }

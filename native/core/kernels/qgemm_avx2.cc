@@ -26,6 +26,7 @@
 
 #include "kernels/gemm_tile.h"
 #include "kernels/qgemm.h"
+#include "kernels/vec_math.h"
 
 namespace svc {
 namespace detail {
@@ -38,12 +39,7 @@ constexpr int kMrVnni = 6;
 
 template <bool kVnni>
 inline __m256i dot4(__m256i acc, __m256i a, __m256i w, __m256i ones) {
-  if constexpr (kVnni) {
-    // {vex} (written %{vex%} in a template) picks AVX-VNNI's encoding (the EVEX one would need AVX512_VNNI and VL); inline asm needs
-    // no compiler flag for it, so this file keeps the AVX2 flags every AVX2 CPU can run.
-    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(w));
-    return acc;
-  }
+  if constexpr (kVnni) return vec::dpbusd8(acc, a, w);
   const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
   // Inline asm rather than _mm256_add_epi32: with the builtin, GCC 12 keeps all eight
   // products of a step live at once and spills an accumulator of the 4-row tile to the stack
@@ -154,7 +150,8 @@ void quantize_block(const float* a, int64_t lda, int rows, int k, int kp, int mr
 }  // namespace
 
 QGemmKernel qgemm_kernel_avx2(bool vnni) {
-  return vnni ? QGemmKernel{kMrVnni, 127, tile<true>, quantize_block} : QGemmKernel{kMr, kWMax, tile<false>, quantize_block};
+  return vnni ? QGemmKernel{kMrVnni, 127, tile<true>, quantize_block}
+              : QGemmKernel{kMr, kWMax, tile<false>, quantize_block};
 }
 
 }  // namespace detail

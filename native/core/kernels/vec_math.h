@@ -94,6 +94,19 @@ inline __m512 gelu16(__m512 x) {
 // not vectorize (floor, the exponent bit trick), and GELU runs over every FFN activation.
 // Intentionally a twin of exp16 / gelu16: other register width, and AVX2 has no scalef or rcp14.
 // The AVX-512 build has them too, for the 256-bit int8 attention it shares with AVX2.
+
+// acc += the sums of 4 u8 x s8 products per int32 lane (vpdpbusd on ymm). The AVX-512 build emits the
+// EVEX form (AVX512_VNNI with VL), the AVX2 build the VEX form (AVX-VNNI); each build is only
+// dispatched to on a CPU that has its form. Inline asm needs no compiler flag for the instruction,
+// so the AVX2 files keep flags every AVX2 CPU runs; `%{vex%}` is `{vex}` in an asm template.
+inline __m256i dpbusd8(__m256i acc, __m256i u8, __m256i s8) {
+#if defined(__AVX512F__)
+  __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+#else
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+#endif
+  return acc;
+}
 inline __m256 exp8(__m256 x) {
   x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-87.3f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
