@@ -19,15 +19,18 @@ struct CpuFeatures {
   bool avx512 = false;    // F, BW, DQ, VL
   bool avx512vnni = false;
   bool avx512bf16 = false;    // vdpbf16ps (training's bf16 products); SVC_ISA=avx512 caps it away like VNNI
+  // AMX (tiles with bf16 and int8 products), with the OS's permission to use the tile state
+  // granted to this process; SVC_ISA=avx512-vnni or lower caps it away.
+  bool amx = false;
   bool neon = false;          // aarch64 Advanced SIMD (every aarch64 CPU has it)
   bool neon_dotprod = false;  // plus the dot-product extension (SDOT), Armv8.2 and later
 };
 
-// Detected once; SVC_ISA=scalar|avx2|avx2-vnni|avx512 (x86) or scalar|neon (aarch64) in the environment
+// Detected once; SVC_ISA=scalar|avx2|avx2-vnni|avx512|avx512-vnni (x86) or scalar|neon (aarch64) in the environment
 // caps the level (for tests and benchmarks).
 const CpuFeatures& cpu_features();
 
-// "avx512-vnni", "avx512", "avx2-vnni", "avx2", "neon-dotprod", "neon" or "scalar": the best level
+// "avx512-amx", "avx512-vnni", "avx512", "avx2-vnni", "avx2", "neon-dotprod", "neon" or "scalar": the best level
 // cpu_features() allows.
 const char* cpu_level_name();
 

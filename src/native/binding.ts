@@ -6,15 +6,20 @@
 
 export interface NativeCpuInfo {
   /**
-   * The kernel level in use: "avx512-vnni", "avx512", "avx2-vnni" (AVX2 with AVX-VNNI's int8 products), "avx2"
+   * The kernel level in use: "avx512-amx" (AVX-512 with AMX tiles), "avx512-vnni", "avx512", "avx2-vnni" (AVX2 with AVX-VNNI's int8 products), "avx2"
    * (x86-64), "neon-dotprod", "neon" (aarch64) or "scalar".
    */
-  level: 'avx512-vnni' | 'avx512' | 'avx2-vnni' | 'avx2' | 'neon-dotprod' | 'neon' | 'scalar';
+  level: 'avx512-amx' | 'avx512-vnni' | 'avx512' | 'avx2-vnni' | 'avx2' | 'neon-dotprod' | 'neon' | 'scalar';
   avx2: boolean;
   /** AVX-VNNI (vpdpbusd on 256-bit registers), which the AVX2 int8 kernel uses when present. */
   avxvnni: boolean;
   avx512: boolean;
   avx512vnni: boolean;
+  /**
+   * AMX (tile bf16 and int8 products) that this process may use: Linux grants the tile state on
+   * request, which the addon makes at load. Training's bf16 products run on the tiles.
+   */
+  amx: boolean;
   /** aarch64 Advanced SIMD, and its dot-product extension (SDOT for the int8 kernels). */
   neon: boolean;
   neonDotprod: boolean;

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuInfo, SvcError } from '../../src/index.js';
 import { loadAddon, packageRoot } from '../../src/native/index.js';
 
-const kLevels = ['avx512-vnni', 'avx512', 'avx2-vnni', 'avx2', 'neon-dotprod', 'neon', 'scalar'];
+const kLevels = ['avx512-amx', 'avx512-vnni', 'avx512', 'avx2-vnni', 'avx2', 'neon-dotprod', 'neon', 'scalar'];
 
 // Runs a snippet in a fresh Node process with the given environment, from the package root.
 function runNode(source: string, env: Record<string, string>): string {
@@ -61,6 +61,7 @@ describe('native addon', () => {
     expect(runNode(source, { SVC_ISA: 'scalar' })).toBe('scalar');
     if (cpuInfo().avx2) expect(runNode(source, { SVC_ISA: 'avx2' })).toBe('avx2');
     if (cpuInfo().avxvnni) expect(runNode(source, { SVC_ISA: 'avx2-vnni' })).toBe('avx2-vnni');
+    if (cpuInfo().amx) expect(runNode(source, { SVC_ISA: 'avx512-vnni' })).toBe('avx512-vnni');
   });
 
   it('says what is wrong when SVC_ADDON_PATH names a missing file', () => {

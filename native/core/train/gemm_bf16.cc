@@ -17,7 +17,8 @@ bool bf16_products() {
 void pack_b_bf16(bool tb, const float* b, int ldb, int k, int n, PackedBf16& out, Workers* workers) {
   out.n = n;
   out.k = k;
-  out.data.resize(static_cast<size_t>((n + kBf16PanelWidth - 1) / kBf16PanelWidth) * out.pairs() * kBf16PanelWidth * 2);
+  out.data.resize(static_cast<size_t>((n + kBf16PanelWidth - 1) / kBf16PanelWidth) * out.padded_pairs() *
+                  kBf16PanelWidth * 2);
   if (n <= 0 || k <= 0) return;
 #if SVC_ARCH_X86
   if (bf16_products()) return detail::pack_b_bf16_avx512(tb, b, ldb, k, n, out, workers);
@@ -30,6 +31,7 @@ void gemm_bf16(bool ta, int m, const float* a, int lda, const PackedBf16& b, flo
   if (beta != 0.f && beta != 1.f) throw std::invalid_argument("gemm_bf16: beta must be 0 or 1");
   if (m <= 0 || b.n <= 0) return;
 #if SVC_ARCH_X86
+  if (bf16_products() && cpu_features().amx) return detail::gemm_bf16_amx(ta, m, a, lda, b, beta, c, ldc, workers);
   if (bf16_products()) return detail::gemm_bf16_avx512(ta, m, a, lda, b, beta, c, ldc, workers);
 #endif
   throw std::logic_error("gemm_bf16: this CPU has no bf16 products");

@@ -18,16 +18,22 @@ namespace svc::train {
 // Columns per panel of packed B: two AVX-512 registers of fp32 accumulators.
 constexpr int kBf16PanelWidth = 32;
 
+// Pairs a panel holds: a whole number of AMX tiles' 16 (gemm_bf16_amx_avx512.cc).
+constexpr int kBf16PairBlock = 16;
+
 // op(B) [k x n] as bf16 pairs along k: panel p, pair q holds, for each of its 32 columns j,
-// op(B)(2q, 32p+j) then op(B)(2q+1, 32p+j); zero past column n and past row k (odd k).
+// op(B)(2q, 32p+j) then op(B)(2q+1, 32p+j); zero past column n and past row k (odd k), and
+// zero pairs from pairs() to padded_pairs().
 struct PackedBf16 {
   int n = 0;
   int k = 0;
   AlignedBuffer<uint16_t> data;
   int pairs() const { return (k + 1) / 2; }
+  int padded_pairs() const { return (pairs() + kBf16PairBlock - 1) / kBf16PairBlock * kBf16PairBlock; }
 };
 
-// True when this CPU runs vdpbf16ps and SVC_ISA does not cap it away.
+// True when this CPU runs vdpbf16ps and SVC_ISA does not cap it away. Where it also has AMX
+// the products run on its tiles (tdpbf16ps), the same bf16 inputs with fp32 sums.
 bool bf16_products();
 
 // Only when bf16_products().
@@ -42,6 +48,8 @@ namespace detail {
 void pack_b_bf16_avx512(bool trans_b, const float* b, int ldb, int k, int n, PackedBf16& out, Workers* workers);
 void gemm_bf16_avx512(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c,
                       int ldc, Workers* workers);
+void gemm_bf16_amx(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c, int ldc,
+                   Workers* workers);
 }  // namespace detail
 
 }  // namespace svc::train

@@ -15,6 +15,7 @@
 #include <array>
 #include <utility>
 
+#include "train/bf16_pack_avx512.h"
 #include "train/gemm_bf16.h"
 
 namespace svc::train::detail {
@@ -24,65 +25,6 @@ namespace {
 // fill 31 of the 32 registers (the engine's fp32 tile has the same shape).
 constexpr int kRows = 14;
 constexpr int kNr = kBf16PanelWidth;
-
-// 32 floats (lo: the first 16, hi: the next 16) as 32 bf16 in the same order, rounded to nearest even.
-inline __m512i to_bf16(__m512 lo, __m512 hi) { return (__m512i)_mm512_cvtne2ps_pbh(hi, lo); }
-
-// Two rows of 16 floats as 16 bf16 pairs (u32 lane j = bf16(r0[j]) | bf16(r1[j]) << 16).
-inline __m512i pair_rows(__m512 r0, __m512 r1) {
-  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(interleave, to_bf16(r0, r1));
-}
-
-inline __mmask16 first(int count) {
-  return count >= 16 ? static_cast<__mmask16>(0xffff) : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
-}
-
-// r[i] lane j -> r[j] lane i: a 16 x 16 transpose of 32-bit lanes in three rounds.
-inline void transpose16(__m512i r[16]) {
-  __m512i a[16], b[16];
-  for (int i = 0; i < 16; i += 2) {
-    a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  // b[4k + c], 128-bit lane L: lane 4L + c of rows 4k..4k+3.
-  for (int k = 0; k < 16; k += 4) {
-    b[k] = _mm512_unpacklo_epi64(a[k], a[k + 2]);
-    b[k + 1] = _mm512_unpackhi_epi64(a[k], a[k + 2]);
-    b[k + 2] = _mm512_unpacklo_epi64(a[k + 1], a[k + 3]);
-    b[k + 3] = _mm512_unpackhi_epi64(a[k + 1], a[k + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {  // gather the four 128-bit pieces of lanes 4L + c
-    const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512i e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
-    const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512i e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
-    r[c] = _mm512_shuffle_i32x4(e0, e2, _MM_SHUFFLE(2, 0, 2, 0));
-    r[8 + c] = _mm512_shuffle_i32x4(e0, e2, _MM_SHUFFLE(3, 1, 3, 1));
-    r[4 + c] = _mm512_shuffle_i32x4(e1, e3, _MM_SHUFFLE(2, 0, 2, 0));
-    r[12 + c] = _mm512_shuffle_i32x4(e1, e3, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-}
-
-// Up to 16 rows of k floats (row i at src + i·ld, rows from `count` on read as zero) as bf16
-// pairs along k, transposed: dst[q·stride + i] = pair q of row i, for the lanes in `lanes`.
-void pairs_transposed(const float* src, int64_t ld, int count, int k, uint32_t* dst, int64_t stride, __mmask16 lanes) {
-  const int kp = (k + 1) / 2;
-  for (int q0 = 0; q0 < kp; q0 += 16) {
-    const int p0 = 2 * q0;
-    const __mmask16 m0 = first(k - p0), m1 = first(k - p0 - 16);
-    __m512i r[16];
-    for (int i = 0; i < 16; ++i) {
-      const float* row = src + i * ld + p0;
-      r[i] = i < count ? to_bf16(_mm512_maskz_loadu_ps(m0, row), _mm512_maskz_loadu_ps(m1, row + 16))
-                       : _mm512_setzero_si512();
-    }
-    transpose16(r);
-    for (int q = 0, qs = std::min(16, kp - q0); q < qs; ++q)
-      _mm512_mask_storeu_epi32(dst + static_cast<int64_t>(q0 + q) * stride, lanes, r[q]);
-  }
-}
 
 // A's rows [i0, i0 + rows) as bf16 pairs along k, pair-major: dst[q * kRows + r] holds
 // op(A)(i0+r, 2q) in its low half and op(A)(i0+r, 2q+1) in its high half; zero past the
@@ -144,11 +86,12 @@ constexpr auto tile_table(std::integer_sequence<int, R...>) {
 }  // namespace
 
 void pack_b_bf16_avx512(bool tb, const float* b, int ldb, int k, int n, PackedBf16& out, Workers* workers) {
-  const int panels = (n + kNr - 1) / kNr, kp = (k + 1) / 2;
+  const int panels = (n + kNr - 1) / kNr, kp = (k + 1) / 2, kpp = out.padded_pairs();
   uint32_t* data = reinterpret_cast<uint32_t*>(out.data.data());
   parallel_for(workers, panels, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      uint32_t* dst = data + p * kp * kNr;
+      uint32_t* dst = data + p * kpp * kNr;
+      std::fill(dst + static_cast<int64_t>(kp) * kNr, dst + static_cast<int64_t>(kpp) * kNr, 0u);
       const int col0 = static_cast<int>(p) * kNr, cols = std::min(kNr, n - col0);
       if (tb) {  // column j of op(B) is row j of B, its pairs already adjacent: 16 columns at a time
         for (int half = 0; half < kNr; half += 16)
@@ -173,7 +116,7 @@ void pack_b_bf16_avx512(bool tb, const float* b, int ldb, int k, int n, PackedBf
 void gemm_bf16_avx512(bool ta, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c, int ldc,
                       Workers* workers) {
   static constexpr auto tiles = tile_table(std::make_integer_sequence<int, kRows>{});
-  const int kp = b.pairs(), n = b.n, panels = (n + kNr - 1) / kNr;
+  const int kp = b.pairs(), kpp = b.padded_pairs(), n = b.n, panels = (n + kNr - 1) / kNr;
   const int blocks = (m + kRows - 1) / kRows;
   // Each task packs its row blocks of A once and runs them across every panel of B.
   parallel_for(workers, blocks, [&](int64_t blk0, int64_t blk1) {
@@ -183,7 +126,7 @@ void gemm_bf16_avx512(bool ta, int m, const float* a, int lda, const PackedBf16&
       const int i0 = static_cast<int>(blk) * kRows, rows = std::min(kRows, m - i0);
       pack_a(ta, a, lda, i0, rows, b.k, a_pack.data());
       for (int p = 0; p < panels; ++p)
-        tiles[rows - 1](a_pack.data(), b.data.data() + static_cast<int64_t>(p) * kp * kNr * 2, kp, beta,
+        tiles[rows - 1](a_pack.data(), b.data.data() + static_cast<int64_t>(p) * kpp * kNr * 2, kp, beta,
                         c + static_cast<int64_t>(i0) * ldc + p * kNr, ldc, std::min(kNr, n - p * kNr));
     }
   });

@@ -2,6 +2,7 @@
 // toy encoder's training steps with bf16 products against the same steps in fp32.
 // Under SVC_ISA=avx512 or lower (or on a CPU without AVX512_BF16) it checks instead that
 // a trainer asked for bf16 products runs the fp32 ones, bit for bit.
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -51,8 +52,10 @@ int main() {
   }
 
   Workers workers(2);
-  // Edges on purpose: m not a multiple of the 14-row tile, n not of the 32-column panel, k odd.
-  const int m = 45, n = 77, k = 131;
+  // Edges on purpose: m not a multiple of the 14-row tile (AVX512_BF16) or the 32-row block
+  // (AMX), n not of the 32-column panel, k odd; the second shape spans several of AMX's
+  // 128-row groups and a k that is not a whole number of its 32-deep tiles.
+  for (const auto [m, n, k] : {std::array<int, 3>{45, 77, 131}, std::array<int, 3>{300, 70, 260}})
   for (int variant = 0; variant < 8; ++variant) {
     const bool ta = variant & 1, tb = variant & 2;
     const float beta = (variant & 4) ? 1.f : 0.f;
@@ -91,8 +94,8 @@ int main() {
           largest = std::max(largest, std::fabs(got - static_cast<double>(ref[i * n + j])));
         }
       if (quarters) continue;
-      std::printf("variant ta=%d tb=%d beta=%g: max error / bound %.3f, max |bf16 - fp32| %.3e\n", ta, tb, beta, worst,
-                  largest);
+      std::printf("%dx%dx%d ta=%d tb=%d beta=%g: max error / bound %.3f, max |bf16 - fp32| %.3e\n", m, n, k, ta, tb,
+                  beta, worst, largest);
       CHECK(worst <= 1.0, "variant %d: error %.3f times the bf16 bound", variant, worst);
       CHECK(largest > 0, "variant %d: bf16 products equal fp32 ones: no bf16 rounding happened", variant);
     }
