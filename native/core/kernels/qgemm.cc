@@ -62,6 +62,7 @@ const detail::QGemmKernel& kernel() {
   static const detail::QGemmKernel k = [] {
     const CpuFeatures& f = cpu_features();
 #if SVC_ARCH_X86
+    if (f.amx) return detail::qgemm_kernel_amx();
     if (f.avx512) return detail::qgemm_kernel_avx512(f.avx512vnni);
     if (f.avx2) return detail::qgemm_kernel_avx2(f.avxvnni);
 #elif SVC_ARCH_ARM64
@@ -155,6 +156,16 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
   const int64_t row_block = static_cast<int64_t>(kern.mr) * 4;
   const int64_t row_blocks = (a.m + row_block - 1) / row_block;
   if (c_quantized) shape_rows(a.m, w.n, *c_quantized);
+  // Wraps a task's tiles in the kernel's per-thread set-up.
+  struct TileScope {
+    const detail::QGemmKernel& kern;
+    explicit TileScope(const detail::QGemmKernel& k) : kern(k) {
+      if (kern.begin) kern.begin();
+    }
+    ~TileScope() {
+      if (kern.end) kern.end();
+    }
+  };
   auto run_panel = [&](int64_t row0, int64_t row1, int p) {
     const int col0 = p * kNr, cols = std::min(kNr, w.n - col0);
     const int8_t* panel = w.data.data() + static_cast<int64_t>(p) * kNr * w.kp;
@@ -178,7 +189,10 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
   if (row_blocks >= 4LL * threads) {
     auto task = [&](int64_t rb, int) {
       const int64_t row0 = rb * row_block, row1 = std::min(a.m, row0 + row_block);
-      for (int p = 0; p < panels; ++p) run_panel(row0, row1, p);
+      {
+        const TileScope tiles(kern);
+        for (int p = 0; p < panels; ++p) run_panel(row0, row1, p);
+      }
       finish_rows(row0, row1);
     };
     if (pool) pool->run(row_blocks, task);
@@ -188,6 +202,7 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
   // Few rows: split the columns too so every thread gets work, then finish the rows.
   auto task = [&](int64_t t, int) {
     const int64_t rb = t / panels, row0 = rb * row_block;
+    const TileScope tiles(kern);
     run_panel(row0, std::min(a.m, row0 + row_block), static_cast<int>(t % panels));
   };
   const int64_t tasks = row_blocks * panels;

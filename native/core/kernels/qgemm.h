@@ -64,10 +64,15 @@ struct QGemmKernel {
   int w_max;  // weights must be packed with |w| <= w_max (pack_s8) for this kernel's sums to be exact
   QTileFn tile;
   QuantizeFn quantize;
+  // Run by each thread before its first tile and after its last one, where the kernel needs it
+  // (AMX: the tile configuration, loaded and released per task).
+  void (*begin)() = nullptr;
+  void (*end)() = nullptr;
 };
 QGemmKernel qgemm_kernel_scalar();
 QGemmKernel qgemm_kernel_avx2(bool vnni);
 QGemmKernel qgemm_kernel_avx512(bool vnni);
+QGemmKernel qgemm_kernel_amx();
 QGemmKernel qgemm_kernel_neon();
 QGemmKernel qgemm_kernel_neon_dotprod();
 }  // namespace detail

@@ -1,7 +1,7 @@
 // Standalone test of the int8 GEMM kernels, without Node:
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native -j2 --target qgemm_test
 //   build-native/qgemm_test
-// Each vector level's int8 kernel (AVX2 without and with AVX-VNNI, AVX-512 without and with VNNI, as far as this CPU
+// Each vector level's int8 kernel (AVX2 without and with AVX-VNNI, AVX-512 without and with VNNI, AMX, as far as this CPU
 // runs them) against the scalar kernel on the same float inputs. Quantizing is the same
 // float steps and the products are summed in int32 without overflow or saturation, so the
 // outputs must match bit for bit, whatever the tile shape, row count, column tail or depth.
@@ -36,6 +36,7 @@ std::vector<float> run(const svc::detail::QGemmKernel& kern, const std::vector<f
   svc::AlignedBuffer<uint8_t> block;
   block.resize(static_cast<std::size_t>(mr) * kp);
   std::vector<float> scale(mr);
+  if (kern.begin) kern.begin();
   for (int r0 = 0; r0 < m; r0 += mr) {
     const int rows = m - r0 < mr ? m - r0 : mr;
     kern.quantize(a.data() + static_cast<std::size_t>(r0) * k, k, rows, k, kp, mr, block.data(), scale.data());
@@ -46,6 +47,7 @@ std::vector<float> run(const svc::detail::QGemmKernel& kern, const std::vector<f
                 c.data() + static_cast<std::size_t>(r0) * w.n + col0, w.n, cols, nullptr, svc::Epilogue::kNone);
     }
   }
+  if (kern.end) kern.end();
   return c;
 }
 
@@ -55,7 +57,7 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
   // Depths: multiples of 16 and 8 (vector quantizers), of 4 only, and ragged (padded k);
   // row counts that leave every partial block; column counts with a tail in each half-panel.
   const Case cases[] = {{1, 32, 384},  {3, 20, 16},  {5, 48, 12},   {7, 33, 40},  {13, 64, 7},
-                        {14, 96, 384}, {15, 17, 1536}, {29, 384, 384}, {9, 8, 1}, {33, 1536, 384}};
+                        {14, 96, 384}, {15, 17, 1536}, {29, 384, 384}, {9, 8, 1}, {33, 1536, 384}, {20, 40, 100}};
   for (const Case& t : cases) {
     std::vector<float> a(static_cast<std::size_t>(t.m) * t.k), w(static_cast<std::size_t>(t.n) * t.k), bias(t.n);
     for (float& v : a) v = normal(rng);
@@ -158,6 +160,10 @@ int main() {
   if (f.avx512vnni) {
     compare("avx512-vnni", svc::detail::qgemm_kernel_avx512(true));
     ran.push_back("avx512-vnni");
+  }
+  if (f.amx) {
+    compare("avx512-amx", svc::detail::qgemm_kernel_amx());
+    ran.push_back("avx512-amx");
   }
 #elif SVC_ARCH_ARM64
   if (f.neon) {
