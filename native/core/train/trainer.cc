@@ -115,9 +115,24 @@ std::vector<std::vector<float>*> Trainer::embedding_gradients() {
   return {&emb_grads_.word, &emb_grads_.position, &emb_grads_.token_type, &emb_grads_.ln_g, &emb_grads_.ln_b};
 }
 
+namespace {
+double sum_of_squares(const float* g, int64_t n) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += static_cast<double>(g[i + l]) * g[i + l];
+  for (; i < n; ++i) lane[i % kLanes] += static_cast<double>(g[i]) * g[i];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+}  // namespace
+
 double Trainer::gradient_norm() {
   // Blocks of fixed size summed in double, then added in block order: the same bits whatever
-  // the thread count (22M squares summed in float would lose the small ones).
+  // the thread count (22M squares summed in float would lose the small ones). Within a block,
+  // eight running sums (element i into sum i % 8, combined in a fixed tree) instead of one:
+  // a single sum is a chain of dependent adds the compiler may not reorder, which made this
+  // pass about a tenth of a short-text step; eight vectorize.
   std::vector<std::vector<float>*> all = embedding_gradients();
   all.push_back(&grads_);
   double total = 0;
@@ -128,10 +143,7 @@ double Trainer::gradient_norm() {
     const float* g = grads->data();
     parallel_for(workers_.get(), blocks, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
-        double sum = 0;
-        for (int64_t i = b * kNormBlock, end = std::min(n, (b + 1) * kNormBlock); i < end; ++i)
-          sum += static_cast<double>(g[i]) * g[i];
-        partial[b] = sum;
+        partial[b] = sum_of_squares(g + b * kNormBlock, std::min(n, (b + 1) * kNormBlock) - b * kNormBlock);
       }
     });
     for (const double part : partial) total += part;
