@@ -5,7 +5,9 @@
 // with v_i the example's weight (1 unless `sampleWeights` says otherwise).
 // The problem is strictly convex, so Newton's method (iteratively reweighted least squares)
 // with a Cholesky solve of the (d+1) x (d+1) system reaches the unique minimum in a handful
-// of steps. Everything is float64 and sequential, so the same input gives the same bits.
+// of steps. With fewer examples than features (a few-shot head: 20 x 384) the same step comes
+// from an n x n system instead (`lowRankStep`), a hundred times less work. Everything is float64
+// and sequential, so the same input gives the same bits.
 
 /** Options of {@link fitLogisticRegression}; all optional. */
 export interface LogisticOptions {
@@ -174,6 +176,55 @@ export function choleskySolve(a: Float64Array, b: Float64Array, m: number): void
 }
 
 /**
+ * The Newton step H⁻¹g for n < d without forming H. With W = diag(w) the curvature weights
+ * (C · weight · p(1 − p)), H = [[M, c], [cᵀ, Σw]] where M = I + XᵀWX and c = Xᵀw (the bias is not
+ * penalized). Woodbury with S = diag(√w) and K = I + S·XXᵀ·S (n x n, positive definite) gives
+ * M⁻¹v = v − XᵀS·K⁻¹·SXv; the bias comes out through its Schur complement Σw − cᵀM⁻¹c.
+ * `gram` is XXᵀ (n x n), computed once per fit.
+ */
+function lowRankStep(x: ArrayLike<number>, n: number, d: number, gram: Float64Array, w: Float64Array, gradient: Float64Array): Float64Array {
+  const root = w.map(Math.sqrt);
+  const kernel = new Float64Array(n * n);
+  for (let i = 0; i < n; i++)
+    for (let k = 0; k < n; k++) kernel[i * n + k] = (i === k ? 1 : 0) + root[i] * gram[i * n + k] * root[k];
+  const inverseM = (v: Float64Array): Float64Array => {
+    const r = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      let dot = 0;
+      for (let j = 0; j < d; j++) dot += x[i * d + j] * v[j];
+      r[i] = root[i] * dot;
+    }
+    choleskySolve(Float64Array.from(kernel), r, n);
+    const out = Float64Array.from(v);
+    for (let i = 0; i < n; i++) {
+      const coefficient = root[i] * r[i];
+      for (let j = 0; j < d; j++) out[j] -= x[i * d + j] * coefficient;
+    }
+    return out;
+  };
+  const c = new Float64Array(d);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    total += w[i];
+    for (let j = 0; j < d; j++) c[j] += x[i * d + j] * w[i];
+  }
+  const u = inverseM(gradient.subarray(0, d));
+  const t = inverseM(c);
+  let cu = 0;
+  let ct = 0;
+  for (let j = 0; j < d; j++) {
+    cu += c[j] * u[j];
+    ct += c[j] * t[j];
+  }
+  const schur = total - ct;
+  if (!(schur > 0)) throw new RangeError('the Newton system is not positive definite');
+  const step = new Float64Array(d + 1);
+  step[d] = (gradient[d] - cu) / schur;
+  for (let j = 0; j < d; j++) step[j] = u[j] - t[j] * step[d];
+  return step;
+}
+
+/**
  * Fits the head: `x` holds n rows of d features (row-major), `y` n labels (truthy = class 1).
  *
  * @example
@@ -205,9 +256,20 @@ export function fitLogisticRegression(
   const z = new Float64Array(n);
   const trialZ = new Float64Array(n);
   const gradient = new Float64Array(m);
-  const hessian = new Float64Array(m * m);
-  const block = new Float64Array(kBlock * m);
-  const weighted = new Float64Array(kBlock * m);
+  // Fewer examples than features: Newton steps through the n x n system (lowRankStep), no Hessian.
+  const lowRank = n < d;
+  const hessian = new Float64Array(lowRank ? 0 : m * m);
+  const block = new Float64Array(lowRank ? 0 : kBlock * m);
+  const weighted = new Float64Array(lowRank ? 0 : kBlock * m);
+  const gram = lowRank ? new Float64Array(n * n) : null;
+  if (gram)
+    for (let i = 0; i < n; i++)
+      for (let k = 0; k < n; k++) {
+        let dot = 0;
+        for (let j = 0; j < d; j++) dot += x[i * d + j] * x[k * d + j];
+        gram[i * n + k] = dot;
+      }
+  const curvature = new Float64Array(n);
   margins(x, n, d, theta, z);
   let value = objective(theta, d, z, labels, scales);
   let gradientNorm = Infinity;
@@ -217,13 +279,23 @@ export function fitLogisticRegression(
   for (;;) {
     // Gradient and Hessian (upper triangle) at theta.
     gradient.fill(0);
-    hessian.fill(0);
-    accumulate(x, n, d, z, labels, scales, gradient, hessian, block, weighted);
+    if (gram) {
+      for (let i = 0; i < n; i++) {
+        const p = sigmoid(z[i]);
+        const residual = scales[i] * (p - labels[i]);
+        curvature[i] = scales[i] * p * (1 - p);
+        for (let j = 0; j < d; j++) gradient[j] += residual * x[i * d + j];
+        gradient[d] += residual;
+      }
+    } else {
+      hessian.fill(0);
+      accumulate(x, n, d, z, labels, scales, gradient, hessian, block, weighted);
+    }
     let squared = 0;
     for (let j = 0; j < m; j++) {
       if (j < d) {
         gradient[j] += theta[j];
-        hessian[j * m + j] += 1;
+        if (!gram) hessian[j * m + j] += 1;
       }
       squared += gradient[j] * gradient[j];
     }
@@ -234,8 +306,13 @@ export function fitLogisticRegression(
     if (gradientNorm < 1e-8 && gradientNorm > previousNorm / 2) break;
     previousNorm = gradientNorm;
 
-    const step = Float64Array.from(gradient);
-    choleskySolve(hessian, step, m);
+    let step: Float64Array;
+    if (gram) {
+      step = lowRankStep(x, n, d, gram, curvature, gradient);
+    } else {
+      step = Float64Array.from(gradient);
+      choleskySolve(hessian, step, m);
+    }
     let decrement = 0;
     for (let j = 0; j < m; j++) decrement += gradient[j] * step[j];
     // Rounding alone is left: no step can lower the objective any further.

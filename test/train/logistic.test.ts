@@ -78,6 +78,29 @@ describe('fitLogisticRegression', () => {
     expect(fit.weights[0]).toBeGreaterThan(0);
   });
 
+  it('with fewer examples than features (the n x n Newton step) reaches the optimum the full Hessian finds', () => {
+    // 12 points in 40 dimensions, C = 1. The same objective with every point repeated 4 times at
+    // C = 1/4 has 48 > 40 rows, which the (d+1) x (d+1) Hessian path solves: the same minimum.
+    const n = 12;
+    const d = 40;
+    const x = Float64Array.from({ length: n * d }, (_, k) => Math.sin(k * 1.7 + 0.3) + 0.3 * Math.cos(k * 0.11));
+    const y = Array.from({ length: n }, (_, i) => (Math.sin(i * 2.3) + 0.4 * x[i * d] > 0 ? 1 : 0));
+    const few = fitLogisticRegression(x, y, d);
+    const repeats = 4;
+    const xs = new Float64Array(n * repeats * d);
+    const ys: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      xs.set(x, r * n * d);
+      ys.push(...y);
+    }
+    const many = fitLogisticRegression(xs, ys, d, { C: 1 / repeats });
+    expect(norm(gradient(x, y, d, few.weights, few.bias, 1))).toBeLessThan(1e-10);
+    expect(few.iterations).toBeGreaterThan(1);
+    for (let j = 0; j < d; j++) expect(few.weights[j]).toBeCloseTo(many.weights[j], 10);
+    expect(few.bias).toBeCloseTo(many.bias, 10);
+    expect(Math.abs(few.objective - many.objective)).toBeLessThan(1e-10);
+  });
+
   it('is deterministic to the bit', () => {
     const { x, y } = dataset();
     const a = fitLogisticRegression(x, y, 5);
