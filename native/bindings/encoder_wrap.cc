@@ -24,23 +24,27 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
                         InstanceMethod<&EncoderWrap::Dispose>("dispose"),
                         InstanceAccessor<&EncoderWrap::Dim>("dim"),
                         InstanceAccessor<&EncoderWrap::Threads>("threads"),
-                        InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes")});
+                        InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes"),
+                        InstanceAccessor<&EncoderWrap::PrecisionInUse>("precision")});
   }
 
-  // new Encoder(configPath: string, weightsPath: string, precision: 'fp32' | 'int8', threads: number)
+  // new Encoder(configPath: string, weightsPath: string, precision: 'fp32' | 'int8' | 'bf16', threads: number)
   explicit EncoderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EncoderWrap>(info) {
     Napi::Env env = info.Env();
     if (info.Length() != 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
         !info[3].IsNumber())
       throw Napi::TypeError::New(env, "Encoder(configPath, weightsPath, precision, threads)");
     const std::string precision = info[2].As<Napi::String>().Utf8Value();
-    if (precision != "fp32" && precision != "int8")
-      throw Napi::TypeError::New(env, "precision must be 'fp32' or 'int8'");
+    if (precision != "fp32" && precision != "int8" && precision != "bf16")
+      throw Napi::TypeError::New(env, "precision must be 'fp32', 'int8' or 'bf16'");
     const int threads = info[3].As<Napi::Number>().Int32Value();
     const std::string config = info[0].As<Napi::String>().Utf8Value();
     const std::string weights_path = info[1].As<Napi::String>().Utf8Value();
     encoder_ = call_native(env, [&] {
-      auto weights = svc::acquire_weights(config, weights_path, precision == "int8" ? svc::Precision::kInt8 : svc::Precision::kF32);
+      const svc::Precision p = precision == "int8"   ? svc::Precision::kInt8
+                               : precision == "bf16" ? svc::Precision::kBf16
+                                                     : svc::Precision::kF32;
+      auto weights = svc::acquire_weights(config, weights_path, p);
       return std::make_unique<svc::Encoder>(std::move(weights), threads);
     });
   }
@@ -82,6 +86,11 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
   }
   Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(live(info.Env()).weights().bytes));
+  }
+  // The precision the weights were loaded in: "fp32" for a bf16 request on a CPU without bf16 products.
+  Napi::Value PrecisionInUse(const Napi::CallbackInfo& info) {
+    const svc::Precision p = live(info.Env()).weights().precision;
+    return Napi::String::New(info.Env(), p == svc::Precision::kInt8 ? "int8" : p == svc::Precision::kBf16 ? "bf16" : "fp32");
   }
 
   std::unique_ptr<svc::Encoder> encoder_;

@@ -19,6 +19,7 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   out.Set("avxvnni", f.avxvnni);
   out.Set("avx512", f.avx512);
   out.Set("avx512vnni", f.avx512vnni);
+  out.Set("bf16", f.avx512bf16);
   out.Set("amx", f.amx);
   out.Set("neon", f.neon);
   out.Set("neonDotprod", f.neon_dotprod);

@@ -35,7 +35,7 @@ function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
 
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
- * [--workers N] [--engine-threads N] [--precision fp32|int8]
+ * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16]
  * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N]` (B and C likewise; keys and the metrics token are better

@@ -16,8 +16,14 @@ export interface NativeCpuInfo {
   avx512: boolean;
   avx512vnni: boolean;
   /**
+   * bf16 products (AVX512_BF16): fine-tuning's and the `'bf16'` precision's linear layers run in bf16
+   * with fp32 sums; without them both keep fp32 products.
+   */
+  bf16: boolean;
+  /**
    * AMX (tile bf16 and int8 products) that this process may use: Linux grants the tile state on
-   * request, which the addon makes at load. Training's bf16 products run on the tiles.
+   * request, which the addon makes at load. Training's and the `'bf16'` precision's bf16 products and
+   * the int8 GEMMs run on the tiles.
    */
   amx: boolean;
   /** aarch64 Advanced SIMD, and its dot-product extension (SDOT for the int8 kernels). */
@@ -69,6 +75,8 @@ export interface NativeEncoder {
   readonly threads: number;
   /** Resident bytes of the (shared) weights it uses. */
   readonly weightBytes: number;
+  /** The precision of its weights: 'fp32' for a 'bf16' request on a CPU without bf16 products. */
+  readonly precision: 'fp32' | 'int8' | 'bf16';
   /** Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). */
   embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
   /** Final hidden states of every token into `out` (ids.length x dim). */
@@ -78,7 +86,7 @@ export interface NativeEncoder {
 }
 
 export interface NativeEncoderConstructor {
-  new (configPath: string, weightsPath: string, precision: 'fp32' | 'int8', threads: number): NativeEncoder;
+  new (configPath: string, weightsPath: string, precision: 'fp32' | 'int8' | 'bf16', threads: number): NativeEncoder;
 }
 
 export interface NativeAddon {

@@ -12,7 +12,7 @@ export type { EncoderTrainerOptions, PairBatch, TrainStep } from './trainer.js';
  * @example
  * ```ts
  * import { cpuInfo } from 'svc-classify';
- * cpuInfo(); // { level: 'avx512-vnni', avx2: true, avxvnni: true, avx512: true, avx512vnni: true, amx: false, neon: false, neonDotprod: false }
+ * cpuInfo(); // { level: 'avx512-vnni', avx2: true, avxvnni: true, avx512: true, avx512vnni: true, bf16: false, amx: false, neon: false, neonDotprod: false }
  * ```
  */
 export function cpuInfo(): NativeCpuInfo {

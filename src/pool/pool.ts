@@ -13,6 +13,7 @@ import { Piscina } from 'piscina';
 
 import { SvcError, fromNativeError } from '../errors.js';
 import { checkPrecision } from '../native/encoder.js';
+import { cpuInfo } from '../native/index.js';
 import type { EncoderPrecision } from '../native/encoder.js';
 import type { SvcErrorCode } from '../errors.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
@@ -166,7 +167,9 @@ function startPool(): Piscina {
     niceness: kWorkerNiceness,
     precision: options.precision,
   };
-  debug('pool: %d worker(s) x %d engine thread(s), predicting in %s, %s', options.workers, options.engineThreads, options.precision, filename);
+  // bf16 on a CPU without bf16 products runs fp32 products: say so where the operator looks.
+  const precision = options.precision === 'bf16' && !cpuInfo().bf16 ? 'bf16 (fp32 products: this CPU has no AVX512_BF16)' : options.precision;
+  debug('pool: %d worker(s) x %d engine thread(s), predicting in %s, %s', options.workers, options.engineThreads, precision, filename);
   return new Piscina({
     filename,
     // Not the parent's flags: a CLI's own loaders (tsx, vitest) are no business of the worker.

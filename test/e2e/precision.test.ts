@@ -1,5 +1,6 @@
 // `svc serve --precision int8` (or SVC_PRECISION=int8): the same trained model, served by the int8
 // engine, answers within a stated tolerance of the default fp32 server; fp32 stays the default.
+// `--precision bf16` likewise, within a tighter one.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
+import { cpuInfo } from '../../src/index.js';
 import { exited, serve, svc } from '../_support/cli.js';
 import { kLevelSlowdown } from '../_support/level.js';
 
@@ -19,6 +21,8 @@ const texts = uciSentences('yelp').slice(0, 64).map((r) => r.text);
 /** Largest |int8 - fp32| probability allowed on these texts, and the mean (measured: docs/benchmarks.md, "HTTP predict"). */
 const kMaxDifference = 0.03;
 const kMeanDifference = 0.01;
+/** Largest |bf16 - fp32| allowed (measured 0.0007 on the serve bench's 512 texts). */
+const kBf16MaxDifference = 0.003;
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-precision-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -87,14 +91,27 @@ describe('svc serve --precision', () => {
     expect(mean).toBeGreaterThan(0);
     // The same engine either way it is asked for.
     fromEnv.answer.predictions.forEach((p, i) => expect(p.probability).toBeCloseTo(int8.answer.predictions[i].probability, 6));
+
+    // bf16: the linear layers' products in bf16 where the CPU has them, within kBf16MaxDifference
+    // of fp32; the fp32 engine itself where it has not (the log says so).
+    const bf16 = await predictWith(['--precision', 'bf16'], {}, key, model);
+    expect(bf16.output).toContain('predicting in bf16');
+    const bf16Differences = texts.map((_, i) => Math.abs(bf16.answer.predictions[i].probability - fp32.answer.predictions[i].probability));
+    if (cpuInfo().bf16) {
+      expect(Math.max(...bf16Differences)).toBeLessThan(kBf16MaxDifference);
+      expect(Math.max(...bf16Differences)).toBeGreaterThan(0);
+    } else {
+      expect(bf16.output).toContain('fp32 products: this CPU has no AVX512_BF16');
+      bf16Differences.forEach((d) => expect(d).toBeLessThan(1e-6));
+    }
   });
 
   it('refuses a precision it does not know, naming where it came from', async () => {
     const flag = await svc(['serve', '--port', '0', '--data', dir, '--precision', 'int4']);
     expect(flag.code).toBe(1);
-    expect(flag.stderr.trim()).toBe("svc serve: --precision must be 'fp32' or 'int8'");
+    expect(flag.stderr.trim()).toBe("svc serve: --precision must be 'fp32', 'int8' or 'bf16'");
     const env = await svc(['serve', '--port', '0', '--data', dir], { SVC_PRECISION: 'fp16' });
     expect(env.code).toBe(1);
-    expect(env.stderr.trim()).toBe("svc serve: SVC_PRECISION must be 'fp32' or 'int8'");
+    expect(env.stderr.trim()).toBe("svc serve: SVC_PRECISION must be 'fp32', 'int8' or 'bf16'");
   });
 });

@@ -37,7 +37,7 @@ describe('pool', () => {
         `options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`,
       ),
     );
-    expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(new TypeError("options.precision must be 'fp32' or 'int8'"));
+    expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(new TypeError("options.precision must be 'fp32', 'int8' or 'bf16'"));
     expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)), precision: 'fp32' });
   });
 

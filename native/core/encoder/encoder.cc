@@ -34,6 +34,17 @@ void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c
     gemm_s8(quant_[0], args, l.s8, &pool_, c_feeds_linear ? &quant_[1] : nullptr);
     std::swap(quant_[0], quant_[1]);
     quantized_ = c_feeds_linear ? c : nullptr;
+  } else if (weights_->precision == Precision::kBf16) {
+    // The bf16 product has no epilogue of its own: bias, residual, GELU and LayerNorm follow
+    // over row chunks while the rows are still in cache.
+    const int n = l.n();
+    train::gemm_bf16(false, static_cast<int>(m), a, k, l.bf16, 0.f, c, n, &pool_);
+    constexpr int64_t kRowsPerTask = 16;
+    pool_.run((m + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t, int) {
+      const int64_t r0 = t * kRowsPerTask, rows = std::min(kRowsPerTask, m - r0);
+      ops().bias_epilogue(c + r0 * n, n, rows, n, l.bias.data(), residual ? residual + r0 * n : nullptr, ep);
+      if (ln_gamma) ops().layer_norm(c + r0 * n, n, rows, n, ln_gamma->data(), ln_beta->data(), args.ln_eps);
+    });
   } else {
     gemm_f32(args, l.f32, packed_a_, &pool_);
   }

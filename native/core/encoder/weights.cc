@@ -49,9 +49,15 @@ class Loader {
       row += out;
     }
     Linear l;
-    if (precision == Precision::kInt8)
+    if (precision == Precision::kInt8) {
       l.s8 = pack_s8(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in), qgemm_weight_max());
-    else l.f32 = pack_f32(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in));
+    } else if (precision == Precision::kBf16) {
+      train::pack_b_bf16(true, w.data(), static_cast<int>(in), static_cast<int>(in), static_cast<int>(n), l.bf16,
+                         nullptr);
+      l.bias = std::move(b);
+    } else {
+      l.f32 = pack_f32(w.data(), b.data(), static_cast<int>(n), static_cast<int>(in));
+    }
     return l;
   }
 
@@ -89,7 +95,7 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
     l.ln1_beta = ld.read(p + "attention.output.LayerNorm.bias", {H});
     l.ln2_gamma = ld.read(p + "output.LayerNorm.weight", {H});
     l.ln2_beta = ld.read(p + "output.LayerNorm.bias", {H});
-    for (const Linear* lin : {&l.qkv, &l.attn_out, &l.inter, &l.out}) m->bytes += lin->f32.bytes() + lin->s8.bytes();
+    for (const Linear* lin : {&l.qkv, &l.attn_out, &l.inter, &l.out}) m->bytes += lin->bytes();
     m->bytes += 4 * H * sizeof(float);
     m->layers.push_back(std::move(l));
   }
@@ -114,10 +120,11 @@ std::string file_key(const std::string& path) {
 
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
                                                     Precision precision) {
+  if (precision == Precision::kBf16 && !train::bf16_products()) precision = Precision::kF32;
   // The config is part of the key: weights are checked against the config they were loaded
   // with, so the same file under another config.json is another load (and another check).
   const std::string key = file_key(weights_path) + "|" + file_key(config_path) +
-                          (precision == Precision::kInt8 ? "#int8" : "#fp32");
+                          (precision == Precision::kInt8 ? "#int8" : precision == Precision::kBf16 ? "#bf16" : "#fp32");
   // Loading happens under the lock: a second caller waits for the first load instead of doing its own.
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   if (auto it = g_cache.find(key); it != g_cache.end()) {

@@ -1,5 +1,5 @@
 // An encoder's weights in the layout the kernels want: embeddings as fp32 tables,
-// every linear layer pre-packed (fp32 panels, or int8 per-output-channel), Q, K and
+// every linear layer pre-packed (fp32 panels, int8 per-output-channel, or bf16 pairs), Q, K and
 // V fused into one [3H x H] projection. Loaded once per (file, precision) per
 // process and shared: every Encoder and every worker thread holds a reference.
 #pragma once
@@ -12,16 +12,23 @@
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "tensor/aligned_buffer.h"
+#include "train/gemm_bf16.h"
 
 namespace svc {
 
-enum class Precision { kF32, kInt8 };
+// kBf16: the linear layers' products in bf16 with fp32 sums, the kernels fine-tuning uses
+// (train/gemm_bf16.h); everything else fp32. Only where train::bf16_products(): elsewhere a
+// request for bf16 loads (and shares) the fp32 weights.
+enum class Precision { kF32, kInt8, kBf16 };
 
-// A linear layer in exactly one of the two packed forms, chosen by precision.
+// A linear layer in exactly one of the three packed forms, chosen by precision.
 struct Linear {
   PackedF32 f32;
   PackedS8 s8;
-  int n() const { return f32.n ? f32.n : s8.n; }
+  train::PackedBf16 bf16;     // op(B) = Wᵀ
+  AlignedBuffer<float> bias;  // bf16's bias (the other forms keep theirs in the pack)
+  int n() const { return f32.n ? f32.n : s8.n ? s8.n : bf16.n; }
+  std::size_t bytes() const { return f32.bytes() + s8.bytes() + bf16.data.size() * 2 + bias.size() * 4; }
 };
 
 struct LayerWeights {
@@ -38,7 +45,8 @@ struct ModelWeights {
   std::size_t bytes = 0;  // resident size of everything above
 };
 
-// Returns the shared copy for (weights file, precision), loading it on first use.
+// Returns the shared copy for (weights file, precision), loading it on first use. Its
+// `precision` is the one in use: kF32 for a kBf16 request on a CPU without bf16 products.
 // Thread-safe; the copy is freed when the last holder lets go.
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
                                                     Precision precision);

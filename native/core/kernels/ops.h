@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/gemm.h"
+
 namespace svc {
 
 struct OpsTable {
@@ -19,6 +21,10 @@ struct OpsTable {
                             float* out, int64_t ldo, float* scratch);
   // out[j] += x[j] for n entries (mean pooling accumulates rows).
   void (*add_into)(float* out, const float* x, int n);
+  // In place over `rows` rows of `n` floats (stride ld): x += bias (+ residual, same stride), then
+  // GELU with kGelu. The epilogue of a product that cannot apply it in its tiles (bf16).
+  void (*bias_epilogue)(float* x, int64_t ld, int64_t rows, int n, const float* bias, const float* residual,
+                        Epilogue epilogue);
 };
 
 const OpsTable& ops();

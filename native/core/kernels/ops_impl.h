@@ -81,9 +81,23 @@ void add_into_impl(float* out, const float* x, int n) {
   for (int j = 0; j < n; ++j) out[j] += x[j];
 }
 
+void bias_epilogue_impl(float* x, int64_t ld, int64_t rows, int n, const float* bias, const float* residual,
+                        Epilogue epilogue) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * ld;
+    if (residual) {
+      const float* res = residual + r * ld;
+      for (int j = 0; j < n; ++j) row[j] += bias[j] + res[j];
+    } else {
+      for (int j = 0; j < n; ++j) row[j] += bias[j];
+    }
+    if (epilogue == Epilogue::kGelu) vec::gelu_inplace(row, n);
+  }
+}
+
 OpsTable make_ops_table(bool vnni) {
   return {layer_norm_impl, attention_head_impl, vnni ? attention_head_s8_impl<true> : attention_head_s8_impl<false>,
-          add_into_impl};
+          add_into_impl, bias_epilogue_impl};
 }
 
 }  // namespace
