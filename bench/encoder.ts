@@ -1,7 +1,8 @@
 // `npm run bench -- encoder [--json] [--threads N] [--batches 1,8,32,128] [--corpus uci,email]
 //   [--uci-texts N] [--email-texts N] [--rounds R] [--latency-runs N]`
 // The native encoder against its peers, side by side in one process, same texts, same threads:
-// ours fp32 and int8 (pre-tokenized ids, and fp32 from raw texts), onnxruntime-node fp32 and
+// ours fp32, int8 and bf16 (pre-tokenized ids, and fp32 from raw texts; bf16 shows as a second
+// fp32 row on a CPU without bf16 products), onnxruntime-node fp32 and
 // int8 on our exported graphs fed as users feed it (batches in input order padded to their
 // longest text) and length-sorted, and transformers.js feature-extraction (fp32 and q8) on the
 // model directory our exporter writes. Prints sentences/s, tokens/s, achieved GFLOP/s (useful
@@ -100,6 +101,7 @@ export async function run(args: string[]): Promise<void> {
 
   const ours = Encoder.fromPretrained('svc-small', { precision: 'fp32', threads });
   const oursInt8 = Encoder.fromPretrained('svc-small', { precision: 'int8', threads });
+  const oursBf16 = Encoder.fromPretrained('svc-small', { precision: 'bf16', threads });
   const ortFp32 = await ortEncoderSession('fp32', threads);
   const ortInt8 = await ortEncoderSession('int8', threads);
   const jsFp32 = await transformersJsEmbedder('fp32', threads);
@@ -135,6 +137,7 @@ export async function run(args: string[]): Promise<void> {
       const peers: Peer[] = [
         { impl: 'svc-classify', precision: 'fp32', part: ids(ours) },
         { impl: 'svc-classify', precision: 'int8', part: ids(oursInt8) },
+        { impl: 'svc-classify', precision: oursBf16.precision, part: ids(oursBf16) },
         {
           impl: 'svc-classify texts',
           precision: 'fp32',
@@ -183,6 +186,7 @@ export async function run(args: string[]): Promise<void> {
   const single: Peer[] = [
     { impl: 'svc-classify', precision: 'fp32', part: () => void ours.embedIdsSync(one.ids, one.lengths) },
     { impl: 'svc-classify', precision: 'int8', part: () => void oursInt8.embedIdsSync(one.ids, one.lengths) },
+    { impl: 'svc-classify', precision: oursBf16.precision, part: () => void oursBf16.embedIdsSync(one.ids, one.lengths) },
     { impl: 'onnxruntime-node', precision: 'fp32', part: async () => void (await ortEmbedPadded(ortFp32, [row!])) },
     { impl: 'onnxruntime-node', precision: 'int8', part: async () => void (await ortEmbedPadded(ortInt8, [row!])) },
     { impl: 'transformers.js', precision: 'fp32', part: async () => void (await jsFp32.embed([text])) },
@@ -212,6 +216,7 @@ export async function run(args: string[]): Promise<void> {
 
   ours.dispose();
   oursInt8.dispose();
+  oursBf16.dispose();
   await Promise.all([ortFp32.release(), ortInt8.release(), jsFp32.dispose(), jsQ8.dispose()]);
   if (json) console.log(JSON.stringify({ results }, null, 2));
 }

@@ -1,12 +1,14 @@
 // `npm run bench -- serve [--json] [--seconds S] [--warmup S] [--finetune]`
 // /v2/predict on a running `svc serve` (its own process, the micro-batcher and the worker pool as
-// shipped), in fp32 (the default) and with `--precision int8`, against the server a Node user would
+// shipped), in fp32 (the default) and with `--precision int8` and `--precision bf16` (fp32 products
+// where the CPU has no bf16 ones), against the server a Node user would
 // otherwise write: Fastify plus a transformers.js text-classification pipeline (fp32 and q8) on the
 // same model, exported by svc-classify. One load generator (autocannon, in this process) sends
 // requests of 8 UCI sentences at concurrency 1, 8 and 64, one server at a time, in one run. Prints
 // requests/s, p50 and p99 per server and the ratios of like with like (fp32 with fp32, int8 with
 // q8), how many texts the micro-batcher put in each engine batch (read from the server's
-// NODE_DEBUG=svc lines), and how far int8's probabilities are from fp32's on the bench's texts.
+// NODE_DEBUG=svc lines), and how far int8's and bf16's probabilities are from fp32's on the bench's
+// texts. bf16 is set against transformers.js fp32 (the full-precision peer).
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -166,9 +168,9 @@ export async function run(args: string[]): Promise<void> {
     const rows: Row[] = [];
     const probabilities: Record<string, number[]> = {};
     // One server at a time, so each has the machine's cores to itself while it is measured. The data
-    // directory takes one server at a time: the int8 one starts when the fp32 one has stopped.
-    for (const precision of ['fp32', 'int8'] as const) {
-      if (precision === 'int8') {
+    // directory takes one server at a time: the next one starts when the previous one has stopped.
+    for (const precision of ['fp32', 'int8', 'bf16'] as const) {
+      if (precision !== 'fp32') {
         server.child.kill('SIGTERM');
         await exited(server.child);
         server = await serve(['--data', data, '--precision', precision], { NODE_DEBUG: 'svc' });
@@ -190,13 +192,16 @@ export async function run(args: string[]): Promise<void> {
       };
       for (const connections of kConcurrency) rows.push(await measure(target, connections, seconds, warmup));
     }
-    const differences = probabilities.fp32.map((p, i) => Math.abs(p - probabilities.int8[i]));
-    const precisionCost = {
-      texts: differences.length,
-      meanDifference: differences.reduce((a, b) => a + b, 0) / differences.length,
-      maxDifference: Math.max(...differences),
-      labelsChanged: probabilities.fp32.filter((p, i) => p >= 0.5 !== probabilities.int8[i] >= 0.5).length,
+    const costOf = (other: number[]) => {
+      const differences = probabilities.fp32.map((p, i) => Math.abs(p - other[i]));
+      return {
+        texts: differences.length,
+        meanDifference: differences.reduce((a, b) => a + b, 0) / differences.length,
+        maxDifference: Math.max(...differences),
+        labelsChanged: probabilities.fp32.filter((p, i) => p >= 0.5 !== other[i] >= 0.5).length,
+      };
     };
+    const precisionCost = { int8: costOf(probabilities.int8), bf16: costOf(probabilities.bf16) };
     if (!finetune) {
       for (const dtype of ['fp32', 'q8'] as const) {
         const peer = await startNode(['--import', 'tsx', 'bench/_serve-peer.ts', peerDir, dtype], /peer listening on (http:\/\/\S+)/);
@@ -227,6 +232,7 @@ export async function run(args: string[]): Promise<void> {
     const pairs = [
       ['svc-classify fp32', 'transformers.js fp32'],
       ['svc-classify int8', 'transformers.js q8'],
+      ['svc-classify bf16', 'transformers.js fp32'],
     ] as const;
     for (const connections of kConcurrency) {
       for (const [oursName, peerName] of pairs) {
@@ -243,11 +249,12 @@ export async function run(args: string[]): Promise<void> {
         );
       }
     }
-    const cost = precisionCost;
-    console.log(
-      `int8 vs fp32 on the bench's ${cost.texts} texts: |probability difference| mean ${cost.meanDifference.toFixed(4)}, ` +
-        `max ${cost.maxDifference.toFixed(4)}; ${cost.labelsChanged} label(s) changed`,
-    );
+    for (const [name, cost] of Object.entries(precisionCost)) {
+      console.log(
+        `${name} vs fp32 on the bench's ${cost.texts} texts: |probability difference| mean ${cost.meanDifference.toFixed(5)}, ` +
+          `max ${cost.maxDifference.toFixed(5)}; ${cost.labelsChanged} label(s) changed`,
+      );
+    }
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await Promise.all(children.map((child) => exited(child)));
