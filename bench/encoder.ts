@@ -2,7 +2,7 @@
 //   [--uci-texts N] [--email-texts N] [--rounds R] [--latency-runs N]`
 // The native encoder against its peers, side by side in one process, same texts, same threads:
 // ours fp32, int8 and bf16 (pre-tokenized ids, and fp32 from raw texts; bf16 shows as a second
-// fp32 row on a CPU without bf16 products), onnxruntime-node fp32 and
+// fp32 row on a CPU without AMX), onnxruntime-node fp32 and
 // int8 on our exported graphs fed as users feed it (batches in input order padded to their
 // longest text) and length-sorted, and transformers.js feature-extraction (fp32 and q8) on the
 // model directory our exporter writes. Prints sentences/s, tokens/s, achieved GFLOP/s (useful

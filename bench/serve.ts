@@ -1,7 +1,7 @@
 // `npm run bench -- serve [--json] [--seconds S] [--warmup S] [--finetune]`
 // /v2/predict on a running `svc serve` (its own process, the micro-batcher and the worker pool as
-// shipped), in fp32 (the default) and with `--precision int8` and `--precision bf16` (fp32 products
-// where the CPU has no bf16 ones), against the server a Node user would
+// shipped), in fp32 (the default) and with `--precision int8` and `--precision bf16` (fp32 where
+// the CPU has no AMX), against the server a Node user would
 // otherwise write: Fastify plus a transformers.js text-classification pipeline (fp32 and q8) on the
 // same model, exported by svc-classify. One load generator (autocannon, in this process) sends
 // requests of 8 UCI sentences at concurrency 1, 8 and 64, one server at a time, in one run. Prints

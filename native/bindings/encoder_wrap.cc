@@ -87,7 +87,7 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
   Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(live(info.Env()).weights().bytes));
   }
-  // The precision the weights were loaded in: "fp32" for a bf16 request on a CPU without bf16 products.
+  // The precision the weights were loaded in: "fp32" for a bf16 request on a CPU without AMX.
   Napi::Value PrecisionInUse(const Napi::CallbackInfo& info) {
     const svc::Precision p = live(info.Env()).weights().precision;
     return Napi::String::New(info.Env(), p == svc::Precision::kInt8 ? "int8" : p == svc::Precision::kBf16 ? "bf16" : "fp32");

@@ -51,7 +51,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--model-cache-mb <n>', `with --database and no --artifacts: MiB of model files cached in <data>/model-cache (default ${kDefaultModelCacheBytes / 2 ** 20})`],
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
-      ['--precision <p>', 'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with AVX512_BF16, probabilities within ~0.001) for predictions (or SVC_PRECISION)'],
+      ['--precision <p>', 'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with AMX, probabilities within ~0.001; fp32 elsewhere) for predictions (or SVC_PRECISION)'],
       ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],
       ['--predict-deadline-ms <ms>', `how long a predict may wait for a worker before 503 overloaded (default ${kServicePredictQueue.deadlineMs})`],
       ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],

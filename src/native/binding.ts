@@ -16,8 +16,8 @@ export interface NativeCpuInfo {
   avx512: boolean;
   avx512vnni: boolean;
   /**
-   * bf16 products (AVX512_BF16): fine-tuning's and the `'bf16'` precision's linear layers run in bf16
-   * with fp32 sums; without them both keep fp32 products.
+   * bf16 products (AVX512_BF16): fine-tuning's linear layers run in bf16 with fp32 sums; without
+   * them it keeps fp32 products. The `'bf16'` precision needs `amx` too.
    */
   bf16: boolean;
   /**
@@ -75,7 +75,7 @@ export interface NativeEncoder {
   readonly threads: number;
   /** Resident bytes of the (shared) weights it uses. */
   readonly weightBytes: number;
-  /** The precision of its weights: 'fp32' for a 'bf16' request on a CPU without bf16 products. */
+  /** The precision of its weights: 'fp32' for a 'bf16' request on a CPU without AMX. */
   readonly precision: 'fp32' | 'int8' | 'bf16';
   /** Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). */
   embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;

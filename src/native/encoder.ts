@@ -12,8 +12,8 @@ import * as is from '../is.js';
 /**
  * Arithmetic of the encoder: fp32 (exact); int8 (weights per channel, activations per row; faster,
  * embeddings within about 0.995 cosine of fp32); bf16 (the linear layers' products in bf16 with
- * fp32 sums, on CPUs with AVX512_BF16, fastest with AMX; elsewhere it runs fp32, which
- * `Encoder#precision` then reports).
+ * fp32 sums, on CPUs with AMX tiles, `cpuInfo().amx`; elsewhere it runs fp32, which
+ * `Encoder#precision` then reports: without AMX the vector bf16 products measured slower than fp32).
  */
 export type EncoderPrecision = 'fp32' | 'int8' | 'bf16';
 
@@ -164,7 +164,7 @@ export class Encoder {
     return this.#live().dim;
   }
 
-  /** The precision in use: `'fp32'` when `'bf16'` was asked for on a CPU without bf16 products. */
+  /** The precision in use: `'fp32'` when `'bf16'` was asked for on a CPU without AMX. */
   get precision(): EncoderPrecision {
     return this.#precision;
   }

@@ -167,8 +167,8 @@ function startPool(): Piscina {
     niceness: kWorkerNiceness,
     precision: options.precision,
   };
-  // bf16 on a CPU without bf16 products runs fp32 products: say so where the operator looks.
-  const precision = options.precision === 'bf16' && !cpuInfo().bf16 ? 'bf16 (fp32 products: this CPU has no AVX512_BF16)' : options.precision;
+  // bf16 on a CPU without AMX runs fp32: say so where the operator looks.
+  const precision = options.precision === 'bf16' && !cpuInfo().amx ? 'bf16 (fp32 products: this CPU has no AMX)' : options.precision;
   debug('pool: %d worker(s) x %d engine thread(s), predicting in %s, %s', options.workers, options.engineThreads, precision, filename);
   return new Piscina({
     filename,

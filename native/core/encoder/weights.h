@@ -17,8 +17,8 @@
 namespace svc {
 
 // kBf16: the linear layers' products in bf16 with fp32 sums, the kernels fine-tuning uses
-// (train/gemm_bf16.h); everything else fp32. Only where train::bf16_products(): elsewhere a
-// request for bf16 loads (and shares) the fp32 weights.
+// (train/gemm_bf16.h); everything else fp32. Only on AMX tiles (cpu_features().amx): elsewhere
+// a request for bf16 loads (and shares) the fp32 weights.
 enum class Precision { kF32, kInt8, kBf16 };
 
 // A linear layer in exactly one of the three packed forms, chosen by precision.
@@ -46,7 +46,7 @@ struct ModelWeights {
 };
 
 // Returns the shared copy for (weights file, precision), loading it on first use. Its
-// `precision` is the one in use: kF32 for a kBf16 request on a CPU without bf16 products.
+// `precision` is the one in use: kF32 for a kBf16 request on a CPU without AMX.
 // Thread-safe; the copy is freed when the last holder lets go.
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
                                                     Precision precision);
