@@ -99,6 +99,7 @@ void block(const uint32_t* a, const uint32_t* panel, int kpp, float beta, float*
     }
   }
   const int64_t a_stride = static_cast<int64_t>(kpp) * sizeof(uint32_t), b_stride = kNr * sizeof(uint32_t);
+  // The int8 kernel (kernels/qgemm_amx_avx512.cc) runs the same loop with tdpbusd.
   for (int q = 0; q < kpp; q += 16) {
     const uint32_t* bq = panel + static_cast<int64_t>(q) * kNr;
     _tile_loadd(4, a + q, a_stride);
