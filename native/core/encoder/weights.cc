@@ -123,7 +123,7 @@ std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_pa
                                                     Precision precision) {
   // Without AMX the vector bf16 kernel measured slower than the fp32 one for prediction (0.7x on
   // an Intel Xeon's vdpbf16ps, docs/benchmarks.md): there a bf16 request runs (and shares) fp32.
-  if (precision == Precision::kBf16 && !(train::bf16_products() && cpu_features().amx)) precision = Precision::kF32;
+  if (precision == Precision::kBf16 && !cpu_features().amx) precision = Precision::kF32;
   // The config is part of the key: weights are checked against the config they were loaded
   // with, so the same file under another config.json is another load (and another check).
   const std::string key = file_key(weights_path) + "|" + file_key(config_path) +
