@@ -8,7 +8,8 @@
 // few because qemu runs the encoder some 50x slower than native).
 // Checks: ids identical; fp32 cosine >= 0.99999 and every component within 1e-4 (the
 // tolerance the onnxruntime parity test uses); int8 against the fp32 reference: mean
-// cosine >= 0.99, lowest >= 0.97 (the int8 bound of the same suite).
+// cosine >= 0.99, lowest >= 0.97 (the int8 bound of the same suite); bf16 (fp32 itself where
+// the CPU has no AMX) lowest cosine >= 0.9999.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -53,7 +54,7 @@ std::vector<std::string> read_corpus(const std::string& path) {
 
 struct Run {
   std::vector<std::vector<int32_t>> corpus_ids;
-  std::vector<std::vector<float>> f32, int8;
+  std::vector<std::vector<float>> f32, int8, bf16;
 };
 
 std::vector<std::vector<float>> embed_sentences(const std::string& dir, const svc::tok::Tokenizer& tok,
@@ -70,7 +71,7 @@ std::vector<std::vector<float>> embed_sentences(const std::string& dir, const sv
   return rows;
 }
 
-Run run(const std::string& dir, const std::vector<std::string>& corpus, bool with_int8) {
+Run run(const std::string& dir, const std::vector<std::string>& corpus, bool checking) {
   const auto tok = svc::tok::Tokenizer::from_file(dir + "/tokenizer.json");
   Run r;
   svc::tok::EncodeScratch scratch;
@@ -80,7 +81,10 @@ Run run(const std::string& dir, const std::vector<std::string>& corpus, bool wit
     r.corpus_ids.push_back(std::move(ids));
   }
   r.f32 = embed_sentences(dir, *tok, svc::Precision::kF32);
-  if (with_int8) r.int8 = embed_sentences(dir, *tok, svc::Precision::kInt8);
+  if (checking) {
+    r.int8 = embed_sentences(dir, *tok, svc::Precision::kInt8);
+    r.bf16 = embed_sentences(dir, *tok, svc::Precision::kBf16);
+  }
   return r;
 }
 
@@ -194,7 +198,7 @@ int check(const Run& ours, const Run& ref) {
   std::printf("tokenizer: %zu texts, %d differ\n", ours.corpus_ids.size(), mismatched);
 
   if (ref.f32.size() != static_cast<std::size_t>(kSentenceCount)) fail("reference holds the wrong sentence count");
-  double worst_cos = 1, worst_diff = 0, int8_min = 1, int8_sum = 0;
+  double worst_cos = 1, worst_diff = 0, int8_min = 1, int8_sum = 0, bf16_min = 1;
   for (std::size_t i = 0; i < std::min(ours.f32.size(), ref.f32.size()); ++i) {
     worst_cos = std::min(worst_cos, cosine(ours.f32[i], ref.f32[i]));
     for (std::size_t j = 0; j < ref.f32[i].size(); ++j)
@@ -202,14 +206,17 @@ int check(const Run& ours, const Run& ref) {
     const double c8 = cosine(ours.int8[i], ref.f32[i]);
     int8_min = std::min(int8_min, c8);
     int8_sum += c8;
+    bf16_min = std::min(bf16_min, cosine(ours.bf16[i], ref.f32[i]));
   }
   const double int8_mean = int8_sum / kSentenceCount;
   std::printf("fp32: lowest cosine %.7f, largest component difference %.2e\n", worst_cos, worst_diff);
   std::printf("int8: mean cosine to fp32 %.5f, lowest %.5f\n", int8_mean, int8_min);
+  std::printf("bf16: lowest cosine to fp32 %.7f\n", bf16_min);
   if (worst_cos < 0.99999) fail("fp32 cosine below 0.99999");
   if (worst_diff > 1e-4) fail("fp32 component difference above 1e-4");
   if (int8_mean < 0.99) fail("int8 mean cosine below 0.99");
   if (int8_min < 0.97) fail("int8 lowest cosine below 0.97");
+  if (bf16_min < 0.9999) fail("bf16 lowest cosine below 0.9999");
   return failures;
 }
 
