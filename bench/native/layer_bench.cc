@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
       gemm(kAttnOut, layers[1], ctx.data(), qctx, tmp.data(), x.data(), Epilogue::kNone, true, &qtmp);
       // GELU is the FFN-in GEMM's epilogue: the GEMM also runs without it, for comparison.
       gemm(kInterAlone, layers[2], tmp.data(), qtmp, inter.data(), nullptr, Epilogue::kNone, false, &qinter);
-      gemm(kInter, layers[2], tmp.data(), qtmp, inter.data(), nullptr, Epilogue::kGelu, false, &qinter);
+      gemm(kInter, layers[2], tmp.data(), qtmp, inter.data(), nullptr, int8 ? Epilogue::kGeluCoarse : Epilogue::kGelu,
+           false, &qinter);
       gemm(kOut, layers[3], inter.data(), qinter, x.data(), tmp.data(), Epilogue::kNone, true, &qx);
       if (rep == 0) continue;
       for (int op = 0; op <= kOps; ++op) best[int8][op] = std::min(best[int8][op], t[op]);

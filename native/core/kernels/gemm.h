@@ -13,7 +13,9 @@ namespace svc {
 
 class ThreadPool;
 
-enum class Epilogue { kNone, kGelu };
+// kGeluCoarse: GELU with erf to 5e-4 and no exp (vec::gelu_coarse), for int8 encoders, whose
+// next GEMM rounds the activations to far coarser steps.
+enum class Epilogue { kNone, kGelu, kGeluCoarse };
 
 struct PackedF32 {
   int n = 0;

@@ -5,7 +5,9 @@
 // runs them) against the scalar kernel on the same float inputs. Quantizing is the same
 // float steps and the products are summed in int32 without overflow or saturation, so the
 // outputs must match bit for bit, whatever the tile shape, row count, column tail or depth.
-// Then gemm_s8's fused finish (layer norm, quantized copy of C) against the separate steps.
+// Then gemm_s8's fused finish (layer norm, quantized copy of C) against the separate steps, and
+// the int8 encoder's coarse GELU against exact GELU.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -138,6 +140,43 @@ void check_fused(int m, int n, int k) {
   }
 }
 
+// The int8 encoder's GELU epilogue (Epilogue::kGeluCoarse, vec::gelu_coarse) against exact GELU,
+// in double, of the same GEMM's outputs without it: within 3e-4 |x| + 1e-6 (erf to 5e-4, plus
+// the reciprocal's error where the level uses rcp14).
+void check_coarse_gelu(int m, int n, int k) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> a(static_cast<std::size_t>(m) * k), w(static_cast<std::size_t>(n) * k), bias(n);
+  for (auto* v : {&a, &bias})
+    for (float& x : *v) x = normal(rng);
+  for (float& x : w) x = 0.08f * normal(rng);
+  const svc::PackedS8 packed = svc::pack_s8(w.data(), bias.data(), n, k, svc::qgemm_weight_max());
+  svc::ThreadPool pool(2);
+  svc::QuantizedRows qa;
+  svc::quantize_rows(a.data(), k, m, k, qa, &pool);
+  std::vector<float> plain(static_cast<std::size_t>(m) * n), coarse(plain.size());
+  svc::GemmArgs args;
+  args.m = m;
+  args.ldc = n;
+  args.c = plain.data();
+  svc::gemm_s8(qa, args, packed, &pool);
+  args.c = coarse.data();
+  args.epilogue = svc::Epilogue::kGeluCoarse;
+  svc::gemm_s8(qa, args, packed, &pool);
+  ++compared;
+  double worst = 0, widest = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const double x = plain[i], exact = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    worst = std::max(worst, std::fabs(coarse[i] - exact) / (3e-4 * std::fabs(x) + 1e-6));
+    widest = std::max(widest, std::fabs(x));
+  }
+  std::printf("coarse GELU: largest error %.3f of its bound over outputs up to |x| = %.1f\n", worst, widest);
+  if (!(worst <= 1.0) || widest < 4.0) {
+    std::fprintf(stderr, "FAIL: coarse GELU error %.3f times its bound (outputs up to %.1f)\n", worst, widest);
+    ++failures;
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -178,6 +217,7 @@ int main() {
   // The dispatched kernel (the best level SVC_ISA allows).
   check_fused(581, 384, 1536);
   check_fused(37, 1536, 384);
+  check_coarse_gelu(581, 1536, 384);
   std::string levels;
   for (const std::string& l : ran) levels += (levels.empty() ? "" : ", ") + l;
   std::printf("qgemm_test: %d comparisons (against scalar: %s; fused finish), %d failures\n", compared,
