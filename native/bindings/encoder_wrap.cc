@@ -28,23 +28,33 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
                         InstanceAccessor<&EncoderWrap::PrecisionInUse>("precision")});
   }
 
-  // new Encoder(configPath: string, weightsPath: string, precision: 'fp32' | 'int8' | 'bf16', threads: number)
+  // new Encoder(configPath: string, weightsPath: string, precision: 'fp32' | 'int8' | 'bf16', threads: number
+  //             [, adapterPath: string, adapterRank: number, adapterScale: number])
   explicit EncoderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EncoderWrap>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() != 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
-        !info[3].IsNumber())
-      throw Napi::TypeError::New(env, "Encoder(configPath, weightsPath, precision, threads)");
+    const bool with_adapter = info.Length() == 7;
+    if ((info.Length() != 4 && !with_adapter) || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
+        !info[3].IsNumber() ||
+        (with_adapter && (!info[4].IsString() || !info[5].IsNumber() || !info[6].IsNumber())))
+      throw Napi::TypeError::New(
+          env, "Encoder(configPath, weightsPath, precision, threads[, adapterPath, adapterRank, adapterScale])");
     const std::string precision = info[2].As<Napi::String>().Utf8Value();
     if (precision != "fp32" && precision != "int8" && precision != "bf16")
       throw Napi::TypeError::New(env, "precision must be 'fp32', 'int8' or 'bf16'");
     const int threads = info[3].As<Napi::Number>().Int32Value();
     const std::string config = info[0].As<Napi::String>().Utf8Value();
     const std::string weights_path = info[1].As<Napi::String>().Utf8Value();
+    svc::AdapterSpec adapter;
+    if (with_adapter) {
+      adapter.path = info[4].As<Napi::String>().Utf8Value();
+      adapter.rank = info[5].As<Napi::Number>().Int32Value();
+      adapter.scale = info[6].As<Napi::Number>().FloatValue();
+    }
     encoder_ = call_native(env, [&] {
       const svc::Precision p = precision == "int8"   ? svc::Precision::kInt8
                                : precision == "bf16" ? svc::Precision::kBf16
                                                      : svc::Precision::kF32;
-      auto weights = svc::acquire_weights(config, weights_path, p);
+      auto weights = svc::acquire_weights(config, weights_path, p, with_adapter ? &adapter : nullptr);
       return std::make_unique<svc::Encoder>(std::move(weights), threads);
     });
   }

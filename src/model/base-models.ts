@@ -18,6 +18,8 @@ export interface BaseModel {
   /** The encoder's position limit (config.json max_position_embeddings). */
   readonly contextWindow: number;
   readonly hiddenSize: number;
+  /** The Hugging Face name of the same weights: an adapter's `base_model_name_or_path`, for PEFT users. */
+  readonly upstream: string;
 }
 
 interface BaseModelSource {
@@ -28,6 +30,7 @@ interface BaseModelSource {
   readonly maxLength: number;
   readonly contextWindow: number;
   readonly hiddenSize: number;
+  readonly upstream: string;
 }
 
 // svc-small is all-MiniLM-L6-v2 (Apache-2.0), shipped as fp16 safetensors in an npm package
@@ -40,6 +43,7 @@ const kBaseModels: Readonly<Record<string, BaseModelSource>> = Object.freeze({
     maxLength: 256,
     contextWindow: 512,
     hiddenSize: 384,
+    upstream: 'sentence-transformers/all-MiniLM-L6-v2',
   },
 });
 
@@ -89,6 +93,7 @@ export function resolveBaseModel(name: string): BaseModel {
     maxLength: source.maxLength,
     contextWindow: source.contextWindow,
     hiddenSize: source.hiddenSize,
+    upstream: source.upstream,
   });
   for (const file of [model.tokenizerFile, model.configFile, model.weightsFile]) {
     if (!existsSync(file)) throw new SvcError('internal', `base model '${name}' is missing ${file}`);

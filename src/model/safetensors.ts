@@ -199,3 +199,90 @@ export class SafetensorsFile {
     }
   }
 }
+
+/**
+ * Rounds an fp32 value to the nearest fp16 bit pattern (ties to even), as PyTorch's `.half()` does:
+ * overflow gives infinity, tiny values subnormals or zero.
+ *
+ * @example
+ * ```ts
+ * float32ToFloat16(1); // 0x3c00
+ * float32ToFloat16(65520); // 0x7c00 (Infinity: past the largest fp16, 65504)
+ * ```
+ */
+export function float32ToFloat16(value: number): number {
+  f32Scratch[0] = value;
+  const x = u32Scratch[0];
+  const sign = (x >>> 16) & 0x8000;
+  const exponent = (x >>> 23) & 0xff;
+  let mantissa = x & 0x7fffff;
+  if (exponent === 0xff) return sign | 0x7c00 | (mantissa ? 0x200 : 0);
+  const e = exponent - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    // Subnormal: the implicit 1 joins the mantissa, shifted right by 1 - e more places.
+    mantissa |= 0x800000;
+    const shift = 14 - e;
+    const half = 1 << (shift - 1);
+    const rest = mantissa & ((1 << shift) - 1);
+    let out = mantissa >>> shift;
+    if (rest > half || (rest === half && (out & 1) === 1)) out++;
+    return sign | out;
+  }
+  let out = (e << 10) | (mantissa >>> 13);
+  const rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (out & 1) === 1)) out++; // a carry into the exponent is still right
+  return sign | out;
+}
+
+const f32Scratch = new Float32Array(1);
+const u32Scratch = new Uint32Array(f32Scratch.buffer);
+
+/** One tensor to write: fp32 values, stored as `dtype`. */
+export interface TensorToWrite {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly data: Float32Array;
+  readonly dtype: 'F32' | 'F16';
+}
+
+/**
+ * Encodes tensors as a safetensors file (header entries in the given order, data 8-byte aligned as
+ * the format recommends), with optional string metadata.
+ *
+ * @example
+ * ```ts
+ * const bytes = encodeSafetensors([{ name: 'w', shape: [2], data: Float32Array.of(1, -2), dtype: 'F16' }]);
+ * SafetensorsFile.parse(bytes).float32('w'); // Float32Array [1, -2]
+ * ```
+ */
+export function encodeSafetensors(tensors: readonly TensorToWrite[], metadata: Record<string, string> = {}): Uint8Array {
+  const header: Record<string, unknown> = Object.keys(metadata).length ? { __metadata__: metadata } : {};
+  let offset = 0;
+  for (const t of tensors) {
+    const elements = t.shape.reduce((product, dim) => product * dim, 1);
+    if (elements !== t.data.length) {
+      throw new SvcError('internal', `tensor ${t.name} has ${t.data.length} values for shape [${t.shape.join(', ')}]`);
+    }
+    const bytes = elements * kBytesPerElement[t.dtype];
+    header[t.name] = { dtype: t.dtype, shape: [...t.shape], data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((8 + Buffer.byteLength(json)) % 8)) % 8);
+  const headerBytes = new TextEncoder().encode(json);
+  const out = new Uint8Array(8 + headerBytes.length + offset);
+  const view = new DataView(out.buffer);
+  view.setBigUint64(0, BigInt(headerBytes.length), true);
+  out.set(headerBytes, 8);
+  let at = 8 + headerBytes.length;
+  for (const t of tensors) {
+    if (t.dtype === 'F32') {
+      for (let i = 0; i < t.data.length; i++, at += 4) view.setFloat32(at, t.data[i], true);
+    } else {
+      for (let i = 0; i < t.data.length; i++, at += 2) view.setUint16(at, float32ToFloat16(t.data[i]), true);
+    }
+  }
+  return out;
+}

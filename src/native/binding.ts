@@ -87,6 +87,19 @@ export interface NativeEncoder {
 
 export interface NativeEncoderConstructor {
   new (configPath: string, weightsPath: string, precision: 'fp32' | 'int8' | 'bf16', threads: number): NativeEncoder;
+  /**
+   * With a LoRA adapter (PEFT's adapter_model.safetensors) merged into the weights before they are packed:
+   * W + adapterScale B A, every tensor checked against the config and `adapterRank` (the error names it).
+   */
+  new (
+    configPath: string,
+    weightsPath: string,
+    precision: 'fp32' | 'int8' | 'bf16',
+    threads: number,
+    adapterPath: string,
+    adapterRank: number,
+    adapterScale: number,
+  ): NativeEncoder;
 }
 
 export interface NativeAddon {

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { callNative, SvcError } from '../errors.js';
+import { kAdapterConfigFile, kAdapterFile, parseAdapterConfig } from '../model/adapter.js';
 import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeEncoder } from './binding.js';
 import { loadAddon } from './load.js';
@@ -22,11 +23,18 @@ export interface EncoderOptions {
   precision?: EncoderPrecision;
   /** Threads the encoder computes on, the calling thread included. Default: `os.availableParallelism()`. */
   threads?: number;
+  /**
+   * A LoRA adapter in PEFT's layout to merge into the weights at load (W + (lora_alpha / r) B A): a directory with
+   * `adapter_config.json` and `adapter_model.safetensors`, or that safetensors file with the config beside it. The
+   * merged copy is this adapter's own (shared by every Encoder of the process with the same adapter). Default: none.
+   */
+  adapter?: string;
 }
 
 interface ResolvedEncoderOptions {
   precision: EncoderPrecision;
   threads: number;
+  adapter: { file: string; rank: number; scale: number } | null;
 }
 
 const kPrecisions: readonly EncoderPrecision[] = Object.freeze(['fp32', 'int8', 'bf16']);
@@ -45,7 +53,29 @@ function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
   is.object(options, 'options');
   const precision = checkPrecision(options.precision ?? 'fp32', 'options.precision');
   const threads = is.positiveInteger(options.threads ?? availableParallelism(), 'options.threads', 1024);
-  return { precision, threads };
+  const adapter = options.adapter === undefined ? null : findAdapter(options.adapter);
+  return { precision, threads, adapter };
+}
+
+/** An adapter's weights file and, from its adapter_config.json, the rank and scale the native merge needs. */
+function findAdapter(path: unknown): { file: string; rank: number; scale: number } {
+  if (typeof path !== 'string' || path.length === 0) throw new TypeError('options.adapter must be a non-empty string');
+  const dir = existsSync(path) && statSync(path).isDirectory() ? path : dirname(path);
+  const file = dir === path ? join(dir, kAdapterFile) : path;
+  const configFile = join(dir, kAdapterConfigFile);
+  if (!existsSync(file) || !existsSync(configFile)) {
+    throw new SvcError('invalid_request', `'${path}' is not a LoRA adapter (${kAdapterFile} with ${kAdapterConfigFile} beside it)`, {
+      param: 'adapter',
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(configFile, 'utf8'));
+  } catch (cause) {
+    throw new SvcError('invalid_request', `${configFile} is not valid JSON`, { cause });
+  }
+  const settings = parseAdapterConfig(raw, configFile);
+  return { file, rank: settings.rank, scale: settings.scale };
 }
 
 interface ModelFiles {
@@ -136,12 +166,14 @@ export class Encoder {
   /**
    * Loads an encoder: `'svc-small'`, a directory with `config.json` and safetensors weights, or
    * a `.safetensors` file with `config.json` beside it (a fine-tuned model's `model.fp16.safetensors`).
-   * The first load of a weight file in the process reads it; later ones share it.
+   * The first load of a weight file in the process reads it; later ones share it. With `options.adapter`, a LoRA
+   * adapter (a fine-tuned model's `adapter_model.safetensors`) is checked against the config and merged in.
    *
    * @example
    * ```ts
    * const encoder = Encoder.fromPretrained('svc-small', { precision: 'int8', threads: 1 });
    * encoder.dim; // 384
+   * const tuned = Encoder.fromPretrained('svc-small', { adapter: './my-model' }); // base + the model's adapter
    * ```
    */
   static fromPretrained(model: string, options: EncoderOptions = {}): Encoder {
@@ -149,7 +181,10 @@ export class Encoder {
     const files = findModelFiles(model);
     const { Encoder: NativeEncoderClass } = loadAddon();
     return callNative(() => {
-      const native = new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
+      const { adapter } = resolved;
+      const native = adapter
+        ? new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads, adapter.file, adapter.rank, adapter.scale)
+        : new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
       return new Encoder(native, native.precision, files);
     });
   }

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -22,7 +23,7 @@ namespace {
 // whose shapes disagree with config.json is refused before any buffer is sized from it.
 class Loader {
  public:
-  explicit Loader(const io::SafeTensorsFile& file) : file_(file) {
+  Loader(const io::SafeTensorsFile& file, const LoraAdapter* adapter) : file_(file), adapter_(adapter) {
     // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
     for (const char* prefix : {"", "bert.", "model."}) {
       if (file.has(std::string(prefix) + "embeddings.word_embeddings.weight")) {
@@ -43,7 +44,8 @@ class Loader {
     AlignedBuffer<float> w(static_cast<std::size_t>(n * in)), b(static_cast<std::size_t>(n));
     int64_t row = 0;
     for (const std::string& name : names) {
-      const AlignedBuffer<float> wi = read(name + ".weight", {out, in});
+      AlignedBuffer<float> wi = read(name + ".weight", {out, in});
+      if (adapter_) adapter_->merge_into(name, wi.data(), out, in);
       const AlignedBuffer<float> bi = read(name + ".bias", {out});
       std::copy(wi.data(), wi.data() + out * in, w.data() + row * in);
       std::copy(bi.data(), bi.data() + out, b.data() + row);
@@ -64,17 +66,20 @@ class Loader {
 
  private:
   const io::SafeTensorsFile& file_;
+  const LoraAdapter* adapter_;
   std::string prefix_;
 };
 
 std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::string& weights_path,
-                                   Precision precision) {
+                                   Precision precision, const AdapterSpec* spec) {
   auto m = std::make_shared<ModelWeights>();
   m->config = read_encoder_config(config_path);
   m->precision = precision;
   const EncoderConfig& c = m->config;
   const io::SafeTensorsFile file(weights_path);
-  const Loader ld(file);
+  // Read and checked in full before the base weights: a bad adapter fails fast.
+  const std::unique_ptr<LoraAdapter> adapter = spec ? std::make_unique<LoraAdapter>(*spec, c) : nullptr;
+  const Loader ld(file, adapter.get());
   const int64_t H = c.hidden, I = c.intermediate;
   m->word = ld.read("embeddings.word_embeddings.weight", {c.vocab, H});
   m->position = ld.read("embeddings.position_embeddings.weight", {c.max_positions, H});
@@ -117,23 +122,33 @@ std::string file_key(const std::string& path) {
          std::to_string(static_cast<long long>(st.st_mtim.tv_sec)) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
+// A float's exact bits, so two scales that print alike are still two keys.
+uint32_t float_bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
-                                                    Precision precision) {
+                                                    Precision precision, const AdapterSpec* adapter) {
   // Without AMX the vector bf16 kernel measured slower than the fp32 one for prediction (0.7x on
   // an Intel Xeon's vdpbf16ps, docs/benchmarks.md): there a bf16 request runs (and shares) fp32.
   if (precision == Precision::kBf16 && !cpu_features().amx) precision = Precision::kF32;
   // The config is part of the key: weights are checked against the config they were loaded
   // with, so the same file under another config.json is another load (and another check).
   const std::string key = file_key(weights_path) + "|" + file_key(config_path) +
-                          (precision == Precision::kInt8 ? "#int8" : precision == Precision::kBf16 ? "#bf16" : "#fp32");
+                          (precision == Precision::kInt8 ? "#int8" : precision == Precision::kBf16 ? "#bf16" : "#fp32") +
+                          (adapter ? "|" + file_key(adapter->path) + "#r" + std::to_string(adapter->rank) + "#s" +
+                                         std::to_string(float_bits(adapter->scale))
+                                   : std::string());
   // Loading happens under the lock: a second caller waits for the first load instead of doing its own.
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   if (auto it = g_cache.find(key); it != g_cache.end()) {
     if (auto alive = it->second.lock()) return alive;
   }
-  std::shared_ptr<const ModelWeights> loaded = load(config_path, weights_path, precision);
+  std::shared_ptr<const ModelWeights> loaded = load(config_path, weights_path, precision, adapter);
 #if defined(__GLIBC__)
   // Loading frees as much fp32 scratch as it keeps (unpacked copies, conversion chunks);
   // hand those pages back so resident memory is the weights alone.

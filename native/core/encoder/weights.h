@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "encoder/adapter.h"
 #include "io/config.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
@@ -45,11 +46,13 @@ struct ModelWeights {
   std::size_t bytes = 0;  // resident size of everything above
 };
 
-// Returns the shared copy for (weights file, precision), loading it on first use. Its
-// `precision` is the one in use: kF32 for a kBf16 request on a CPU without AMX.
+// Returns the shared copy for (weights file, precision, adapter), loading it on first use. Its
+// `precision` is the one in use: kF32 for a kBf16 request on a CPU without AMX. With an adapter,
+// W + scale B A is merged into each adapted layer's fp32 weights before they are quantized or
+// packed: a private copy per adapter (a shared base with a low-rank path per model replaces it).
 // Thread-safe; the copy is freed when the last holder lets go.
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
-                                                    Precision precision);
+                                                    Precision precision, const AdapterSpec* adapter = nullptr);
 
 // How many distinct weight sets are loaded in this process right now (for tests).
 int loaded_weight_sets();

@@ -1,0 +1,120 @@
+#include "encoder/adapter.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "io/json.h"
+#include "io/safetensors.h"
+
+namespace svc {
+
+namespace {
+
+const char kPrefix[] = "base_model.model.";
+
+struct Module {
+  const char* name;
+  bool in_is_intermediate, out_is_intermediate;
+};
+// The six linear layers of a BERT layer and which of their sides is the FFN width.
+constexpr Module kModules[] = {
+    {"attention.self.query", false, false}, {"attention.self.key", false, false},
+    {"attention.self.value", false, false}, {"attention.output.dense", false, false},
+    {"intermediate.dense", false, true},    {"output.dense", true, false},
+};
+
+// Splits "base_model.model.encoder.layer.{i}.{module}.lora_{A|B}.weight" into the linear layer's
+// name ("encoder.layer.{i}.{module}"), its module and A or B; false for anything else.
+bool parse_name(const std::string& name, int layers, std::string* linear, const Module** module, char* which) {
+  const std::string head = std::string(kPrefix) + "encoder.layer.";
+  if (name.compare(0, head.size(), head) != 0) return false;
+  std::size_t pos = head.size(), digits = 0;
+  int layer = 0;
+  while (pos < name.size() && name[pos] >= '0' && name[pos] <= '9' && digits < 6) {
+    layer = layer * 10 + (name[pos] - '0');
+    ++pos, ++digits;
+  }
+  if (digits == 0 || (digits > 1 && name[head.size()] == '0') || layer >= layers) return false;
+  if (pos >= name.size() || name[pos] != '.') return false;
+  const std::string rest = name.substr(pos + 1);
+  for (const Module& m : kModules) {
+    for (char w : {'A', 'B'}) {
+      if (rest == std::string(m.name) + ".lora_" + w + ".weight") {
+        *linear = "encoder.layer." + std::to_string(layer) + "." + m.name;
+        *module = &m;
+        *which = w;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) : rank_(spec.rank), scale_(spec.scale) {
+  if (spec.rank < 1) throw json::Error(spec.path + ": the adapter's rank must be at least 1");
+  if (!std::isfinite(spec.scale)) throw json::Error(spec.path + ": the adapter's scale (lora_alpha / r) is not finite");
+  const io::SafeTensorsFile file(spec.path);
+  const auto fail = [&](const std::string& tensor, const std::string& what) -> json::Error {
+    return json::Error(spec.path + ": tensor '" + tensor + "' " + what);
+  };
+  struct Seen {
+    std::string a, b;
+    const Module* module = nullptr;
+  };
+  std::map<std::string, Seen> seen;
+  for (const auto& [name, info] : file.tensors()) {
+    std::string linear;
+    const Module* module = nullptr;
+    char which = 0;
+    if (!parse_name(name, config.layers, &linear, &module, &which))
+      throw fail(name, "is not a LoRA weight of this encoder's linear layers (" + std::to_string(config.layers) +
+                           " layers; expected " + kPrefix + "encoder.layer.<i>.<module>.lora_A.weight or lora_B)");
+    Seen& s = seen[linear];
+    s.module = module;
+    (which == 'A' ? s.a : s.b) = name;
+  }
+  if (seen.empty()) throw json::Error(spec.path + ": the adapter holds no LoRA tensors");
+  for (const auto& [linear, s] : seen) {
+    if (s.a.empty()) throw fail(s.b, "has no lora_A.weight beside it");
+    if (s.b.empty()) throw fail(s.a, "has no lora_B.weight beside it");
+    const int64_t in = s.module->in_is_intermediate ? config.intermediate : config.hidden;
+    const int64_t out = s.module->out_is_intermediate ? config.intermediate : config.hidden;
+    const auto read = [&](const std::string& name, std::vector<int64_t> shape) {
+      const io::TensorInfo& info = file.info(name);
+      if (info.shape != shape)
+        throw fail(name, "has shape " + io::shape_text(info.shape) + ", expected " + io::shape_text(shape) +
+                             " (r = " + std::to_string(rank_) + " and the base model's config)");
+      AlignedBuffer<float> values = file.read_f32(name, shape);
+      for (std::size_t k = 0; k < values.size(); ++k)
+        if (!std::isfinite(values[k])) throw fail(name, "holds a non-finite value at element " + std::to_string(k));
+      return values;
+    };
+    Pair p;
+    p.a = read(s.a, {rank_, in});
+    p.b = read(s.b, {out, rank_});
+    pairs_.emplace(linear, std::move(p));
+  }
+}
+
+void LoraAdapter::merge_into(const std::string& linear, float* w, int64_t out, int64_t in) const {
+  const auto it = pairs_.find(linear);
+  if (it == pairs_.end()) return;
+  const Pair& p = it->second;
+  // W[o][k] += scale sum_r B[o][r] A[r][k]: a few million multiply-adds per layer, once per load.
+  std::vector<float> row(static_cast<std::size_t>(in));
+  for (int64_t o = 0; o < out; ++o) {
+    std::fill(row.begin(), row.end(), 0.f);
+    for (int r = 0; r < rank_; ++r) {
+      const float b = p.b[static_cast<std::size_t>(o * rank_ + r)];
+      const float* a = p.a.data() + static_cast<int64_t>(r) * in;
+      for (int64_t k = 0; k < in; ++k) row[k] += b * a[k];
+    }
+    float* wo = w + o * in;
+    for (int64_t k = 0; k < in; ++k) wo[k] += scale_ * row[k];
+  }
+}
+
+}  // namespace svc
