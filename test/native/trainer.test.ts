@@ -57,7 +57,7 @@ function safetensorsHeader(file: string): Record<string, { dtype: string; shape:
 }
 
 describe('training core gradient checks', () => {
-  it('matches central finite differences in double precision for every backward kernel and a toy encoder', () => {
+  it('matches central finite differences in double precision for every backward kernel and a toy encoder, with and without an adapter', () => {
     const errors = trainSelfTest();
     expect(Object.keys(errors)).toEqual([
       'linear',
@@ -72,6 +72,10 @@ describe('training core gradient checks', () => {
       'toy_encoder_embeddings',
       'toy_encoder_data_parallel',
       'toy_encoder_fp32_vs_double',
+      'lora',
+      'toy_encoder_lora',
+      'toy_encoder_lora_data_parallel',
+      'toy_encoder_lora_fp32_vs_double',
     ]);
     for (const [name, error] of Object.entries(errors)) {
       expect({ name, ok: error <= 1e-4 && error > 0 }).toEqual({ name, ok: true });

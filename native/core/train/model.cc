@@ -5,61 +5,10 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "train/lora_layer.h"
 #include "train/ops.h"
 
 namespace svc::train {
-
-int64_t layer_param_count(const EncoderConfig& c) {
-  const int64_t h = c.hidden, f = c.intermediate;
-  return 3 * h * h + 3 * h + h * h + h + 2 * h + f * h + f + h * f + h + 2 * h;
-}
-
-int64_t param_count(const EncoderConfig& c) { return layer_param_count(c) * c.layers; }
-
-LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
-  const int64_t h = c.hidden, f = c.intermediate;
-  LayerOffsets o;
-  int64_t at = layer_param_count(c) * layer;
-  auto take = [&](int64_t n) { const int64_t here = at; at += n; return here; };
-  o.wqkv = take(3 * h * h);
-  o.bqkv = take(3 * h);
-  o.wo = take(h * h);
-  o.bo = take(h);
-  o.ln1_g = take(h);
-  o.ln1_b = take(h);
-  o.wi = take(f * h);
-  o.bi = take(f);
-  o.wo2 = take(h * f);
-  o.bo2 = take(h);
-  o.ln2_g = take(h);
-  o.ln2_b = take(h);
-  return o;
-}
-
-std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
-  std::vector<ParamTensor> out;
-  const int64_t h = c.hidden, f = c.intermediate;
-  for (int l = 0; l < c.layers; ++l) {
-    const LayerOffsets o = layer_offsets(c, l);
-    const std::string p = "encoder.layer." + std::to_string(l) + ".";
-    const char* qkv[3] = {"query", "key", "value"};
-    for (int i = 0; i < 3; ++i) {
-      out.push_back({p + "attention.self." + qkv[i] + ".weight", o.wqkv + i * h * h, {h, h}, true});
-      out.push_back({p + "attention.self." + qkv[i] + ".bias", o.bqkv + i * h, {h}, false});
-    }
-    out.push_back({p + "attention.output.dense.weight", o.wo, {h, h}, true});
-    out.push_back({p + "attention.output.dense.bias", o.bo, {h}, false});
-    out.push_back({p + "attention.output.LayerNorm.weight", o.ln1_g, {h}, false});
-    out.push_back({p + "attention.output.LayerNorm.bias", o.ln1_b, {h}, false});
-    out.push_back({p + "intermediate.dense.weight", o.wi, {f, h}, true});
-    out.push_back({p + "intermediate.dense.bias", o.bi, {f}, false});
-    out.push_back({p + "output.dense.weight", o.wo2, {h, f}, true});
-    out.push_back({p + "output.dense.bias", o.bo2, {h}, false});
-    out.push_back({p + "output.LayerNorm.weight", o.ln2_g, {h}, false});
-    out.push_back({p + "output.LayerNorm.bias", o.ln2_b, {h}, false});
-  }
-  return out;
-}
 
 namespace {
 
@@ -87,9 +36,6 @@ void add_into(int64_t n, const T* a, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a[i];
 }
 
-// The four weight matrices of a layer: query-key-value, attention output, FFN in, FFN out.
-constexpr int kPanelsPerLayer = 4;
-
 // One group of consecutive texts of the batch: `text0` and `row0` place it in
 // the whole batch, so dropout masks (keyed by global text and row) are the same
 // however the batch is split.
@@ -105,7 +51,7 @@ struct TextGroup {
 template <typename T>
 void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
                   const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
-                  const PackedBf16* panels16) {
+                  const PackedBf16* panels16, const AdapterPass<T>* ad) {
   const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   ws.offsets.resize(g.texts);
@@ -157,16 +103,20 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
     a.rstd2.resize(rows);
     linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers,
                       packed(0));
+    lora_forward_linear(cfg, ad, l, 0, rows, a.x.data(), a.qkv.data(), 3 * h, a, workers);
     attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
                          stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
     linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
+    lora_forward_linear(cfg, ad, l, 1, rows, a.ctx.data(), ws.tmp.data(), h, a, workers);
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.x.data(), ws.tmp.data());
     layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.layer_norm_eps, a.h1.data(),
                           a.xhat1.data(), a.rstd1.data());
     linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers, packed(2));
+    lora_forward_linear(cfg, ad, l, 2, rows, a.h1.data(), a.inter.data(), f, a, workers);
     gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
     linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers, packed(3));
+    lora_forward_linear(cfg, ad, l, 3, rows, a.act.data(), ws.tmp.data(), h, a, workers);
     dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     add_into(th, a.h1.data(), ws.tmp.data());
     T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
@@ -182,13 +132,14 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
 }
 
 // Backward over one group from d loss / d (its normalized embeddings) in ws.demb;
-// weight-matrix gradients are written, bias and LayerNorm ones added.
+// weight-matrix gradients are written, bias and LayerNorm ones added. With grads
+// null (adapter training: the base is frozen) only the adapter's gradients.
 // With `emb` (the embeddings train), also d loss / d the embedding LayerNorm's
 // input per token into ws.emb_dsum and its γ, β gradients into ws.emb_dln_g, _b.
 template <typename T>
 void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
                    Workspace<T>& ws, Workers* workers, const PackedF32* panels, const PackedBf16* panels16,
-                   const Embeddings<T>* emb) {
+                   const Embeddings<T>* emb, const AdapterPass<T>* ad) {
   const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
   const double p = key.training ? cfg.dropout : 0.0;
   const int rows = ws.tokens;
@@ -204,6 +155,8 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
   l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
   mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
 
+  // Null gradient pointers make the linear and LayerNorm backward skip their parameters.
+  auto grad = [&](int64_t offset) { return grads ? grads + offset : nullptr; };
   for (int l = cfg.layers - 1; l >= 0; --l) {
     const LayerOffsets o = layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
@@ -213,27 +166,32 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
     };
     // ws.dy holds d loss / d (layer output).
     layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
-                           grads + o.ln2_g, grads + o.ln2_b);
+                           grad(o.ln2_g), grad(o.ln2_b));
     ws.tmp.assign(ws.dh.begin(), ws.dh.begin() + th);
     dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
     linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
-                       grads + o.wo2, grads + o.bo2, workers, packed(3));
+                       grad(o.wo2), grad(o.bo2), workers, packed(3));
+    lora_backward_linear(cfg, ad, l, 3, rows, a.act.data(), ws.tmp.data(), h, ws.dbig.data(), ws, workers);
     gelu_backward<T>(tf, a.inter.data(), a.cdf.data(), ws.dbig.data(), ws.dbig.data(), workers);
     // The residual already put d(output LN input) into dh; add the FFN branch.
-    linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grads + o.wi,
-                       grads + o.bi, workers, packed(2));
+    linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grad(o.wi),
+                       grad(o.bi), workers, packed(2));
+    lora_backward_linear(cfg, ad, l, 2, rows, a.h1.data(), ws.dbig.data(), f, ws.dh.data(), ws, workers);
     layer_norm_backward<T>(rows, h, ws.dh.data(), a.xhat1.data(), a.rstd1.data(), params + o.ln1_g, ws.dy.data(),
-                           grads + o.ln1_g, grads + o.ln1_b);
+                           grad(o.ln1_g), grad(o.ln1_b));
     ws.tmp.assign(ws.dy.begin(), ws.dy.begin() + th);
     dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
-    linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grads + o.wo,
-                       grads + o.bo, workers, packed(1));
+    linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grad(o.wo),
+                       grad(o.bo), workers, packed(1));
+    lora_backward_linear(cfg, ad, l, 1, rows, a.ctx.data(), ws.tmp.data(), h, ws.dctx.data(), ws, workers);
     attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
                           stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
     // Frozen embeddings need no gradient, so layer 0 then skips d input.
     linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(),
-                       l > 0 || emb ? ws.dy.data() : nullptr, T(1), grads + o.wqkv, grads + o.bqkv, workers,
+                       l > 0 || emb ? ws.dy.data() : nullptr, T(1), grad(o.wqkv), grad(o.bqkv), workers,
                        packed(0));
+    lora_backward_linear(cfg, ad, l, 0, rows, a.x.data(), ws.dqkv.data(), 3 * h, l > 0 || emb ? ws.dy.data() : nullptr,
+                         ws, workers);
   }
   if (!emb) return;
   // ws.dy holds d loss / d (layer 0 input) = d (dropped-out embedding LayerNorm output).
@@ -333,8 +291,9 @@ std::vector<TextGroup> split_texts(const PairBatch& b, int parts) {
 template <typename T>
 T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
                    const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers,
-                   EmbeddingGrads<T>* emb_grads) {
+                   EmbeddingGrads<T>* emb_grads, const AdapterPass<T>* adapter) {
   const int h = cfg.hidden;
+  if (adapter && grads) throw std::invalid_argument("an adapter trains on a frozen base: no base gradients");
   int64_t tokens = 0;
   for (int t = 0; t < b.texts; ++t) {
     if (b.lengths[t] <= 0 || b.lengths[t] > emb.max_positions) throw std::invalid_argument("text length out of range");
@@ -362,20 +321,26 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   const PackedF32* bwd = nullptr;
   const PackedBf16* fwd16 = nullptr;
   const PackedBf16* bwd16 = nullptr;
+  // What backward writes: the base's gradients, or the adapter's.
+  T* train_grads = adapter ? adapter->grads : grads;
   if constexpr (std::is_same_v<T, float>) {
     // A training step runs its linear layers' products in bf16 where the CPU has them;
-    // evaluation and embedding stay fp32, as the published encoder computes.
-    if (grads && key.bf16 && bf16_products()) {
+    // evaluation and embedding stay fp32, as the published encoder computes. An adapter's
+    // frozen base is packed once by its owner (fp16 panels of an fp16 checkpoint), fp32 products.
+    if (adapter && adapter->forward) {
+      fwd = adapter->forward;
+      bwd = adapter->backward;
+    } else if (grads && key.bf16 && bf16_products()) {
       pack_weights(cfg, params, true, ws.bf16_fwd, ws.bf16_bwd, workers, pack_b_bf16);
       fwd16 = ws.bf16_fwd.data();
       bwd16 = ws.bf16_bwd.data();
     } else {
-      pack_weights(cfg, params, grads != nullptr, ws.panels_fwd, ws.panels_bwd, workers, pack_b);
+      pack_weights(cfg, params, train_grads != nullptr, ws.panels_fwd, ws.panels_bwd, workers, pack_b);
       fwd = ws.panels_fwd.data();
       bwd = ws.panels_bwd.data();
     }
   }
-  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16); });
+  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16, adapter); });
 
   ws.emb.resize(static_cast<int64_t>(b.texts) * h);
   for (int i = 0; i < parts; ++i)
@@ -383,22 +348,30 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   if (b.pairs == 0) return T(0);
   ws.demb.resize(ws.emb.size());
   const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,
-                                grads ? ws.demb.data() : nullptr);
-  if (!grads) return loss;
+                                train_grads ? ws.demb.data() : nullptr);
+  if (!train_grads) return loss;
 
-  const int64_t n = param_count(cfg);
+  const int64_t n = adapter ? lora_param_count(cfg, *adapter->config) : param_count(cfg);
   ws.part_grads.resize(parts);
   each_group([&](int i) {
     Workspace<T>& part = ws.parts[i];
     part.demb.assign(ws.demb.begin() + static_cast<int64_t>(groups[i].text0) * h,
                      ws.demb.begin() + static_cast<int64_t>(groups[i].text0 + groups[i].texts) * h);
-    T* target = grads;
+    T* target = train_grads;
     if (i > 0) {
       ws.part_grads[i].resize(n);
       target = ws.part_grads[i].data();
     }
-    zero_vector_grads(cfg, target);
-    backward_pass(cfg, params, target, groups[i], key, part, inner, bwd, bwd16, emb_grads ? &emb : nullptr);
+    // The group's own view of the adapter: its gradients go to its own buffer.
+    AdapterPass<T> part_adapter;
+    if (adapter) {
+      part_adapter = *adapter;
+      part_adapter.grads = target;
+    } else {
+      zero_vector_grads(cfg, target);
+    }
+    backward_pass(cfg, params, adapter ? nullptr : target, groups[i], key, part, inner, bwd, bwd16,
+                  emb_grads ? &emb : nullptr, adapter ? &part_adapter : nullptr);
   });
   if (emb_grads) scatter_embedding_grads(cfg, emb, groups, ws.parts, *emb_grads);
   // Sum the groups' gradients in group order: fixed for a given thread count.
@@ -406,7 +379,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     parallel_for_grain(workers, n, 4096, [&](int64_t i0, int64_t i1) {
       for (int i = 1; i < parts; ++i) {
         const T* src = ws.part_grads[i].data();
-        for (int64_t j = i0; j < i1; ++j) grads[j] += src[j];
+        for (int64_t j = i0; j < i1; ++j) train_grads[j] += src[j];
       }
     });
   return loss;
@@ -414,9 +387,9 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
 
 template float forward_backward<float>(const EncoderConfig&, const Embeddings<float>&, const float*, float*,
                                        const PairBatch&, const StepKey&, Workspace<float>&, Workers*,
-                                       EmbeddingGrads<float>*);
+                                       EmbeddingGrads<float>*, const AdapterPass<float>*);
 template double forward_backward<double>(const EncoderConfig&, const Embeddings<double>&, const double*, double*,
                                          const PairBatch&, const StepKey&, Workspace<double>&, Workers*,
-                                         EmbeddingGrads<double>*);
+                                         EmbeddingGrads<double>*, const AdapterPass<double>*);
 
 }  // namespace svc::train

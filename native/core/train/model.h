@@ -30,10 +30,69 @@ struct ParamTensor {
   bool decay;                    // AdamW weight decay applies (not biases, not LayerNorm), as HF
 };
 
+// The four weight matrices of a layer, in the order their packed panels are kept:
+// query-key-value, attention output, FFN in, FFN out.
+constexpr int kPanelsPerLayer = 4;
+
 int64_t layer_param_count(const EncoderConfig& cfg);
 int64_t param_count(const EncoderConfig& cfg);
 LayerOffsets layer_offsets(const EncoderConfig& cfg, int layer);
 std::vector<ParamTensor> param_tensors(const EncoderConfig& cfg);
+
+// LoRA: the linear layers that get a low-rank adapter. Query, key and value are the
+// three column blocks of the fused projection; the other three are whole layers.
+enum LoraTarget : int {
+  kLoraQuery,
+  kLoraKey,
+  kLoraValue,
+  kLoraAttentionOutput,
+  kLoraIntermediate,
+  kLoraOutput,
+  kLoraTargets
+};
+
+struct LoraConfig {
+  int rank = 0;  // 0: no adapter
+  double alpha = 0;
+  bool targets[kLoraTargets] = {};
+  double scale() const { return alpha / rank; }
+};
+
+// Where each adapted layer's A [r x in] and B [out x r] sit in the adapter's flat vector
+// (layer by layer, targets in LoraTarget order, A then B); -1 where a target is not adapted.
+struct LoraOffsets {
+  int64_t a[kLoraTargets], b[kLoraTargets];
+};
+
+// "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense".
+const char* lora_target_name(int target);
+int lora_target_index(const std::string& name);  // -1 for an unknown name
+void lora_shape(const EncoderConfig& cfg, int target, int& in, int& out);
+int lora_linear(int target);  // which of the layer's kPanelsPerLayer linear layers it adapts
+int64_t lora_param_count(const EncoderConfig& cfg, const LoraConfig& lora);
+LoraOffsets lora_offsets(const EncoderConfig& cfg, const LoraConfig& lora, int layer);
+// A and B of every adapted layer, named as PEFT's LoRA state dict of a BertModel
+// (base_model.model.encoder.layer.0.attention.self.query.lora_A.weight).
+std::vector<ParamTensor> lora_tensors(const EncoderConfig& cfg, const LoraConfig& lora);
+// The frozen base's weight matrices packed once for adapter training, kPanelsPerLayer per
+// layer as AdapterPass takes them; fp16 panels where every weight is an fp16 value (an fp16
+// checkpoint) and the kernel widens fp16: half the memory, the same fp32 arithmetic.
+void pack_frozen(const EncoderConfig& cfg, const float* params, std::vector<PackedF32>& forward,
+                 std::vector<PackedF32>& backward, Workers* workers);
+// Throws std::invalid_argument naming the first bad setting.
+void check_lora_config(const EncoderConfig& cfg, const LoraConfig& lora);
+
+// Adapter training's view of a pass: the LoRA parameters (and their gradients when it trains)
+// and, in fp32, the frozen base weights packed once (kPanelsPerLayer per layer, in the layouts
+// of y = x·Wᵀ and dx = dy·W); null panels: pack per pass.
+template <typename T>
+struct AdapterPass {
+  const LoraConfig* config = nullptr;
+  const T* values = nullptr;
+  T* grads = nullptr;
+  const PackedF32* forward = nullptr;
+  const PackedF32* backward = nullptr;
+};
 
 // The embedding tables (frozen unless trainEmbeddings); the encoder input of token i is LN(word + position + type 0).
 template <typename T>
@@ -62,6 +121,8 @@ struct PairBatch {
 template <typename T>
 struct LayerActivations {
   std::vector<T> x, qkv, probs, ctx, xhat1, rstd1, h1, inter, cdf, act, xhat2, rstd2;
+  // Adapter training: s·x·Aᵀ of each target (rows x r), target t from t·rows·r.
+  std::vector<T> lora_u;
 };
 
 template <typename T>
@@ -81,7 +142,7 @@ struct Workspace {
   // A training step where the CPU has bf16 products packs these instead (gemm_bf16.h).
   std::vector<PackedBf16> bf16_fwd, bf16_bwd;
   // backward scratch
-  std::vector<T> dy, dh, dbig, dqkv, dctx, demb, dpooled, tmp;
+  std::vector<T> dy, dh, dbig, dqkv, dctx, demb, dpooled, tmp, lora_g;
 };
 
 // Dropout is on when `training`; its masks are a function of (seed, step).
@@ -97,9 +158,12 @@ struct StepKey {
 // the normalized embeddings. When grads is not null, also runs backward and
 // writes d loss / d params into grads (every entry is overwritten), and when
 // emb_grads is not null too, d loss / d the embedding tables into it.
+// With `adapter`, every adapted layer adds its low-rank path; when adapter->grads
+// is not null (and grads is, the base being frozen), backward writes d loss / d the
+// adapter's A and B into it (every entry overwritten) and nothing else.
 template <typename T>
 T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
                    const PairBatch& batch, const StepKey& key, Workspace<T>& ws, Workers* workers,
-                   EmbeddingGrads<T>* emb_grads = nullptr);
+                   EmbeddingGrads<T>* emb_grads = nullptr, const AdapterPass<T>* adapter = nullptr);
 
 }  // namespace svc::train

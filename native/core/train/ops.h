@@ -44,6 +44,7 @@ void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* 
 }
 
 // dx = dx_beta*dx + dy·W (skipped when dx is null), dW = dyᵀ·x, db += column sums of dy.
+// A frozen layer (adapter training) passes dw and db null: only dx.
 template <typename T>
 void linear_backward(int rows, int in, int out, const T* x, const T* w, const T* dy, T* dx, T dx_beta, T* dw, T* db,
                      Workers* workers, PackedWeight packed = {}) {
@@ -56,6 +57,7 @@ void linear_backward(int rows, int in, int out, const T* x, const T* w, const T*
       gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
     }
   }
+  if (!dw) return;
   bool dw_done = false;
   if constexpr (std::is_same_v<T, float>) {
     if (packed.backward_bf16) {
@@ -68,6 +70,29 @@ void linear_backward(int rows, int in, int out, const T* x, const T* w, const T*
   if (!dw_done) gemm<T>(true, false, out, in, rows, dy, out, x, in, T(0), dw, in, workers);
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < out; ++j) db[j] += dy[r * out + j];
+}
+
+// The low-rank path LoRA adds to a frozen linear layer W [out x in]: y += s·(x·Aᵀ)·Bᵀ with
+// A [r x in], B [out x r] and s = alpha / r. y has row stride ldy (a slice of the fused
+// query-key-value output). Keeps u = s·x·Aᵀ [rows x r], scaled, for backward.
+template <typename T>
+void lora_forward(int rows, int in, int out, int rank, T scale, const T* x, const T* a, const T* b, T* u, T* y,
+                  int ldy, Workers* workers) {
+  gemm<T>(false, true, rows, rank, in, x, in, a, in, T(0), u, rank, workers);
+  for (int64_t i = 0; i < static_cast<int64_t>(rows) * rank; ++i) u[i] *= scale;
+  gemm<T>(false, true, rows, out, rank, u, rank, b, rank, T(1), y, ldy, workers);
+}
+
+// With g = s·dy·B [rows x r] (into scratch g): dB = dyᵀ·u, dA = gᵀ·x (both overwritten),
+// dx += g·A (skipped when dx is null): it adds to the frozen layer's dx, already written.
+template <typename T>
+void lora_backward(int rows, int in, int out, int rank, T scale, const T* x, const T* a, const T* b, const T* u,
+                   const T* dy, int ldy, T* dx, T* da, T* db, T* g, Workers* workers) {
+  gemm<T>(true, false, out, rank, rows, dy, ldy, u, rank, T(0), db, rank, workers);
+  gemm<T>(false, false, rows, rank, out, dy, ldy, b, rank, T(0), g, rank, workers);
+  for (int64_t i = 0; i < static_cast<int64_t>(rows) * rank; ++i) g[i] *= scale;
+  gemm<T>(true, false, rank, in, rows, g, rank, x, in, T(0), da, in, workers);
+  if (dx) gemm<T>(false, false, rows, in, rank, g, rank, a, in, T(1), dx, in, workers);
 }
 
 // y = g * (x - mean) / sqrt(var + eps) + b per row; keeps x̂ and 1/σ for backward.
@@ -91,7 +116,8 @@ void layer_norm_forward(int rows, int cols, const T* x, const T* g, const T* b, 
   }
 }
 
-// dx = (1/σ)(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂)) with dx̂ = dy·g; dg += Σ dy·x̂, db += Σ dy.
+// dx = (1/σ)(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂)) with dx̂ = dy·g; dg += Σ dy·x̂, db += Σ dy
+// (skipped when dg is null: a frozen LayerNorm).
 template <typename T>
 void layer_norm_backward(int rows, int cols, const T* dy, const T* xhat, const T* rstd, const T* g, T* dx, T* dg,
                          T* db) {
@@ -103,9 +129,12 @@ void layer_norm_backward(int rows, int cols, const T* dy, const T* xhat, const T
       const T d = dyr[j] * g[j];
       mean_d += d;
       mean_dh += d * hr[j];
-      dg[j] += dyr[j] * hr[j];
-      db[j] += dyr[j];
     }
+    if (dg)
+      for (int j = 0; j < cols; ++j) {
+        dg[j] += dyr[j] * hr[j];
+        db[j] += dyr[j];
+      }
     mean_d /= cols;
     mean_dh /= cols;
     for (int j = 0; j < cols; ++j) dx[r * cols + j] = rstd[r] * (dyr[j] * g[j] - mean_d - hr[j] * mean_dh);
