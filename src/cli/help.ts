@@ -61,7 +61,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--metrics-token <t>', 'serve GET /metrics to scrapers sending this bearer token (better: SVC_METRICS_TOKEN); off without one'],
       ['--request-log-days <n>', `days the proxy request log keeps a row (default ${kDefaultRetention.days})`],
       ['--request-log-max-rows <n>', `request-log rows kept per project, newest first (default ${kDefaultRetention.maxRowsPerProject})`],
-      ['--failed-auth-limit <n>', `failed authentications one client address may make per minute; then 429 (default ${kDefaultRateLimits.failedAuthPerWindow})`],
+      ['--failed-auth-limit <n>', `failed authentications (wrong keys or metrics tokens) one client address may make per minute; then 429 for its wrong keys, never for a valid one (default ${kDefaultRateLimits.failedAuthPerWindow})`],
+      ['--trust-proxy <p>', 'behind a proxy or load balancer: whose X-Forwarded-For names the client address, true (any), a hop count, or the proxies\' addresses and CIDR ranges, comma-separated (or SVC_TRUST_PROXY; default: none)'],
       kHelpOption,
     ],
     examples: [
@@ -69,6 +70,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'svc serve --port 9000 --data /var/lib/svc',
       'svc serve --database postgres://svc@db.internal/svc --artifacts /mnt/svc-models --data /var/cache/svc',
       'svc serve --database postgres://svc@db.internal/svc --redis redis://cache.internal:6379',
+      'svc serve --host 0.0.0.0 --trust-proxy 10.0.0.0/8',
       'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini',
     ],
     notes: 'SIGINT or SIGTERM stops taking requests, lets in-flight ones finish and leaves unfinished\ntraining jobs queued for the next start.',
@@ -78,17 +80,18 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     usage: [
       'orgs create <name> [--data <dir>]',
       'orgs list [--data <dir>]',
-      'orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--data <dir>]',
+      'orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--data <dir>]',
     ],
     options: [
       ['--running <n>', `training jobs that may run at once (default ${kDefaultOrgLimits.maxRunningJobs})`],
       ['--queued <n>', `training jobs that may wait in the queue (default ${kDefaultOrgLimits.maxQueuedJobs})`],
       ['--rpm <n>', `requests per minute per API key, /v2 and proxy (default ${kDefaultOrgLimits.requestsPerMinute})`],
+      ['--org-rpm <n>', 'requests per minute of all the organization\'s keys together (default: --rpm, one key\'s allowance)'],
       kDataOption,
       kDatabaseOption,
       kHelpOption,
     ],
-    examples: ['svc orgs create acme', 'svc orgs list', 'svc orgs limits acme', 'svc orgs limits acme --running 2 --rpm 1200', 'svc orgs limits acme --rpm default'],
+    examples: ['svc orgs create acme', 'svc orgs list', 'svc orgs limits acme', 'svc orgs limits acme --running 2 --rpm 1200', 'svc orgs limits acme --rpm 600 --org-rpm 1800', 'svc orgs limits acme --rpm default'],
     notes: '`orgs limits` prints every limit; `default` in place of a number gives a limit back to the service default.',
   },
   keys: {

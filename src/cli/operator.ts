@@ -45,18 +45,18 @@ function printLimits(orgId: string, limits: ResolvedOrgLimits, own: OrgLimits): 
   }
 }
 
-/** `svc orgs create <name>` / `svc orgs list` / `svc orgs limits <name> [--running n] [--queued n] [--rpm n]`. */
+/** `svc orgs create <name>` / `svc orgs list` / `svc orgs limits <name> [--running n] [--queued n] [--rpm n] [--org-rpm n]`. */
 export async function orgsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { ...kDataOption, running: { type: 'string' }, queued: { type: 'string' }, rpm: { type: 'string' } },
+    options: { ...kDataOption, running: { type: 'string' }, queued: { type: 'string' }, rpm: { type: 'string' }, 'org-rpm': { type: 'string' } },
     allowPositionals: true,
   });
   const [action, name] = positionals;
   if (action === 'limits' && name !== undefined && positionals.length === 2) {
     const change: Partial<OrgLimits> = {};
     for (const field of Object.keys(kOrgLimitFlags) as (keyof OrgLimits)[]) {
-      const text = values[kOrgLimitFlags[field] as 'running' | 'queued' | 'rpm'];
+      const text = values[kOrgLimitFlags[field] as 'running' | 'queued' | 'rpm' | 'org-rpm'];
       if (text !== undefined) change[field] = limitValue(kOrgLimitFlags[field], text);
     }
     await withService(values, async (service) => {

@@ -6,6 +6,7 @@ import * as is from '../is.js';
 import { checkPrecision } from '../native/encoder.js';
 import type { EncoderPrecision } from '../native/encoder.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
+import { parseTrustProxy } from '../server/trust-proxy.js';
 import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
 import type { RetentionOptions } from '../service/retention.js';
 
@@ -38,7 +39,7 @@ function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
  * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16]
  * [--predict-queue TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
- * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N]` (B and C likewise; keys and the metrics token are better
+ * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS]` (B and C likewise; keys and the metrics token are better
  * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
  * ones finish and leaves unfinished training jobs queued for the next start.
@@ -71,6 +72,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'request-log-days': { type: 'string' },
       'request-log-max-rows': { type: 'string' },
       'failed-auth-limit': { type: 'string' },
+      'trust-proxy': { type: 'string' },
     },
   });
   const providers: ProviderOptions = {};
@@ -111,6 +113,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     rateLimit: { failedAuthPerWindow: count(values['failed-auth-limit'], 'failed-auth-limit') },
     logLevel: values['log-level'] === undefined ? undefined : logLevel(values['log-level'], '--log-level'),
     metricsToken: values['metrics-token'],
+    trustProxy: values['trust-proxy'] === undefined ? undefined : parseTrustProxy(values['trust-proxy'], '--trust-proxy'),
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
   });
   const where =

@@ -17,6 +17,7 @@ import { proxyRoutes } from './proxy-routes.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
+import { checkTrustProxy, parseTrustProxy, type TrustProxy } from './trust-proxy.js';
 
 /** Options of {@link startServer}; all optional. */
 export interface ServerOptions {
@@ -71,6 +72,13 @@ export interface ServerOptions {
    * without a token it is not served.
    */
   metricsToken?: string;
+  /**
+   * Behind a reverse proxy or load balancer: which proxies' `X-Forwarded-For` names the client (Fastify's
+   * `trustProxy`: `true`, a hop count, or the proxies' addresses and CIDR ranges), so that `request.ip`, and with it
+   * the failed-authentication limit per address, is the client's and not the proxy's. Default: `SVC_TRUST_PROXY`,
+   * else `false` (no header is believed: a client could name any address).
+   */
+  trustProxy?: TrustProxy;
 }
 
 /** The log levels, most severe first; `silent` writes nothing. */
@@ -115,6 +123,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       ? logLevel(options.logLevel, 'options.logLevel')
       : logLevel(process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel, 'SVC_LOG_LEVEL');
   const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
+  const trustProxy =
+    options.trustProxy !== undefined
+      ? checkTrustProxy(options.trustProxy, 'options.trustProxy')
+      : checkTrustProxy(process.env.SVC_TRUST_PROXY ? parseTrustProxy(process.env.SVC_TRUST_PROXY, 'SVC_TRUST_PROXY') : false, 'SVC_TRUST_PROXY');
   // A shared service answers an overloaded queue at once instead of late.
   configurePredictQueue({
     maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,
@@ -147,6 +159,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     genReqId: () => randomUUID(),
     forceCloseConnections: 'idle',
     frameworkErrors: answerFrameworkError,
+    trustProxy,
   });
   const metrics = metricsToken === undefined ? undefined : new SvcMetrics({ service, processMetrics: true });
   const redis = options.redis ?? redisUrlFromEnv();
@@ -154,7 +167,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   try {
     app.addHook('onRequest', setSecurityHeaders);
     app.get('/health', async () => ({ ok: true }));
-    if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
     await app.register(svcRoutes, {
       prefix: '/v2',
       service,
@@ -165,6 +177,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       metrics,
     });
     await app.register(hubRoutes, { prefix: '/hub', service, metrics });
+    // After /v2, whose request limits (and failed-authentication tally) it shares.
+    if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
     await service.start();
     address = await app.listen({ port: options.port ?? kServerDefaults.port, host: options.host ?? kServerDefaults.host });
   } catch (error) {

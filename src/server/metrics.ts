@@ -7,7 +7,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { poolStats } from '../pool/pool.js';
 import type { SvcService } from '../service/service.js';
 import { kChannels, type PredictBatchEvent, type ProxyCallEvent, type RateLimitedEvent, type TrainingJobEvent } from '../telemetry.js';
-import { errorBody } from './errors.js';
+import { SvcError } from '../errors.js';
+import { svcErrorHandler } from './errors.js';
+import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
 
 // Bucket bounds, seconds or texts, each chosen for what it measures.
 const kHttpBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -43,11 +45,14 @@ export interface SvcMetricsOptions {
  */
 export class SvcMetrics {
   readonly registry = new Registry();
+  /** The service measured; `GET /metrics` counts wrong tokens under its request limits. */
+  readonly service: SvcService;
   readonly #requests: Counter<'method' | 'route' | 'status'>;
   readonly #requestSeconds: Histogram<'method' | 'route' | 'status'>;
   readonly #listeners: [string, (message: unknown) => void][] = [];
 
   constructor(options: SvcMetricsOptions) {
+    this.service = options.service;
     const registers = [this.registry];
     if (options.processMetrics === true) collectDefaultMetrics({ register: this.registry });
     const labels = ['method', 'route', 'status'] as const;
@@ -122,6 +127,11 @@ export interface MetricsRoutesOptions {
   metrics: SvcMetrics;
   /** When set, a scrape must send `Authorization: Bearer <token>`; otherwise the host app protects the route. */
   token?: string;
+  /**
+   * The request limits a wrong token counts under, as a wrong API key does (per client address): those of the
+   * service's /v2 plugin when it was registered first (as `startServer` does), else these.
+   */
+  rateLimit?: RateLimitOptions;
 }
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
@@ -136,15 +146,16 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
  * // # HELP svc_http_requests_total HTTP requests answered, by route pattern and status ...
  * ```
  */
-export const metricsRoutes: FastifyPluginAsync<MetricsRoutesOptions> = async (app, { metrics, token }) => {
+export const metricsRoutes: FastifyPluginAsync<MetricsRoutesOptions> = async (app, { metrics, token, rateLimit }) => {
   // Hashes have one length, so the comparison takes the same time whatever was sent.
   const expected = token === undefined ? undefined : digest(`Bearer ${token}`);
+  app.setErrorHandler(svcErrorHandler);
+  // A token can be guessed like a key: wrong ones count against the address in the same tally as wrong keys.
+  const limiter = expected === undefined ? undefined : await requestLimiter(app, metrics.service, rateLimit);
   app.get('/metrics', async (request, reply) => {
     if (expected !== undefined && !timingSafeEqual(digest(request.headers.authorization ?? ''), expected)) {
-      return reply
-        .code(401)
-        .header('www-authenticate', 'Bearer')
-        .send(errorBody(401, "Send the metrics token as 'Authorization: Bearer <token>'", 'authentication'));
+      const failure = new SvcError('authentication', "Send the metrics token as 'Authorization: Bearer <token>'");
+      throw await limiter!.failedAuthentication(request, reply, failure);
     }
     return reply.type(metrics.registry.contentType).send(await metrics.text());
   });

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { SvcError } from '../errors.js';
 import { func, positiveInteger } from '../is.js';
-import { type LimitRejection, limitRejection, retrySeconds } from '../service/limits.js';
+import { type LimitRejection, limitRejection, type ResolvedOrgLimits, retrySeconds } from '../service/limits.js';
 import { checkRedisUrl, redactDatabaseUrl } from '../service/open.js';
 import type { Principal, SvcService } from '../service/service.js';
 import { RedisRequestCounter } from '../store/redis-counts.js';
@@ -28,20 +28,31 @@ export interface RateLimitOptions {
   redis?: string;
   /** The window requests are counted in, ms. Default 60000: an organization's `rpm` is the count per window. */
   windowMs?: number;
-  /** Failed authentications one client address may make per window; then 429 without its key being looked up. Default 20. */
+  /**
+   * Failed authentications (wrong or missing keys, wrong `/metrics` tokens) one client address may make per window;
+   * past them its requests with a wrong key answer 429 instead of 401. A request with a valid key is never refused
+   * for its address's failures: many clients may share one address (behind a NAT, or a proxy Fastify's `trustProxy`
+   * does not see through). Default 20.
+   */
   failedAuthPerWindow?: number;
 }
 
 export const kDefaultRateLimits = Object.freeze({ windowMs: 60_000, failedAuthPerWindow: 20 });
 
-/** Authenticates callers under the request limits; one per service, shared by its /v2, proxy and hub routes. */
+/** Authenticates callers under the request limits; one per service, shared by its /v2, proxy, hub and metrics routes. */
 export interface RequestLimiter {
   /**
-   * Turns away an address that failed to authenticate too often (429, before `authenticate` runs), runs
-   * `authenticate` (a failure counts against the address), then counts the request against the key's limit: the
-   * `x-ratelimit-*-requests` headers go on the answer, and over the limit it is 429 with `retry-after`.
+   * Runs `authenticate`; a failure counts against the client address (see `failedAuthentication`). Then counts the
+   * request against its key's limit and its organization's: the `x-ratelimit-*-requests` headers (of the nearer
+   * limit) go on the answer, and over either limit it is 429 with `retry-after`.
    */
   admit(request: FastifyRequest, reply: FastifyReply, authenticate: () => Promise<Principal>): Promise<Principal>;
+  /**
+   * Counts one failed authentication of the request's address and returns what to answer: `failure` itself, or a
+   * 429 (with `retry-after`) once the address is over its limit. The count comes first and decides alone, one atomic
+   * increment, so that concurrent failures from several replicas cannot all read the same count below the limit.
+   */
+  failedAuthentication(request: FastifyRequest, reply: FastifyReply, failure: SvcError): Promise<SvcError>;
 }
 
 const kLimiters = new WeakMap<SvcService, Promise<RequestLimiter>>();
@@ -85,39 +96,59 @@ async function createLimiter(app: FastifyInstance, service: SvcService, options:
       : shared === undefined ? undefined : counterStore(shared, 'the database'));
   await app.register(fastifyRateLimit, { global: false, ...(store === undefined ? {} : { store }) });
 
-  // The key generator and the limit read the principal of a request that has just authenticated.
-  const principals = new WeakMap<FastifyRequest, Principal>();
-  const principal = (request: FastifyRequest): Principal => principals.get(request)!;
+  // The key generators and the limits read the principal of a request that has just authenticated, and its
+  // organization's limits, read once per request: an operator's `svc orgs limits --rpm` applies to the next request.
+  const principals = new WeakMap<FastifyRequest, { caller: Principal; limits: Promise<ResolvedOrgLimits> }>();
+  const principal = (request: FastifyRequest) => principals.get(request)!;
   const perKey = app.createRateLimit({
     timeWindow: windowMs,
-    keyGenerator: (request) => principal(request).keyId,
-    // Read per request: an operator's `svc orgs limits --rpm` applies to the next request.
-    max: async (request) => (await service.orgLimits(principal(request).orgId)).requestsPerMinute,
+    keyGenerator: (request) => principal(request).caller.keyId,
+    max: async (request) => (await principal(request).limits).requestsPerMinute,
   });
-  // The default key: the client address (IPv6 by its /64).
+  // One count for all of an organization's keys. The prefix keeps it apart from key ids and client addresses, which
+  // share the store's one table.
+  const perOrg = app.createRateLimit({
+    timeWindow: windowMs,
+    keyGenerator: (request) => `org:${principal(request).caller.orgId}`,
+    max: async (request) => (await principal(request).limits).orgRequestsPerMinute,
+  });
+  // The default key: the client address (IPv6 by its /64), as Fastify's `trustProxy` makes `request.ip`.
   const perAddress = app.createRateLimit({ timeWindow: windowMs, max: failedAuthLimit });
 
   const limiter: RequestLimiter = {
     async admit(request, reply, authenticate) {
-      const address = await perAddress(request, { increment: false });
-      if (!address.isAllowed && address.remaining === 0) {
-        throw reject(reply, { kind: 'failed_authentication', limit: address.max, windowMs, retryAfterMs: address.ttl });
-      }
+      // The key is looked up first: a valid key is let through whatever its address's failures, so that one client's
+      // bad keys cannot lock out every other client behind the same address.
       let caller: Principal;
       try {
         caller = await authenticate();
       } catch (error) {
-        if (error instanceof SvcError && error.code === 'authentication') await perAddress(request);
+        if (error instanceof SvcError && error.code === 'authentication') throw await limiter.failedAuthentication(request, reply, error);
         throw error;
       }
-      principals.set(request, caller);
-      const counted = await perKey(request);
-      if (counted.isAllowed) return caller; // no allow list is set; here for the type
-      setRequestHeaders(reply, counted.max, counted.remaining, counted.ttl);
-      if (counted.isExceeded) {
-        throw reject(reply, { kind: 'requests', orgId: caller.orgId, limit: counted.max, windowMs, retryAfterMs: counted.ttl });
+      principals.set(request, { caller, limits: service.orgLimits(caller.orgId) });
+      // The key first: a key already over its own limit is refused without spending its organization's allowance,
+      // which its other keys share.
+      const key = await perKey(request);
+      if (key.isAllowed) return caller; // no allow list is set; here for the type
+      if (key.isExceeded) {
+        setRequestHeaders(reply, key.max, key.remaining, key.ttl);
+        throw reject(reply, { kind: 'requests', orgId: caller.orgId, limit: key.max, windowMs, retryAfterMs: key.ttl });
+      }
+      const org = await perOrg(request);
+      if (org.isAllowed) return caller;
+      // The nearer limit's headers (the organization's when they are as near: it is the one that refuses next).
+      const nearer = org.remaining <= key.remaining ? org : key;
+      setRequestHeaders(reply, nearer.max, nearer.remaining, nearer.ttl);
+      if (org.isExceeded) {
+        throw reject(reply, { kind: 'org_requests', orgId: caller.orgId, limit: org.max, windowMs, retryAfterMs: org.ttl });
       }
       return caller;
+    },
+    async failedAuthentication(request, reply, failure) {
+      const address = await perAddress(request);
+      if (address.isAllowed || !address.isExceeded) return failure;
+      return reject(reply, { kind: 'failed_authentication', limit: address.max, windowMs, retryAfterMs: address.ttl });
     },
   };
   return limiter;

@@ -7,9 +7,10 @@ export type ResolvedOrgLimits = { readonly [K in keyof OrgLimits]: number };
 
 /**
  * The service's defaults, the one place they live: an organization the operator gave no limit of
- * its own gets these (`svc orgs limits <org>` shows both).
+ * its own gets these (`svc orgs limits <org>` shows both). The organization's own rate has no fixed default: left
+ * unset it is its per-key rate, so that all its keys together get one key's allowance until the operator says more.
  */
-export const kDefaultOrgLimits: ResolvedOrgLimits = Object.freeze({
+export const kDefaultOrgLimits: Omit<ResolvedOrgLimits, 'orgRequestsPerMinute'> = Object.freeze({
   maxRunningJobs: 1,
   maxQueuedJobs: 10,
   requestsPerMinute: 600,
@@ -20,13 +21,16 @@ export const kOrgLimitFlags: Readonly<Record<keyof OrgLimits, string>> = Object.
   maxRunningJobs: 'running',
   maxQueuedJobs: 'queued',
   requestsPerMinute: 'rpm',
+  orgRequestsPerMinute: 'org-rpm',
 });
 
 export function resolveOrgLimits(set: OrgLimits): ResolvedOrgLimits {
+  const requestsPerMinute = set.requestsPerMinute ?? kDefaultOrgLimits.requestsPerMinute;
   return {
     maxRunningJobs: set.maxRunningJobs ?? kDefaultOrgLimits.maxRunningJobs,
     maxQueuedJobs: set.maxQueuedJobs ?? kDefaultOrgLimits.maxQueuedJobs,
-    requestsPerMinute: set.requestsPerMinute ?? kDefaultOrgLimits.requestsPerMinute,
+    requestsPerMinute,
+    orgRequestsPerMinute: set.orgRequestsPerMinute ?? requestsPerMinute,
   };
 }
 
@@ -34,7 +38,9 @@ export function resolveOrgLimits(set: OrgLimits): ResolvedOrgLimits {
 export type LimitRejection =
   /** The API key sent more requests in the window than its organization's `requestsPerMinute`. */
   | { kind: 'requests'; orgId: string; limit: number; windowMs: number; retryAfterMs: number }
-  /** The client address failed to authenticate too often in the window; its key was not looked up. */
+  /** The organization's keys together sent more requests in the window than its `orgRequestsPerMinute`. */
+  | { kind: 'org_requests'; orgId: string; limit: number; windowMs: number; retryAfterMs: number }
+  /** The client address failed to authenticate too often in the window (wrong or missing keys, wrong metrics tokens). */
   | { kind: 'failed_authentication'; limit: number; windowMs: number; retryAfterMs: number }
   /** The project used its monthly proxy token budget. */
   | { kind: 'budget'; projectId: string; month: string; budget: number; used: number }
@@ -63,6 +69,12 @@ export function limitRejection(rejection: LimitRejection): SvcError {
         'rate_limited',
         `Rate limit reached: an API key of '${rejection.orgId}' may send ${rejection.limit} requests per ${windowText(rejection.windowMs)}; ` +
           `retry in ${retrySeconds(rejection.retryAfterMs)} s`,
+      );
+    case 'org_requests':
+      return new SvcError(
+        'rate_limited',
+        `Rate limit reached: the API keys of '${rejection.orgId}' together may send ${rejection.limit} requests per ` +
+          `${windowText(rejection.windowMs)}; retry in ${retrySeconds(rejection.retryAfterMs)} s`,
       );
     case 'failed_authentication':
       return new SvcError(

@@ -184,6 +184,11 @@ export const kMigrations: readonly string[] = Object.freeze([
   */
   DROP TABLE artifact_chunks_fixed;
   `,
+  // 11: requests per minute of an organization's keys together, beside the per-key rate (null: one key's rate), so
+  // that a second key does not bring a second allowance.
+  `
+  ALTER TABLE org_limits ADD COLUMN org_requests_per_minute INTEGER;
+  `,
 ]);
 
 /**

@@ -22,10 +22,11 @@ const kSql = Object.freeze({
   lockOrg: 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE',
   listOrgs: 'SELECT * FROM organizations ORDER BY created_at, id',
   setProxy: 'UPDATE organizations SET proxy_access = $1 WHERE id = $2',
-  getLimits: 'SELECT max_running_jobs, max_queued_jobs, requests_per_minute FROM org_limits WHERE org_id = $1',
-  putLimits: `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute) VALUES ($1, $2, $3, $4)
+  getLimits: 'SELECT max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute FROM org_limits WHERE org_id = $1',
+  putLimits: `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute) VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (org_id) DO UPDATE SET max_running_jobs = excluded.max_running_jobs,
-      max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute`,
+      max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute,
+      org_requests_per_minute = excluded.org_requests_per_minute`,
   insertKey: 'INSERT INTO api_keys (id, org_id, hash, prefix, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6)',
   keyByHash: 'SELECT * FROM api_keys WHERE hash = $1',
   listKeys: 'SELECT * FROM api_keys WHERE org_id = $1 ORDER BY created_at, id',
@@ -180,7 +181,7 @@ export class PostgresStore implements Store {
       // The organization's row lock orders two operators' changes; a missing organization fails on the insert.
       await client.query(kSql.lockOrg, [orgId]);
       const merged = { ...toLimits(await this.#one<LimitsRow>(kSql.getLimits, [orgId], client)), ...limits };
-      await client.query(kSql.putLimits, [orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute]);
+      await client.query(kSql.putLimits, [orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute, merged.orgRequestsPerMinute]);
     });
   }
 

@@ -18,7 +18,9 @@ import type {
 export interface OrgRow { id: string; created_at: number; proxy_access: number }
 export interface KeyRow { id: string; org_id: string; hash: string; prefix: string; created_at: number; revoked_at: number | null }
 export interface ProjectRow { id: string; org_id: string; name: string; created_at: number; monthly_token_budget: number | null }
-export interface LimitsRow { max_running_jobs: number | null; max_queued_jobs: number | null; requests_per_minute: number | null }
+export interface LimitsRow { max_running_jobs: number | null; max_queued_jobs: number | null; requests_per_minute: number | null;
+  org_requests_per_minute: number | null;
+}
 export interface ModelRow {
   id: string; org_id: string; base_model: string; task_type: string; label_text: string;
   status: string; error: string | null; created_at: number; updated_at: number;
@@ -43,7 +45,7 @@ export const toProject = (r: ProjectRow): Project => ({
 });
 export const toLimits = (r: LimitsRow | undefined): OrgLimits => ({
   maxRunningJobs: r?.max_running_jobs ?? null, maxQueuedJobs: r?.max_queued_jobs ?? null,
-  requestsPerMinute: r?.requests_per_minute ?? null,
+  requestsPerMinute: r?.requests_per_minute ?? null, orgRequestsPerMinute: r?.org_requests_per_minute ?? null,
 });
 export const toModel = (r: ModelRow): ModelRecord => ({
   id: r.id, orgId: r.org_id, baseModel: r.base_model, taskType: r.task_type as ModelRecord['taskType'],

@@ -53,11 +53,12 @@ export class SqliteStore implements Store {
       getOrg: p('SELECT * FROM organizations WHERE id = ?'),
       listOrgs: p('SELECT * FROM organizations ORDER BY created_at, id'),
       setProxy: p('UPDATE organizations SET proxy_access = ? WHERE id = ?'),
-      getLimits: p('SELECT max_running_jobs, max_queued_jobs, requests_per_minute FROM org_limits WHERE org_id = ?'),
+      getLimits: p('SELECT max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute FROM org_limits WHERE org_id = ?'),
       putLimits: p(
-        `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute) VALUES (?, ?, ?, ?)
+        `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (org_id) DO UPDATE SET max_running_jobs = excluded.max_running_jobs,
-           max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute`,
+           max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute,
+           org_requests_per_minute = excluded.org_requests_per_minute`,
       ),
       insertKey: p('INSERT INTO api_keys (id, org_id, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),
       keyByHash: p('SELECT * FROM api_keys WHERE hash = ?'),
@@ -184,7 +185,7 @@ export class SqliteStore implements Store {
   async setOrgLimits(orgId: string, limits: Partial<OrgLimits>): Promise<void> {
     this.#db.transaction(() => {
       const merged = { ...toLimits(this.#sql.getLimits.get(orgId) as LimitsRow | undefined), ...limits };
-      this.#sql.putLimits.run(orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute);
+      this.#sql.putLimits.run(orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute, merged.orgRequestsPerMinute);
     }).immediate();
   }
 

@@ -49,6 +49,8 @@ export interface OrgLimits {
   maxQueuedJobs: number | null;
   /** Requests per minute per API key, on /v2 and on the proxy. */
   requestsPerMinute: number | null;
+  /** Requests per minute of all the organization's keys together; null: as many as one key's `requestsPerMinute`. */
+  orgRequestsPerMinute: number | null;
 }
 
 export type ModelStatus = 'training' | 'trained' | 'failed';

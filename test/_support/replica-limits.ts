@@ -34,17 +34,29 @@ export async function expectFourthRejected(one: { url: string }, two: { url: str
 }
 
 /**
- * `limit` bad keys at replica one, then a good key at replica two: 429, the address locked out for the rest of the
- * (one-minute) window.
+ * `limit` bad keys at replica one, then another bad key at replica two: 429, the address's bad keys refused for the
+ * rest of the (one-minute) window; a good key from the same address is never refused for them at either replica (it
+ * answers 200, or, for a key whose own rate is `spent`, that rate's 429).
  */
-export async function expectAddressLockedOut(one: { url: string }, two: { url: string }, key: string, limit: number): Promise<void> {
+export async function expectAddressLockedOut(
+  one: { url: string },
+  two: { url: string },
+  key: string,
+  limit: number,
+  spent = false,
+): Promise<void> {
   for (let i = 0; i < limit; i += 1) expect((await models(one, `svc_wrong_${i}`)).status).toBe(401);
-  const locked = await models(two, key);
+  const locked = await models(two, 'svc_wrong_again');
   expect(locked.status).toBe(429);
   expect(locked.headers.get('retry-after')).toMatch(/^(59|60)$/);
   expect(((await locked.json()) as { error: { message: string } }).error.message).toMatch(
     new RegExp(`^Too many failed authentications from this address \\(${limit} per minute\\); retry in (59|60) s$`),
   );
+  for (const server of [two, one]) {
+    const good = await models(server, key);
+    expect(good.status).toBe(spent ? 429 : 200);
+    if (spent) expect(((await good.json()) as { error: { message: string } }).error.message).toMatch(/^Rate limit reached: an API key of /);
+  }
 }
 
 /** A request whose counts could not be read (`where`: the database, Redis): 503 overloaded, retry in 2 s. */

@@ -119,7 +119,7 @@ describe('a wrong command line', () => {
     expect(await svcBin(['orgs', 'rename', 'acme'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: "usage: svc orgs create <name> [--data <dir>]\n       svc orgs list [--data <dir>]\n       svc orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--data <dir>]\nRun 'svc orgs --help' for its options and examples.\n",
+      stderr: "usage: svc orgs create <name> [--data <dir>]\n       svc orgs list [--data <dir>]\n       svc orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--data <dir>]\nRun 'svc orgs --help' for its options and examples.\n",
     });
   });
 

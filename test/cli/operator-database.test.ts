@@ -27,7 +27,7 @@ describe('svc operator commands on a database', () => {
     const key = created.stdout.trim();
     expect((await svc(['proxy', 'grant', '--org', 'acme', '--database', url])).stdout).toBe('proxy access granted to acme\n');
     expect((await svc(['orgs', 'limits', 'acme', '--running', '2'], { SVC_DATABASE_URL: url })).stdout).toBe(
-      'acme\trunning=2\nacme\tqueued=10 (default)\nacme\trpm=600 (default)\n',
+      'acme\trunning=2\nacme\tqueued=10 (default)\nacme\trpm=600 (default)\nacme\torg-rpm=600 (default)\n',
     );
     const project = await svc(['projects', 'create', '--org', 'acme', '--name', 'bot', '--database', url]);
     expect(project.stdout).toMatch(/^proj_[0-9a-f]{12}\n$/);
@@ -37,7 +37,7 @@ describe('svc operator commands on a database', () => {
     const store = await PostgresStore.open(url);
     const [stored] = await store.listApiKeys('acme');
     expect(stored.hash).toBe(hashApiKey(key));
-    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: null, requestsPerMinute: null });
+    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: null, requestsPerMinute: null, orgRequestsPerMinute: null });
     expect((await store.getProject(project.stdout.trim()))?.name).toBe('bot');
     await store.close();
     // Nothing went to SQLite: the data directory holds no database file.

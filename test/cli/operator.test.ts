@@ -51,14 +51,17 @@ describe('svc operator commands', () => {
     await svc(['orgs', 'create', 'limited', '--data', dir]);
     expect(await svc(['orgs', 'limits', 'limited', '--data', dir])).toEqual({
       code: 0,
-      stdout: 'limited\trunning=1 (default)\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\n',
+      stdout: 'limited\trunning=1 (default)\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=600 (default)\n',
       stderr: '',
     });
     expect((await svc(['orgs', 'limits', 'limited', '--running', '2', '--rpm', '60', '--data', dir])).stdout).toBe(
-      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=60\n',
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=60\nlimited\torg-rpm=60 (default)\n',
     );
     expect((await svc(['orgs', 'limits', 'limited', '--rpm', 'default', '--data', dir])).stdout).toBe(
-      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\n',
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=600 (default)\n',
+    );
+    expect((await svc(['orgs', 'limits', 'limited', '--org-rpm', '1800', '--data', dir])).stdout).toBe(
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=1800\n',
     );
     expect(await svc(['orgs', 'limits', 'limited', '--queued', '0', '--data', dir])).toEqual({
       code: 1, stdout: '', stderr: "svc orgs: --queued must be a positive integer or 'default'; got '0'\n",

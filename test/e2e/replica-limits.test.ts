@@ -95,8 +95,8 @@ describe('two replicas on one database', () => {
     expect(fake.requests.length).toBe(upstreamCalls);
   });
 
-  // Last in the file: it locks 127.0.0.1 out of both replicas for the rest of the window.
-  it('share an address\'s failed authentications: bad keys at one replica lock the address out of the other', async () => {
+  // Last in the file: it refuses 127.0.0.1's bad keys at both replicas for the rest of the window.
+  it("share an address's failed authentications: bad keys at one replica refuse the address's bad keys at the other", async () => {
     const { key } = await tenant('locked');
     expect((await models(two, key)).status).toBe(200);
     await expectAddressLockedOut(one, two, key, kFailedAuthLimit);

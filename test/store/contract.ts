@@ -75,13 +75,13 @@ export function storeContract(name: string, backend: StoreBackend): void {
 
     it('keeps the limits an operator set per organization, null for the ones left at the default', async () => {
       await store.createOrganization('acme');
-      const unset = { maxRunningJobs: null, maxQueuedJobs: null, requestsPerMinute: null };
+      const unset = { maxRunningJobs: null, maxQueuedJobs: null, requestsPerMinute: null, orgRequestsPerMinute: null };
       expect(await store.getOrgLimits('acme')).toEqual(unset);
       await store.setOrgLimits('acme', { maxRunningJobs: 2, requestsPerMinute: 60 });
-      await store.setOrgLimits('acme', { maxQueuedJobs: 5 });
-      expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: 60 });
+      await store.setOrgLimits('acme', { maxQueuedJobs: 5, orgRequestsPerMinute: 150 });
+      expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: 60, orgRequestsPerMinute: 150 });
       await store.setOrgLimits('acme', { requestsPerMinute: null });
-      expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: null });
+      expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: null, orgRequestsPerMinute: 150 });
       expect(await store.getOrgLimits('ghost')).toEqual(unset);
       await expect(store.setOrgLimits('ghost', { maxRunningJobs: 1 })).rejects.toThrow(backend.errors.limitsOfUnknownOrganization);
     });

@@ -28,6 +28,91 @@ static std::vector<double> run_steps(int threads, int steps) {
   return toy_step_losses(cfg, o, 9, {5, 9, 3, 12, 7, 4}, 7, 3, steps);
 }
 
+static LoraConfig every_target(int rank, double alpha) {
+  LoraConfig lc;
+  lc.rank = rank;
+  lc.alpha = alpha;
+  for (bool& t : lc.targets) t = true;
+  return lc;
+}
+
+// Adapter training: starts as the base, trains A and B only, names them as PEFT does.
+static void check_adapter_trainer() {
+  const EncoderConfig cfg = toy_config(32, 4, 64, 32);
+  TrainerOptions o;
+  o.threads = 2;
+  o.seed = 1234;
+  o.adam.lr = 1e-2;
+  o.adam.total_steps = 6;
+  o.adapter = every_target(4, 8);
+  const std::vector<double> a = toy_step_losses(cfg, o, 9, {5, 9, 3, 12, 7, 4}, 7, 3, 6);
+  const std::vector<double> b = toy_step_losses(cfg, o, 9, {5, 9, 3, 12, 7, 4}, 7, 3, 6);
+  o.threads = 1;
+  const std::vector<double> c = toy_step_losses(cfg, o, 9, {5, 9, 3, 12, 7, 4}, 7, 3, 6);
+  for (size_t i = 0; i < a.size(); ++i) std::printf("adapter step %zu loss %.9f\n", i, a[i]);
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0, "adapter: same seed and threads differ");
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(std::fabs(a[i] - c[i]) <= 1e-5 * std::fabs(c[i]), "adapter: 1 and 2 threads differ at step %zu", i);
+  CHECK(a.back() < a.front(), "adapter: loss did not go down: %f -> %f", a.front(), a.back());
+
+  // B = 0 at the start: the adapted encoder embeds as the base does; after steps only A and B moved.
+  o.threads = 2;
+  TrainerOptions full = o;
+  full.adapter = LoraConfig{};
+  Trainer base(cfg, toy_checkpoint(cfg, 9), full);
+  Trainer adapted(cfg, toy_checkpoint(cfg, 9), o);
+  const std::vector<int32_t> ids = {1, 7, 3, 9, 2, 4, 8, 11, 5}, lengths = {4, 5};
+  std::vector<float> e0(64), e1(64), e2(64);
+  base.embed(ids.data(), lengths.data(), 2, e0.data());
+  adapted.embed(ids.data(), lengths.data(), 2, e1.data());
+  double worst = 0;
+  for (int i = 0; i < 64; ++i) worst = std::max(worst, std::fabs(static_cast<double>(e0[i] - e1[i])));
+  CHECK(worst <= 1e-6, "adapter at B = 0 embeds %.3e away from the base", worst);
+  const std::vector<float> before = adapted.params();
+  const std::vector<int32_t> pa = {0}, pb = {1};
+  const std::vector<float> labels = {0};
+  PairBatch batch{ids.data(), lengths.data(), 2, pa.data(), pb.data(), labels.data(), 1};
+  for (int s = 0; s < 3; ++s) adapted.step(batch);
+  CHECK(adapted.params() == before, "adapter training changed the base weights");
+  adapted.embed(ids.data(), lengths.data(), 2, e2.data());
+  worst = 0;
+  for (int i = 0; i < 64; ++i) worst = std::max(worst, std::fabs(static_cast<double>(e2[i] - e1[i])));
+  CHECK(worst > 1e-4, "adapter training did not change the embeddings (%.3e)", worst);
+
+  const std::vector<AdapterTensor> tensors = adapted.adapter_tensors();
+  CHECK(tensors.size() == 2 * 6 * 2, "%zu adapter tensors", tensors.size());
+  CHECK(tensors[0].name == "base_model.model.encoder.layer.0.attention.self.query.lora_A.weight", "%s",
+        tensors[0].name.c_str());
+  CHECK(tensors[0].rows == 4 && tensors[0].cols == 32, "query A is %lld x %lld", static_cast<long long>(tensors[0].rows),
+        static_cast<long long>(tensors[0].cols));
+  CHECK(tensors[9].name == "base_model.model.encoder.layer.0.intermediate.dense.lora_B.weight" && tensors[9].rows == 64 &&
+            tensors[9].cols == 4,
+        "%s", tensors[9].name.c_str());
+  CHECK(tensors[23].name == "base_model.model.encoder.layer.1.output.dense.lora_B.weight", "%s", tensors[23].name.c_str());
+  bool b_moved = false;
+  for (int64_t i = 0; i < tensors[1].rows * tensors[1].cols; ++i) b_moved = b_moved || tensors[1].data[i] != 0.f;
+  CHECK(b_moved, "query B is still zero");
+  CHECK(base.adapter_tensors().empty(), "a full trainer has adapter tensors");
+
+  auto refused = [&](LoraConfig lc, bool train_embeddings, const char* message) {
+    TrainerOptions bad = o;
+    bad.adapter = lc;
+    bad.train_embeddings = train_embeddings;
+    try {
+      Trainer t(cfg, toy_checkpoint(cfg, 9), bad);
+      CHECK(false, "accepted: %s", message);
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()) == message, "'%s' instead of '%s'", e.what(), message);
+    }
+  };
+  refused(every_target(33, 8), false, "adapter rank must be an integer in [1, 32]");
+  refused(every_target(4, 0), false, "adapter alpha must be a positive number");
+  LoraConfig none = every_target(4, 8);
+  for (bool& t : none.targets) t = false;
+  refused(none, false, "adapter targets must name at least one layer");
+  refused(every_target(4, 8), true, "an adapter trains on frozen embeddings: trainEmbeddings must be off");
+}
+
 int main() {
   for (const GradCheck& c : run_gradient_checks()) {
     std::printf("%-28s max rel error %.3e over %lld components\n", c.name.c_str(), c.max_rel_error,
@@ -67,6 +152,8 @@ int main() {
     std::printf("embed in slices vs one text at a time: max abs diff %.3e\n", worst);
     CHECK(worst <= 1e-6, "embed slices differ by %.3e", worst);
   }
+
+  check_adapter_trainer();
 
   for (float v : {0.f, 1.f, -2.5f, 65504.f, 1e-7f, 6.1e-5f, 0.333333f, 70000.f})
     std::printf("half(%g) = %g\n", v, svc::half_to_float(svc::float_to_half(v)));

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "train/rng.h"
+
 namespace svc::train {
 
 Trainer::Trainer(const std::string& config_path, const std::string& weights_path, const TrainerOptions& options)
@@ -53,19 +55,23 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   emb_.ln_b = values("embeddings.LayerNorm.bias", {h});
 
   params_.assign(param_count(cfg_), 0.f);
-  grads_.assign(params_.size(), 0.f);
   std::vector<uint8_t> decay(params_.size(), 0);
   for (const ParamTensor& p : param_tensors(cfg_)) {
     const std::vector<float> v = values(p.name, p.shape);
     std::copy(v.begin(), v.end(), params_.begin() + p.offset);
     std::fill(decay.begin() + p.offset, decay.begin() + p.offset + static_cast<int64_t>(v.size()), p.decay ? 1 : 0);
   }
-  adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
   // Embeddings and encoder layers now live as fp32; keep only their names and
   // shapes for save(), and the bytes of everything else (position ids, pooler).
   for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
   workers_ = std::make_unique<Workers>(o.threads);
   seed_ = o.seed;
+  if (o.adapter.rank != 0) {
+    init_adapter(o);
+  } else {
+    grads_.assign(params_.size(), 0.f);
+    adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
+  }
   bf16_products_ = o.bf16_products;
   if (!(o.max_grad_norm >= 0)) throw std::invalid_argument("max grad norm must be a non-negative number");
   max_grad_norm_ = o.max_grad_norm;
@@ -79,18 +85,55 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   }
 }
 
+void Trainer::init_adapter(const TrainerOptions& o) {
+  check_lora_config(cfg_, o.adapter);
+  if (o.train_embeddings) throw std::invalid_argument("an adapter trains on frozen embeddings: trainEmbeddings must be off");
+  lora_ = o.adapter;
+  lora_params_.assign(lora_param_count(cfg_, lora_), 0.f);
+  lora_grads_.assign(lora_params_.size(), 0.f);
+  // A uniform in ±1/√in from the seed's own stream (not dropout's: those keys mix a step and
+  // a site in); B stays zero, so the adapted encoder starts as the base.
+  const uint64_t stream = mix64(mix64(seed_) ^ 0x4c6f5241ull);  // "LoRA"
+  for (const ParamTensor& t : lora_tensors(cfg_, lora_)) {
+    if (t.name.find(".lora_A.") == std::string::npos) continue;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(t.shape[1]));
+    for (int64_t i = 0; i < t.shape[0] * t.shape[1]; ++i) {
+      const double unit = static_cast<double>(mix64(stream ^ mix64(static_cast<uint64_t>(t.offset + i))) >> 11) *
+                          (1.0 / 9007199254740992.0);
+      lora_params_[t.offset + i] = static_cast<float>(bound * (2 * unit - 1));
+    }
+  }
+  adam_ = std::make_unique<AdamW>(o.adam, std::vector<uint8_t>(lora_params_.size(), 1));
+  pack_frozen(cfg_, params_.data(), frozen_fwd_, frozen_bwd_, workers_.get());
+}
+
+std::optional<AdapterPass<float>> Trainer::adapter_pass(bool with_grads) {
+  if (!has_adapter()) return std::nullopt;
+  return AdapterPass<float>{&lora_, lora_params_.data(), with_grads ? lora_grads_.data() : nullptr, frozen_fwd_.data(),
+                            frozen_bwd_.data()};
+}
+
+std::vector<AdapterTensor> Trainer::adapter_tensors() const {
+  std::vector<AdapterTensor> out;
+  if (!lora_.rank) return out;
+  for (const ParamTensor& t : lora_tensors(cfg_, lora_))
+    out.push_back({t.name, t.shape[0], t.shape[1], lora_params_.data() + t.offset});
+  return out;
+}
+
 StepResult Trainer::step(const PairBatch& batch) {
   if (batch.pairs < 1) throw std::invalid_argument("a step needs at least one pair");
   const StepKey key{seed_, static_cast<uint64_t>(adam_->steps_done()), true, bf16_products_};
   StepResult r;
-  r.loss = forward_backward<float>(cfg_, emb_, params_.data(), grads_.data(), batch, key, ws_, workers_.get(),
-                                   train_embeddings_ ? &emb_grads_ : nullptr);
+  const std::optional<AdapterPass<float>> ad = adapter_pass(true);
+  r.loss = forward_backward<float>(cfg_, emb_, params_.data(), ad ? nullptr : grads_.data(), batch, key, ws_,
+                                   workers_.get(), train_embeddings_ ? &emb_grads_ : nullptr, ad ? &*ad : nullptr);
   r.grad_norm = gradient_norm();
   if (max_grad_norm_ > 0 && r.grad_norm > max_grad_norm_) {
     // As torch.nn.utils.clip_grad_norm_: scale by max / (norm + 1e-6).
     const float scale = static_cast<float>(max_grad_norm_ / (r.grad_norm + 1e-6));
     std::vector<std::vector<float>*> all = embedding_gradients();
-    all.push_back(&grads_);
+    all.push_back(&trained_grads());
     for (std::vector<float>* grads : all) {
       float* g = grads->data();
       parallel_for_grain(workers_.get(), static_cast<int64_t>(grads->size()), kNormBlock, [=](int64_t i0, int64_t i1) {
@@ -98,7 +141,7 @@ StepResult Trainer::step(const PairBatch& batch) {
       });
     }
   }
-  r.lr = adam_->step(params_.data(), grads_.data(), workers_.get());
+  r.lr = adam_->step(trained().data(), trained_grads().data(), workers_.get());
   const std::vector<std::vector<float>*> tables = embedding_tables(), grads = embedding_gradients();
   for (size_t i = 0; i < emb_adam_.size(); ++i) emb_adam_[i]->step(tables[i]->data(), grads[i]->data(), workers_.get());
   r.step = adam_->steps_done();
@@ -134,7 +177,7 @@ double Trainer::gradient_norm() {
   // a single sum is a chain of dependent adds the compiler may not reorder, which made this
   // pass about a tenth of a short-text step; eight vectorize.
   std::vector<std::vector<float>*> all = embedding_gradients();
-  all.push_back(&grads_);
+  all.push_back(&trained_grads());
   double total = 0;
   for (const std::vector<float>* grads : all) {
     const int64_t n = static_cast<int64_t>(grads->size());
@@ -153,7 +196,9 @@ double Trainer::gradient_norm() {
 
 double Trainer::evaluate(const PairBatch& batch) {
   const StepKey key{seed_, 0, false};
-  return forward_backward<float>(cfg_, emb_, params_.data(), nullptr, batch, key, ws_, workers_.get());
+  const std::optional<AdapterPass<float>> ad = adapter_pass(false);
+  return forward_backward<float>(cfg_, emb_, params_.data(), nullptr, batch, key, ws_, workers_.get(), nullptr,
+                                 ad ? &*ad : nullptr);
 }
 
 void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float* out) {
@@ -161,6 +206,7 @@ void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float
   // svc-small), so embed many texts a slice at a time.
   constexpr int64_t kSliceTokens = 1024;
   const StepKey key{seed_, 0, false};
+  const std::optional<AdapterPass<float>> ad = adapter_pass(false);
   const int64_t h = cfg_.hidden;
   int first = 0;
   while (first < texts) {
@@ -171,7 +217,7 @@ void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float
     b.ids = ids;
     b.lengths = lengths + first;
     b.texts = end - first;
-    forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get());
+    forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get(), nullptr, ad ? &*ad : nullptr);
     std::memcpy(out + first * h, ws_.emb.data(), sizeof(float) * h * b.texts);
     ids += tokens;
     first = end;
@@ -197,6 +243,7 @@ std::map<std::string, const float*> Trainer::fp32_sources() const {
 }
 
 void Trainer::save(const std::string& path) const {
+  if (has_adapter()) throw std::invalid_argument("an adapter trainer keeps the base as loaded: take its adapter tensors, not save()");
   const std::map<std::string, const float*> sources = fp32_sources();
   std::map<std::string, StoredTensor> out;
   for (const auto& [name, t] : checkpoint_) {

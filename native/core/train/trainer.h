@@ -2,6 +2,9 @@
 // safetensors, AdamW state, and the threads; each step() runs one batch of
 // pairs forward and backward and updates the weights. save() writes the
 // trained encoder as fp16 safetensors with the checkpoint's own tensor names.
+// With an adapter (options.adapter.rank > 0) the base stays frozen, packed once,
+// with neither gradients nor optimizer state; only the LoRA A and B of the
+// adapted layers train, and adapter_tensors() hands them out under PEFT's names.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,17 @@ struct TrainerOptions {
   // Run a step's linear-layer products in bf16 with fp32 accumulation where the CPU has
   // AVX512_BF16 (gemm_bf16.h); the weights, gradients and updates stay fp32. false: fp32 products.
   bool bf16_products = true;
+  // LoRA adapter training: rank 0 fine-tunes the whole encoder. A starts uniform in
+  // ±1/√in (PEFT's Kaiming-uniform with a = √5) from `seed`, B at zero; AdamW, its decay
+  // and schedule as above, on A and B only. The base's products stay fp32.
+  LoraConfig adapter;
+};
+
+// One trained adapter matrix: A [r x in] or B [out x r], row-major.
+struct AdapterTensor {
+  std::string name;  // PEFT's, e.g. base_model.model.encoder.layer.0.attention.self.query.lora_A.weight
+  int64_t rows, cols;
+  const float* data;  // valid while the trainer lives and takes no step
 };
 
 struct StepResult {
@@ -58,6 +72,9 @@ class Trainer {
   // runs in slices of about 1,024 tokens to bound the activations kept.
   void embed(const int32_t* ids, const int32_t* lengths, int texts, float* out);
   void save(const std::string& path) const;
+  // The adapter's A and B of every adapted layer, layer by layer; empty without an adapter.
+  std::vector<AdapterTensor> adapter_tensors() const;
+  bool has_adapter() const { return lora_.rank > 0; }
 
   const EncoderConfig& config() const { return cfg_; }
   int64_t steps_done() const { return adam_->steps_done(); }
@@ -65,6 +82,12 @@ class Trainer {
 
  private:
   void init(const TrainerOptions& options, const std::string& source);
+  void init_adapter(const TrainerOptions& options);
+  // What the optimizer updates: the encoder's parameters, or the adapter's.
+  std::vector<float>& trained() { return has_adapter() ? lora_params_ : params_; }
+  std::vector<float>& trained_grads() { return has_adapter() ? lora_grads_ : grads_; }
+  // The adapter's view of a pass (null without an adapter); with_grads: backward writes lora_grads_.
+  std::optional<AdapterPass<float>> adapter_pass(bool with_grads);
   // Global L2 norm of grads_ and, when they train, the embedding gradients.
   double gradient_norm();
   // The embedding tables with their gradients and optimizers, in one order.
@@ -91,6 +114,10 @@ class Trainer {
   uint64_t seed_ = 0;
   bool bf16_products_ = true;
   double max_grad_norm_ = 0;
+  // Adapter training: its settings, parameters and gradients, and the frozen base's panels.
+  LoraConfig lora_;
+  std::vector<float> lora_params_, lora_grads_;
+  std::vector<PackedF32> frozen_fwd_, frozen_bwd_;
 };
 
 }  // namespace svc::train
