@@ -4,7 +4,10 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 
 import { SvcError } from '../errors.js';
+import { readAdapter } from './adapter.js';
+import { resolveBaseModel } from './base-models.js';
 import { writeFileDurably } from './durable.js';
+import { parseBertConfig } from './onnx/bert-weights.js';
 import { kManifestFile, parseManifest } from './manifest.js';
 import type { Manifest } from './manifest.js';
 
@@ -56,7 +59,10 @@ const kMultiHeadKinds = Object.freeze({ 'softmax-regression': 'softmax', 'one-vs
 export interface ModelFiles {
   manifest: Manifest;
   head: Head;
-  /** A fine-tuned model's encoder weights (absolute path); null when it uses the frozen base encoder. */
+  /**
+   * What the pool loads beside the base model (absolute path): a `finetuned` model's encoder weights, an `adapter`
+   * model's adapter_model.safetensors (checked against the base when read); null for the frozen base encoder.
+   */
   encoderFile: string | null;
 }
 
@@ -154,7 +160,7 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
   const manifestFile = join(dir, kManifestFile);
   const manifest = await readManifest(dir);
   // Files are named by the manifest; refuse anything that could leave the directory.
-  for (const key of ['head_file', 'encoder_file'] as const) {
+  for (const key of ['head_file', 'encoder_file', 'adapter_file', 'adapter_config_file'] as const) {
     const name = manifest[key];
     if (name !== undefined && (basename(name) !== name || name.startsWith('.'))) {
       throw new SvcError('invalid_request', `${manifestFile}: ${key} '${name}' is not a plain file name`);
@@ -168,6 +174,13 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
     if (!(await exists(encoderFile))) {
       throw new SvcError('not_found', `the fine-tuned encoder: ${encoderFile} does not exist`);
     }
+  }
+  if (manifest.adapter_file !== undefined && manifest.adapter_config_file !== undefined) {
+    // The adapter is read whole (under a megabyte) and checked here, so a bad file fails the load, naming the tensor.
+    encoderFile = join(dir, manifest.adapter_file);
+    const base = resolveBaseModel(manifest.base_model);
+    const config = parseBertConfig(JSON.parse(await readFile(base.configFile, 'utf8')) as Record<string, unknown>, base.configFile);
+    await readAdapter(join(dir, manifest.adapter_config_file), encoderFile, config);
   }
   return { manifest, head, encoderFile };
 }

@@ -21,14 +21,27 @@ export const kHeadFile = 'head.json';
 /** A fine-tuned model's own encoder weights (fp16 safetensors, the base checkpoint's tensor names). */
 export const kEncoderFile = 'model.fp16.safetensors';
 
+/** A fine-tuned model's LoRA adapter (PEFT's file names, see model/adapter.ts). */
+export { kAdapterConfigFile, kAdapterFile } from './adapter.js';
+
 /**
  * How the classifier's encoder relates to its base model. `frozen`: the base encoder, shared by
- * every such model; `finetuned`: the directory holds its own encoder weights (`encoder_file`).
+ * every such model; `finetuned`: the directory holds its own encoder weights (`encoder_file`);
+ * `adapter`: the base encoder with the directory's low-rank adapter (`adapter_file`, `adapter_config_file`).
  */
-export type BodyKind = 'frozen' | 'finetuned';
+export type BodyKind = 'frozen' | 'finetuned' | 'adapter';
+
+/** How an encoder is fine-tuned: `full`, every weight (a copy of the encoder); `adapter`, a LoRA adapter on the frozen base. */
+export type FinetuneMethod = 'full' | 'adapter';
 
 /** How the encoder was fine-tuned (SetFit's first stage), for `finetuned` bodies. */
 export interface FinetuneSettings {
+  /** Absent on models trained before adapters existed, which are `full`. */
+  method?: FinetuneMethod;
+  /** `adapter`: the LoRA rank, alpha and adapted modules (as adapter_config.json says too). */
+  rank?: number;
+  lora_alpha?: number;
+  target_modules?: string[];
   /** Pair rounds per example: each gave one same-label and one other-label pair. */
   num_iterations: number;
   pairs: number;
@@ -136,6 +149,9 @@ export interface Manifest {
   body: BodyKind;
   /** The fine-tuned encoder's weights, relative to the directory (`finetuned` bodies only). */
   encoder_file?: string;
+  /** `adapter` bodies: the adapter's weights and its PEFT config, relative to the directory; the base is `base_model`. */
+  adapter_file?: string;
+  adapter_config_file?: string;
   /** The head's file, relative to the directory. */
   head_file: string;
   training: TrainingSettings;
@@ -218,10 +234,17 @@ export function parseManifest(text: string, dir: string): Manifest {
     throw invalid(dir, `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')})`);
   }
   const body = field<string>(manifest, dir, 'body', isString);
-  if (body !== 'frozen' && body !== 'finetuned') {
+  if (body !== 'frozen' && body !== 'finetuned' && body !== 'adapter') {
     throw invalid(dir, `body '${body}' is not supported by this svc-classify; upgrade it`);
   }
   const encoderFile = body === 'finetuned' ? field<string>(manifest, dir, 'encoder_file', isString) : undefined;
+  const adapterFiles =
+    body === 'adapter'
+      ? {
+          adapter_file: field<string>(manifest, dir, 'adapter_file', isString),
+          adapter_config_file: field<string>(manifest, dir, 'adapter_config_file', isString),
+        }
+      : {};
   return {
     format_version: kManifestFormatVersion,
     id: field(manifest, dir, 'id', isString),
@@ -231,6 +254,7 @@ export function parseManifest(text: string, dir: string): Manifest {
     ...names,
     body,
     ...(encoderFile === undefined ? {} : { encoder_file: encoderFile }),
+    ...adapterFiles,
     head_file: field(manifest, dir, 'head_file', isString),
     training: training as unknown as TrainingSettings,
     metrics: {

@@ -1,8 +1,9 @@
 // Writes a complete model directory. Runs inside a pool worker: building the ONNX file
 // copies the whole encoder, which is too much work for the host's event loop.
 import { copyFile, mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
+import { kAdapterConfigFile } from './adapter.js';
 import { resolveBaseModel } from './base-models.js';
 import { fsyncTree, renameDurably } from './durable.js';
 import { isMultiHead, writeManifestAndHead } from './directory.js';
@@ -22,6 +23,7 @@ export async function writeModelDir(
   head: Head,
   encoderFile: string | null = null,
 ): Promise<void> {
+  if (manifest.body === 'adapter') return writeAdapterModelDir(dir, manifest, head, encoderFile as string);
   const base = resolveBaseModel(manifest.base_model);
   // Classifier guarantees that a 'finetuned' manifest comes with its encoder file, and only then.
   let weightsFile = base.weightsFile;
@@ -48,6 +50,25 @@ export async function writeModelDir(
       : { labelText: manifest.label_text, head: { weights: Float32Array.from(head.weights), bias: head.bias } }),
   });
   // Everything on the disk before the manifest that declares the directory complete.
+  await fsyncTree(dir);
+  await writeManifestAndHead(dir, manifest, head);
+}
+
+/**
+ * An adapter model's directory: the adapter (copied from beside `adapterFile`), then head.json and manifest.json;
+ * no copy of the encoder and no ONNX graph, so under a megabyte. transformers.js cannot apply an adapter: the hub
+ * serves it a merged graph built on first request (see model/merged-export.ts).
+ */
+async function writeAdapterModelDir(dir: string, manifest: Manifest, head: Head, adapterFile: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const from = [adapterFile, join(dirname(adapterFile), kAdapterConfigFile)];
+  const to = [join(dir, manifest.adapter_file as string), join(dir, manifest.adapter_config_file as string)];
+  for (let i = 0; i < from.length; i++) {
+    if (resolve(from[i]) === resolve(to[i])) continue;
+    const temporary = `${to[i]}.${process.pid}.tmp`;
+    await copyFile(from[i], temporary);
+    await renameDurably(temporary, to[i]);
+  }
   await fsyncTree(dir);
   await writeManifestAndHead(dir, manifest, head);
 }

@@ -8,6 +8,7 @@ import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { move, workerData } from 'piscina';
 
 import { SvcError } from '../errors.js';
+import { isAdapterFile } from '../model/adapter.js';
 import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
 import type { EncoderPrecision } from '../native/encoder.js';
@@ -80,12 +81,12 @@ const encoders = new Map<string, Encoder>();
 const finetuned = new Map<string, { identity: string; encoder: Encoder }>();
 const kMaxFinetunedEncoders = 4;
 
-function loadEncoder(model: string, precision: EncoderPrecision): Encoder {
-  return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads });
+function loadEncoder(model: string, precision: EncoderPrecision, adapter?: string): Encoder {
+  return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...(adapter ? { adapter } : {}) });
 }
 
 /**
- * The base model's encoder, or a fine-tuned model's (`encoderFile`), loaded on first use. Training
+ * The base model's encoder, or a fine-tuned model's (`encoderFile`: its weights or its adapter), loaded on first use. Training
  * embeds in fp32, so that a head is fitted on the numbers the exported ONNX model computes; predictions
  * run in the pool's precision (a fine-tuned model predicts in it too).
  */
@@ -104,7 +105,9 @@ function encoderFor(baseModel: string, encoderFile: string | null, precision: En
   let entry = finetuned.get(encoderFile);
   if (entry?.identity !== identity) {
     forget(encoderFile);
-    entry = { identity, encoder: loadEncoder(encoderFile, precision) };
+    // An adapter model's encoder is its base with the adapter merged in (a private copy, like a fine-tuned one's).
+    const encoder = isAdapterFile(encoderFile) ? loadEncoder(baseModel, precision, encoderFile) : loadEncoder(encoderFile, precision);
+    entry = { identity, encoder };
   }
   finetuned.delete(encoderFile); // re-inserted last: most recently used
   finetuned.set(encoderFile, entry);

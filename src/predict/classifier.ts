@@ -161,10 +161,10 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
 
   /**
    * @internal Use `train()` or `Classifier.load()`. `encoderFile` is a fine-tuned model's own
-   * encoder; `scratchDir`, a temporary directory holding it that `dispose()` removes.
+   * encoder, or an adapter model's adapter_model.safetensors; `scratchDir`, a temporary directory holding it that `dispose()` removes.
    */
   constructor(manifest: Manifest, head: Head, encoderFile: string | null = null, scratchDir: string | null = null) {
-    if ((manifest.body === 'finetuned') !== (encoderFile !== null)) {
+    if ((manifest.body !== 'frozen') !== (encoderFile !== null)) {
       throw new SvcError('internal', `a '${manifest.body}' classifier ${encoderFile === null ? 'needs' : 'takes no'} encoder weights`);
     }
     if (isMultiHead(head) !== (manifest.task_type !== 'binary-classification')) {
@@ -216,7 +216,10 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     return structuredClone(this.#manifest);
   }
 
-  /** `frozen`: the base encoder with a trained head; `finetuned`: its own fine-tuned encoder too. */
+  /**
+   * `frozen`: the base encoder with a trained head; `finetuned`: its own fine-tuned encoder too; `adapter`: the base
+   * encoder with its own LoRA adapter (about a megabyte).
+   */
   get body(): Manifest['body'] {
     return this.#manifest.body;
   }
