@@ -10,6 +10,7 @@ export { kDefaultRateLimits } from './rate-limit.js';
 export type { RateLimitOptions } from './rate-limit.js';
 export { startServer, kLogLevels } from './app.js';
 export type { ServerOptions, RunningServer, LogLevel } from './app.js';
+export type { TrustProxy } from './trust-proxy.js';
 export { SvcMetrics, metricsRoutes } from './metrics.js';
 export type { SvcMetricsOptions, MetricsRoutesOptions } from './metrics.js';
 export { rateLimited, kChannels } from '../telemetry.js';
