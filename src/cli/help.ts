@@ -46,7 +46,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--host <host>', 'the address to bind (default 127.0.0.1)'],
       kDataOption,
       kDatabaseOption,
-      ['--redis <url>', 'a Redis server for the request counts (rpm per key, failed logins), shared by replicas, redis://host:port (default $SVC_REDIS_URL; else in the database, or in memory on SQLite)'],
+      ['--redis <url>', 'a Redis server for the request counts (rpm per key and per organization, failed logins), shared by replicas, redis://host:port (default $SVC_REDIS_URL; else in the database, or in memory on SQLite)'],
       ['--artifacts <dir>', 'the folder of model files, shared by replicas on one database (default <data>/hub; with --database: in the database)'],
       ['--model-cache-mb <n>', `with --database and no --artifacts: MiB of model files cached in <data>/model-cache (default ${kDefaultModelCacheBytes / 2 ** 20})`],
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
