@@ -3,8 +3,10 @@
 // nothing more: typed arrays are borrowed for the duration of the call.
 #include <napi.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "addon_data.h"
 #include "errors.h"
@@ -22,11 +24,13 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
                        {InstanceMethod<&TrainerWrap::Step>("step"), InstanceMethod<&TrainerWrap::Evaluate>("evaluate"),
                         InstanceMethod<&TrainerWrap::Embed>("embed"), InstanceMethod<&TrainerWrap::Save>("save"),
                         InstanceMethod<&TrainerWrap::Dispose>("dispose"),
+                        InstanceMethod<&TrainerWrap::AdapterTensors>("adapterTensors"),
                         InstanceAccessor<&TrainerWrap::StepsDone>("stepsDone"),
                         InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
 
-  // new Trainer(configFile, weightsFile, { dropout?, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed, threads, maxGradNorm, trainEmbeddings })
+  // new Trainer(configFile, weightsFile, { dropout?, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed,
+  //   threads, maxGradNorm, trainEmbeddings, adapter?: { rank, alpha, targets: string[] } })
   explicit TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TrainerWrap>(info) {
     if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsObject())
       throw Napi::TypeError::New(info.Env(), "Trainer(configFile, weightsFile, options)");
@@ -45,12 +49,32 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     t.threads = static_cast<int>(required_number(o, "threads"));
     t.max_grad_norm = required_number(o, "maxGradNorm");
     t.train_embeddings = required_number(o, "trainEmbeddings") != 0;
+    if (!o.Get("adapter").IsUndefined()) t.adapter = adapter_config(o.Get("adapter"));
     const std::string config = info[0].As<Napi::String>().Utf8Value();
     const std::string weights = info[1].As<Napi::String>().Utf8Value();
     trainer_ = call_native(info.Env(), [&] { return std::make_unique<svc::train::Trainer>(config, weights, t); });
   }
 
  private:
+  // The core checks rank, alpha and that some target is set; here only the names.
+  static svc::train::LoraConfig adapter_config(const Napi::Value& value) {
+    const Napi::Env env = value.Env();
+    if (!value.IsObject()) throw Napi::TypeError::New(env, "options.adapter must be an object");
+    const Napi::Object a = value.As<Napi::Object>();
+    svc::train::LoraConfig lc;
+    lc.rank = static_cast<int>(required_number(a, "rank"));
+    lc.alpha = required_number(a, "alpha");
+    if (!a.Get("targets").IsArray()) throw Napi::TypeError::New(env, "options.adapter.targets must be an array");
+    const Napi::Array targets = a.Get("targets").As<Napi::Array>();
+    for (uint32_t i = 0; i < targets.Length(); ++i) {
+      const Napi::Value name = targets.Get(i);
+      const int index = name.IsString() ? svc::train::lora_target_index(name.As<Napi::String>().Utf8Value()) : -1;
+      if (index < 0) throw Napi::RangeError::New(env, "options.adapter.targets holds an unknown layer name");
+      lc.targets[index] = true;
+    }
+    return lc;
+  }
+
   svc::train::Trainer& live(const Napi::CallbackInfo& info) {
     if (!trainer_) throw disposed(info.Env(), "trainer");
     return *trainer_;
@@ -118,6 +142,26 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     const std::string path = info[0].As<Napi::String>().Utf8Value();
     call_native(info.Env(), [&] { trainer.save(path); });
     return info.Env().Undefined();
+  }
+
+  // adapterTensors() -> [{ name, shape: [rows, cols], data: Float32Array }], copies (a megabyte at most).
+  Napi::Value AdapterTensors(const Napi::CallbackInfo& info) {
+    const std::vector<svc::train::AdapterTensor> tensors = live(info).adapter_tensors();
+    Napi::Array out = Napi::Array::New(info.Env(), tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const svc::train::AdapterTensor& t = tensors[i];
+      Napi::Float32Array data = Napi::Float32Array::New(info.Env(), static_cast<size_t>(t.rows * t.cols));
+      std::copy(t.data, t.data + t.rows * t.cols, data.Data());
+      Napi::Array shape = Napi::Array::New(info.Env(), 2);
+      shape.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(t.rows)));
+      shape.Set(1u, Napi::Number::New(info.Env(), static_cast<double>(t.cols)));
+      Napi::Object entry = Napi::Object::New(info.Env());
+      entry.Set("name", t.name);
+      entry.Set("shape", shape);
+      entry.Set("data", data);
+      out.Set(static_cast<uint32_t>(i), entry);
+    }
+    return out;
   }
 
   Napi::Value StepsDone(const Napi::CallbackInfo& info) {

@@ -50,6 +50,16 @@ export interface NativeTrainerOptions {
   maxGradNorm: number;
   /** 1: the embedding tables train too. */
   trainEmbeddings: number;
+  /** Left out: the whole encoder trains. Targets by the names of `AdapterTarget`. */
+  adapter?: { rank: number; alpha: number; targets: readonly string[] };
+}
+
+/** One trained LoRA matrix, copied out: A is [r, in], B [out, r], row-major. */
+export interface NativeAdapterTensor {
+  /** PEFT's name, e.g. `base_model.model.encoder.layer.0.attention.self.query.lora_A.weight`. */
+  name: string;
+  shape: [number, number];
+  data: Float32Array;
 }
 
 /** native/bindings/trainer_wrap.cc: contrastive fine-tuning of a BERT encoder. */
@@ -60,8 +70,10 @@ export interface NativeTrainer {
   evaluate(ids: Int32Array, lengths: Int32Array, pairA: Int32Array, pairB: Int32Array, labels: Float32Array): number;
   /** Normalized mean-pooled embeddings of the current weights into out (lengths.length x dim). */
   embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
-  /** Writes the encoder as fp16 safetensors with the checkpoint's tensor names. */
+  /** Writes the encoder as fp16 safetensors with the checkpoint's tensor names; throws for an adapter trainer. */
   save(path: string): void;
+  /** A and B of every adapted layer, layer by layer; [] without an adapter. */
+  adapterTensors(): NativeAdapterTensor[];
   /** Frees the weights, optimizer state and threads now; later calls throw. */
   dispose(): void;
   readonly stepsDone: number;

@@ -18,6 +18,43 @@ export interface PairBatch {
   readonly labels: Float32Array;
 }
 
+/**
+ * A linear layer of every encoder layer that an adapter may adapt: the attention's query, key and
+ * value projections, its output projection, and the feed-forward block's two layers (PEFT's module
+ * paths `attention.self.query`, ..., `attention.output.dense`, `intermediate.dense`, `output.dense`).
+ */
+export type AdapterTarget = 'query' | 'key' | 'value' | 'attention.output.dense' | 'intermediate.dense' | 'output.dense';
+
+/** Every {@link AdapterTarget}, in the order the trainer lays them out. */
+export const kAdapterTargets: readonly AdapterTarget[] = Object.freeze([
+  'query',
+  'key',
+  'value',
+  'attention.output.dense',
+  'intermediate.dense',
+  'output.dense',
+] as const);
+
+/**
+ * LoRA adapter training: the base encoder stays frozen; each target layer W gains
+ * `(alpha / rank) · B·A` with A (rank x in) and B (out x rank, starting at zero), and only A and B train.
+ */
+export interface AdapterOptions {
+  /** r, the adapter's rank: 1 to the encoder's hidden size. */
+  rank: number;
+  /** lora_alpha: the low-rank path is scaled by alpha / rank. */
+  alpha: number;
+  /** The layers adapted, in every encoder layer; at least one, each once. */
+  targets: readonly AdapterTarget[];
+}
+
+/** One trained adapter matrix under its PEFT name: A is [rank, in], B [out, rank], row-major. */
+export interface AdapterTensor {
+  name: string;
+  shape: [number, number];
+  data: Float32Array;
+}
+
 export interface EncoderTrainerOptions {
   /** Optimizer steps the learning-rate schedule spans (warm-up, then linear decay to 0). Required. */
   totalSteps: number;
@@ -39,6 +76,11 @@ export interface EncoderTrainerOptions {
   maxGradNorm?: number;
   /** Train the embedding tables and their LayerNorm too (as sentence-transformers does). Default false. */
   trainEmbeddings?: boolean;
+  /**
+   * Train a LoRA adapter instead of the whole encoder (no weight decay exemption: A and B decay as
+   * `weightDecay` says). Left out: full fine-tuning. Cannot be combined with `trainEmbeddings`.
+   */
+  adapter?: AdapterOptions;
 }
 
 export interface TrainStep {
@@ -63,6 +105,7 @@ interface ResolvedTrainerOptions {
   maxGradNorm: number;
   trainEmbeddings: boolean;
   dropout: number | undefined;
+  adapter: AdapterOptions | undefined;
 }
 
 const kDefaults = Object.freeze({ threads: 1, seed: kDefaultSeed, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
@@ -85,7 +128,22 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
     maxGradNorm: number('maxGradNorm', 0, Infinity) ?? 0,
     trainEmbeddings: is.boolean(options.trainEmbeddings ?? false, 'options.trainEmbeddings'),
     dropout: number('dropout', 0, 1),
+    adapter: options.adapter === undefined ? undefined : resolveAdapter(options.adapter, options.trainEmbeddings === true),
   };
+}
+
+function resolveAdapter(adapter: AdapterOptions, trainEmbeddings: boolean): AdapterOptions {
+  is.object(adapter, 'options.adapter');
+  const rank = is.positiveInteger(adapter.rank, 'options.adapter.rank');
+  if (typeof adapter.alpha !== 'number' || !Number.isFinite(adapter.alpha)) throw new TypeError('options.adapter.alpha must be a positive number');
+  if (!(adapter.alpha > 0)) throw new RangeError('options.adapter.alpha must be a positive number');
+  const names = kAdapterTargets.map((t) => `'${t}'`).join(', ');
+  const targets = adapter.targets;
+  if (!Array.isArray(targets) || targets.length === 0 || targets.some((t) => !kAdapterTargets.includes(t as AdapterTarget)))
+    throw new TypeError(`options.adapter.targets must be a non-empty array of ${names}`);
+  if (new Set(targets).size !== targets.length) throw new RangeError('options.adapter.targets must name each layer once');
+  if (trainEmbeddings) throw new RangeError('options.trainEmbeddings cannot be combined with options.adapter');
+  return Object.freeze({ rank, alpha: adapter.alpha, targets: Object.freeze([...targets]) });
 }
 
 /**
@@ -106,9 +164,11 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
  */
 export class EncoderTrainer {
   readonly #native: NativeTrainer;
+  readonly #adapter: boolean;
 
-  private constructor(native: NativeTrainer) {
+  private constructor(native: NativeTrainer, adapter: boolean) {
     this.#native = native;
+    this.#adapter = adapter;
   }
 
   /**
@@ -127,12 +187,14 @@ export class EncoderTrainer {
           eps: resolved.eps,
           maxGradNorm: resolved.maxGradNorm,
           trainEmbeddings: resolved.trainEmbeddings ? 1 : 0,
+          ...(resolved.adapter === undefined ? {} : { adapter: resolved.adapter }),
           weightDecay: resolved.weightDecay,
           warmupRatio: resolved.warmupRatio,
           totalSteps: resolved.totalSteps,
           seed: resolved.seed,
           threads: resolved.threads,
         }),
+        resolved.adapter !== undefined,
       );
     });
   }
@@ -182,9 +244,30 @@ export class EncoderTrainer {
     this.#native.dispose();
   }
 
-  /** Writes the trained encoder as fp16 safetensors (same tensor names as the base checkpoint). */
+  /**
+   * Writes the trained encoder as fp16 safetensors (same tensor names as the base checkpoint). An
+   * adapter trainer has no encoder of its own to write: take {@link adapterTensors} instead.
+   */
   save(path: string): void {
+    if (this.#adapter) throw new SvcError('invalid_request', 'an adapter trainer keeps the base encoder as loaded: take adapterTensors(), not save()');
     this.#call(() => this.#native.save(path));
+  }
+
+  /**
+   * The adapter's A and B of every adapted layer, copied out, layer by layer and in
+   * {@link kAdapterTargets} order, named as PEFT's LoRA state dict of a BertModel; [] when the
+   * whole encoder trains.
+   *
+   * @example
+   * ```ts
+   * const trainer = EncoderTrainer.open(base.weightsFile, base.configFile,
+   *   { totalSteps: 50, adapter: { rank: 8, alpha: 16, targets: ['query', 'value'] } });
+   * trainer.adapterTensors()[0];
+   * // { name: 'base_model.model.encoder.layer.0.attention.self.query.lora_A.weight', shape: [8, 384], data: Float32Array(3072) }
+   * ```
+   */
+  adapterTensors(): AdapterTensor[] {
+    return this.#call(() => this.#native.adapterTensors());
   }
 }
 
