@@ -3,7 +3,7 @@
 // linear layer W (out x in) of each encoder layer, `A` (r x in) and `B` (out x r) under PEFT's names, and
 // `adapter_config.json` says r, lora_alpha and which modules were adapted. The encoder computes W + (alpha / r) B A.
 import { mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 import { SvcError } from '../errors.js';
 import type { BaseModel } from './base-models.js';
@@ -15,6 +15,11 @@ import { encodeSafetensors, SafetensorsFile } from './safetensors.js';
 export const kAdapterFile = 'adapter_model.safetensors';
 /** The adapter's settings in a model directory (PEFT's `LoraConfig`). */
 export const kAdapterConfigFile = 'adapter_config.json';
+
+/** Whether a model's encoder file (see `ModelFiles.encoderFile`) is an adapter on its base rather than a whole encoder. */
+export function isAdapterFile(path: string): boolean {
+  return basename(path) === kAdapterFile;
+}
 
 /** The linear layers of a BERT layer an adapter may adapt, by their module path inside `encoder.layer.<i>`. */
 export const kLoraModules = Object.freeze([
