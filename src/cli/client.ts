@@ -6,8 +6,8 @@ import { parseArgs } from 'node:util';
 import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
 import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../server/schemas.js';
-import { kTaskTypes } from '../train/request.js';
-import type { TaskType } from '../train/request.js';
+import { kFinetuneMethods, kTaskTypes } from '../train/request.js';
+import type { FinetuneMethod, TaskType } from '../train/request.js';
 import { readExamplesFile } from './examples-file.js';
 import { fetchService } from './fetch-error.js';
 
@@ -67,14 +67,16 @@ function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
 }
 
 const kTrainUsage =
-  'usage: svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen] [--num-iterations N] [--wait]';
+  'usage: svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]';
 
 /**
  * `svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced]
- * [--model svc-small] [--frozen] [--num-iterations N] [--wait]`: prints the model object.
+ * [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]`: prints the model object.
  * `--task-type` is binary-classification (default), multi-class-classification or
  * multi-label-classification; `--balanced` sends class_weight 'balanced' (not for binary);
- * `--frozen` skips fine-tuning the encoder; `--num-iterations` sets its pair rounds per example (default 20).
+ * `--frozen` skips fine-tuning the encoder; `--finetune adapter` trains a LoRA adapter (`--rank`, default 8)
+ * instead of the whole encoder, `--finetune full` the whole encoder; `--num-iterations` sets its pair rounds per
+ * example (default 20).
  */
 export async function trainCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -85,6 +87,8 @@ export async function trainCommand(args: string[]): Promise<number> {
       'label-text': { type: 'string' },
       model: { type: 'string', default: 'svc-small' },
       frozen: { type: 'boolean', default: false },
+      finetune: { type: 'string' },
+      rank: { type: 'string' },
       'num-iterations': { type: 'string' },
       'task-type': { type: 'string', default: 'binary-classification' },
       balanced: { type: 'boolean', default: false },
@@ -97,7 +101,9 @@ export async function trainCommand(args: string[]): Promise<number> {
     values.examples === undefined ||
     (iterations !== undefined && !/^\d+$/.test(iterations)) ||
     !kTaskTypes.includes(taskType) ||
-    (values.balanced && taskType === 'binary-classification')
+    (values.balanced && taskType === 'binary-classification') ||
+    (values.finetune !== undefined && (values.frozen || !kFinetuneMethods.includes(values.finetune as FinetuneMethod))) ||
+    (values.rank !== undefined && (values.finetune !== 'adapter' || !/^\d+$/.test(values.rank)))
   ) {
     console.error(kTrainUsage);
     return 2;
@@ -110,6 +116,9 @@ export async function trainCommand(args: string[]): Promise<number> {
     examples,
     ...(values.balanced ? { class_weight: 'balanced' } : {}),
     ...(values.frozen ? { finetune: false } : {}),
+    ...(values.finetune === undefined
+      ? {}
+      : { finetune: { method: values.finetune, ...(values.rank === undefined ? {} : { rank: Number(values.rank) }) } }),
     ...(iterations === undefined ? {} : { num_iterations: Number(iterations) }),
   });
   if (values.wait) {

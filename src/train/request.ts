@@ -30,6 +30,20 @@ export const kMaxNumIterations = 100;
  */
 export const kDefaultMaxPairs = 4_000;
 
+/**
+ * How `finetune: true` fine-tunes: `full` trains every weight of the encoder (the model carries a copy of it, about
+ * 90 MB); `adapter` trains a low-rank adapter on the frozen base (about 0.7 MB). `full` stays the default until the
+ * adapter's accuracy on the accuracy bench's draws is measured to hold; this is the one place it flips.
+ */
+export const kDefaultFinetuneMethod: FinetuneMethod = 'full';
+/** The fine-tuning methods a request may name. */
+export const kFinetuneMethods = ['adapter', 'full'] as const;
+export type FinetuneMethod = (typeof kFinetuneMethods)[number];
+/** The adapter's rank when a request names none: 8 on all six linear layers is 331,776 parameters (0.66 MB in fp16). */
+export const kDefaultAdapterRank = 8;
+/** Largest rank a request may ask for (the adapter file's reader allows up to 256). */
+export const kMaxRequestAdapterRank = 64;
+
 /** The task types a classifier is trained for. */
 export const kTaskTypes = ['binary-classification', 'multi-class-classification', 'multi-label-classification'] as const;
 
@@ -102,11 +116,36 @@ const commonFields = {
     })
     .describe('Base encoder, e.g. svc-small'),
   finetune: z
-    .boolean({ error: typeError('a boolean') })
+    .union(
+      [
+        z.boolean(),
+        z
+          .object({
+            // Strings and numbers refined rather than z.enum / z.int: a failed refinement keeps its own message and
+            // path through the union with the boolean, where a failed type check reports only the union's.
+            method: z
+              .string()
+              .refine((value) => kFinetuneMethods.includes(value as FinetuneMethod), {
+                error: (issue) => `must be 'adapter' or 'full' (got ${JSON.stringify(issue.input)})`,
+              })
+              .describe("'adapter': a low-rank adapter on the frozen base (PEFT LoRA, about 0.7 MB); 'full': every encoder weight") as unknown as z.ZodType<FinetuneMethod>,
+            rank: z
+              .number()
+              .refine(Number.isInteger, { error: 'must be an integer' })
+              .refine((value) => value >= 1, { error: 'must be at least 1' })
+              .refine((value) => value <= kMaxRequestAdapterRank, { error: `must be at most ${kMaxRequestAdapterRank}` })
+              .optional()
+              .describe(`The adapter's rank r (method 'adapter'); default ${kDefaultAdapterRank}`),
+          })
+          .strict(),
+      ],
+      { error: typeError("a boolean or { method: 'adapter' | 'full', rank? }") },
+    )
     .optional()
     .describe(
-      'Fine-tune the encoder on pairs of examples (SetFit) before fitting the head; default true. ' +
-        'false keeps the base encoder frozen and only fits the head (faster, less accurate)',
+      'Fine-tune the encoder on pairs of examples (SetFit) before fitting the head; default true, which is ' +
+        `{ method: '${kDefaultFinetuneMethod}' }. false keeps the base encoder frozen and only fits the head (faster, less accurate). ` +
+        "{ method: 'adapter', rank } trains a LoRA adapter on the frozen base instead of a copy of the whole encoder",
     ),
   num_iterations: z
     .int({ error: typeError('an integer') })
@@ -163,10 +202,38 @@ function checkCounts(ctx: Issues, examples: readonly unknown[], min: number): bo
   return true;
 }
 
-function checkFinetuneOptions(ctx: Issues, request: { finetune?: boolean; num_iterations?: number }): void {
+function checkFinetuneOptions(ctx: Issues, request: { finetune?: FinetuneRequest; num_iterations?: number }): void {
   if (request.finetune === false && request.num_iterations !== undefined) {
     ctx.addIssue({ code: 'custom', message: 'is only used when finetune is true', path: ['num_iterations'] });
   }
+  const finetune = request.finetune;
+  if (typeof finetune === 'object' && finetune.method !== 'adapter' && finetune.rank !== undefined) {
+    ctx.addIssue({ code: 'custom', message: "is only used when method is 'adapter'", path: ['finetune', 'rank'] });
+  }
+}
+
+/** A request's `finetune` field as given. */
+type FinetuneRequest = boolean | { method: FinetuneMethod; rank?: number };
+
+/** How a request fine-tunes, defaults applied; null for a frozen encoder (`finetune: false`). */
+export type FinetunePlan = { method: 'full' } | { method: 'adapter'; rank: number } | null;
+
+/**
+ * What a request's `finetune` asks for, with the defaults: `true` or absent is {@link kDefaultFinetuneMethod}, an
+ * adapter's rank {@link kDefaultAdapterRank}.
+ *
+ * @example
+ * ```ts
+ * finetunePlan({ ...request, finetune: { method: 'adapter' } }); // { method: 'adapter', rank: 8 }
+ * finetunePlan({ ...request, finetune: false });                 // null
+ * ```
+ */
+export function finetunePlan(request: Pick<TrainRequest, 'finetune'>): FinetunePlan {
+  const finetune = request.finetune ?? true;
+  if (finetune === false) return null;
+  const method = finetune === true ? kDefaultFinetuneMethod : finetune.method;
+  if (method === 'full') return { method };
+  return { method, rank: (typeof finetune === 'object' ? finetune.rank : undefined) ?? kDefaultAdapterRank };
 }
 
 function checkLabelCount(ctx: Issues, labels: ReadonlySet<string>, what: 'classes' | 'distinct labels'): boolean {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/errors.js';
-import { labelNames, validateTrainRequest } from '../../src/train/request.js';
+import { finetunePlan, kDefaultAdapterRank, kDefaultFinetuneMethod, labelNames, validateTrainRequest } from '../../src/train/request.js';
 
 const example = (i: number, extra: Record<string, unknown> = {}) => ({
   text: `example ${i}`,
@@ -144,5 +144,31 @@ describe('validateTrainRequest: multi-class and multi-label', () => {
     [multiLabel({ validation: [{ text: 'x', labels: ['price', 'colour'] }] }), "validation[0] names the label 'colour', which no training example has", 'validation[0]'],
   ])('rejects %#: %s', (input, message, param) => {
     expect(failure(input)).toEqual({ message, param, code: 'invalid_request' });
+  });
+});
+
+describe('the finetune field', () => {
+  it('takes a boolean or a method with an optional rank, and says what each means', () => {
+    for (const finetune of [true, false, { method: 'full' }, { method: 'adapter' }, { method: 'adapter', rank: 4 }]) {
+      expect(validateTrainRequest(request({ finetune })).finetune).toEqual(finetune);
+    }
+    expect(finetunePlan({})).toEqual({ method: kDefaultFinetuneMethod, ...(kDefaultFinetuneMethod === 'adapter' ? { rank: 8 } : {}) });
+    expect(finetunePlan({ finetune: true })).toEqual(finetunePlan({}));
+    expect(finetunePlan({ finetune: false })).toBeNull();
+    expect(finetunePlan({ finetune: { method: 'full' } })).toEqual({ method: 'full' });
+    expect(finetunePlan({ finetune: { method: 'adapter' } })).toEqual({ method: 'adapter', rank: kDefaultAdapterRank });
+    expect(finetunePlan({ finetune: { method: 'adapter', rank: 2 } })).toEqual({ method: 'adapter', rank: 2 });
+  });
+
+  it.each([
+    [{ method: 'lora' }, `finetune.method must be 'adapter' or 'full' (got "lora")`, 'finetune.method'],
+    [{ method: 'adapter', rank: 0 }, 'finetune.rank must be at least 1', 'finetune.rank'],
+    [{ method: 'adapter', rank: 65 }, 'finetune.rank must be at most 64', 'finetune.rank'],
+    [{ method: 'adapter', rank: 2.5 }, 'finetune.rank must be an integer', 'finetune.rank'],
+    [{ method: 'full', rank: 4 }, "finetune.rank is only used when method is 'adapter'", 'finetune.rank'],
+    [{ method: 'adapter', alpha: 4 }, "finetune has unknown field 'alpha'", 'finetune.alpha'],
+    ['adapter', "finetune must be a boolean or { method: 'adapter' | 'full', rank? }", 'finetune'],
+  ])('rejects %j', (finetune, message, param) => {
+    expect(failure(request({ finetune }))).toEqual({ message, param, code: 'invalid_request' });
   });
 });
