@@ -48,6 +48,9 @@ export interface AdapterOptions {
   targets: readonly AdapterTarget[];
 }
 
+/** The adapter a fine-tune trains unless told otherwise: rank 8, alpha 16, on every linear layer. */
+export const kDefaultAdapter: AdapterOptions = Object.freeze({ rank: 8, alpha: 16, targets: kAdapterTargets });
+
 /** One trained adapter matrix under its PEFT name: A is [rank, in], B [out, rank], row-major. */
 export interface AdapterTensor {
   name: string;

@@ -1,15 +1,18 @@
 // The fine-tuning stage as a pool worker runs it: SetFit pairs of the examples, contrastive
-// steps on the native trainer, the encoder saved as fp16, and the examples embedded by the
-// saved encoder (what predictions will compute, so the head is fitted on the same numbers).
+// steps on the native trainer, then either the encoder saved as fp16 and the examples embedded
+// by the saved encoder (what predictions will compute, so the head is fitted on the same
+// numbers), or, when a LoRA adapter trains, the adapter's tensors handed back (moved, not
+// copied) and the examples embedded by the trainer's base + adapter.
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 
 import { resolveBaseModel } from '../model/base-models.js';
 import { kEncoderFile } from '../model/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
-import { kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount } from '../train/pairs.js';
+import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount } from '../train/pairs.js';
 import { tokenizerFor } from './embed-texts.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
 
@@ -36,17 +39,30 @@ export function finetune(task: FinetuneTask): FinetuneResult | null {
   }
 }
 
+/**
+ * The result marked for piscina to transfer every typed array's buffer (the adapter's tensors
+ * and the embeddings) instead of cloning them; read back as the plain result on the other side.
+ */
+function moved(result: FinetuneResult): FinetuneResult {
+  const buffers = [result.embeddings.buffer, ...(result.adapter ?? []).map((t) => t.data.buffer)];
+  return move({ [transferableSymbol]: buffers, [valueSymbol]: result }) as unknown as FinetuneResult;
+}
+
 function train(task: FinetuneTask): FinetuneResult | null {
   const started = performance.now();
   const base = resolveBaseModel(task.baseModel);
   const { ids, lengths, rows } = tokenize(task.baseModel, base.maxLength, task.texts);
   const pairs = sampleTargetPairs(task.targets, { iterations: task.iterations, seed: task.seed });
   const steps = stepCount(pairs.a.length);
+  const adapter = task.adapter ?? undefined;
+  const recipe = adapter ? kAdapterRecipe : kFinetuneRecipe;
   const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
     totalSteps: steps,
     threads: task.threads,
     seed: task.seed,
-    ...kFinetuneRecipe,
+    ...recipe,
+    lr: task.lr ?? recipe.lr,
+    ...(adapter ? { adapter } : {}),
   });
   const recent: number[] = [];
   try {
@@ -58,6 +74,12 @@ function train(task: FinetuneTask): FinetuneResult | null {
       const message: FinetuneStepMessage = { done: step + 1, total: steps, loss: mean(recent) };
       task.progress.postMessage(message);
     }
+    const summary = { pairs: pairs.a.length, steps, finalLoss: mean(recent) };
+    if (adapter) {
+      const embeddings = trainer.embed(ids, lengths);
+      const seconds = (performance.now() - started) / 1000;
+      return moved({ embeddings, encoderFile: null, adapter: trainer.adapterTensors(), ...summary, seconds });
+    }
     const encoderFile = join(task.outDir, kEncoderFile);
     trainer.save(encoderFile);
     copyFileSync(base.configFile, join(task.outDir, 'config.json'));
@@ -65,7 +87,7 @@ function train(task: FinetuneTask): FinetuneResult | null {
     try {
       const embeddings = encoder.embedIdsSync(ids, lengths);
       const seconds = (performance.now() - started) / 1000;
-      return { embeddings, encoderFile, pairs: pairs.a.length, steps, finalLoss: mean(recent), seconds };
+      return { embeddings, encoderFile, adapter: null, ...summary, seconds };
     } finally {
       encoder.dispose();
     }

@@ -31,6 +31,13 @@ export const kFinetuneRecipe = Object.freeze({
   maxGradNorm: 1,
 });
 
+/**
+ * The recipe when a LoRA adapter trains instead of the whole encoder: the same schedule, decay,
+ * dropout and clipping at a higher peak learning rate, 5e-4 (a few hundred thousand fresh
+ * parameters learn at rates that would wreck a pretrained encoder's 22 million).
+ */
+export const kAdapterRecipe = Object.freeze({ ...kFinetuneRecipe, lr: 5e-4 });
+
 /** Pairs over a set of examples: indices into the examples, and 1 (same label) or 0. */
 export interface Pairs {
   readonly a: Int32Array;
