@@ -54,8 +54,14 @@ export type PredictionOf<T extends TaskType> = T extends 'binary-classification'
 export const kDefaultThreshold = 0.5;
 
 export interface PredictOptions {
-  /** Stops waiting for the result (and drops the texts if they are not in a batch yet). */
+  /** Stops waiting for the result (and drops the texts not in a batch yet). */
   signal?: AbortSignal;
+  /**
+   * Whose call this is. Calls of different tenants share the engine's batches in turn, so that one
+   * tenant's large calls never hold another's up for more than a batch (the service passes the
+   * organization). Default: one tenant for every call.
+   */
+  tenant?: string;
   /**
    * Multi-label models: the probability a label needs to be predicted, for every label, or per
    * label (labels left out keep 0.5). Default 0.5.
@@ -253,7 +259,7 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
       this.#encoderFile,
       this.#head,
       batch,
-      options.signal,
+      { signal: options.signal, tenant: options.tenant },
     );
     const rows = Math.max(1, labels.length);
     const one = (i: number) =>

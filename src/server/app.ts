@@ -50,7 +50,7 @@ export interface ServerOptions {
   /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
   proxyModels?: readonly string[];
   pool?: PoolOptions;
-  /** How long predictions may wait for a worker before 503 `overloaded`; each bound left out is `kServicePredictQueue`'s. */
+  /** Which predictions may wait for a worker (else 503 `overloaded`, or 429 for an organization over its share); each bound left out is `kServicePredictQueue`'s. */
   predictQueue?: PredictQueueOptions;
   bodyLimit?: number;
   /** Provider URLs and keys for the proxy; missing ones come from `SVC_PROVIDER_{A,B,C}_{URL,KEY}`. */
@@ -130,6 +130,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // A shared service answers an overloaded queue at once instead of late.
   configurePredictQueue({
     maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,
+    maxTenantTexts: options.predictQueue?.maxTenantTexts ?? kServicePredictQueue.maxTenantTexts,
     deadlineMs: options.predictQueue?.deadlineMs ?? kServicePredictQueue.deadlineMs,
   });
   const database = options.database ?? databaseUrlFromEnv();

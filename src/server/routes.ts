@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 
@@ -57,6 +57,19 @@ declare module 'fastify' {
 export function principalOf(request: FastifyRequest): Principal {
   if (request.svcPrincipal === null) throw new SvcError('internal', 'route registered outside the authenticated scope');
   return request.svcPrincipal;
+}
+
+/**
+ * Aborts when the client closes the connection before its answer was sent: work done for nobody is
+ * dropped (the predict texts not in a batch yet). The response's `close` comes both ways; only an
+ * unfinished response means the client left.
+ */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }
 
 /**
@@ -148,7 +161,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
     routes.post(
       '/predict',
       { bodyLimit, schema: { summary: 'Classify texts', body: predictRequestSchema, response: { 200: predictResponseSchema } } },
-      async (request) => service.predict(principalOf(request), request.body),
+      async (request, reply) => service.predict(principalOf(request), request.body, { signal: clientGone(reply) }),
     );
   });
 

@@ -94,7 +94,8 @@ export class LibraryRuntime implements ModelRuntime {
 
   async predict(orgId: string, modelId: string, texts: string[], options: RuntimePredictOptions = {}): Promise<AnyRuntimePrediction[]> {
     const classifier = await this.#classifier(`${orgId}/${modelId}`);
-    return classifier.predict(texts, options);
+    // Organizations take turns in the batcher: one's large calls do not hold up another's.
+    return classifier.predict(texts, { ...options, tenant: orgId });
   }
 
   async remove(orgId: string, modelId: string): Promise<void> {

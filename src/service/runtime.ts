@@ -27,8 +27,11 @@ export interface RuntimePrediction {
 /** What a runtime predicts per text: a binary model's, a multi-class model's or a multi-label model's prediction. */
 export type AnyRuntimePrediction = RuntimePrediction | ClassPrediction | LabelSetPrediction;
 
-/** Options of {@link ModelRuntime.predict}: a multi-label model's `threshold`. */
-export type RuntimePredictOptions = Pick<PredictOptions, 'threshold'>;
+/**
+ * Options of {@link ModelRuntime.predict}: a multi-label model's `threshold`, and the `signal` that
+ * aborts the call (the client went away: the texts not run yet are dropped).
+ */
+export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal'>;
 
 /**
  * The model runtime the service drives: the only place that knows how models

@@ -334,8 +334,11 @@ export class SvcService {
     return { object: 'list', data: [...own, ...proxy] };
   }
 
-  /** Parses `body` with the predict schema (the same one `POST /v2/predict` documents) and classifies its inputs. */
-  async predict(principal: Principal, body: unknown): Promise<PredictResponse> {
+  /**
+   * Parses `body` with the predict schema (the same one `POST /v2/predict` documents) and classifies its inputs.
+   * `signal` aborts the call (the HTTP client went away): its texts not in a batch yet are dropped.
+   */
+  async predict(principal: Principal, body: unknown, options: { signal?: AbortSignal } = {}): Promise<PredictResponse> {
     const request = parseRequest(predictRequestSchema, body);
     const record = await this.#ownModel(principal, request.model);
     if (record.status === 'training') {
@@ -352,7 +355,7 @@ export class SvcService {
       });
     }
     const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
-    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, threshold);
+    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, { ...threshold, signal: options.signal });
     if (record.taskType === 'binary-classification') {
       return { model: record.id, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
     }
