@@ -1,6 +1,7 @@
 import pg from 'pg';
 
 import { kMigrations } from './migrations.js';
+import { asUnreachable } from './unreachable.js';
 
 /**
  * SQLite's dialect words and their PostgreSQL translations, in the order applied. The schema is written once, in
@@ -93,8 +94,9 @@ export async function openMigratedPool(url: string, max: number): Promise<pg.Poo
     }
   } catch (error) {
     await pool.end();
-    throw error;
+    throw error; // at start-up the driver's own words say best what could not be reached
   }
+  guardUnreachable(pool);
   return pool;
 }
 
@@ -108,8 +110,23 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
-    throw error;
+    throw asUnreachable(error);
   } finally {
     client.release();
   }
+}
+
+/**
+ * Every statement the pool runs, and every connection it hands out, fails with SvcError('overloaded') and a
+ * retry-after while the server cannot be reached (see unreachable.ts): one place instead of one per call site.
+ */
+function guardUnreachable(pool: pg.Pool): void {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => Promise<pg.PoolClient> | undefined;
+  const rethrow = (error: unknown) => {
+    throw asUnreachable(error);
+  };
+  pool.query = ((...args: unknown[]) => query(...args).catch(rethrow)) as typeof pool.query;
+  // The pool's own query() connects with a callback: that form passes through untouched.
+  pool.connect = ((...args: unknown[]) => (args.length > 0 ? connect(...args) : connect()!.catch(rethrow))) as typeof pool.connect;
 }
