@@ -10,6 +10,7 @@ import { isMultiHead, writeManifestAndHead } from './directory.js';
 import type { Head } from './directory.js';
 import type { Manifest } from './manifest.js';
 import { writeTransformersJsModelDir } from './onnx/index.js';
+import type { TransformersJsDirOptions } from './onnx/index.js';
 
 /**
  * Writes the files transformers.js loads (config.json with the label maps, tokenizer.json,
@@ -37,9 +38,15 @@ export async function writeModelDir(
       await renameDurably(temporary, weightsFile);
     }
   }
-  // The ONNX graph computes in float32; our head keeps its float64 coefficients.
-  await writeTransformersJsModelDir(dir, {
-    baseModel: { ...base, weightsFile },
+  await writeTransformersJsModelDir(dir, { baseModel: { ...base, weightsFile }, ...transformersHead(manifest, head) });
+  // Everything on the disk before the manifest that declares the directory complete.
+  await fsyncTree(dir);
+  await writeManifestAndHead(dir, manifest, head);
+}
+
+/** The classification part of a transformers.js export: the labels and the head, as float32 (the graph computes in it). */
+export function transformersHead(manifest: Manifest, head: Head): Omit<TransformersJsDirOptions, 'baseModel'> {
+  return {
     task: 'text-classification',
     ...(isMultiHead(head)
       ? {
@@ -48,10 +55,7 @@ export async function writeModelDir(
           head: { weights: Float32Array.from(head.weights), biases: Float32Array.from(head.biases) },
         }
       : { labelText: manifest.label_text, head: { weights: Float32Array.from(head.weights), bias: head.bias } }),
-  });
-  // Everything on the disk before the manifest that declares the directory complete.
-  await fsyncTree(dir);
-  await writeManifestAndHead(dir, manifest, head);
+  };
 }
 
 /**

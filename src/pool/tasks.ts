@@ -13,6 +13,8 @@ import type { ExampleTargets } from '../train/pairs.js';
 export interface EmbedTask {
   kind: 'embed';
   baseModel: string;
+  /** A fine-tuned model's encoder file (its weights or its adapter); left out or null: the base encoder. */
+  encoderFile?: string | null;
   texts: string[];
 }
 

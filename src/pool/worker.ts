@@ -9,6 +9,7 @@ import { move, workerData } from 'piscina';
 
 import { SvcError } from '../errors.js';
 import { isAdapterFile } from '../model/adapter.js';
+import { writeMergedTransformersDir } from '../model/merged-export.js';
 import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
 import type { EncoderPrecision } from '../native/encoder.js';
@@ -131,7 +132,7 @@ forgotten.unref();
 forgotten.onmessage = (event) => forget((event as { data: { encoderFile: string } }).data.encoderFile);
 
 function embed(task: EmbedTask): Float32Array {
-  return embedTexts(task.baseModel, encoderFor(task.baseModel, null, 'fp32'), task.texts).embeddings;
+  return embedTexts(task.baseModel, encoderFor(task.baseModel, task.encoderFile ?? null, 'fp32'), task.texts).embeddings;
 }
 
 function predict(task: PredictTask): PredictResult {
@@ -165,6 +166,9 @@ async function dispatch(task: PoolTask): Promise<unknown> {
       return atTrainingPriority(() => finetune(task));
     case 'save':
       return atTrainingPriority(() => save(task));
+    case 'export-merged':
+      // Built for a hub download, not a prediction: it yields the CPU like training does.
+      return atTrainingPriority(() => writeMergedTransformersDir(task.modelDir, task.outDir));
     case 'ping':
       return ping();
   }

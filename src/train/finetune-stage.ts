@@ -7,6 +7,12 @@ import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 
 import { SvcError } from '../errors.js';
+import { kAdapterFile, writeAdapter } from '../model/adapter.js';
+import type { LoraModule } from '../model/adapter.js';
+import { resolveBaseModel } from '../model/base-models.js';
+import { loadBertWeights } from '../model/onnx/index.js';
+import { kDefaultAdapter } from '../native/trainer.js';
+import type { AdapterOptions, AdapterTarget } from '../native/trainer.js';
 import { poolOptions, runTask } from '../pool/pool.js';
 import type { FinetuneResult, FinetuneStepMessage } from '../pool/tasks.js';
 import type { ExampleTargets } from './pairs.js';
@@ -20,14 +26,37 @@ export interface FinetuneStageOptions {
   seed: number;
   /** Engine threads for the steps (TrainOptions.threads). */
   threads: number;
+  /** Train a LoRA adapter of this rank on the frozen base instead of the whole encoder; null: full fine-tuning. */
+  adapterRank: number | null;
   onStep?: (step: FinetuneStepMessage) => void;
   signal?: AbortSignal;
 }
 
-/** A fine-tuned encoder in its own temporary directory (the caller owns and removes it). */
-export interface FinetunedEncoder extends FinetuneResult {
+/**
+ * A fine-tuned encoder in its own temporary directory (the caller owns and removes it): `encoderFile` is the whole
+ * encoder's weights, or with an adapter its adapter_model.safetensors (adapter_config.json beside it).
+ */
+export interface FinetunedEncoder extends Omit<FinetuneResult, 'encoderFile' | 'adapter'> {
+  encoderFile: string;
   dir: string;
   threads: number;
+  /** The adapter trained (rank, alpha, layers); null for full fine-tuning. */
+  adapter: AdapterOptions | null;
+}
+
+/** The PEFT module path of each of the trainer's adapter targets. */
+const kTargetModules: Readonly<Record<AdapterTarget, LoraModule>> = Object.freeze({
+  query: 'attention.self.query',
+  key: 'attention.self.key',
+  value: 'attention.self.value',
+  'attention.output.dense': 'attention.output.dense',
+  'intermediate.dense': 'intermediate.dense',
+  'output.dense': 'output.dense',
+});
+
+/** The adapter a request's rank trains: the default layers and alpha / r (so the same scale at any rank). */
+export function adapterOptions(rank: number): AdapterOptions {
+  return { rank, alpha: (kDefaultAdapter.alpha / kDefaultAdapter.rank) * rank, targets: kDefaultAdapter.targets };
 }
 
 /**
@@ -78,6 +107,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
   const { port1, port2 } = new MessageChannel();
   port1.on('message', (message: FinetuneStepMessage) => options.onStep?.(message));
   const { threads } = options;
+  const adapter = options.adapterRank === null ? null : adapterOptions(options.adapterRank);
   try {
     const result = await runTask<FinetuneResult | null>(
       {
@@ -88,6 +118,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         iterations: options.iterations,
         seed: options.seed,
         threads,
+        adapter,
         outDir: dir,
         progress: port2,
         stop,
@@ -96,7 +127,18 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
       [port2],
     );
     if (result === null || options.signal?.aborted) throw new SvcError('aborted', 'training was aborted');
-    return { ...result, dir, threads };
+    if (adapter === null) return { ...result, encoderFile: result.encoderFile as string, dir, threads, adapter };
+    const base = resolveBaseModel(options.baseModel);
+    await writeAdapter(
+      dir,
+      result.adapter ?? [],
+      { rank: adapter.rank, alpha: adapter.alpha, modules: adapter.targets.map((t) => kTargetModules[t]) },
+      base,
+      loadBertWeights(base).config,
+    );
+    // `embeddings` are the trainer's (base + adapter in fp32); the caller embeds again with the adapter as saved
+    // (fp16, merged at load), which is what predictions compute.
+    return { ...result, encoderFile: join(dir, kAdapterFile), dir, threads, adapter };
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
     throw error;

@@ -1,0 +1,42 @@
+// The transformers.js files of an adapter model: transformers.js cannot apply an adapter, so it gets the base with the
+// adapter merged in, exported as a full ONNX graph (about 87 MB). Built on request (the hub does it once per adapter,
+// see artifacts/merged.ts), never at training time: most adapter models are never downloaded.
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { SvcError } from '../errors.js';
+import { readAdapter } from './adapter.js';
+import { writeMergedWeights } from './adapter-merge.js';
+import { resolveBaseModel } from './base-models.js';
+import { readModelDir } from './directory.js';
+import { parseBertConfig, writeTransformersJsModelDir } from './onnx/index.js';
+import { transformersHead } from './write.js';
+
+/** The files {@link writeMergedTransformersDir} writes, sorted: what transformers.js' text-classification pipeline reads. */
+export const kMergedFiles: readonly string[] = Object.freeze(['config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+/** Bump when the merged export's bytes change for the same inputs (the hub then builds each one anew). */
+export const kMergedExportVersion = 1;
+
+/**
+ * Writes the transformers.js files of the adapter model in `modelDir` into `outDir`: config.json with its labels,
+ * the tokenizer files, and onnx/model.onnx computing base + adapter, mean pooling and the head. Rejects with
+ * `SvcError('invalid_request')` for a model that is not an adapter model or whose adapter does not check.
+ */
+export async function writeMergedTransformersDir(modelDir: string, outDir: string): Promise<string[]> {
+  const { manifest, head, encoderFile } = await readModelDir(modelDir);
+  if (manifest.body !== 'adapter' || encoderFile === null) {
+    throw new SvcError('invalid_request', `${modelDir} is not an adapter model; its transformers.js files are in its directory`);
+  }
+  const base = resolveBaseModel(manifest.base_model);
+  const config = parseBertConfig(JSON.parse(await readFile(base.configFile, 'utf8')) as Record<string, unknown>, base.configFile);
+  const adapter = await readAdapter(join(modelDir, manifest.adapter_config_file as string), encoderFile, config);
+  // The merged weights go through a file because the ONNX builder reads a checkpoint; it is not one of the outputs.
+  const merged = join(outDir, '.merged.safetensors');
+  await mkdir(outDir, { recursive: true });
+  await writeMergedWeights(base, adapter, merged);
+  try {
+    return await writeTransformersJsModelDir(outDir, { baseModel: { ...base, weightsFile: merged }, ...transformersHead(manifest, head) });
+  } finally {
+    await rm(merged, { force: true });
+  }
+}
