@@ -1,5 +1,6 @@
 import { CachedArtifactHub } from '../artifacts/cached-hub.js';
 import { DirectoryArtifacts } from '../artifacts/directory.js';
+import { MergedExports } from '../artifacts/merged.js';
 import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
 import type { DirectoryHub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
@@ -41,6 +42,8 @@ export interface LibraryRuntimeOptions {
 export class LibraryRuntime implements ModelRuntime {
   readonly hub: DirectoryHub | CachedArtifactHub;
   readonly #artifacts: ArtifactStore;
+  // The hub's files, with adapter models' merged transformers.js files built on first download.
+  readonly #files: MergedExports;
   readonly #maxCached: number;
   readonly #closePool: boolean;
   // Insertion order doubles as recency: a hit is moved to the end.
@@ -55,6 +58,7 @@ export class LibraryRuntime implements ModelRuntime {
       this.hub = new CachedArtifactHub(options.artifacts, options.hubRoot, { maxBytes: options.maxCacheBytes });
       this.#artifacts = options.artifacts;
     }
+    this.#files = new MergedExports(this.#artifacts, (id) => this.hub.resolve(id));
     this.#maxCached = options.maxCachedModels ?? kDefaultCachedModels;
     this.#closePool = options.closePool ?? true;
   }
@@ -68,11 +72,11 @@ export class LibraryRuntime implements ModelRuntime {
   }
 
   async hubFiles(orgId: string, modelId: string): Promise<string[]> {
-    return (await this.#artifacts.list(`${orgId}/${modelId}`)).map((f) => f.name);
+    return this.#files.list(`${orgId}/${modelId}`);
   }
 
   hubFile(orgId: string, modelId: string, name: string): Promise<ArtifactReader> {
-    return this.#artifacts.open(`${orgId}/${modelId}`, name);
+    return this.#files.open(`${orgId}/${modelId}`, name);
   }
 
   async train(
@@ -103,6 +107,7 @@ export class LibraryRuntime implements ModelRuntime {
     const loading = this.#loaded.get(hubId);
     this.#loaded.delete(hubId);
     loading?.then((c) => c.dispose(), () => {});
+    await this.#files.forget(hubId);
     await this.hub.remove(hubId);
   }
 
