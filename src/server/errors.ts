@@ -6,6 +6,27 @@ import type { ErrorBody } from './schemas.js';
 
 export type { ErrorBody } from './schemas.js';
 
+/** The longest run of non-space characters an error message sends back: an id or a path a client sent is cut to it. */
+export const kMaxEchoedChars = 64;
+/** The longest error message sent to a client. */
+export const kMaxMessageChars = 1024;
+const kLongWord = new RegExp(`\\S{${kMaxEchoedChars + 1},}`, 'g');
+
+/**
+ * An error message as a client may see it: ids and paths echoed from the request (a model id of 100 kB, a URL of
+ * 16 kB) are cut to {@link kMaxEchoedChars}, and the whole message to {@link kMaxMessageChars}, each cut marked
+ * with `…`. Our own words are all shorter than the bound, so only echoed values change.
+ *
+ * @example
+ * ```ts
+ * clientMessage(`The model '${'x'.repeat(100_000)}' does not exist`); // "The model 'xxxx…(64 in all)…' does not exist"
+ * ```
+ */
+export function clientMessage(message: string): string {
+  const words = message.replace(kLongWord, (word) => `${word.slice(0, kMaxEchoedChars)}…`);
+  return words.length > kMaxMessageChars ? `${words.slice(0, kMaxMessageChars)}…` : words;
+}
+
 /**
  * Builds `{ error: { message, type, param, code } }`, the type following the status.
  *
@@ -16,15 +37,24 @@ export type { ErrorBody } from './schemas.js';
  * ```
  */
 export function errorBody(status: number, message: string, code: string | null, param: string | null = null): ErrorBody {
-  return { error: { message, type: errorTypeForStatus(status), param, code } };
+  return { error: { message: clientMessage(message), type: errorTypeForStatus(status), param, code } };
 }
+
+/** The one answer to a failure of ours: what failed stays in the server's log (see {@link errorReply}). */
+const kInternalMessage = 'The service failed to handle the request';
 
 /**
  * Maps anything a route throws to the error body and status: SvcError by its
  * status (validation failures are SvcErrors naming the field), Fastify's own
  * body-parser errors (413 over the limit, 400 bad JSON, 415), the rest to 500.
+ * Every 500 is logged with its error, its stack and its causes' (pino's `err`), and answered with
+ * {@link kInternalMessage} only: file paths, SQL and native messages never reach the client.
  */
 export function errorReply(error: FastifyError | Error, request: FastifyRequest): { status: number; body: ErrorBody } {
+  if (error instanceof SvcError && error.status === 500) {
+    request.log.error({ err: error }, 'internal error');
+    return { status: error.status, body: errorBody(error.status, kInternalMessage, error.code) };
+  }
   if (error instanceof SvcError) {
     return { status: error.status, body: errorBody(error.status, error.message, error.code, error.param) };
   }
@@ -49,7 +79,7 @@ export function errorReply(error: FastifyError | Error, request: FastifyRequest)
     return { status, body: errorBody(status, error.message, 'invalid_request') };
   }
   request.log.error({ err: error }, 'unhandled error');
-  return { status: 500, body: errorBody(500, 'The service failed to handle the request', 'internal') };
+  return { status: 500, body: errorBody(500, kInternalMessage, 'internal') };
 }
 
 /**
