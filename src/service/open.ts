@@ -66,9 +66,32 @@ export function checkDatabaseUrl(url: string, name = '--database'): string {
   return url;
 }
 
-/** The URL as logs may show it: without its password. */
-export function redactDatabaseUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
+/** A URL in a text: its scheme, then everything up to a space or a quote. */
+const kUrl = /([a-z][a-z0-9+.-]*:\/\/)([^\s'"<>]*)/gi;
+/** A password given as a parameter: a URL's `?password=` or `&sslpassword=`, libpq's `password=...` form. */
+const kPasswordParameter = /\b((?:ssl)?pass(?:word)?|passwd|pwd)=(?:'(?:[^'\\]|\\.)*'|[^\s&#'"]*)/gi;
+
+/**
+ * A connection string (PostgreSQL, Redis), or any text holding some, as logs and messages may show it: each URL's
+ * password and each `password=` parameter become `***`. The one redaction for every place that shows a database or
+ * Redis URL (the start-up line, a refused flag, a lost connection). A URL's user information ends at its last `@`, so
+ * a password holding `@`, `:`, `/` or `?` is hidden whole; when in doubt it hides more, never less.
+ *
+ * @example
+ * ```ts
+ * redactDatabaseUrl('postgres://svc:p@ss:w0rd@db.internal:5432/svc'); // 'postgres://svc:***@db.internal:5432/svc'
+ * redactDatabaseUrl('postgres://svc@db.internal/svc?sslmode=require&password=s3cret'); // 'postgres://svc@db.internal/svc?sslmode=require&password=***'
+ * redactDatabaseUrl('redis://:hunter2@cache.internal:6379'); // 'redis://:***@cache.internal:6379'
+ * ```
+ */
+export function redactDatabaseUrl(text: string): string {
+  const urls = text.replace(kUrl, (_url, scheme: string, rest: string) => {
+    const at = rest.lastIndexOf('@');
+    const colon = rest.indexOf(':');
+    // user:password@host: keep the user, hide all up to the last @ (a user alone, `svc@host`, is no secret).
+    return colon === -1 || colon > at ? scheme + rest : `${scheme}${rest.slice(0, colon)}:***${rest.slice(at)}`;
+  });
+  return urls.replace(kPasswordParameter, '$1=***');
 }
 
 /** Where a service keeps its records and its model files. */
