@@ -1,4 +1,4 @@
-// `npm run bench -- artifacts [--mb N]`: what storing and fetching model files costs, a folder and PostgreSQL side by
+// `npm run bench -- artifacts [--mb N] [--adapters]`: what storing and fetching model files costs, a folder and PostgreSQL side by
 // side in one process.
 // 1. The chunker alone: how fast PostgreSQL's content-defined cuts (and the SHA-256 of each chunk) go over an N MiB
 //    file (default 96, about a model's ONNX graph): the CPU a put spends before it sends anything.
@@ -7,6 +7,9 @@
 // 3. Two models of one base (svc-small's real ONNX export, two different heads): the bytes PostgreSQL stores for one
 //    and for both, beside what whole-file sharing alone would store (each different file once: the layout before
 //    content-defined chunks), and the put and read times of each.
+// 4. Adapter models (`--adapters` runs only this part): rank-8 LoRA adapters on all six linear layers of svc-small
+//    (random values), each with its head and manifest: the directory's size and what each model adds to PostgreSQL,
+//    then what the hub's merged transformers.js export of one adds when it is first downloaded.
 // The process's peak RSS shows that no backend holds a file whole. PostgreSQL is a throwaway local cluster, over
 // loopback: a remote database adds its network.
 import { createHash, randomBytes } from 'node:crypto';
@@ -23,8 +26,13 @@ import { fileChunks } from '../src/artifacts/chunks.js';
 import { DirectoryArtifacts } from '../src/artifacts/directory.js';
 import { PostgresArtifacts } from '../src/artifacts/postgres.js';
 import type { ArtifactStore } from '../src/artifacts/types.js';
+import { kAdapterConfigFile, kAdapterFile, kLoraModules, loraTensorName, writeAdapter } from '../src/model/adapter.js';
+import { resolveBaseModel } from '../src/model/base-models.js';
+import { writeManifestAndHead } from '../src/model/directory.js';
 import { modelFileNames } from '../src/model/hub.js';
-import { writeTransformersJsModelDir } from '../src/model/onnx/index.js';
+import { kHeadFile, kManifestFormatVersion } from '../src/model/manifest.js';
+import { writeMergedTransformersDir } from '../src/model/merged-export.js';
+import { loadBertWeights, writeTransformersJsModelDir } from '../src/model/onnx/index.js';
 import { intOption } from './_common.js';
 
 async function timed(work: () => Promise<unknown>): Promise<number> {
@@ -107,7 +115,71 @@ async function oneBase(dir: string, url: string): Promise<void> {
   }
 }
 
+/** An adapter model directory: a rank-8 adapter on every linear layer (values from `seed`), a head, a manifest. */
+async function adapterModel(dir: string, seed: number): Promise<void> {
+  const base = resolveBaseModel('svc-small');
+  const { config } = loadBertWeights(base);
+  const value = (i: number) => Math.sin(seed * 7919 + i) * 0.05;
+  const tensors = [];
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    for (const module of kLoraModules) {
+      const inF = module === 'output.dense' ? config.intermediateSize : config.hiddenSize;
+      const outF = module === 'intermediate.dense' ? config.intermediateSize : config.hiddenSize;
+      tensors.push({ name: loraTensorName(layer, module, 'A'), shape: [8, inF] as [number, number], data: Float32Array.from({ length: 8 * inF }, (_, i) => value(i + layer)) });
+      tensors.push({ name: loraTensorName(layer, module, 'B'), shape: [outF, 8] as [number, number], data: Float32Array.from({ length: 8 * outF }, (_, i) => value(i - layer)) });
+    }
+  }
+  await writeAdapter(dir, tensors, { rank: 8, alpha: 16, modules: kLoraModules }, base, config);
+  await writeManifestAndHead(
+    dir,
+    {
+      format_version: kManifestFormatVersion, id: `svc-small-bench${seed}`, created_at: 0, task_type: 'binary-classification', base_model: 'svc-small',
+      label_text: 'positive', body: 'adapter', adapter_file: kAdapterFile, adapter_config_file: kAdapterConfigFile, head_file: kHeadFile,
+      training: { method: 'setfit', C: 1, solver: 'newton-cholesky', iterations: 7, max_length: 256, examples: 20 },
+      metrics: { train_accuracy: 1, train_seconds: 1 }, library_version: 'bench',
+    },
+    { weights: Float64Array.from({ length: 384 }, (_, i) => Math.cos(seed + i)), bias: seed / 10 },
+  );
+}
+
+async function adapters(dir: string, url: string): Promise<void> {
+  const models = [1, 2, 3].map((seed) => ({ id: `bench/svc-small-adapter${seed}`, dir: join(dir, `adapter-${seed}`), seed }));
+  for (const model of models) await adapterModel(model.dir, model.seed);
+  const sizes = await Promise.all(models.map(async (m) => (await modelFileNames(m.dir)).reduce((sum, name) => sum + statSync(join(m.dir, name)).size, 0)));
+  const adapterBytes = statSync(join(models[0].dir, kAdapterFile)).size;
+  console.log(`adapter   model directory ${(sizes[0] / 1e6).toFixed(3)} MB (${sizes[0]} bytes; adapter_model.safetensors ${adapterBytes} bytes, fp16)`);
+  const store = await PostgresArtifacts.open(url);
+  try {
+    let before = await storedBytes(url);
+    for (const model of models) {
+      const put = await timed(() => store.put(model.id, model.dir));
+      const now = await storedBytes(url);
+      console.log(`postgres  adapter model ${model.seed}: adds ${((now - before) / 1e6).toFixed(3)} MB (${now - before} bytes), put ${put.toFixed(0)} ms`);
+      before = now;
+    }
+    const merged = join(dir, 'merged');
+    const build = await timed(() => writeMergedTransformersDir(models[0].dir, merged));
+    const put = await timed(() => store.put('_merged/bench', merged));
+    const now = await storedBytes(url);
+    console.log(`postgres  its merged transformers.js export (built once, on the first download): built in ${build.toFixed(0)} ms, ` +
+      `adds ${mib(now - before)}, put ${put.toFixed(0)} ms`);
+  } finally {
+    await store.close();
+  }
+}
+
 export async function run(args: string[]): Promise<void> {
+  if (args.includes('--adapters')) {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-bench-adapters-'));
+    const cluster = await startPostgres();
+    try {
+      await adapters(dir, await cluster.createDatabase());
+    } finally {
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   const mb = intOption(args, 'mb', 96);
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-artifacts-'));
   const model = join(dir, 'model');
@@ -132,6 +204,7 @@ export async function run(args: string[]): Promise<void> {
     }
     console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (before the puts: ${(rssBefore / 2 ** 20).toFixed(0)} MiB)`);
     await oneBase(dir, await cluster.createDatabase());
+    await adapters(dir, await cluster.createDatabase());
   } finally {
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });
