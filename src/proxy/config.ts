@@ -1,5 +1,7 @@
 import { SvcService } from '../service/service.js';
-import type { ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, ResolvedProxyOptions } from './types.js';
+import type {
+  ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, RequestLogOptions, ResolvedProxyOptions,
+} from './types.js';
 import * as is from '../is.js';
 
 /**
@@ -22,6 +24,8 @@ const kDefaults = Object.freeze({
   upstreamTimeoutMs: 600_000,
   pingIntervalMs: 5_000,
   bodyLimit: 16 * 1024 * 1024,
+  logBodyBytes: 32 * 1024,
+  logProjectBodyBytes: 256 * 1024 * 1024,
 });
 
 function envPrefix(name: ProviderName): string {
@@ -78,5 +82,30 @@ export function resolveProxyOptions(options: ProxyRoutesOptions): ResolvedProxyO
     upstreamTimeoutMs: positiveInteger(options.upstreamTimeoutMs, 'upstreamTimeoutMs', kDefaults.upstreamTimeoutMs),
     pingIntervalMs: positiveInteger(options.pingIntervalMs, 'pingIntervalMs', kDefaults.pingIntervalMs),
     bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit', kDefaults.bodyLimit),
+    requestLog: resolveRequestLogOptions(options.requestLog, options.env ?? process.env),
   };
+}
+
+/** Request-log body limits from options, then `SVC_LOG_BODY_BYTES` and `SVC_LOG_PROJECT_BODY_BYTES`, then defaults. */
+function resolveRequestLogOptions(
+  options: RequestLogOptions = {},
+  env: Readonly<Record<string, string | undefined>>,
+): Readonly<Required<RequestLogOptions>> {
+  is.object(options, 'options.requestLog');
+  const fromEnv = (name: string): number | undefined => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    if (!/^\d+$/.test(text)) throw new TypeError(`${name} must be a positive integer`);
+    return Number(text);
+  };
+  return Object.freeze({
+    maxBodyBytes: is.positiveInteger(
+      options.maxBodyBytes ?? fromEnv('SVC_LOG_BODY_BYTES') ?? kDefaults.logBodyBytes,
+      'options.requestLog.maxBodyBytes',
+    ),
+    maxProjectBodyBytes: is.positiveInteger(
+      options.maxProjectBodyBytes ?? fromEnv('SVC_LOG_PROJECT_BODY_BYTES') ?? kDefaults.logProjectBodyBytes,
+      'options.requestLog.maxProjectBodyBytes',
+    ),
+  });
 }

@@ -20,6 +20,8 @@ export interface Dialect {
   usageFromBody(body: unknown): Usage;
   /** Folds one streamed event's JSON data into the usage seen so far. */
   usageFromEvent(data: unknown, usage: Usage): Usage;
+  /** The generated text one streamed event's JSON data adds (content, tool arguments, reasoning), '' when none. */
+  streamedText(data: unknown): string;
 }
 
 /** The stable `SvcError` code and the request field an error is about, when known. */
@@ -62,6 +64,28 @@ function chatUsage(body: unknown, previous: Usage): Usage {
   };
 }
 
+/** Text in an OpenAI/Mistral chunk's deltas: content (a string, or Mistral's parts), refusals, reasoning, tool arguments. */
+function chatDeltaText(data: unknown): string {
+  const choices = record(data)?.choices;
+  if (!Array.isArray(choices)) return '';
+  let text = '';
+  for (const choice of choices) {
+    const delta = record(record(choice)?.delta);
+    if (!delta) continue;
+    text += textOf(delta.content) + textOf(delta.refusal) + textOf(delta.reasoning_content) + textOf(delta.reasoning);
+    if (Array.isArray(delta.tool_calls)) {
+      for (const call of delta.tool_calls) text += textOf(record(record(call)?.function)?.arguments);
+    }
+  }
+  return text;
+}
+
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) return '';
+  return value.map((part) => textOf(record(part)?.text ?? record(part)?.thinking)).join('');
+}
+
 const kDonePattern = /^data: ?\[DONE\][ \t]*\r?$/m;
 const kNoUsage: Usage = Object.freeze({ tokensIn: null, tokensOut: null });
 
@@ -77,6 +101,7 @@ const openai: Dialect = {
   isTerminal: (events) => kDonePattern.test(events),
   usageFromBody: (body) => chatUsage(body, kNoUsage),
   usageFromEvent: (data, usage) => chatUsage(data, usage),
+  streamedText: chatDeltaText,
 };
 
 const mistral: Dialect = {
@@ -91,6 +116,7 @@ const mistral: Dialect = {
   isTerminal: openai.isTerminal,
   usageFromBody: openai.usageFromBody,
   usageFromEvent: openai.usageFromEvent,
+  streamedText: chatDeltaText,
 };
 
 const anthropic: Dialect = {
@@ -116,6 +142,12 @@ const anthropic: Dialect = {
       tokensIn: count(usage.input_tokens) ?? previous.tokensIn,
       tokensOut: count(usage.output_tokens) ?? previous.tokensOut,
     };
+  },
+  streamedText(data) {
+    const event = record(data);
+    if (event?.type !== 'content_block_delta') return '';
+    const delta = record(event.delta);
+    return textOf(delta?.text) + textOf(delta?.partial_json) + textOf(delta?.thinking);
   },
 };
 

@@ -2,46 +2,20 @@ import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Dialect, Usage } from './dialects.js';
-import { downstreamHeaders, kStreamHeaders, upstreamHeaders } from './headers.js';
-import type { RequestLogQueue } from './request-log.js';
 import { publishProxyCall } from '../telemetry.js';
+import type { BudgetHold } from './budget.js';
+import { UsageBody } from './body-usage.js';
+import type { Dialect } from './dialects.js';
+import { downstreamHeaders, kStreamHeaders, upstreamHeaders } from './headers.js';
+import { type Charge, Meter } from './metering.js';
+import { redactSecrets } from './redact.js';
+import type { RequestLogQueue } from './request-log.js';
 import { eventsMentioning, SseEventCutter, withoutEvents } from './sse.js';
 import { isUsageOnlyChunk } from './stream-usage.js';
 import type { ProviderName } from './types.js';
+import { type UpstreamAgents, type UpstreamTarget, upstreamMessage } from './upstream.js';
 
-/** Keep-alive connection pools to the providers, one per plugin instance. */
-export interface UpstreamAgents {
-  http: http.Agent;
-  https: https.Agent;
-}
-
-export function createUpstreamAgents(): UpstreamAgents {
-  return {
-    http: new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
-    https: new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
-  };
-}
-
-/** Where a provider route's requests go, parsed once when the plugin starts. */
-export interface UpstreamTarget {
-  secure: boolean;
-  hostname: string;
-  port: number;
-  path: string;
-}
-
-export function upstreamTarget(url: string): UpstreamTarget {
-  const parsed = new URL(url);
-  const secure = parsed.protocol === 'https:';
-  return {
-    secure,
-    // URL keeps IPv6 literals bracketed; the socket wants them bare.
-    hostname: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: parsed.port === '' ? (secure ? 443 : 80) : Number(parsed.port),
-    path: parsed.pathname + parsed.search,
-  };
-}
+export { createUpstreamAgents, type UpstreamAgents, type UpstreamTarget, upstreamTarget } from './upstream.js';
 
 /** One proxied call, checked and ready to go upstream. */
 export interface ProxyCall {
@@ -60,6 +34,10 @@ export interface ProxyCall {
   model: string;
   projectId: string;
   keyId: string;
+  /** Counts the call's tokens; made before the call so that its reservation used the same input estimate. */
+  meter: Meter;
+  /** The part of the project's budget the call holds; null when the project has no budget. */
+  budget: BudgetHold | null;
 }
 
 export interface ForwardSettings {
@@ -67,266 +45,355 @@ export interface ForwardSettings {
   upstreamTimeoutMs: number;
   pingIntervalMs: number;
   log: RequestLogQueue;
+  /** Told when the provider refused the operator's own key: the operator's problem, which the tenant does not see. */
+  operatorWarning: (message: string) => void;
 }
-
-// The log keeps 64 KiB after redaction; capture twice that so redaction never shortens it below the limit.
-const kCaptureLimitBytes = 128 * 1024;
-
-// Non-streaming bodies up to this size are parsed for their usage; larger ones are relayed without it.
-const kUsageBodyLimitBytes = 16 * 1024 * 1024;
 
 // An upstream error body is read for its message only; bytes past this are not kept.
 const kErrorBodyLimitBytes = 64 * 1024;
-// The upstream's error message as we repeat it to the client and the log.
-const kErrorMessageLimit = 500;
+// The log keeps at most 64 KiB of a body after redaction; capture twice that so redaction never shortens it below.
+const kCaptureLimitBytes = 128 * 1024;
 
 // SvcError codes for the errors the proxy itself reports.
 const kCodeByStatus: Readonly<Record<number, string>> = { 429: 'rate_limited', 502: 'upstream_error', 504: 'upstream_timeout' };
+
+/** What the provider answers when it refuses the operator's key (401) or the key's account (403). */
+const kOperatorKeyRefused: ReadonlySet<number> = new Set([401, 403]);
 
 class UpstreamTimeout extends Error {}
 
 /**
  * Sends the call upstream and relays the answer on `res` (the hijacked reply) as it arrives: a non-streaming body
  * and status pass through; a stream goes out event by event with `: ping` comments until its first byte, and an
- * upstream failure ends it with an error event in the client's dialect. Logs one row when the call is over.
+ * upstream failure ends it with an error event in the client's dialect. Logs one row when the call is over, with
+ * the tokens its meter counted, and the call's budget hold given back in the same write.
  */
 export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: ServerResponse, settings: ForwardSettings): void {
-  const { dialect, provider } = call;
-  const createdAt = Date.now();
-  const t0 = performance.now();
-  const captured: Buffer[] = [];
-  let capturedBytes = 0;
-  let usage: Usage = { tokensIn: null, tokensOut: null };
-  let statusSent = 0;
-  let ttfbMs: number | null = null;
-  let sseOpen = false; // the client has an SSE head: failures become error events
-  let finished = false;
-  let timedOut = false;
-  let pingTimer: NodeJS.Timeout | null = null;
+  new ForwardedCall(call, res, settings).start(incoming);
+}
 
-  const capture = (chunk: Buffer): void => {
-    if (capturedBytes >= kCaptureLimitBytes) return;
-    captured.push(chunk);
-    capturedBytes += chunk.length;
-  };
-  const markFirstByte = (): void => {
-    if (ttfbMs === null) ttfbMs = performance.now() - t0;
-  };
-  const stopPing = (): void => {
-    if (pingTimer) clearInterval(pingTimer);
-    pingTimer = null;
-  };
+/**
+ * One call's life as a small state machine. `phase` says where it is: `waiting` (request sent, no answer yet; pings
+ * may have opened an SSE reply), `streaming` (SSE events relayed), `relaying` (a plain body relayed), `refusing`
+ * (an upstream error body read for its message), `done` (row logged; nothing else happens).
+ */
+class ForwardedCall {
+  readonly #call: ProxyCall;
+  readonly #res: ServerResponse;
+  readonly #settings: ForwardSettings;
+  readonly #createdAt = Date.now();
+  readonly #t0 = performance.now();
+  readonly #captured: Buffer[] = [];
+  #capturedBytes = 0;
+  #phase: 'waiting' | 'streaming' | 'relaying' | 'refusing' | 'done' = 'waiting';
+  #charge: Charge = 'nothing';
+  #statusSent = 0;
+  #ttfbMs: number | null = null;
+  #sseOpen = false; // the client has an SSE head: failures become error events
+  #timedOut = false;
+  #pingTimer: NodeJS.Timeout | null = null;
+  #request: http.ClientRequest | null = null;
+  // While a stream waits for its budget to grow, what the upstream sends waits here (null: not waiting).
+  #held: (Buffer | 'end')[] | null = null;
 
-  const finish = (error: string | null): void => {
-    if (finished) return;
-    finished = true;
-    stopPing();
-    const totalMs = performance.now() - t0;
-    publishProxyCall({ provider, status: statusSent, seconds: totalMs / 1000, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, error });
-    settings.log.push({
+  constructor(call: ProxyCall, res: ServerResponse, settings: ForwardSettings) {
+    this.#call = call;
+    this.#res = res;
+    this.#settings = settings;
+  }
+
+  start(incoming: IncomingMessage): void {
+    const { secure, hostname, port, path } = this.#call.upstream;
+    const request = (secure ? https : http).request({
+      method: 'POST',
+      hostname,
+      port,
+      path,
+      agent: secure ? this.#settings.agents.https : this.#settings.agents.http,
+      headers: upstreamHeaders(incoming.headers, this.#call.provider, this.#call.providerKey, this.#call.body.length),
+    });
+    this.#request = request;
+    request.setTimeout(this.#settings.upstreamTimeoutMs, () => {
+      this.#timedOut = true;
+      request.destroy(new UpstreamTimeout());
+    });
+    request.on('error', (error) => this.#upstreamFailed(error));
+    request.on('response', (upstream) => this.#onResponse(upstream));
+    request.end(this.#call.body);
+
+    if (this.#call.stream) {
+      this.#pingTimer = setInterval(() => {
+        if (this.#phase === 'done') return this.#stopPing();
+        if (!this.#sseOpen) this.#openSse(200, { 'content-type': 'text/event-stream; charset=utf-8', ...kStreamHeaders });
+        this.#res.write(': ping\n\n');
+      }, this.#settings.pingIntervalMs);
+    }
+
+    // The client went away before we finished: stop the upstream work it was paying for, and charge what the
+    // provider had by then (its prompt, and what it had streamed).
+    this.#res.on('close', () => {
+      if (this.#phase === 'done') return;
+      // Still waiting: the provider has the prompt. Streaming or relaying a 2xx answer: already charged as partial.
+      if (this.#phase === 'waiting') this.#charge = 'partial';
+      this.#statusSent = 0;
+      request.destroy();
+      this.#finish('client closed the connection');
+    });
+  }
+
+  #capture(chunk: Buffer): void {
+    if (this.#capturedBytes >= kCaptureLimitBytes) return;
+    this.#captured.push(chunk);
+    this.#capturedBytes += chunk.length;
+  }
+
+  #markFirstByte(): void {
+    if (this.#ttfbMs === null) this.#ttfbMs = performance.now() - this.#t0;
+  }
+
+  #stopPing(): void {
+    if (this.#pingTimer) clearInterval(this.#pingTimer);
+    this.#pingTimer = null;
+  }
+
+  #openSse(status: number, headers: http.OutgoingHttpHeaders): void {
+    this.#statusSent = status;
+    this.#sseOpen = true;
+    this.#res.writeHead(status, headers);
+    this.#res.flushHeaders();
+  }
+
+  /** Logs the call's row; `error` is what the log says went wrong (null: nothing). */
+  #finish(error: string | null): void {
+    if (this.#phase === 'done') return;
+    this.#phase = 'done';
+    this.#stopPing();
+    const call = this.#call;
+    const usage = call.meter.final(this.#charge);
+    const totalMs = performance.now() - this.#t0;
+    publishProxyCall({ provider: call.provider, status: this.#statusSent, seconds: totalMs / 1000, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, error });
+    this.#settings.log.push({
       projectId: call.projectId,
       keyId: call.keyId,
-      provider,
+      provider: call.provider,
       model: call.model,
       stream: call.stream,
-      status: statusSent,
-      ttfbMs: ttfbMs === null ? null : round(ttfbMs),
+      status: this.#statusSent,
+      ttfbMs: this.#ttfbMs === null ? null : round(this.#ttfbMs),
       totalMs: round(totalMs),
       tokensIn: usage.tokensIn,
       tokensOut: usage.tokensOut,
       error,
       requestBody: call.clientBody,
-      responseBody: captured,
-      createdAt,
+      responseBody: this.#captured,
+      createdAt: this.#createdAt,
+      reservationId: call.budget?.id ?? null,
     });
-  };
+  }
 
-  const sendError = (status: number, message: string): void => {
-    const detail = { code: kCodeByStatus[status] ?? (status >= 500 ? 'upstream_error' : 'invalid_request') };
-    if (sseOpen) {
-      const event = Buffer.from(dialect.streamErrorEvent(status, message, detail));
-      capture(event);
-      markFirstByte();
+  /** Ends the client's reply with an error in its dialect; `logged` is the log's account when it says more. */
+  #sendError(status: number, message: string, options: { code?: string; logged?: string } = {}): void {
+    const detail = { code: options.code ?? kCodeByStatus[status] ?? (status >= 500 ? 'upstream_error' : 'invalid_request') };
+    const res = this.#res;
+    if (this.#sseOpen) {
+      const event = Buffer.from(this.#call.dialect.streamErrorEvent(status, message, detail));
+      this.#capture(event);
+      this.#markFirstByte();
       res.end(event);
     } else if (!res.headersSent) {
-      const body = Buffer.from(JSON.stringify(dialect.errorBody(status, message, detail)));
-      capture(body);
-      statusSent = status;
-      markFirstByte();
+      const body = Buffer.from(JSON.stringify(this.#call.dialect.errorBody(status, message, detail)));
+      this.#capture(body);
+      this.#statusSent = status;
+      this.#markFirstByte();
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length });
       res.end(body);
     } else {
       // A non-streaming body was already under way: cutting the connection is the only honest signal left.
       res.destroy();
     }
-    finish(message);
-  };
-
-  const openSse = (status: number, headers: http.OutgoingHttpHeaders): void => {
-    statusSent = status;
-    sseOpen = true;
-    res.writeHead(status, headers);
-    res.flushHeaders();
-  };
-
-  const upstreamFailed = (error: Error): void => {
-    if (finished) return;
-    upstreamRequest.destroy();
-    if (timedOut || error instanceof UpstreamTimeout) {
-      sendError(504, `${provider} sent nothing for ${settings.upstreamTimeoutMs} ms`);
-    } else if (!responseStarted) {
-      const reason = (error as NodeJS.ErrnoException).code ?? error.message;
-      sendError(502, `${provider} is unreachable (${reason})`);
-    } else {
-      sendError(502, `${provider} closed the connection mid-response`);
-    }
-  };
-
-  // Pipes with backpressure: a slow client slows the upstream read instead of growing memory.
-  const relay = (upstream: IncomingMessage, data: Buffer): void => {
-    markFirstByte();
-    if (!res.write(data)) {
-      upstream.pause();
-      res.once('drain', () => upstream.resume());
-    }
-  };
-
-  let responseStarted = false;
-  const onResponse = (upstream: IncomingMessage): void => {
-    responseStarted = true;
-    if (finished) return upstream.resume() as unknown as void;
-    const status = upstream.statusCode ?? 502;
-    const isSse = (upstream.headers['content-type'] ?? '').includes('text/event-stream');
-    upstream.on('error', upstreamFailed);
-    upstream.on('aborted', () => upstreamFailed(new Error('upstream closed the connection')));
-
-    if (call.stream && isSse && status < 300) {
-      if (!sseOpen) openSse(status, downstreamHeaders(upstream.headers, true));
-      const cutter = new SseEventCutter();
-      let terminal = false;
-      upstream.on('data', (chunk: Buffer) => {
-        stopPing();
-        capture(chunk);
-        const events = cutter.push(chunk);
-        if (events.length === 0) return;
-        const text = events.toString('utf8');
-        if (!terminal && dialect.isTerminal(text)) terminal = true;
-        for (const data of eventsMentioning(text, '"usage"')) usage = dialect.usageFromEvent(data, usage);
-        if (!call.hideUsageChunk) return relay(upstream, events);
-        const shown = withoutEvents(text, '"usage"', isUsageOnlyChunk);
-        if (shown !== '') relay(upstream, shown.length === text.length ? events : Buffer.from(shown));
-      });
-      upstream.on('end', () => {
-        if (finished) return;
-        if (terminal && cutter.pending.toString('utf8').trim() === '') {
-          res.end();
-          finish(null);
-        } else {
-          sendError(502, `${provider} ended the stream before its final event`);
-        }
-      });
-      return;
-    }
-
-    if (sseOpen) {
-      // Pings already committed us to a 200 stream; the upstream answered with an error instead.
-      const body: Buffer[] = [];
-      let bodyBytes = 0;
-      // Only the message is wanted: an endless error body must not grow memory.
-      upstream.on('data', (chunk: Buffer) => {
-        if (bodyBytes >= kErrorBodyLimitBytes) return;
-        body.push(chunk);
-        bodyBytes += chunk.length;
-      });
-      upstream.on('end', () => {
-        if (finished) return;
-        const text = Buffer.concat(body).subarray(0, kErrorBodyLimitBytes).toString('utf8');
-        sendError(status >= 400 ? status : 502, `${provider} answered ${status}: ${upstreamMessage(text)}`);
-      });
-      return;
-    }
-
-    // Pass-through: status, headers and body as the upstream sent them.
-    stopPing();
-    statusSent = status;
-    res.writeHead(status, downstreamHeaders(upstream.headers, false));
-    // Usage sits at the end of the JSON: keep the whole body (bounded) to read it.
-    const whole: Buffer[] = [];
-    let wholeBytes = 0;
-    upstream.on('data', (chunk: Buffer) => {
-      capture(chunk);
-      if (wholeBytes <= kUsageBodyLimitBytes) whole.push(chunk);
-      wholeBytes += chunk.length;
-      relay(upstream, chunk);
-    });
-    upstream.on('end', () => {
-      if (finished) return;
-      if (ttfbMs === null) markFirstByte();
-      if (status < 300 && wholeBytes <= kUsageBodyLimitBytes) usage = dialect.usageFromBody(parseJson(whole));
-      res.end();
-      finish(status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(captured).toString('utf8'))}` : null);
-    });
-  };
-
-  const { secure, hostname, port, path } = call.upstream;
-  const upstreamRequest = (secure ? https : http).request({
-    method: 'POST',
-    hostname,
-    port,
-    path,
-    agent: secure ? settings.agents.https : settings.agents.http,
-    headers: upstreamHeaders(incoming.headers, provider, call.providerKey, call.body.length),
-  });
-  upstreamRequest.setTimeout(settings.upstreamTimeoutMs, () => {
-    timedOut = true;
-    upstreamRequest.destroy(new UpstreamTimeout());
-  });
-  upstreamRequest.on('error', upstreamFailed);
-  upstreamRequest.on('response', onResponse);
-  upstreamRequest.end(call.body);
-
-  if (call.stream) {
-    pingTimer = setInterval(() => {
-      if (finished) return stopPing();
-      if (!sseOpen) openSse(200, { 'content-type': 'text/event-stream; charset=utf-8', ...kStreamHeaders });
-      res.write(': ping\n\n');
-    }, settings.pingIntervalMs);
+    this.#finish(options.logged ?? message);
   }
 
-  // The client went away before we finished: stop the upstream work it was paying for.
-  res.on('close', () => {
-    if (finished) return;
-    statusSent = 0;
-    upstreamRequest.destroy();
-    finish('client closed the connection');
-  });
+  #upstreamFailed(error: Error): void {
+    if (this.#phase === 'done') return;
+    this.#request?.destroy();
+    const { provider } = this.#call;
+    if (this.#timedOut || error instanceof UpstreamTimeout) {
+      this.#sendError(504, `${provider} sent nothing for ${this.#settings.upstreamTimeoutMs} ms`);
+    } else if (this.#phase === 'waiting') {
+      const reason = (error as NodeJS.ErrnoException).code ?? error.message;
+      this.#sendError(502, `${provider} is unreachable (${reason})`);
+    } else {
+      this.#sendError(502, `${provider} closed the connection mid-response`);
+    }
+  }
+
+  // Pipes with backpressure: a slow client slows the upstream read instead of growing memory.
+  #relay(upstream: IncomingMessage, data: Buffer): void {
+    this.#markFirstByte();
+    if (!this.#res.write(data)) {
+      upstream.pause();
+      this.#res.once('drain', () => {
+        if (this.#held === null) upstream.resume();
+      });
+    }
+  }
+
+  #onResponse(upstream: IncomingMessage): void {
+    if (this.#phase === 'done') return upstream.resume() as unknown as void;
+    const status = upstream.statusCode ?? 502;
+    const isSse = (upstream.headers['content-type'] ?? '').includes('text/event-stream');
+    upstream.on('error', (error) => this.#upstreamFailed(error));
+    upstream.on('aborted', () => this.#upstreamFailed(new Error('upstream closed the connection')));
+
+    if (this.#call.stream && isSse && status < 300) return this.#stream(upstream, status);
+    // Pings already committed us to a 200 stream, or the provider refused the operator's key: read its message only.
+    if (this.#sseOpen || kOperatorKeyRefused.has(status)) return this.#refuse(upstream, status);
+    this.#passThrough(upstream, status);
+  }
+
+  #stream(upstream: IncomingMessage, status: number): void {
+    this.#phase = 'streaming';
+    this.#charge = 'partial';
+    if (!this.#sseOpen) this.#openSse(status, downstreamHeaders(upstream.headers, true));
+    const cutter = new SseEventCutter();
+    let terminal = false;
+    const onData = (chunk: Buffer): void => {
+      if (this.#phase === 'done') return;
+      if (this.#held !== null) return void this.#held.push(chunk);
+      this.#stopPing();
+      this.#capture(chunk);
+      const events = cutter.push(chunk);
+      if (events.length === 0) return;
+      const { dialect, meter } = this.#call;
+      const text = events.toString('utf8');
+      if (!terminal && dialect.isTerminal(text)) terminal = true;
+      for (const data of eventsMentioning(text, '{')) {
+        meter.report(dialect.usageFromEvent(data, meter.reported));
+        meter.addStreamed(dialect.streamedText(data));
+      }
+      if (!this.#call.hideUsageChunk) this.#relay(upstream, events);
+      else {
+        const shown = withoutEvents(text, '"usage"', isUsageOnlyChunk);
+        if (shown !== '') this.#relay(upstream, shown.length === text.length ? events : Buffer.from(shown));
+      }
+      const budget = this.#call.budget;
+      if (budget !== null && !terminal && meter.running() > budget.granted) this.#growBudget(upstream, budget, onData, onEnd);
+    };
+    const onEnd = (): void => {
+      if (this.#phase === 'done') return;
+      if (this.#held !== null) return void this.#held.push('end');
+      if (terminal && cutter.pending.toString('utf8').trim() === '') {
+        this.#charge = 'complete';
+        this.#res.end();
+        this.#finish(null);
+      } else {
+        this.#sendError(502, `${this.#call.provider} ended the stream before its final event`);
+      }
+    };
+    upstream.on('data', onData);
+    upstream.on('end', onEnd);
+  }
+
+  /**
+   * The stream outgrew its budget hold: hold back the upstream while the hold grows; when the budget has no room
+   * left, end the stream with the dialect's error event (403 budget_exceeded) and stop the upstream.
+   */
+  #growBudget(upstream: IncomingMessage, budget: BudgetHold, onData: (chunk: Buffer) => void, onEnd: () => void): void {
+    this.#held = [];
+    upstream.pause();
+    const running = this.#call.meter.running();
+    budget.grow(running).then(
+      (grown) => this.#afterGrowth(grown, upstream, budget, running, onData, onEnd),
+      () => this.#afterGrowth(false, upstream, budget, running, onData, onEnd),
+    );
+  }
+
+  #afterGrowth(grown: boolean, upstream: IncomingMessage, budget: BudgetHold, running: number, onData: (chunk: Buffer) => void, onEnd: () => void): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    if (this.#phase === 'done') return;
+    if (!grown) {
+      this.#request?.destroy();
+      const error = budget.exhausted(running);
+      this.#sendError(403, error.message, { code: error.code });
+      return;
+    }
+    upstream.resume();
+    for (let i = 0; i < held.length; i++) {
+      const item = held[i];
+      if (item === 'end') onEnd();
+      else onData(item);
+      // Outgrew the hold again (onData started a growth): what is left waits for the next one.
+      const again = this.#held as (Buffer | 'end')[] | null;
+      if (again !== null) {
+        again.push(...held.slice(i + 1));
+        return;
+      }
+    }
+  }
+
+  /** An upstream error after pings, or a refusal of the operator's key: only its message is wanted. */
+  #refuse(upstream: IncomingMessage, status: number): void {
+    this.#phase = 'refusing';
+    const body: Buffer[] = [];
+    let bodyBytes = 0;
+    // An endless error body must not grow memory.
+    upstream.on('data', (chunk: Buffer) => {
+      if (bodyBytes >= kErrorBodyLimitBytes) return;
+      body.push(chunk);
+      bodyBytes += chunk.length;
+    });
+    upstream.on('end', () => {
+      if (this.#phase === 'done') return;
+      const { provider } = this.#call;
+      const text = Buffer.concat(body).subarray(0, kErrorBodyLimitBytes).toString('utf8');
+      const detail = `${provider} answered ${status}: ${upstreamMessage(text)}`;
+      if (kOperatorKeyRefused.has(status)) {
+        // The operator's key and account are not the tenant's business (and the message may quote the key): the
+        // tenant hears the proxy failed, the operator reads why.
+        this.#settings.operatorWarning(redactSecrets(`the proxy's ${provider} key was refused: ${detail}`));
+        this.#sendError(502, `${provider} refused this service's credentials; the operator must fix its provider settings`, {
+          code: 'upstream_error',
+          logged: detail,
+        });
+      } else {
+        this.#sendError(status >= 400 ? status : 502, detail);
+      }
+    });
+  }
+
+  /** Status, headers and body as the upstream sent them; the usage is read from the body as it goes by. */
+  #passThrough(upstream: IncomingMessage, status: number): void {
+    this.#phase = 'relaying';
+    if (status < 300) this.#charge = 'partial';
+    this.#stopPing();
+    this.#statusSent = status;
+    this.#res.writeHead(status, downstreamHeaders(upstream.headers, false));
+    const usageBody = new UsageBody();
+    upstream.on('data', (chunk: Buffer) => {
+      this.#capture(chunk);
+      if (status < 300) {
+        usageBody.push(chunk);
+        this.#call.meter.addBodyBytes(chunk.length);
+      }
+      this.#relay(upstream, chunk);
+    });
+    upstream.on('end', () => {
+      if (this.#phase === 'done') return;
+      this.#markFirstByte();
+      if (status < 300) {
+        const { dialect, meter } = this.#call;
+        meter.report(dialect.usageFromBody(usageBody.body()));
+        this.#charge = 'complete';
+      }
+      this.#res.end();
+      const provider = this.#call.provider;
+      this.#finish(status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(this.#captured).toString('utf8'))}` : null);
+    });
+  }
 }
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
-}
-
-function parseJson(chunks: Buffer[]): unknown {
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    return null;
-  }
-}
-
-/** The human message inside a provider's error body (any of the three shapes), else the body itself, shortened. */
-function upstreamMessage(text: string): string {
-  try {
-    const body = JSON.parse(text) as { message?: unknown; error?: { message?: unknown } | string };
-    const message =
-      typeof body.error === 'object' && body.error !== null ? body.error.message : body.message ?? body.error;
-    if (typeof message === 'string') return shorten(message, kErrorMessageLimit);
-  } catch {
-    // not JSON
-  }
-  return shorten(text, 200);
-}
-
-function shorten(text: string, limit: number): string {
-  return text.length > limit ? `${text.slice(0, limit)}...` : text;
 }

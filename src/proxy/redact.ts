@@ -1,4 +1,4 @@
-/** Bodies in the request log keep at most this many bytes of UTF-8. */
+/** A text in the request log keeps at most this many bytes of UTF-8 unless its caller says fewer. */
 export const kLogBodyLimitBytes = 64 * 1024;
 
 const kRedacted = '[redacted]';
@@ -28,19 +28,20 @@ export function redactSecrets(text: string): string {
 }
 
 /**
- * Redacts, then keeps at most 64 KiB of UTF-8, never splitting a character.
+ * Redacts, then keeps at most `limit` bytes of UTF-8 (64 KiB unless given), never splitting a character.
  *
  * @example
  * ```ts
  * Buffer.byteLength(logBody('é'.repeat(40_000))); // 65536
+ * logBody('Bearer sk-12345678 and more', 16); // 'Bearer [redacted'
  * ```
  */
-export function logBody(text: string): string {
+export function logBody(text: string, limit: number = kLogBodyLimitBytes): string {
   const redacted = redactSecrets(text);
-  if (redacted.length <= kLogBodyLimitBytes / 3) return redacted; // 3 bytes per UTF-16 unit at most: fits
+  if (redacted.length <= limit / 3) return redacted; // 3 bytes per UTF-16 unit at most: fits
   const bytes = Buffer.from(redacted, 'utf8');
-  if (bytes.length <= kLogBodyLimitBytes) return redacted;
-  let end = kLogBodyLimitBytes;
+  if (bytes.length <= limit) return redacted;
+  let end = limit;
   // Step back over continuation bytes (10xxxxxx) so the cut falls between characters.
   while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
   return bytes.subarray(0, end).toString('utf8');

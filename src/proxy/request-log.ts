@@ -1,6 +1,6 @@
 import { debuglog } from 'node:util';
-import type { RequestLogRow, Store } from '../store/types.js';
-import { logBody } from './redact.js';
+import { type RequestLogRow, rowTokens, type Store } from '../store/types.js';
+import { logBody, redactSecrets } from './redact.js';
 
 const debug = debuglog('svc');
 
@@ -11,7 +11,39 @@ const debug = debuglog('svc');
 export type PendingLogRow = Omit<RequestLogRow, 'id' | 'requestBody' | 'responseBody'> & {
   requestBody: string;
   responseBody: Buffer[] | string;
+  /** The call's budget hold, given back when the row is written (or when it cannot be). */
+  reservationId: number | null;
 };
+
+/** How much of the calls' bodies the log keeps (see `ProxyRoutesOptions.requestLog`). */
+export interface LogBodyLimits {
+  /** Request and response body bytes together, per call. */
+  maxBodyBytes: number;
+  /** Body bytes of all of one project's rows. */
+  maxProjectBodyBytes: number;
+}
+
+/**
+ * Body bytes (request and response together) a call the upstream rejected keeps: such calls cost no tokens, so
+ * their log rows must not be a free way to store megabytes. The error message is what they are kept for.
+ */
+export const kRejectedBodyBytes = 2 * 1024;
+
+/**
+ * The two bodies a row keeps within `limit` bytes, redacted and cut between characters: the request gets up to
+ * half, and more when the response leaves room; the response gets the rest.
+ *
+ * @example
+ * ```ts
+ * logBodies('a'.repeat(100), 'b'.repeat(100), 100); // ['a'.repeat(50), 'b'.repeat(50)]
+ * logBodies('a'.repeat(100), 'b'.repeat(10), 100); // ['a'.repeat(90), 'b'.repeat(10)]
+ * ```
+ */
+export function logBodies(request: string, response: string, limit: number): [string, string] {
+  const responseBytes = Buffer.byteLength(redactSecrets(response));
+  const kept = logBody(request, Math.max(Math.floor(limit / 2), limit - responseBytes));
+  return [kept, logBody(response, limit - Buffer.byteLength(kept))];
+}
 
 /** Rows waiting beyond this are dropped (oldest kept): a stuck store must not grow memory without bound. */
 const kMaxQueued = 10_000;
@@ -23,19 +55,22 @@ const kMaxQueued = 10_000;
  */
 export class RequestLogQueue {
   readonly #store: Store;
+  readonly #limits: LogBodyLimits;
   #queue: PendingLogRow[] = [];
   #scheduled = false;
   #inFlight: Promise<void> = Promise.resolve();
   #dropped = 0;
   #failed = 0;
 
-  constructor(store: Store) {
+  constructor(store: Store, limits: LogBodyLimits) {
     this.#store = store;
+    this.#limits = limits;
   }
 
   push(row: PendingLogRow): void {
     if (this.#queue.length >= kMaxQueued) {
       this.#dropped++;
+      this.#release(row);
       return;
     }
     this.#queue.push(row);
@@ -67,19 +102,36 @@ export class RequestLogQueue {
     this.#queue = [];
     for (const row of rows) {
       try {
+        const { reservationId, ...fields } = row;
         const responseText =
           typeof row.responseBody === 'string' ? row.responseBody : Buffer.concat(row.responseBody).toString('utf8');
-        await this.#store.insertRequestLog({
-          ...row,
-          requestBody: logBody(row.requestBody),
-          responseBody: logBody(responseText),
-          // Upstream messages quote what they were sent ("Incorrect API key provided: sk-...").
-          error: row.error === null ? null : logBody(row.error),
-        });
+        // Rejected: it failed and costs nothing (an upstream 4xx or 5xx, an unreachable or silent upstream).
+        const rejected = row.error !== null && rowTokens(row) === 0;
+        const limit = rejected ? Math.min(kRejectedBodyBytes, this.#limits.maxBodyBytes) : this.#limits.maxBodyBytes;
+        const [requestBody, responseBody] = logBodies(row.requestBody, responseText, limit);
+        await this.#store.insertRequestLog(
+          {
+            ...fields,
+            requestBody,
+            responseBody,
+            // Upstream messages quote what they were sent ("Incorrect API key provided: sk-...").
+            error: row.error === null ? null : logBody(row.error, kRejectedBodyBytes),
+          },
+          { reservationId, maxProjectBodyBytes: this.#limits.maxProjectBodyBytes },
+        );
       } catch (error) {
         this.#failed++;
+        this.#release(row);
         debug('request log write failed: %s', error instanceof Error ? error.message : String(error));
       }
     }
+  }
+
+  /** A row that will not be written gives its budget hold back now rather than when the hold lapses. */
+  #release(row: PendingLogRow): void {
+    if (row.reservationId === null) return;
+    this.#store.proxyLedger.release(row.reservationId).catch((error: unknown) => {
+      debug('budget hold release failed: %s', error instanceof Error ? error.message : String(error));
+    });
   }
 }

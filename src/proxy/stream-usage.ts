@@ -4,27 +4,24 @@ import type { ProviderName } from './types.js';
 const kUsageOnRequest: ReadonlySet<ProviderName> = new Set(['provider-a']);
 
 /**
- * Makes an OpenAI-style stream report its usage, so that its tokens count against the project's budget. When the
- * client did not ask for `stream_options.include_usage`, this asks for it in `body` and returns true: the caller
- * then drops the extra usage chunk ({@link isUsageOnlyChunk}), and the client gets the stream it asked for.
+ * Makes an OpenAI-style stream report its usage, so that its tokens count against the project's budget, whatever
+ * the client sent: when it did not ask for `stream_options.include_usage` (left it out, set it false, or sent a
+ * `stream_options` that is not an object), this asks for it in `body` and returns true: the caller then drops the
+ * extra usage chunk ({@link isUsageOnlyChunk}), and the client gets the stream it asked for. A client's other
+ * stream options are kept; one that is not an object had none.
  *
  * @example
  * ```ts
- * const body = { model: 'gpt-4o-mini', stream: true, messages };
+ * const body = { model: 'gpt-4o-mini', stream: true, messages, stream_options: 'none' };
  * askForStreamUsage(body, 'provider-a'); // true; body.stream_options is { include_usage: true }
  * ```
  */
 export function askForStreamUsage(body: Record<string, unknown>, provider: ProviderName): boolean {
   if (body.stream !== true || !kUsageOnRequest.has(provider)) return false;
   const given = body.stream_options;
-  if (given === undefined || given === null) {
-    body.stream_options = { include_usage: true };
-    return true;
-  }
-  // Anything but an object is the client's mistake: the upstream's answer to it is the one to see.
-  if (typeof given !== 'object' || Array.isArray(given)) return false;
-  if ((given as { include_usage?: unknown }).include_usage === true) return false;
-  body.stream_options = { ...given, include_usage: true };
+  const options = given !== null && typeof given === 'object' && !Array.isArray(given) ? (given as Record<string, unknown>) : {};
+  if (options.include_usage === true) return false;
+  body.stream_options = { ...options, include_usage: true };
   return true;
 }
 

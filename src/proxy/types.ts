@@ -36,6 +36,22 @@ export interface ProxyRoutesOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Request limits, when this is the service's first plugin registered; else the service's limits apply (see `RateLimitOptions`). */
   rateLimit?: RateLimitOptions;
+  /** How much of the calls' bodies the request log keeps; missing settings come from the environment, then defaults. */
+  requestLog?: RequestLogOptions;
+}
+
+/** Request-log body limits as a user gives them. */
+export interface RequestLogOptions {
+  /**
+   * Request and response body bytes kept per call, together (UTF-8, after redaction). Default
+   * `SVC_LOG_BODY_BYTES`, else 32768. A call that failed and cost no tokens keeps at most 2048.
+   */
+  maxBodyBytes?: number;
+  /**
+   * Body bytes one project's log keeps in all; past it, new rows keep their metadata and tokens but not their
+   * bodies, until retention prunes old rows. Default `SVC_LOG_PROJECT_BODY_BYTES`, else 268435456 (256 MiB).
+   */
+  maxProjectBodyBytes?: number;
 }
 
 /** `ProxyRoutesOptions` with every default applied. */
@@ -45,4 +61,5 @@ export interface ResolvedProxyOptions {
   upstreamTimeoutMs: number;
   pingIntervalMs: number;
   bodyLimit: number;
+  requestLog: Readonly<Required<RequestLogOptions>>;
 }

@@ -3,12 +3,16 @@ import { SvcError } from '../errors.js';
 import { authenticateCaller, authorizeProject, type ProjectUse } from '../proxy/access.js';
 import { resolveProxyOptions } from '../proxy/config.js';
 import { type DialectName, kDialects } from '../proxy/dialects.js';
+import { BudgetHold, outputAllowance } from '../proxy/budget.js';
 import { createUpstreamAgents, forwardCall, type ForwardSettings, type UpstreamTarget, upstreamTarget } from '../proxy/forward.js';
+import { kMaxJsonDepth, nestsDeeperThan } from '../proxy/json-depth.js';
+import { Meter } from '../proxy/metering.js';
+import { providerRateLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
 import { askForStreamUsage } from '../proxy/stream-usage.js';
 import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { Principal } from '../service/service.js';
-import type { RequestLogRow } from '../store/types.js';
+import type { Project, RequestLogRow } from '../store/types.js';
 import { dashboardPage, isProjectIdShape } from './dashboard-page.js';
 import { svcErrorHandler } from './errors.js';
 import { requestLimiter } from './rate-limit.js';
@@ -26,6 +30,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller of a proxy route, known before its body is read. */
     svcProxyIdentity: Principal | null;
+    /** The project a proxy route's caller may use, with its budget. */
+    svcProxyProject: Project | null;
   }
 }
 
@@ -47,13 +53,14 @@ const kDefaultListLimit = 50;
  */
 export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOptions): Promise<void> {
   const resolved = resolveProxyOptions(options);
-  const log = new RequestLogQueue(resolved.service.store);
+  const log = new RequestLogQueue(resolved.service.store, resolved.requestLog);
   const agents = createUpstreamAgents();
   const settings: ForwardSettings = {
     agents,
     log,
     upstreamTimeoutMs: resolved.upstreamTimeoutMs,
     pingIntervalMs: resolved.pingIntervalMs,
+    operatorWarning: (message) => app.log.warn(message),
   };
   app.addHook('onClose', async () => {
     await log.drain();
@@ -62,13 +69,21 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   });
 
   if (!app.hasRequestDecorator('svcProxyIdentity')) app.decorateRequest('svcProxyIdentity', null);
+  if (!app.hasRequestDecorator('svcProxyProject')) app.decorateRequest('svcProxyProject', null);
 
   // The service's limiter: inside the /v2 plugin, the one it made, so that a key has one count across both.
   const limiter = await requestLimiter(app, resolved.service, options.rateLimit);
   /** The caller, under the request limits, allowed to use the project as asked. */
   const caller = async (request: FastifyRequest<{ Params: ProjectParams }>, reply: FastifyReply, use: ProjectUse): Promise<Principal> => {
-    const principal = await limiter.admit(request, reply, () => authenticateCaller(resolved.service, credential(request)));
-    await authorizeProject(resolved.service, principal, request.params.project_id, use);
+    let principal: Principal;
+    try {
+      principal = await limiter.admit(request, reply, () => authenticateCaller(resolved.service, credential(request)));
+    } finally {
+      // The limit headers in the names the route's SDK reads, on answers and on 429s alike.
+      const dialect = request.routeOptions.config.svcDialect;
+      if (dialect !== undefined) providerRateLimitHeaders(reply.raw, dialect);
+    }
+    request.svcProxyProject = await authorizeProject(resolved.service, principal, request.params.project_id, use);
     return principal;
   };
 
@@ -103,12 +118,21 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
       async (request, reply) => {
         const identity = request.svcProxyIdentity!;
         const clientBody = request.body.toString('utf8');
-        const parsed = parseBody(clientBody);
+        const parsed = parseBody(request.body, clientBody);
         const clientModel = parsed.model;
         const { provider, upstreamModel } = routeModel(clientModel, dialect.upstreamPaths);
         parsed.model = upstreamModel;
         const hideUsageChunk = askForStreamUsage(parsed, provider);
         const body = Buffer.from(JSON.stringify(parsed));
+        // The budget hold comes before the upstream call: concurrent calls each hold their share, so none spends
+        // tokens another was counting on (403 budget_exceeded when nothing is left).
+        const meter = new Meter(request.body.length);
+        const budget = await BudgetHold.take(
+          resolved.service.store.proxyLedger,
+          request.svcProxyProject!,
+          meter.inputEstimate + outputAllowance(parsed),
+          resolved.upstreamTimeoutMs,
+        );
         reply.hijack();
         forwardCall(
           {
@@ -123,6 +147,8 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
             model: clientModel as string,
             projectId: request.params.project_id,
             keyId: identity.keyId,
+            meter,
+            budget,
           },
           request.raw,
           reply.raw,
@@ -168,7 +194,11 @@ function credential(request: FastifyRequest): string | null {
   return null;
 }
 
-function parseBody(text: string): Record<string, unknown> & { model?: unknown; stream?: unknown } {
+function parseBody(bytes: Buffer, text: string): Record<string, unknown> & { model?: unknown; stream?: unknown } {
+  // Checked before parsing: the body is written again (model rewritten), and writing a very deep value overflows the stack.
+  if (nestsDeeperThan(bytes, kMaxJsonDepth)) {
+    throw new SvcError('invalid_request', `request body must not nest objects and arrays more than ${kMaxJsonDepth} deep`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

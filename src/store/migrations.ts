@@ -189,6 +189,26 @@ export const kMigrations: readonly string[] = Object.freeze([
   `
   ALTER TABLE org_limits ADD COLUMN org_requests_per_minute INTEGER;
   `,
+  // 12: proxy token reservations (part of a project's monthly budget held by a call under way, lapsing if its process
+  // dies), and the body bytes each log row and each project's log hold, for the per-project cap. Rows logged before
+  // count their characters, a near bound of their bytes.
+  `
+  CREATE TABLE token_reservations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE INDEX token_reservations_project ON token_reservations(project_id, month);
+  ALTER TABLE request_log ADD COLUMN body_bytes INTEGER NOT NULL DEFAULT 0;
+  UPDATE request_log SET body_bytes = length(request_body) + length(response_body);
+  CREATE TABLE request_log_bytes (
+    project_id TEXT PRIMARY KEY,
+    bytes INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  INSERT INTO request_log_bytes (project_id, bytes) SELECT project_id, SUM(body_bytes) FROM request_log GROUP BY project_id;
+  `,
 ]);
 
 /**

@@ -2,6 +2,8 @@ import type pg from 'pg';
 
 import { PostgresRequestCounter } from './postgres-counts.js';
 import { inTransaction, openMigratedPool } from './postgres-migrations.js';
+import { PostgresProxyLedger } from './postgres-proxy-ledger.js';
+import type { RequestLogWrite } from './proxy-ledger.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
   toExample, toJob, toJobProgress, toKey, toLimits, toLog, toModel, toOrg, toProject, toProgressColumn,
@@ -84,8 +86,8 @@ const kSql = Object.freeze({
     WHERE model_id = $3 AND state = 'running' AND locked_by = $4`,
   countJobs: 'SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state',
   insertLog: `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
-      tokens_in, tokens_out, error, request_body, response_body, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+      tokens_in, tokens_out, error, request_body, response_body, created_at, body_bytes)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
   addUsage: `INSERT INTO project_usage (project_id, month, tokens) VALUES ($1, $2, $3)
     ON CONFLICT (project_id, month) DO UPDATE SET tokens = project_usage.tokens + excluded.tokens`,
   getUsage: 'SELECT tokens FROM project_usage WHERE project_id = $1 AND month = $2',
@@ -95,7 +97,7 @@ const kSql = Object.freeze({
   pruneLog: `DELETE FROM request_log WHERE id IN (
     SELECT id FROM request_log WHERE project_id = $1 AND created_at < $2
     UNION SELECT id FROM request_log WHERE project_id = $1 AND id <= $3
-    LIMIT $4)`,
+    LIMIT $4) RETURNING body_bytes`,
 });
 
 /** How many times a claim looks again when another replica filled an organization's cap between look and lock. */
@@ -118,10 +120,13 @@ export class PostgresStore implements Store {
   readonly shared = true;
   /** The request limits count here, so that they hold across replicas. */
   readonly requestCounter: PostgresRequestCounter;
+  /** Token reservations against project budgets, and the per-project count of request-log body bytes. */
+  readonly proxyLedger: PostgresProxyLedger;
   readonly #pool: pg.Pool;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
+    this.proxyLedger = new PostgresProxyLedger(pool);
     this.requestCounter = new PostgresRequestCounter(pool);
   }
 
@@ -327,15 +332,18 @@ export class PostgresStore implements Store {
     return counts;
   }
 
-  async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {
-    // One transaction: the usage counter never misses a logged call, nor counts one twice.
+  async insertRequestLog(r: Omit<RequestLogRow, 'id'>, write: RequestLogWrite = {}): Promise<number> {
+    // One transaction: the usage counter never misses a logged call, nor counts one twice, and the call's
+    // reservation is given back in the same step that counts its tokens.
     return this.#tx(async (client) => {
+      const kept = await this.proxyLedger.keepBodies(client, r.projectId, r.requestBody, r.responseBody, write.maxProjectBodyBytes);
       const { id } = (await this.#one<{ id: number }>(kSql.insertLog, [
         r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
-        r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
+        r.tokensIn, r.tokensOut, r.error, kept.requestBody, kept.responseBody, r.createdAt, kept.bytes,
       ], client))!;
       const tokens = rowTokens(r);
       if (tokens > 0) await client.query(kSql.addUsage, [r.projectId, usageMonth(r.createdAt), tokens]);
+      await this.proxyLedger.releaseInTransaction(client, write.reservationId);
       return id;
     });
   }
@@ -355,7 +363,11 @@ export class PostgresStore implements Store {
 
   async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
     const nth = await this.#one<{ id: number }>(kSql.nthNewestLog, [projectId, options.keepNewest]);
-    return (await this.#pool.query(kSql.pruneLog, [projectId, options.olderThan, nth?.id ?? 0, options.limit])).rowCount ?? 0;
+    return this.#tx(async (client) => {
+      const gone = await this.#rows<{ body_bytes: number }>(kSql.pruneLog, [projectId, options.olderThan, nth?.id ?? 0, options.limit], client);
+      await this.proxyLedger.forgetBodies(client, projectId, gone.reduce((sum, row) => sum + Number(row.body_bytes), 0));
+      return gone.length;
+    });
   }
 
   async close(): Promise<void> {

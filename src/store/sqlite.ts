@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 import { migrate } from './migrations.js';
+import type { RequestLogWrite } from './proxy-ledger.js';
+import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
   toExample, toJob, toJobProgress, toKey, toLimits, toLog, toModel, toOrg, toProject, toProgressColumn,
@@ -42,11 +44,14 @@ export const kDatabaseFile = 'svc.sqlite';
 export class SqliteStore implements Store {
   /** One process runs jobs from a data directory: `svc serve` holds its lock (`service/data-lock.ts`). */
   readonly shared = false;
+  /** Token reservations against project budgets, and the per-project count of request-log body bytes. */
+  readonly proxyLedger: SqliteProxyLedger;
   readonly #db: Database.Database;
   readonly #sql;
 
   private constructor(db: Database.Database) {
     this.#db = db;
+    this.proxyLedger = new SqliteProxyLedger(db);
     const p = (sql: string) => db.prepare(sql);
     this.#sql = {
       insertOrg: p('INSERT INTO organizations (id, created_at, proxy_access) VALUES (?, ?, 0)'),
@@ -125,8 +130,8 @@ export class SqliteStore implements Store {
       countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
         `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
-           tokens_in, tokens_out, error, request_body, response_body, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           tokens_in, tokens_out, error, request_body, response_body, created_at, body_bytes)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       addUsage: p(
         `INSERT INTO project_usage (project_id, month, tokens) VALUES (?, ?, ?)
@@ -137,7 +142,8 @@ export class SqliteStore implements Store {
       logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
       // The oldest row the project keeps by count: everything at or below the next id goes.
       nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
-      pruneLog: p(kPruneLogSql),
+      // The deleted rows' body bytes leave the project's count (see `proxyLedger`).
+      pruneLog: p(`${kPruneLogSql} RETURNING body_bytes`),
     };
   }
 
@@ -322,15 +328,18 @@ export class SqliteStore implements Store {
     return counts;
   }
 
-  async insertRequestLog(r: Omit<RequestLogRow, 'id'>): Promise<number> {
-    // One transaction: the usage counter never misses a logged call, nor counts one twice.
+  async insertRequestLog(r: Omit<RequestLogRow, 'id'>, write: RequestLogWrite = {}): Promise<number> {
+    // One transaction: the usage counter never misses a logged call, nor counts one twice, and the call's
+    // reservation is given back in the same step that counts its tokens.
     return this.#db.transaction(() => {
+      const kept = this.proxyLedger.keepBodies(r.projectId, r.requestBody, r.responseBody, write.maxProjectBodyBytes);
       const info = this.#sql.insertLog.run(
         r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
-        r.tokensIn, r.tokensOut, r.error, r.requestBody, r.responseBody, r.createdAt,
+        r.tokensIn, r.tokensOut, r.error, kept.requestBody, kept.responseBody, r.createdAt, kept.bytes,
       );
       const tokens = rowTokens(r);
       if (tokens > 0) this.#sql.addUsage.run(r.projectId, usageMonth(r.createdAt), tokens);
+      this.proxyLedger.releaseInTransaction(write.reservationId);
       return Number(info.lastInsertRowid);
     }).immediate();
   }
@@ -351,7 +360,11 @@ export class SqliteStore implements Store {
   async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
     const nth = this.#sql.nthNewestLog.get(projectId, options.keepNewest) as { id: number } | undefined;
     // Both halves walk an index on (project_id, ...); UNION counts a row in both once, so a short batch means done.
-    return this.#sql.pruneLog.run(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit).changes;
+    return this.#db.transaction(() => {
+      const gone = this.#sql.pruneLog.all(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit) as { body_bytes: number }[];
+      this.proxyLedger.forgetBodies(projectId, gone.reduce((sum, row) => sum + row.body_bytes, 0));
+      return gone.length;
+    }).immediate();
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,8 @@
  * `store/` knows no HTTP; `service/` knows no SQL.
  */
 
+import type { RequestLogWrite, TokenLedger } from './proxy-ledger.js';
+
 /** Unix milliseconds. The HTTP contracts convert to seconds where they say so. */
 export type Millis = number;
 
@@ -278,9 +280,12 @@ export interface Store {
   // proxy request log
   /**
    * Inserts the row and, in the same transaction, adds its tokens ({@link rowTokens}) to the project's usage for
-   * the month of `createdAt` ({@link usageMonth}).
+   * the month of `createdAt` ({@link usageMonth}), gives back `write.reservationId`, and counts the row's body bytes
+   * against `write.maxProjectBodyBytes` (see {@link RequestLogWrite}).
    */
-  insertRequestLog(row: Omit<RequestLogRow, 'id'>): Promise<number>;
+  insertRequestLog(row: Omit<RequestLogRow, 'id'>, write?: RequestLogWrite): Promise<number>;
+  /** Token reservations against project budgets, atomic across replicas (see {@link TokenLedger}). */
+  readonly proxyLedger: TokenLedger;
   /** Proxy tokens the project used in `month` (`YYYY-MM`, UTC); 0 when none. Pruning the log does not lower it. */
   getProjectUsage(projectId: string, month: string): Promise<number>;
   /** Newest first; `before` is an exclusive row id cursor. */

@@ -76,7 +76,8 @@ describe('headers', () => {
 describe('errors', () => {
   it("redacts the log's error column like the bodies", async () => {
     const response = await post('chat/completions', 'provider-a:fail-leak');
-    expect(response.status).toBe(401);
+    expect(response.status).toBe(502);
+    expect(await response.text()).not.toContain('sk-');
     const row = await h.rowFor('provider-a:fail-leak');
     expect(row.error).toBe('provider-a answered 401: Incorrect API key provided: [redacted]. Header was Bearer [redacted]');
     expect(row.responseBody).not.toContain(kFakeKeys.a);

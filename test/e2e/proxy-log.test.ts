@@ -73,13 +73,13 @@ describe('what the log keeps', () => {
     expect(JSON.parse(row.responseBody).choices[0].message.content).toBe('Echo: my key is [redacted]');
   });
 
-  it('truncates bodies to 64 KiB', async () => {
+  it('keeps 32 KiB of bodies per call by default, half each when both are long', async () => {
     const long = 'word '.repeat(30_000).trim();
     const completion = await ask('provider-a:long', long);
     expect(completion.choices[0].message.content).toBe(`Echo: ${long}`);
     const row = await h.rowFor('provider-a:long');
-    expect(Buffer.byteLength(row.requestBody)).toBe(65_536);
-    expect(Buffer.byteLength(row.responseBody)).toBe(65_536);
+    expect(Buffer.byteLength(row.requestBody)).toBe(16_384);
+    expect(Buffer.byteLength(row.responseBody)).toBe(16_384);
     expect(row).toMatchObject({ status: 200, tokensIn: 30_000, tokensOut: 30_001 });
   });
 

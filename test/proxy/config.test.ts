@@ -37,6 +37,16 @@ describe('resolveProxyOptions', () => {
       const resolved = resolveProxyOptions({ service, env: {} });
       expect([resolved.upstreamTimeoutMs, resolved.pingIntervalMs, resolved.bodyLimit]).toEqual([600_000, 5_000, 16_777_216]);
       expect(resolved.service).toBe(service);
+      expect(resolved.requestLog).toEqual({ maxBodyBytes: 32_768, maxProjectBodyBytes: 268_435_456 });
+      const env = { SVC_LOG_BODY_BYTES: '4096', SVC_LOG_PROJECT_BODY_BYTES: '1048576' };
+      expect(resolveProxyOptions({ service, env }).requestLog).toEqual({ maxBodyBytes: 4096, maxProjectBodyBytes: 1_048_576 });
+      expect(resolveProxyOptions({ service, env, requestLog: { maxBodyBytes: 100 } }).requestLog.maxBodyBytes).toBe(100);
+      expect(() => resolveProxyOptions({ service, env: { SVC_LOG_BODY_BYTES: 'lots' } })).toThrow(
+        new TypeError('SVC_LOG_BODY_BYTES must be a positive integer'),
+      );
+      expect(() => resolveProxyOptions({ service, env: {}, requestLog: { maxProjectBodyBytes: 0 } })).toThrow(
+        new RangeError('options.requestLog.maxProjectBodyBytes must be a positive integer'),
+      );
       expect(() => resolveProxyOptions({ service, pingIntervalMs: 0 })).toThrow(new RangeError('options.pingIntervalMs must be a positive integer'));
       expect(() => resolveProxyOptions({ store: {} } as never)).toThrow(new TypeError('options.service must be an SvcService'));
     } finally {

@@ -11,14 +11,20 @@ describe('askForStreamUsage', () => {
     expect([askForStreamUsage(asked, 'provider-a'), asked.stream_options]).toEqual([false, { include_usage: true }]);
   });
 
-  it('leaves alone what is not an OpenAI stream, and stream_options that are not an object', () => {
+  it('asks even when the client sent stream_options that are not an object, which would otherwise stream uncounted', () => {
+    for (const given of ['yes', [true], 1, true, null, { include_usage: 'yes' }]) {
+      const body: Record<string, unknown> = { stream: true, stream_options: given };
+      expect([askForStreamUsage(body, 'provider-a'), body.stream_options]).toEqual([true, { include_usage: true }]);
+    }
+  });
+
+  it('leaves alone what is not an OpenAI stream', () => {
     for (const [body, provider] of [
       [{ stream: false }, 'provider-a'],
       [{}, 'provider-a'],
       [{ stream: true }, 'provider-b'],
       [{ stream: true }, 'provider-c'],
-      [{ stream: true, stream_options: 'yes' }, 'provider-a'],
-      [{ stream: true, stream_options: [true] }, 'provider-a'],
+      [{ stream: 'true', stream_options: 'yes' }, 'provider-a'],
     ] as const) {
       const copy = structuredClone(body) as Record<string, unknown>;
       expect(askForStreamUsage(copy, provider)).toBe(false);

@@ -1,0 +1,62 @@
+// A listening Fastify app with the proxy routes under /v2 on a given store (e.g. one PostgreSQL replica), pointed at
+// a running fake provider. The store gets organization `acme` (proxy access) and an API key for it, unless `key`
+// names one an earlier rig on the same database made.
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import { type FakeProvider, kFakeKeys } from '../../fixtures/fake-provider.js';
+import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
+import type { ProxyRoutesOptions } from '../../src/proxy/types.js';
+import { proxyRoutes } from '../../src/server/proxy-routes.js';
+import { SvcService } from '../../src/service/service.js';
+import type { Store } from '../../src/store/types.js';
+
+export interface ProxyRig {
+  store: Store;
+  /** `http://127.0.0.1:<port>` */
+  base: string;
+  /** An API key of `acme`. */
+  key: string;
+  close(): Promise<void>;
+}
+
+export async function startProxyRig(store: Store, fake: FakeProvider, key?: string, overrides: Partial<ProxyRoutesOptions> = {}): Promise<ProxyRig> {
+  if (key === undefined) {
+    await store.createOrganization('acme');
+    await store.setProxyAccess('acme', true);
+    key = `svc_${randomBytes(18).toString('hex')}`;
+    await store.insertApiKey({
+      id: `key_${randomBytes(6).toString('hex')}`, orgId: 'acme', hash: createHash('sha256').update(key).digest('hex'),
+      prefix: key.slice(0, 8), createdAt: Date.now(), revokedAt: null,
+    });
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-proxy-rig-'));
+  const app = Fastify({ forceCloseConnections: true });
+  const service = new SvcService({ store, runtime: new WordCountRuntime(dataDir) });
+  await app.register(proxyRoutes, {
+    prefix: '/v2',
+    service,
+    providers: {
+      'provider-a': { url: fake.urls.a, key: kFakeKeys.a },
+      'provider-b': { url: fake.urls.b, key: kFakeKeys.b },
+      'provider-c': { url: fake.urls.c, key: kFakeKeys.c },
+    },
+    upstreamTimeoutMs: 2_000,
+    pingIntervalMs: 100,
+    env: {},
+    ...overrides,
+  });
+  const base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
+  return {
+    store,
+    base,
+    key,
+    async close() {
+      await app.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
