@@ -12,8 +12,10 @@
 //
 // Bounds (`configurePredictQueue`, admission.ts): a call may be refused at once (429 for a tenant
 // over its share, 503 when the service could not end it within its deadline); a part of a call no
-// worker started on by the deadline is dropped with the call, and an aborted call (its signal: the
+// worker started on by the deadline is dropped with the call (sooner, as soon as the speed measured
+// says it would end past its deadline), and an aborted call (its signal: the
 // service aborts when the client closes the connection) drops its texts not yet in a batch.
+import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
@@ -194,6 +196,20 @@ class EncoderQueue {
     room.tokens -= tokens;
   }
 
+  /** Refuses, now, every waiting call that `endsAt` (given the call and its tenant's tokens up to its end) says would end past its deadline. */
+  shed(endsAt: (call: Call, ownTokens: number) => number, refusal: () => SvcError): void {
+    for (const line of [...this.#tenants.values()]) {
+      let own = 0;
+      for (const call of [...line]) {
+        own += call.unsentTokens;
+        if (endsAt(call, own) <= call.deadlineAt) continue;
+        own -= call.unsentTokens;
+        this.remove(call);
+        call.fail(refusal());
+      }
+    }
+  }
+
   #send(batch: Segment[]): void {
     const heads = new Map<Head, number>();
     for (const { call } of batch) if (!heads.has(call.head)) heads.set(call.head, heads.size);
@@ -223,6 +239,7 @@ class EncoderQueue {
     runTask<PredictResult>(task).then(
       ({ probabilities, truncated }) => {
         meter.end(timing, true);
+        shedLate();
         let offset = 0;
         let at = 0;
         for (const { call, start, end } of batch) {
@@ -315,10 +332,36 @@ export function scoreTexts(
   // wait for running tasks, which keep the process alive; the deadline need not.
   const { deadlineMs } = predictBounds();
   if (call.unsent > 0 && deadlineMs !== Infinity) {
+    call.deadlineAt = performance.now() + deadlineMs;
     call.deadline = setTimeout(() => dropLate(owner, call, deadlineMs), deadlineMs);
     call.deadline.unref();
   }
   return result;
+}
+
+/**
+ * After each batch, at the speed now measured: a waiting call that would end past its deadline is refused
+ * now, not when the deadline passes (the speed can drop well below what admitted it: other processes, a
+ * training job, a burst of requests on the event loop).
+ */
+function shedLate(): void {
+  const { deadlineMs } = predictBounds();
+  const rate = meter.tokensPerMs();
+  if (deadlineMs === Infinity || rate === null) return;
+  const now = performance.now() + meter.busyMs(rate);
+  for (const queue of [...queues.values()]) {
+    queue.shed(
+      (call, own) => now + waiting.aheadThrough(call.tenant, own) / rate,
+      () => {
+        rateLimited('overloaded');
+        return new SvcError(
+          'overloaded',
+          `The service is overloaded: at the ${Math.round(rate * 1000)} tokens/s measured, the prediction would end past its deadline of ${deadlineMs} ms; retry in ${kOverloadedRetryAfterSeconds} seconds`,
+          { retryAfterSeconds: kOverloadedRetryAfterSeconds },
+        );
+      },
+    );
+  }
 }
 
 /** The deadline passed with parts of the call that no worker had started on: they leave the queue, and the call is refused. */

@@ -31,6 +31,8 @@ export class Call {
   #outstanding = 0;
   #settled = false;
   deadline: NodeJS.Timeout | undefined;
+  /** When the deadline passes (`performance.now()` time), Infinity without one. */
+  deadlineAt = Infinity;
   readonly #resolve: (result: PredictResult) => void;
   readonly #reject: (error: unknown) => void;
   readonly #signal: AbortSignal | undefined;

@@ -85,7 +85,12 @@ describe('predict fairness between tenants', () => {
     const outcome = await call;
     stop = true;
     await Promise.all(tenants);
-    expect(outcome).toBe(`overloaded: The service is overloaded: the prediction waited ${deadlineMs} ms for a worker; retry in 2 seconds`);
+    // Refused when the speed measured says it would end past its deadline, or at the latest when the deadline passes.
+    expect(outcome).toMatch(
+      new RegExp(
+        `^overloaded: The service is overloaded: (at the \\d+ tokens/s measured, the prediction would end past its deadline of ${deadlineMs} ms|the prediction waited ${deadlineMs} ms for a worker); retry in 2 seconds$`,
+      ),
+    );
   }, 120_000 * kLevelSlowdown);
 
   it('drops the texts of an aborted call that are not in a batch yet', async () => {
