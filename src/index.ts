@@ -25,8 +25,11 @@ export {
   kMaxClasses,
   kMinExamplesPerClass,
   labelNames,
+  kDefaultFinetuneMethod,
+  kDefaultAdapterRank,
 } from './train/request.js';
 export type {
+  FinetuneMethod,
   TrainRequest,
   TrainExample,
   TaskType,
@@ -41,6 +44,7 @@ export type { Prediction, ClassPrediction, LabelSetPrediction, PredictionOf, Pre
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';
 export type { Hub, HubId } from './model/hub.js';
 export { kManifestFormatVersion } from './model/manifest.js';
+export { writeMergedTransformersDir } from './model/merged-export.js';
 export type { BodyKind, FinetuneSettings, Manifest, TrainingMetrics, TrainingSettings } from './model/manifest.js';
 export { configurePool, closePool } from './pool/pool.js';
 export type { PoolOptions } from './pool/pool.js';
