@@ -1,10 +1,13 @@
-// `npm run bench -- train [--corpus uci|email] [--threads 2] [--task imdb] [--examples 20] [--iterations 20] [--steps N] [--json]`
+// `npm run bench -- train [--corpus uci|email] [--threads 2] [--task imdb] [--examples 20] [--iterations 20] [--steps N] [--method full|adapter] [--rank 8] [--json]`
 // `npm run bench -- train --library [--corpus uci|email] [--json]`: train() end to end as a caller waits for it
 // Contrastive fine-tuning speed as the library runs it, on UCI sentences (short) or SpamAssassin
 // e-mails (long, cut at the base model's 256 tokens as train() cuts them): SetFit pairs
 // (iterations x examples x 2), batches of 16 pairs, each distinct text encoded once per batch.
 // Side by side in one process: the same batches with every pair's two texts as rows of their
 // own (32 texts a batch, as sentence-transformers feeds them), on UCI sentences only.
+// --method adapter trains a LoRA adapter (rank --rank, alpha 2 x rank, every linear layer, the
+// adapter recipe's learning rate) on the frozen base instead of the whole encoder; run each method
+// in its own process to compare peak memory (RSS is the process's high-water mark).
 // With --library: train() itself on the same examples (tokenizing, 50 steps, saving the encoder,
 // embedding the examples, fitting the head), fine-tuning on the whole pool's threads (its default)
 // and on one worker's (the service's share), in turn in one process.
@@ -12,9 +15,9 @@ import { resolveBaseModel } from '../src/model/base-models.js';
 import { closePool, poolThreads } from '../src/pool/pool.js';
 import { train } from '../src/train/train.js';
 import { Tokenizer } from '../src/native/tokenizer.js';
-import { EncoderTrainer } from '../src/native/trainer.js';
+import { EncoderTrainer, kDefaultAdapter } from '../src/native/trainer.js';
 import type { PairBatch } from '../src/native/trainer.js';
-import { kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs } from '../src/train/pairs.js';
+import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, samplePairs } from '../src/train/pairs.js';
 import type { Pairs } from '../src/train/pairs.js';
 import { labelledEmails, uciSentences } from '../fixtures/corpora.js';
 import type { LabelledText, UciTask } from '../fixtures/corpora.js';
@@ -46,6 +49,11 @@ export async function run(args: string[]): Promise<void> {
   const corpus = option(args, 'corpus', 'uci');
   if (corpus !== 'uci' && corpus !== 'email') throw new Error('--corpus takes uci or email');
   const json = args.includes('--json');
+  const method = option(args, 'method', 'full');
+  if (method !== 'full' && method !== 'adapter') throw new Error('--method takes full or adapter');
+  const rank = Number(option(args, 'rank', String(kDefaultAdapter.rank)));
+  const adapter = method === 'adapter' ? { ...kDefaultAdapter, rank, alpha: 2 * rank } : undefined;
+  const recipe = adapter ? kAdapterRecipe : kFinetuneRecipe;
   const base = resolveBaseModel('svc-small');
   const half = examples / 2;
   let chosen: LabelledText[];
@@ -74,10 +82,18 @@ export async function run(args: string[]): Promise<void> {
 
   const results: Result[] = [];
   // On e-mails only the library's way runs: the peer row would double a minutes-long run.
-  const impls = corpus === 'email' ? (['distinct texts'] as const) : (['distinct texts', 'two texts per pair'] as const);
+  // With --method, the library's way only: the peer row would raise the process's peak memory.
+  const single = corpus === 'email' || args.includes('--method');
+  const impls = single ? (['distinct texts'] as const) : (['distinct texts', 'two texts per pair'] as const);
   for (const impl of impls) {
     const loadStart = performance.now();
-    const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps, threads, seed: 42, ...kFinetuneRecipe });
+    const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
+      totalSteps,
+      threads,
+      seed: 42,
+      ...recipe,
+      ...(adapter ? { adapter } : {}),
+    });
     const loadSeconds = (performance.now() - loadStart) / 1000;
     let texts = 0;
     let tokenCount = 0;
@@ -110,10 +126,11 @@ export async function run(args: string[]): Promise<void> {
   }
   const peakRssMB = process.resourceUsage().maxRSS / 1024;
   if (json) {
-    console.log(JSON.stringify({ corpus, task, examples, pairs: pairs.a.length, totalSteps, peakRssMB, results }));
+    console.log(JSON.stringify({ corpus, task, examples, method, ...(adapter ? { rank } : {}), pairs: pairs.a.length, totalSteps, peakRssMB, results }));
     return;
   }
-  console.log(`fine-tuning svc-small on ${corpus === 'email' ? 'SpamAssassin e-mails' : `UCI ${task}`}: ${examples} examples, ${pairs.a.length} pairs, ${totalSteps} steps of ${kBatchPairs} pairs, ${threads} threads`);
+  const what = adapter ? `LoRA adapter rank ${rank} on every linear layer` : 'the whole encoder';
+  console.log(`fine-tuning svc-small (${what}) on ${corpus === 'email' ? 'SpamAssassin e-mails' : `UCI ${task}`}: ${examples} examples, ${pairs.a.length} pairs, ${totalSteps} steps of ${kBatchPairs} pairs, ${threads} threads`);
   for (const r of results) {
     console.log(
       `${r.impl.padEnd(20)} ${r.textsPerStep.toFixed(1).padStart(5)} texts/step ${r.tokensPerStep.toFixed(0).padStart(5)} tokens/step ` +

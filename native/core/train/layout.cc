@@ -135,29 +135,35 @@ std::vector<ParamTensor> lora_tensors(const EncoderConfig& c, const LoraConfig& 
   return out;
 }
 
-void pack_frozen(const EncoderConfig& c, const float* params, std::vector<PackedF32>& fwd,
-                 std::vector<PackedF32>& bwd, Workers* workers) {
+void pack_frozen_layer(const EncoderConfig& c, const float* layer, PackedF32* fwd, PackedF32* bwd, Workers* workers) {
   const int h = c.hidden, f = c.intermediate, per = kPanelsPerLayer;
-  fwd.resize(per * c.layers);
-  bwd.resize(per * c.layers);
-  parallel_for(workers, 2 * per * c.layers, [&](int64_t t0, int64_t t1) {
+  const LayerOffsets o = layer_offsets(c, 0);
+  const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
+  const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
+  parallel_for(workers, 2 * per, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int index = static_cast<int>(t % (per * c.layers)), l = index / per, m = index % per;
-      const LayerOffsets o = layer_offsets(c, l);
-      const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
-      const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
-      const float* w = params + at[m];
-      if (t < per * c.layers) {
-        fwd[index] = pack_f32(w, nullptr, outs[m], ins[m]);
+      const int m = static_cast<int>(t % per);
+      const float* w = layer + at[m];
+      if (t < per) {
+        fwd[m] = pack_f32(w, nullptr, outs[m], ins[m]);
         continue;
       }
       // dx = dy·W: op(B) is W itself, which pack_f32 takes as the [in x out] matrix Wᵀ.
       std::vector<float> wt(static_cast<size_t>(outs[m]) * ins[m]);
-      for (int o2 = 0; o2 < outs[m]; ++o2)
-        for (int i = 0; i < ins[m]; ++i) wt[static_cast<size_t>(i) * outs[m] + o2] = w[static_cast<int64_t>(o2) * ins[m] + i];
-      bwd[index] = pack_f32(wt.data(), nullptr, ins[m], outs[m]);
+      for (int r = 0; r < outs[m]; ++r)
+        for (int i = 0; i < ins[m]; ++i) wt[static_cast<size_t>(i) * outs[m] + r] = w[static_cast<int64_t>(r) * ins[m] + i];
+      bwd[m] = pack_f32(wt.data(), nullptr, ins[m], outs[m]);
     }
   });
+}
+
+void pack_frozen(const EncoderConfig& c, const float* params, std::vector<PackedF32>& fwd, std::vector<PackedF32>& bwd,
+                 Workers* workers) {
+  fwd.resize(static_cast<size_t>(kPanelsPerLayer) * c.layers);
+  bwd.resize(fwd.size());
+  for (int l = 0; l < c.layers; ++l)
+    pack_frozen_layer(c, params + layer_param_count(c) * l, &fwd[kPanelsPerLayer * l], &bwd[kPanelsPerLayer * l],
+                      workers);
 }
 
 void check_lora_config(const EncoderConfig& c, const LoraConfig& lora) {

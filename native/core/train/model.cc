@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "tensor/half.h"
 #include "train/lora_layer.h"
 #include "train/ops.h"
 
@@ -17,14 +18,18 @@ namespace {
 template <typename T>
 void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const PairBatch& b, Workspace<T>& ws, T* x) {
   const int h = cfg.hidden;
-  std::vector<T> sum(h);
+  std::vector<T> sum(h), wide(h);
   for (int t = 0; t < b.texts; ++t) {
     for (int i = 0; i < b.lengths[t]; ++i) {
       const int64_t row = ws.offsets[t] + i;
       const int32_t id = b.ids[row];
+      const T* word = emb.word.data() + static_cast<int64_t>(id) * h;
+      if (!emb.word_f16.empty()) {
+        for (int j = 0; j < h; ++j) wide[j] = T(half_to_float(emb.word_f16[static_cast<int64_t>(id) * h + j]));
+        word = wide.data();
+      }
       for (int j = 0; j < h; ++j)
-        sum[j] = emb.word[static_cast<int64_t>(id) * h + j] + emb.position[static_cast<int64_t>(i) * h + j] +
-                 emb.token_type[j];
+        sum[j] = word[j] + emb.position[static_cast<int64_t>(i) * h + j] + emb.token_type[j];
       layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.layer_norm_eps, x + row * h,
                             ws.emb_xhat.data() + row * h, ws.emb_rstd.data() + row);
     }
@@ -84,7 +89,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.layers[0].x.data());
 
   for (int l = 0; l < cfg.layers; ++l) {
-    const LayerOffsets o = layer_offsets(cfg, l);
+    const LayerOffsets o = ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
     auto packed = [&](int m) {
       const int i = kPanelsPerLayer * l + m;
@@ -158,7 +163,7 @@ void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const Te
   // Null gradient pointers make the linear and LayerNorm backward skip their parameters.
   auto grad = [&](int64_t offset) { return grads ? grads + offset : nullptr; };
   for (int l = cfg.layers - 1; l >= 0; --l) {
-    const LayerOffsets o = layer_offsets(cfg, l);
+    const LayerOffsets o = ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l);
     LayerActivations<T>& a = ws.layers[l];
     auto packed = [&](int m) {
       const int i = kPanelsPerLayer * l + m;
@@ -294,6 +299,8 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
                    EmbeddingGrads<T>* emb_grads, const AdapterPass<T>* adapter) {
   const int h = cfg.hidden;
   if (adapter && grads) throw std::invalid_argument("an adapter trains on a frozen base: no base gradients");
+  if (adapter && adapter->layers && !adapter->forward)
+    throw std::invalid_argument("a compact frozen base needs its packed panels");
   int64_t tokens = 0;
   for (int t = 0; t < b.texts; ++t) {
     if (b.lengths[t] <= 0 || b.lengths[t] > emb.max_positions) throw std::invalid_argument("text length out of range");

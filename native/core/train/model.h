@@ -79,6 +79,9 @@ std::vector<ParamTensor> lora_tensors(const EncoderConfig& cfg, const LoraConfig
 // checkpoint) and the kernel widens fp16: half the memory, the same fp32 arithmetic.
 void pack_frozen(const EncoderConfig& cfg, const float* params, std::vector<PackedF32>& forward,
                  std::vector<PackedF32>& backward, Workers* workers);
+// One layer's kPanelsPerLayer panels of each layout from its layer_param_count() parameters.
+void pack_frozen_layer(const EncoderConfig& cfg, const float* layer, PackedF32* forward, PackedF32* backward,
+                       Workers* workers);
 // Throws std::invalid_argument naming the first bad setting.
 void check_lora_config(const EncoderConfig& cfg, const LoraConfig& lora);
 
@@ -92,6 +95,9 @@ struct AdapterPass {
   T* grads = nullptr;
   const PackedF32* forward = nullptr;
   const PackedF32* backward = nullptr;
+  // With the panels: where each layer's vectors (biases, LayerNorm) sit in a compact params
+  // that holds no matrices; null: layer_offsets().
+  const LayerOffsets* layers = nullptr;
 };
 
 // The embedding tables (frozen unless trainEmbeddings); the encoder input of token i is LN(word + position + type 0).
@@ -99,6 +105,9 @@ template <typename T>
 struct Embeddings {
   int vocab = 0, max_positions = 0;
   std::vector<T> word, position, token_type, ln_g, ln_b;
+  // A frozen word table from an fp16 checkpoint (adapter training) stays fp16 here, word
+  // empty, each row widened as a token uses it: half the memory, the same values.
+  std::vector<uint16_t> word_f16;
 };
 
 // Gradients of the embedding tables when they train (dense, as PyTorch keeps them).

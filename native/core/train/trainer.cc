@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "train/rng.h"
 
@@ -37,10 +40,15 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
                         ", the config needs " + io::shape_text(shape));
     return t;
   };
+  // An adapter's frozen base drops each tensor's bytes once converted, which keeps the file
+  // and its fp32 copy from being resident together.
+  const bool adapter = o.adapter.rank != 0;
   auto values = [&](const std::string& name, const std::vector<int64_t>& shape) {
     const StoredTensor& t = read(name, shape);
     try {
-      return t.to_f32();
+      std::vector<float> v = t.to_f32();
+      if (adapter) std::vector<uint8_t>().swap(checkpoint_.at(prefix_ + name).bytes);
+      return v;
     } catch (const json::Error& e) {
       throw json::Error(source + ": tensor '" + prefix_ + name + "': " + e.what());
     }
@@ -48,27 +56,35 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   const int64_t h = cfg_.hidden;
   emb_.vocab = cfg_.vocab;
   emb_.max_positions = cfg_.max_positions;
-  emb_.word = values("embeddings.word_embeddings.weight", {cfg_.vocab, h});
+  const StoredTensor& word = read("embeddings.word_embeddings.weight", {cfg_.vocab, h});
+  if (adapter && word.dtype == "F16" && word.bytes.size() == static_cast<size_t>(cfg_.vocab * h) * 2) {
+    // Frozen: the file's fp16 values as they are (see Embeddings::word_f16).
+    emb_.word_f16.resize(static_cast<size_t>(cfg_.vocab * h));
+    std::memcpy(emb_.word_f16.data(), word.bytes.data(), word.bytes.size());
+    std::vector<uint8_t>().swap(checkpoint_.at(prefix_ + "embeddings.word_embeddings.weight").bytes);
+  } else {
+    emb_.word = values("embeddings.word_embeddings.weight", {cfg_.vocab, h});
+  }
   emb_.position = values("embeddings.position_embeddings.weight", {cfg_.max_positions, h});
   emb_.token_type = values("embeddings.token_type_embeddings.weight", {cfg_.type_vocab, h});
   emb_.ln_g = values("embeddings.LayerNorm.weight", {h});
   emb_.ln_b = values("embeddings.LayerNorm.bias", {h});
 
-  params_.assign(param_count(cfg_), 0.f);
-  std::vector<uint8_t> decay(params_.size(), 0);
-  for (const ParamTensor& p : param_tensors(cfg_)) {
-    const std::vector<float> v = values(p.name, p.shape);
-    std::copy(v.begin(), v.end(), params_.begin() + p.offset);
-    std::fill(decay.begin() + p.offset, decay.begin() + p.offset + static_cast<int64_t>(v.size()), p.decay ? 1 : 0);
-  }
-  // Embeddings and encoder layers now live as fp32; keep only their names and
-  // shapes for save(), and the bytes of everything else (position ids, pooler).
-  for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
   workers_ = std::make_unique<Workers>(o.threads);
   seed_ = o.seed;
-  if (o.adapter.rank != 0) {
-    init_adapter(o);
+  if (adapter) {
+    init_adapter(o, values);
   } else {
+    params_.assign(param_count(cfg_), 0.f);
+    std::vector<uint8_t> decay(params_.size(), 0);
+    for (const ParamTensor& p : param_tensors(cfg_)) {
+      const std::vector<float> v = values(p.name, p.shape);
+      std::copy(v.begin(), v.end(), params_.begin() + p.offset);
+      std::fill(decay.begin() + p.offset, decay.begin() + p.offset + static_cast<int64_t>(v.size()), p.decay ? 1 : 0);
+    }
+    // Embeddings and encoder layers now live as fp32; keep only their names and
+    // shapes for save(), and the bytes of everything else (position ids, pooler).
+    for (const std::string& name : fp32_tensor_names()) std::vector<uint8_t>().swap(checkpoint_.at(name).bytes);
     grads_.assign(params_.size(), 0.f);
     adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
   }
@@ -85,10 +101,51 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   }
 }
 
-void Trainer::init_adapter(const TrainerOptions& o) {
+void Trainer::init_adapter(const TrainerOptions& o, const TensorValues& values) {
   check_lora_config(cfg_, o.adapter);
   if (o.train_embeddings) throw std::invalid_argument("an adapter trains on frozen embeddings: trainEmbeddings must be off");
   lora_ = o.adapter;
+  // The frozen base a layer at a time: its weight matrices go straight into the packed panels
+  // (never kept as fp32), its vectors (biases, LayerNorm) into a compact params_ that
+  // frozen_layers_ indexes; their matrix offsets are 0, never read (the panels hold them).
+  const int64_t per = layer_param_count(cfg_);
+  const LayerOffsets rel = layer_offsets(cfg_, 0);
+  frozen_fwd_.resize(static_cast<size_t>(kPanelsPerLayer) * cfg_.layers);
+  frozen_bwd_.resize(frozen_fwd_.size());
+  frozen_layers_.assign(cfg_.layers, LayerOffsets{});
+  const std::vector<ParamTensor> tensors = param_tensors(cfg_);
+  std::vector<float> layer(per);
+  for (int l = 0; l < cfg_.layers; ++l) {
+    for (const ParamTensor& p : tensors) {
+      if (p.offset < l * per || p.offset >= (l + 1) * per) continue;
+      const std::vector<float> v = values(p.name, p.shape);
+      std::copy(v.begin(), v.end(), layer.begin() + (p.offset - l * per));
+    }
+    pack_frozen_layer(cfg_, layer.data(), &frozen_fwd_[kPanelsPerLayer * l], &frozen_bwd_[kPanelsPerLayer * l],
+                      workers_.get());
+    LayerOffsets& o2 = frozen_layers_[l];
+    auto keep = [&](int64_t from, int64_t n) {
+      const int64_t at = static_cast<int64_t>(params_.size());
+      params_.insert(params_.end(), layer.begin() + from, layer.begin() + from + n);
+      return at;
+    };
+    const int64_t h = cfg_.hidden, f = cfg_.intermediate;
+    o2.bqkv = keep(rel.bqkv, 3 * h);
+    o2.bo = keep(rel.bo, h);
+    o2.ln1_g = keep(rel.ln1_g, h);
+    o2.ln1_b = keep(rel.ln1_b, h);
+    o2.bi = keep(rel.bi, f);
+    o2.bo2 = keep(rel.bo2, h);
+    o2.ln2_g = keep(rel.ln2_g, h);
+    o2.ln2_b = keep(rel.ln2_b, h);
+  }
+  std::vector<float>().swap(layer);
+  params_.shrink_to_fit();
+#if defined(__GLIBC__)
+  // Loading freed the file's bytes and each layer's fp32 copy in pieces glibc keeps for reuse
+  // (some 90 MB for svc-small); hand them back, as nothing of that size is allocated again.
+  malloc_trim(0);
+#endif
   lora_params_.assign(lora_param_count(cfg_, lora_), 0.f);
   lora_grads_.assign(lora_params_.size(), 0.f);
   // A uniform in ±1/√in from the seed's own stream (not dropout's: those keys mix a step and
@@ -104,13 +161,12 @@ void Trainer::init_adapter(const TrainerOptions& o) {
     }
   }
   adam_ = std::make_unique<AdamW>(o.adam, std::vector<uint8_t>(lora_params_.size(), 1));
-  pack_frozen(cfg_, params_.data(), frozen_fwd_, frozen_bwd_, workers_.get());
 }
 
 std::optional<AdapterPass<float>> Trainer::adapter_pass(bool with_grads) {
   if (!has_adapter()) return std::nullopt;
-  return AdapterPass<float>{&lora_, lora_params_.data(), with_grads ? lora_grads_.data() : nullptr, frozen_fwd_.data(),
-                            frozen_bwd_.data()};
+  return AdapterPass<float>{&lora_,           lora_params_.data(), with_grads ? lora_grads_.data() : nullptr,
+                            frozen_fwd_.data(), frozen_bwd_.data(),  frozen_layers_.data()};
 }
 
 std::vector<AdapterTensor> Trainer::adapter_tensors() const {

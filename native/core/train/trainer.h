@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,11 +79,14 @@ class Trainer {
 
   const EncoderConfig& config() const { return cfg_; }
   int64_t steps_done() const { return adam_->steps_done(); }
+  // The encoder's parameters; with an adapter, only the frozen base's biases and LayerNorm (its
+  // weight matrices live packed).
   const std::vector<float>& params() const { return params_; }
 
  private:
   void init(const TrainerOptions& options, const std::string& source);
-  void init_adapter(const TrainerOptions& options);
+  using TensorValues = std::function<std::vector<float>(const std::string&, const std::vector<int64_t>&)>;
+  void init_adapter(const TrainerOptions& options, const TensorValues& values);
   // What the optimizer updates: the encoder's parameters, or the adapter's.
   std::vector<float>& trained() { return has_adapter() ? lora_params_ : params_; }
   std::vector<float>& trained_grads() { return has_adapter() ? lora_grads_ : grads_; }
@@ -118,6 +122,7 @@ class Trainer {
   LoraConfig lora_;
   std::vector<float> lora_params_, lora_grads_;
   std::vector<PackedF32> frozen_fwd_, frozen_bwd_;
+  std::vector<LayerOffsets> frozen_layers_;
 };
 
 }  // namespace svc::train
