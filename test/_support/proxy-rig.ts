@@ -22,7 +22,14 @@ export interface ProxyRig {
   close(): Promise<void>;
 }
 
-export async function startProxyRig(store: Store, fake: FakeProvider, key?: string, overrides: Partial<ProxyRoutesOptions> = {}): Promise<ProxyRig> {
+/** `logLines`, when given, receives the app's log lines (warnings and above). */
+export async function startProxyRig(
+  store: Store,
+  fake: FakeProvider,
+  key?: string,
+  overrides: Partial<ProxyRoutesOptions> = {},
+  logLines?: string[],
+): Promise<ProxyRig> {
   if (key === undefined) {
     await store.createOrganization('acme');
     await store.setProxyAccess('acme', true);
@@ -33,7 +40,8 @@ export async function startProxyRig(store: Store, fake: FakeProvider, key?: stri
     });
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-proxy-rig-'));
-  const app = Fastify({ forceCloseConnections: true });
+  const logger = logLines === undefined ? false : { level: 'warn', stream: { write: (line: string) => void logLines.push(line) } };
+  const app = Fastify({ forceCloseConnections: true, logger });
   const service = new SvcService({ store, runtime: new WordCountRuntime(dataDir) });
   await app.register(proxyRoutes, {
     prefix: '/v2',

@@ -4,10 +4,15 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { kFakeKeys } from '../../fixtures/fake-provider.js';
 import { officialClients, type ProxyHarness, startProxyHarness } from '../../fixtures/proxy-harness.js';
 import { kBodiesNotKept } from '../../src/store/proxy-ledger.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
 import { usageMonth } from '../../src/store/types.js';
+import { startProxyRig } from '../_support/proxy-rig.js';
 
 let h: ProxyHarness;
 // Small limits so that a few calls reach them: 1,000 body bytes a call, 2,500 a project.
@@ -208,5 +213,29 @@ describe("the provider refusing the operator's key", () => {
     const plain = await post(h, 'v1/chat/completions', chat('provider-b:fail-403', 'hi'));
     expect(plain.status).toBe(502);
     expect(await plain.text()).not.toContain(kFakeKeys.b);
+  });
+
+  it('the server log gets a warning with the detail, the key redacted', async () => {
+    const lines: string[] = [];
+    const dir = mkdtempSync(join(tmpdir(), 'svc-proxy-warn-'));
+    const rig = await startProxyRig(SqliteStore.open(dir), h.fake, undefined, {}, lines);
+    try {
+      const project = 'proj_warned00001';
+      await rig.store.createProject({ id: project, orgId: 'acme', name: 'w', createdAt: Date.now(), monthlyTokenBudget: null });
+      const response = await fetch(`${rig.base}/v2/${project}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': rig.key },
+        body: chat('provider-c:fail-leak', 'hi'),
+      });
+      expect(response.status).toBe(502);
+      const warnings = lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((l) => l.level === 40);
+      expect(warnings.map((w) => w.msg)).toEqual([
+        "the proxy's provider-c key was refused: provider-c answered 401: Incorrect API key provided: [redacted]. Header was Bearer [redacted]",
+      ]);
+      expect(lines.join('\n')).not.toContain(kFakeKeys.c);
+    } finally {
+      await rig.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
