@@ -209,7 +209,7 @@ describe('train with a fine-tuned encoder', () => {
 
   it('validates finetune and num_iterations', async () => {
     const cases: [Record<string, unknown>, string, string][] = [
-      [{ finetune: 'yes' }, 'finetune must be a boolean', 'finetune'],
+      [{ finetune: 'yes' }, "finetune must be a boolean or { method: 'adapter' | 'full', rank? }", 'finetune'],
       [{ num_iterations: 0 }, 'num_iterations must be at least 1', 'num_iterations'],
       [{ num_iterations: 2.5 }, 'num_iterations must be an integer', 'num_iterations'],
       [{ num_iterations: 101 }, 'num_iterations must be at most 100', 'num_iterations'],
