@@ -51,8 +51,6 @@ export interface ForwardSettings {
 
 // An upstream error body is read for its message only; bytes past this are not kept.
 const kErrorBodyLimitBytes = 64 * 1024;
-// The log keeps at most 64 KiB of a body after redaction; capture twice that so redaction never shortens it below.
-const kCaptureLimitBytes = 128 * 1024;
 
 // SvcError codes for the errors the proxy itself reports.
 const kCodeByStatus: Readonly<Record<number, string>> = { 429: 'rate_limited', 502: 'upstream_error', 504: 'upstream_timeout' };
@@ -142,7 +140,7 @@ class ForwardedCall {
   }
 
   #capture(chunk: Buffer): void {
-    if (this.#capturedBytes >= kCaptureLimitBytes) return;
+    if (this.#capturedBytes >= this.#settings.log.captureBytes) return;
     this.#captured.push(chunk);
     this.#capturedBytes += chunk.length;
   }

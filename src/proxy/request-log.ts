@@ -83,6 +83,14 @@ export class RequestLogQueue {
     }
   }
 
+  /**
+   * Bytes of a call's answer worth keeping for its row: twice what the row keeps, so that redaction (which can
+   * shorten a body) never leaves it below the limit.
+   */
+  get captureBytes(): number {
+    return 2 * this.#limits.maxBodyBytes;
+  }
+
   /** Rows not written: dropped because the queue was full, or because the store failed. */
   get lost(): number {
     return this.#dropped + this.#failed;

@@ -48,6 +48,19 @@ describe('request-log body limits', () => {
     expect(row.tokensIn).toBe(2000);
   });
 
+  it('keeps a whole answer when the operator allows more than the default', async () => {
+    const large = await startProxyHarness({ requestLog: { maxBodyBytes: 400_000 } }, h.fake);
+    try {
+      const content = 'word '.repeat(30_000).trim();
+      expect((await post(large, 'chat/completions', chat('provider-a:roomy', content))).status).toBe(200);
+      const row = await large.rowFor('provider-a:roomy');
+      expect(JSON.parse(row.requestBody).messages[0].content).toBe(content);
+      expect(JSON.parse(row.responseBody).choices[0].message.content).toBe(`Echo: ${content}`);
+    } finally {
+      await large.close();
+    }
+  });
+
   it('keeps at most 2 KiB of a call the upstream rejected, which costs no tokens', async () => {
     const response = await post(h, 'chat/completions', chat('provider-a:fail-500', 'x'.repeat(100_000)));
     expect(response.status).toBe(500);
