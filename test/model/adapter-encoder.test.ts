@@ -64,7 +64,7 @@ describe('Encoder with a LoRA adapter', () => {
     expect(embed('svc-small', { adapter: dir })).toEqual(embed('svc-small'));
   });
 
-  it('embeds as the weights merged in TypeScript, in fp32 and int8', async () => {
+  it('embeds as the weights merged in TypeScript, in fp32, int8 and bf16', async () => {
     const dir = join(root, 'random');
     const modules = ['attention.self.query', 'attention.self.value', 'intermediate.dense', 'output.dense'] as const;
     await writeAdapter(dir, randomAdapter(kSmallShape, { rank: 4, modules, seed: 3 }), { rank: 4, alpha: 8, modules }, base, config);
@@ -84,9 +84,12 @@ describe('Encoder with a LoRA adapter', () => {
     // The adapter does change the embeddings (else the comparison above would prove nothing).
     expect(maxAbsDiff(viaAdapter, baseline)).toBeGreaterThan(1e-2);
 
-    const int8Adapter = embed('svc-small', { adapter: dir, precision: 'int8' });
-    const int8Merged = embed(merged, { precision: 'int8' });
-    expect(lowestCosine(int8Adapter, int8Merged, 384)).toBeGreaterThan(1 - 1e-5);
+    // Merged before quantizing (int8) or packing in bf16 (fp32 on CPUs without AMX): the same packed weights.
+    for (const precision of ['int8', 'bf16'] as const) {
+      const viaAdapterP = embed('svc-small', { adapter: dir, precision });
+      const viaMergedP = embed(merged, { precision });
+      expect(lowestCosine(viaAdapterP, viaMergedP, 384)).toBeGreaterThan(1 - 1e-5);
+    }
   });
 
   it('keeps one merged copy per adapter and none for the base', async () => {
