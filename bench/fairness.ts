@@ -1,10 +1,16 @@
-// `npm run bench -- fairness [--seconds 20] [--rate 20] [--iterations 20] [--json]`
-// Predictions under training load, end to end: a real `svc serve` (its own process, default pool)
-// on 127.0.0.1. Org A sends `/v2/predict` calls of 8 texts at a fixed rate (open loop: a call
-// leaves on schedule whether or not the previous one came back) to a trained model, first with
-// nothing else running, then while org B keeps 2 fine-tuning jobs in training (a finished one is
-// replaced at once). Prints p50/p99 of A's calls in both phases and their ratio, plus how far B's
-// training got, so that the share training kept is visible too.
+// `npm run bench -- fairness [--scenario training|big-call|all] [--seconds 20] [--rate 20] [--iterations 20] [--json]`
+// Predictions of one organization while another loads the service, end to end: a real `svc serve`
+// (its own process, default pool) on 127.0.0.1. Org A sends `/v2/predict` calls of 8 texts at a
+// fixed rate (open loop: a call leaves on schedule whether or not the previous one came back) to a
+// trained model, first with nothing else running (idle), then in each scenario:
+// - training: org B keeps 2 fine-tuning jobs in training (a finished one is replaced at once); prints
+//   how far B's training got too, so that the share training kept is visible;
+// - big-call: org B floods `/v2/predict` with calls of 2,048 texts from two clients that each give up
+//   after 2 s and send the next one at once: one sends texts of about 1 kB (2.1 MB a call, as in the
+//   review that found the hole), the other 2,048 sentences (~160 kB), which the measured speed may let
+//   in; after a refusal (429 or 503) a client waits 100 ms, so that the bench's own CPU goes to the
+//   server. Prints what became of B's calls.
+// Prints p50/p99 of A's calls in each phase and their ratio to idle.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +22,7 @@ import { uciSentences } from '../fixtures/corpora.js';
 import { intOption } from './_common.js';
 
 interface Phase {
-  phase: 'idle' | 'training';
+  phase: 'idle' | 'training' | 'big-call';
   calls: number;
   failed: number;
   p50Ms: number;
@@ -29,6 +35,20 @@ const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r
   text: r.text, label: r.label, label_text: 'positive review',
 }));
 const kTextsPerCall = 8;
+const kScenarios = ['training', 'big-call'] as const;
+type Scenario = (typeof kScenarios)[number];
+/** B's flooding calls: as many texts as the review's, each client giving up after as long as its did. */
+const kBigCallTexts = 2048;
+const kBigCallGiveUpMs = 2000;
+/** About a kilobyte a text: the sentences one after the other. */
+const kLongTexts = Array.from({ length: kBigCallTexts }, (_, i) =>
+  Array.from({ length: 14 }, (_, k) => imdb[(i * 14 + k) % imdb.length].text).join(' '),
+);
+const kShortTexts = Array.from({ length: kBigCallTexts }, (_, i) => imdb[i % imdb.length].text);
+
+function row(p: Phase): string {
+  return `${p.phase.padEnd(9)} ${String(p.calls).padStart(4)} calls ${String(p.failed).padStart(3)} failed  p50 ${p.p50Ms.toFixed(1).padStart(7)} ms  p99 ${p.p99Ms.toFixed(1).padStart(7)} ms  max ${p.maxMs.toFixed(1).padStart(7)} ms`;
+}
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
@@ -39,6 +59,10 @@ export async function run(args: string[]): Promise<void> {
   const rate = intOption(args, 'rate', 20);
   const iterations = intOption(args, 'iterations', 20);
   const json = args.includes('--json');
+  const at = args.indexOf('--scenario');
+  const chosen = at < 0 ? 'all' : args[at + 1];
+  if (chosen !== 'all' && !kScenarios.includes(chosen as Scenario)) throw new RangeError(`--scenario must be one of ${kScenarios.join(', ')}, all`);
+  const scenarios: readonly Scenario[] = chosen === 'all' ? kScenarios : [chosen as Scenario];
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fairness-'));
   const keys: Record<string, string> = {};
   const setup = openService(dir);
@@ -46,19 +70,20 @@ export async function run(args: string[]): Promise<void> {
     await setup.createOrganization(org);
     keys[org] = (await setup.createApiKey(org)).key;
   }
-  // B may run both its jobs at once: how many actually train together is the pool's rule.
-  await setup.setOrgLimits('b', { maxRunningJobs: 2 });
+  // B may run both its jobs at once: how many actually train together is the pool's rule; and its flood
+  // meets the predict queue's bounds, not the requests per minute.
+  await setup.setOrgLimits('b', { maxRunningJobs: 2, requestsPerMinute: 1_000_000 });
   // A sends 20 calls a second, twice the default requests per minute: this bench measures the pool, not that limit.
   await setup.setOrgLimits('a', { requestsPerMinute: 1_000_000 });
   await setup.close();
 
   const { child, url } = await serve(['--data', dir]);
-  const call = async (org: string, method: string, path: string, body?: unknown) => {
+  const call = async (org: string, method: string, path: string, body?: unknown, timeoutMs = 60_000) => {
     const response = await fetch(url + path, {
       method,
       headers: { authorization: `Bearer ${keys[org]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
@@ -96,51 +121,93 @@ export async function run(args: string[]): Promise<void> {
       return { phase, calls: calls.length, failed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
     };
 
-    const idle = await measure('idle');
-
-    // B keeps two fine-tuning jobs in training for the whole phase.
-    const train = async () => (await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, num_iterations: iterations })).body.id as string;
-    const jobs = [await train(), await train()];
-    let stop = false;
-    let finished = 0;
-    // A job that fails would be replaced at once, over and over: stop the run and say why instead.
-    let failure: string | null = null;
-    const keeper = (async () => {
-      while (!stop && failure === null) {
-        for (let i = 0; i < jobs.length; i += 1) {
-          const model = (await call('b', 'GET', `/v2/models/${jobs[i]}`)).body;
-          if (model.status === 'failed') failure = `org B's fine-tuning job failed: ${String(model.error)}`;
-          if (model.status !== 'trained') continue;
-          finished += 1;
-          jobs[i] = await train();
+    const underTraining = async () => {
+      // B keeps two fine-tuning jobs in training for the whole phase.
+      const train = async () => (await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, num_iterations: iterations })).body.id as string;
+      const jobs = [await train(), await train()];
+      let stop = false;
+      let finished = 0;
+      // A job that fails would be replaced at once, over and over: stop the run and say why instead.
+      let failure: string | null = null;
+      const keeper = (async () => {
+        while (!stop && failure === null) {
+          for (let i = 0; i < jobs.length; i += 1) {
+            const model = (await call('b', 'GET', `/v2/models/${jobs[i]}`)).body;
+            if (model.status === 'failed') failure = `org B's fine-tuning job failed: ${String(model.error)}`;
+            if (model.status !== 'trained') continue;
+            finished += 1;
+            jobs[i] = await train();
+          }
+          await sleep(200);
         }
-        await sleep(200);
-      }
-    })();
-    const stepsDone = async () => {
-      let done = 0;
-      for (const id of jobs) done += ((await call('b', 'GET', `/v2/models/${id}/progress`)).body.done as number) ?? 0;
-      return done;
+      })();
+      const stepsDone = async () => {
+        let done = 0;
+        for (const id of jobs) done += ((await call('b', 'GET', `/v2/models/${id}/progress`)).body.done as number) ?? 0;
+        return done;
+      };
+      while (failure === null && (await stepsDone()) === 0) await sleep(100);
+      if (failure !== null) throw new Error(failure);
+      const loaded = await measure('training');
+      const stepsAtEnd = await stepsDone();
+      stop = true;
+      await keeper;
+      if (failure !== null) throw new Error(failure);
+      // The next scenario runs without B's training.
+      for (const id of jobs) await call('b', 'DELETE', `/v2/models/${id}`);
+      return { loaded, finished, stepsAtEnd };
     };
-    while (failure === null && (await stepsDone()) === 0) await sleep(100);
-    if (failure !== null) throw new Error(failure);
-    const loaded = await measure('training');
-    const stepsAtEnd = await stepsDone();
-    stop = true;
-    await keeper;
-    if (failure !== null) throw new Error(failure);
 
-    const ratio = loaded.p99Ms / idle.p99Ms;
-    if (json) {
-      console.log(JSON.stringify({ seconds, rate, textsPerCall: kTextsPerCall, idle, training: loaded, p99Ratio: ratio, trainingJobsFinished: finished, stepsInProgress: stepsAtEnd }));
-      return;
+    const underBigCalls = async () => {
+      const bModel = (await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).body.id as string;
+      while ((await status('b', bModel)) === 'training') await sleep(100);
+      const flood: Record<string, Record<string, number>> = { '~1 kB-text': {}, sentence: {} };
+      let stop = false;
+      const client = async (kind: string, inputs: readonly string[]) => {
+        while (!stop) {
+          const outcome = await call('b', 'POST', '/v2/predict', { model: bModel, inputs }, kBigCallGiveUpMs).then(
+            (reply) => String(reply.status),
+            () => 'given up',
+          );
+          flood[kind][outcome] = (flood[kind][outcome] ?? 0) + 1;
+          if (outcome !== 'given up' && outcome !== '200') await sleep(100);
+        }
+      };
+      const clients = [client('~1 kB-text', kLongTexts), client('sentence', kShortTexts)];
+      // A's calls start once B's first calls are in.
+      await sleep(500);
+      const loaded = await measure('big-call');
+      stop = true;
+      await Promise.all(clients);
+      return { loaded, flood };
+    };
+
+    const idle = await measure('idle');
+    const results: Record<string, unknown> = { seconds, rate, textsPerCall: kTextsPerCall, idle };
+    const lines = [`fairness: org A, ${rate} predict calls/s of ${kTextsPerCall} texts for ${seconds} s per phase`, row(idle)];
+    for (const scenario of scenarios) {
+      if (scenario === 'training') {
+        const { loaded, finished, stepsAtEnd } = await underTraining();
+        Object.assign(results, { training: loaded, trainingJobsFinished: finished, stepsInProgress: stepsAtEnd });
+        lines.push(
+          `training  (org B keeps 2 fine-tuning jobs of ${iterations} iterations in training)`,
+          row(loaded),
+          `p99 under training / idle: ${(loaded.p99Ms / idle.p99Ms).toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`,
+          `B's training meanwhile: ${finished} job(s) finished, ${stepsAtEnd} step(s) done in the jobs still training`,
+        );
+      } else {
+        const { loaded, flood } = await underBigCalls();
+        Object.assign(results, { bigCall: loaded, bigCallsOfB: flood });
+        lines.push(
+          `big-call  (org B floods calls of ${kBigCallTexts} texts from 2 clients, each giving up after ${kBigCallGiveUpMs} ms)`,
+          row(loaded),
+          `p99 under big calls / idle: ${(loaded.p99Ms / idle.p99Ms).toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`,
+          ...Object.entries(flood).map(([kind, outcomes]) => `B's ${kind} calls: ${Object.entries(outcomes).map(([what, n]) => `${n} ${what}`).join(', ')}`),
+        );
+      }
     }
-    console.log(`fairness: org A, ${rate} predict calls/s of ${kTextsPerCall} texts for ${seconds} s per phase; org B keeps 2 fine-tuning jobs (${iterations} iterations) in training`);
-    for (const p of [idle, loaded]) {
-      console.log(`${p.phase.padEnd(9)} ${String(p.calls).padStart(4)} calls ${String(p.failed).padStart(3)} failed  p50 ${p.p50Ms.toFixed(1).padStart(7)} ms  p99 ${p.p99Ms.toFixed(1).padStart(7)} ms  max ${p.maxMs.toFixed(1).padStart(7)} ms`);
-    }
-    console.log(`p99 under training / idle: ${ratio.toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`);
-    console.log(`B's training meanwhile: ${finished} job(s) finished, ${stepsAtEnd} step(s) done in the jobs still training`);
+    if (json) console.log(JSON.stringify(results));
+    else for (const line of lines) console.log(line);
   } finally {
     child.kill('SIGTERM');
     await exited(child);

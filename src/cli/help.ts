@@ -3,7 +3,7 @@
 
 import { kDefaultModelCacheBytes } from '../artifacts/cached-hub.js';
 import { kServicePredictQueue } from '../predict/batcher.js';
-import { kDefaultRateLimits } from '../server/rate-limit.js';
+import { kDefaultRateLimits } from '../server/rate-limit-defaults.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
 import { kDefaultRetention } from '../service/retention.js';
 import { kDefaultAdapterRank, kDefaultFinetuneMethod, kMaxRequestAdapterRank } from '../train/request.js';
@@ -54,7 +54,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
       ['--precision <p>', 'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with AMX, probabilities within ~0.001; fp32 elsewhere) for predictions (or SVC_PRECISION)'],
       ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],
-      ['--predict-deadline-ms <ms>', `how long a predict may wait for a worker before 503 overloaded (default ${kServicePredictQueue.deadlineMs})`],
+      ['--predict-queue-per-org <texts>', `predict texts one organization may have waiting; beyond, 429 rate_limited (default ${kServicePredictQueue.maxTenantTexts})`],
+      ['--predict-deadline-ms <ms>', `how long a predict may take: refused at once (503 overloaded) when the measured speed says it would not end in time, and dropped when its texts have not started by then (default ${kServicePredictQueue.deadlineMs})`],
       ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],
       ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
       ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],

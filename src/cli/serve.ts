@@ -37,7 +37,7 @@ function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
  * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16]
- * [--predict-queue TEXTS] [--predict-deadline-ms MS]
+ * [--predict-queue TEXTS] [--predict-queue-per-org TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS]` (B and C likewise; keys and the metrics token are better
  * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
@@ -59,6 +59,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'engine-threads': { type: 'string' },
       precision: { type: 'string' },
       'predict-queue': { type: 'string' },
+      'predict-queue-per-org': { type: 'string' },
       'predict-deadline-ms': { type: 'string' },
       'proxy-models': { type: 'string' },
       'provider-a-url': { type: 'string' },
@@ -106,6 +107,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     pool: Object.values(pool).every((v) => v === undefined) ? undefined : pool,
     predictQueue: {
       maxWaitingTexts: count(values['predict-queue'], 'predict-queue'),
+      maxTenantTexts: count(values['predict-queue-per-org'], 'predict-queue-per-org'),
       deadlineMs: count(values['predict-deadline-ms'], 'predict-deadline-ms'),
     },
     providers,

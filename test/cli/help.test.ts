@@ -62,7 +62,7 @@ describe('svc help', () => {
       expect(train).toContain(word);
     }
     const serve = (await svcBin(['serve', '--help'])).stdout;
-    for (const flag of ['--port', '--host', '--data', '--database', '--redis', '--artifacts', '--workers', '--engine-threads', '--precision', '--predict-queue', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
+    for (const flag of ['--port', '--host', '--data', '--database', '--redis', '--artifacts', '--workers', '--engine-threads', '--precision', '--predict-queue', '--predict-queue-per-org', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
       expect(serve).toContain(`  ${flag} `);
     }
     for (const command of ['orgs', 'keys', 'projects', 'proxy', 'logs']) {
@@ -104,6 +104,9 @@ describe('a wrong command line', () => {
     });
     expect(await svcBin(['serve', '--predict-queue', 'many'])).toEqual({
       code: 2, stdout: '', stderr: "svc serve: --predict-queue must be a positive integer, got 'many'\nRun 'svc serve --help' for its options and examples.\n",
+    });
+    expect(await svcBin(['serve', '--predict-queue-per-org', 'half'])).toEqual({
+      code: 2, stdout: '', stderr: "svc serve: --predict-queue-per-org must be a positive integer, got 'half'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--predict-deadline-ms', '0'])).toEqual({
       code: 2, stdout: '', stderr: "svc serve: --predict-deadline-ms must be a positive integer\nRun 'svc serve --help' for its options and examples.\n",
