@@ -218,7 +218,8 @@ describe('parallel calls hold their share before going upstream', () => {
 describe('a stream that outruns its budget', () => {
   it("OpenAI: ends with the dialect's error event, budget_exceeded, and stops the upstream", async () => {
     const p = await project(h.store, h.base, h.acmeKey, 20);
-    const stream = await p.openai.chat.completions.create({ model: 'provider-a:outrun', messages: [{ role: 'user', content: words(30) }], stream: true });
+    // Events 5 ms apart: the stream is still under way when the budget runs out.
+    const stream = await p.openai.chat.completions.create({ model: 'provider-a:drip-5-outrun', messages: [{ role: 'user', content: words(30) }], stream: true });
     const deltas: string[] = [];
     const error = await (async () => {
       try {
@@ -235,16 +236,16 @@ describe('a stream that outruns its budget', () => {
     const text = deltas.filter((d) => d !== '');
     expect(text.length).toBeGreaterThanOrEqual(21);
     expect(text.length).toBeLessThan(31);
-    const row = await rowOf(h.store, p.id, 'provider-a:outrun');
+    const row = await rowOf(h.store, p.id, 'provider-a:drip-5-outrun');
     expect(row.error).toMatch(/^The project 'proj_budget\d+' has used \d+ of its 20 proxy tokens/);
     expect(row.tokensOut).toBeGreaterThanOrEqual(21);
-    expect((await h.fake.closed('outrun')).closedEarly).toBe(true);
+    expect((await h.fake.closed('drip-5-outrun')).closedEarly).toBe(true);
   });
 
   it('Anthropic: ends with an error event once the reported input and the deltas pass the budget', async () => {
     const p = await project(h.store, h.base, h.acmeKey, 25);
     const stream = await p.anthropic.messages.create({
-      model: 'provider-c:outrun-c', max_tokens: 64, messages: [{ role: 'user', content: words(20) }], stream: true,
+      model: 'provider-c:drip-5-outrun-c', max_tokens: 64, messages: [{ role: 'user', content: words(20) }], stream: true,
     });
     const pieces: string[] = [];
     const error = await (async () => {
@@ -262,7 +263,7 @@ describe('a stream that outruns its budget', () => {
     expect(pieces.length).toBeGreaterThanOrEqual(6);
     expect(pieces.length).toBeLessThan(21);
     expect(pieces).toEqual(fakeReplyPieces(words(20)).slice(0, pieces.length));
-    const row = await rowOf(h.store, p.id, 'provider-c:outrun-c');
+    const row = await rowOf(h.store, p.id, 'provider-c:drip-5-outrun-c');
     expect(row.tokensIn).toBe(20);
     expect(row.tokensOut).toBeGreaterThanOrEqual(6);
   });
