@@ -50,10 +50,12 @@ export const kMaxBatchTokens = 32_768;
  */
 export const kTargetBatchMs = 100;
 /**
- * The smallest batch budget: one text of full length, whatever the speed measured. Long texts run as
- * fast one at a time as 128 together (docs/benchmarks.md, "E-mails"), so small batches cost little.
+ * The smallest batch budget, whatever the speed measured: four texts of full length, or about fifty
+ * sentences. Sentences run 36-40% faster per text in batches of 8 to 32 than one at a time
+ * (docs/benchmarks.md, "UCI sentences"), so concurrent short calls still merge on a slow machine;
+ * long texts run as fast one at a time as 128 together ("E-mails").
  */
-const kMinBatchTokens = kMaxTokensPerText;
+const kMinBatchTokens = 4 * kMaxTokensPerText;
 
 /** Tokens one batch may hold: about `kTargetBatchMs` of work at the measured speed (the most before any was measured). */
 function batchTokens(): number {
