@@ -92,6 +92,9 @@ export class MergedExports {
 
   /** Drops the model's merged export, if it has one (a later download builds it again). */
   async forget(id: string): Promise<void> {
+    // Only an adapter model has one; asking first spares fetching a full model into the cache just to delete it.
+    const names = await this.#store.list(id).then((files) => files.map((f) => f.name), () => [] as string[]);
+    if (!names.includes(kAdapterConfigFile)) return;
     const dir = await this.#localDir(id).catch(() => null);
     const key = dir === null ? null : await mergedKey(dir).catch(() => null);
     if (key !== null) await this.#store.delete(`${kMergedOrg}/${key}`);
