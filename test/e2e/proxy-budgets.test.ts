@@ -151,14 +151,14 @@ describe('answers over 16 MiB', () => {
 });
 
 // 20 calls at once on a 1,000-token budget: each asks for its prompt's estimate plus max_tokens (100), and the fake
-// answers after 1 s (so that every call has taken its hold, or been refused, before any ends, even on a loaded
+// answers after 700 ms (so that every call has taken its hold, or been refused, before any ends, even on a loaded
 // machine) with 50 + 51 tokens. Before holds, every call passed the check (nothing was spent yet) and the project
 // spent 2,020.
 async function race(store: Store, base: string, key: string): Promise<void> {
   const p = await project(store, base, key, 1000);
   const results = await Promise.allSettled(
     Array.from({ length: 20 }, () =>
-      p.openai.chat.completions.create({ model: 'provider-a:slow-1000', max_tokens: 100, messages: [{ role: 'user', content: words(50) }] }),
+      p.openai.chat.completions.create({ model: 'provider-a:slow-700', max_tokens: 100, messages: [{ role: 'user', content: words(50) }] }),
     ),
   );
   const answered = results.filter((r) => r.status === 'fulfilled');
@@ -197,7 +197,7 @@ describe('parallel calls hold their share before going upstream', () => {
       const clients = rigs.map((rig) => new OpenAI({ baseURL: `${rig.base}/v2/${p.id}/`, apiKey: rig.key, maxRetries: 0 }));
       const results = await Promise.allSettled(
         Array.from({ length: 20 }, (_, i) =>
-          clients[i % 2].chat.completions.create({ model: 'provider-a:slow-1000', max_tokens: 100, messages: [{ role: 'user', content: words(50) }] }),
+          clients[i % 2].chat.completions.create({ model: 'provider-a:slow-700', max_tokens: 100, messages: [{ role: 'user', content: words(50) }] }),
         ),
       );
       const answered = results.filter((r) => r.status === 'fulfilled').length;
