@@ -71,6 +71,29 @@ describe('svc train, predict and pull', () => {
     });
   });
 
+  it('train --finetune adapter trains a LoRA adapter model; pull gets its adapter and the merged transformers.js files', async () => {
+    const file = join(dir, 'adapter-examples.csv');
+    const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
+    writeFileSync(file, `text,label\n${rows.map((r) => `${quote(r.text)},${r.label ? 1 : 0}`).join('\n')}\n`);
+    for (const bad of [['--frozen', '--finetune', 'adapter'], ['--finetune', 'lora'], ['--rank', '4'], ['--finetune', 'full', '--rank', '4'], ['--finetune', 'adapter', '--rank', 'x']]) {
+      expect(await svc(['train', '--examples', file, ...bad], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('--finetune adapter|full [--rank N]') });
+    }
+    const trained = await svc(['train', '--examples', file, '--label-text', 'positive', '--finetune', 'adapter', '--rank', '4', '--num-iterations', '2', '--wait'], env);
+    expect(trained.code).toBe(0);
+    const model = JSON.parse(trained.stdout) as { id: string; status: string };
+    expect(model.status).toBe('trained');
+    expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'head.json', 'manifest.json']);
+    const manifest = JSON.parse(readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'manifest.json'), 'utf8'));
+    expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4 });
+
+    const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled-adapter')], env);
+    expect(pulled.code).toBe(0);
+    expect(readdirSync(join(dir, 'pulled-adapter'), { recursive: true }).map(String).sort()).toEqual([
+      'adapter_config.json', 'adapter_model.safetensors', 'config.json', 'head.json', 'manifest.json', 'onnx', join('onnx', 'model.onnx'),
+      'tokenizer.json', 'tokenizer_config.json',
+    ]);
+  }, 240_000);
+
   it('trains on the shipped examples/train.json, the body the README sends with curl', async () => {
     const trained = await svc(['train', '--examples', join(kRepoRoot, 'examples', 'train.json'), '--frozen', '--wait'], env);
     expect(trained.code).toBe(0);
