@@ -92,7 +92,7 @@ describe('Encoder with a LoRA adapter', () => {
     }
   });
 
-  it('keeps one merged copy per adapter and none for the base', async () => {
+  it('shares one merged copy between the encoders of one adapter', async () => {
     const dir = join(root, 'shared');
     const modules = ['attention.self.query'] as const;
     await writeAdapter(dir, randomAdapter(kSmallShape, { rank: 2, modules, seed: 5 }), { rank: 2, alpha: 4, modules }, base, config);
