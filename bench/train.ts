@@ -8,11 +8,21 @@
 // --method adapter trains a LoRA adapter (rank --rank, alpha 2 x rank, every linear layer, the
 // adapter recipe's learning rate) on the frozen base instead of the whole encoder; run each method
 // in its own process to compare peak memory (RSS is the process's high-water mark).
+// With --job: the pool's fine-tune task itself, in this process (every step, then the encoder saved
+// and reloaded to embed the examples, or the adapter's tensors and the trainer's embeddings), for
+// a job's time and peak memory by method; one method per process.
 // With --library: train() itself on the same examples (tokenizing, 50 steps, saving the encoder,
 // embedding the examples, fitting the head), fine-tuning on the whole pool's threads (its default)
 // and on one worker's (the service's share), in turn in one process.
 import { resolveBaseModel } from '../src/model/base-models.js';
+import { MessageChannel } from 'node:worker_threads';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { finetune } from '../src/pool/finetune.js';
 import { closePool, poolThreads } from '../src/pool/pool.js';
+import type { AdapterOptions } from '../src/native/trainer.js';
 import { train } from '../src/train/train.js';
 import { Tokenizer } from '../src/native/tokenizer.js';
 import { EncoderTrainer, kDefaultAdapter } from '../src/native/trainer.js';
@@ -71,6 +81,10 @@ export async function run(args: string[]): Promise<void> {
   }
   if (args.includes('--library')) {
     await runLibrary(corpus, chosen, json);
+    return;
+  }
+  if (args.includes('--job')) {
+    runJob(corpus, chosen, method, adapter, threads, iterations, json);
     return;
   }
   const encoded = Tokenizer.fromPretrained('svc-small').encodeBatch(chosen.map((r) => r.text), { maxLength: base.maxLength });
@@ -169,5 +183,46 @@ async function runLibrary(corpus: string, chosen: LabelledText[], json: boolean)
     console.log(
       `fine-tuning threads ${r.threads}: ${r.seconds.toFixed(1).padStart(6)} s  ${r.cpuSeconds.toFixed(1).padStart(6)} CPU s  ${r.steps} steps  loss ${r.finalLoss.toFixed(4)}`,
     );
+  }
+}
+
+/** The fine-tune pool task run in this process: its seconds and the process's peak RSS. */
+function runJob(
+  corpus: string,
+  chosen: LabelledText[],
+  method: string,
+  adapter: AdapterOptions | undefined,
+  threads: number,
+  iterations: number,
+  json: boolean,
+): void {
+  const outDir = mkdtempSync(join(tmpdir(), 'svc-bench-job-'));
+  const { port1, port2 } = new MessageChannel();
+  const start = performance.now();
+  try {
+    const result = finetune({
+      kind: 'finetune',
+      baseModel: 'svc-small',
+      texts: chosen.map((r) => r.text),
+      targets: { kind: 'classes', classes: Int32Array.from(chosen, (r) => (r.label ? 1 : 0)), count: 2 },
+      iterations,
+      seed: 42,
+      threads,
+      ...(adapter ? { adapter } : {}),
+      outDir,
+      progress: port2,
+      stop: new Int32Array(new SharedArrayBuffer(4)),
+    })!;
+    const seconds = (performance.now() - start) / 1000;
+    const peakRssMB = process.resourceUsage().maxRSS / 1024;
+    const row = { corpus, method, steps: result.steps, seconds, secondsPerStep: seconds / result.steps, peakRssMB, finalLoss: result.finalLoss };
+    if (json) console.log(JSON.stringify(row));
+    else
+      console.log(
+        `fine-tune job (${method}) on ${corpus}: ${result.steps} steps in ${seconds.toFixed(1)} s (${((seconds / result.steps) * 1000).toFixed(0)} ms/step with saving and embedding), peak RSS ${peakRssMB.toFixed(0)} MB, loss ${result.finalLoss.toFixed(4)}`,
+      );
+  } finally {
+    port1.close();
+    rmSync(outDir, { recursive: true, force: true });
   }
 }

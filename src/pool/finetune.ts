@@ -40,12 +40,14 @@ export function finetune(task: FinetuneTask): FinetuneResult | null {
 }
 
 /**
- * The result marked for piscina to transfer every typed array's buffer (the adapter's tensors
- * and the embeddings) instead of cloning them; read back as the plain result on the other side.
+ * An adapter run's result marked for piscina to transfer its typed arrays' buffers (the adapter's
+ * tensors and the embeddings) instead of cloning them: the worker returns this, and the caller
+ * receives the plain result. A full run's result goes as it always has.
  */
-function moved(result: FinetuneResult): FinetuneResult {
-  const buffers = [result.embeddings.buffer, ...(result.adapter ?? []).map((t) => t.data.buffer)];
-  return move({ [transferableSymbol]: buffers, [valueSymbol]: result }) as unknown as FinetuneResult;
+export function movedResult(result: FinetuneResult | null): unknown {
+  if (!result?.adapter) return result;
+  const buffers = [result.embeddings.buffer, ...result.adapter.map((t) => t.data.buffer)];
+  return move({ [transferableSymbol]: buffers, [valueSymbol]: result });
 }
 
 function train(task: FinetuneTask): FinetuneResult | null {
@@ -78,7 +80,7 @@ function train(task: FinetuneTask): FinetuneResult | null {
     if (adapter) {
       const embeddings = trainer.embed(ids, lengths);
       const seconds = (performance.now() - started) / 1000;
-      return moved({ embeddings, encoderFile: null, adapter: trainer.adapterTensors(), ...summary, seconds });
+      return { embeddings, encoderFile: null, adapter: trainer.adapterTensors(), ...summary, seconds };
     }
     const encoderFile = join(task.outDir, kEncoderFile);
     trainer.save(encoderFile);

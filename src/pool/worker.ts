@@ -17,7 +17,7 @@ import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
 import { embedTexts } from './embed-texts.js';
-import { finetune } from './finetune.js';
+import { finetune, movedResult } from './finetune.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type {
   EmbedTask,
@@ -163,7 +163,7 @@ async function dispatch(task: PoolTask): Promise<unknown> {
     case 'fit':
       return atTrainingPriority(() => fitAndMeasure(task));
     case 'finetune':
-      return atTrainingPriority(() => finetune(task));
+      return atTrainingPriority(() => movedResult(finetune(task)));
     case 'save':
       return atTrainingPriority(() => save(task));
     case 'export-merged':

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/gemm.h"
+#include "train/linalg.h"
 #include "train/model.h"
 
 namespace svc::train {
@@ -145,14 +146,14 @@ void pack_frozen_layer(const EncoderConfig& c, const float* layer, PackedF32* fw
       const int m = static_cast<int>(t % per);
       const float* w = layer + at[m];
       if (t < per) {
-        fwd[m] = pack_f32(w, nullptr, outs[m], ins[m]);
+        fwd[m] = pack_frozen_f32(w, outs[m], ins[m]);
         continue;
       }
       // dx = dy·W: op(B) is W itself, which pack_f32 takes as the [in x out] matrix Wᵀ.
       std::vector<float> wt(static_cast<size_t>(outs[m]) * ins[m]);
       for (int r = 0; r < outs[m]; ++r)
         for (int i = 0; i < ins[m]; ++i) wt[static_cast<size_t>(i) * outs[m] + r] = w[static_cast<int64_t>(r) * ins[m] + i];
-      bwd[m] = pack_f32(wt.data(), nullptr, ins[m], outs[m]);
+      bwd[m] = pack_frozen_f32(wt.data(), ins[m], outs[m]);
     }
   });
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensor/aligned_buffer.h"
+#include "tensor/half.h"
 #include "train/vector_ops.h"
 
 namespace svc::train {
@@ -137,9 +138,51 @@ void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
   gemm_prepacked(ta, m, a, lda, panels, beta, c, ldc, workers);
 }
 
-void gemm_prepacked(bool ta, int m, const float* a, int lda, const PackedF32& b, float beta, float* c, int ldc,
+namespace {
+// Whether the dispatched kernel reads fp16 panels itself: pack_f32 stores them only then.
+bool kernel_reads_half() {
+  static const bool reads = [] {
+    const float one = 1.f;
+    return pack_f32(&one, nullptr, 1, 1).is_half();
+  }();
+  return reads;
+}
+}  // namespace
+
+PackedF32 pack_frozen_f32(const float* w, int n, int k) {
+  PackedF32 p = pack_f32(w, nullptr, n, k);
+  if (p.is_half()) return p;
+  AlignedBuffer<uint16_t> half(p.data.size());
+  for (std::size_t i = 0; i < p.data.size(); ++i) {
+    half[i] = float_to_half(p.data[i]);
+    if (half_to_float(half[i]) != p.data[i]) return p;  // not an fp16 checkpoint: fp32 panels
+  }
+  p.half = std::move(half);
+  p.data = AlignedBuffer<float>();
+  return p;
+}
+
+void gemm_prepacked(bool ta, int m, const float* a, int lda, const PackedF32& packed, float beta, float* c, int ldc,
                     Workers* workers) {
   if (m <= 0) return;
+  const PackedF32* panels = &packed;
+  if (packed.is_half() && !kernel_reads_half()) {
+    thread_local PackedF32 wide;
+    wide.n = packed.n;
+    wide.k = packed.k;
+    wide.nr = packed.nr;
+    wide.data.resize(packed.half.size());
+    if (wide.bias.size() < packed.bias.size()) {
+      wide.bias.resize(packed.bias.size());
+      wide.bias.zero();
+    }
+    const int64_t n = static_cast<int64_t>(packed.half.size());
+    const uint16_t* src = packed.half.data();
+    float* dst = wide.data.data();
+    parallel_for_grain(workers, n, 1 << 16, [=](int64_t i0, int64_t i1) { vector_ops().widen_f16(i1 - i0, src + i0, dst + i0); });
+    panels = &wide;
+  }
+  const PackedF32& b = *panels;
   const int k = b.k, n = b.n;
   thread_local AlignedBuffer<float> a_rows, residual, scratch;
   GemmArgs args;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/vec_math.h"
+#include "tensor/half.h"
 #include "train/rng.h"
 #include "train/vector_ops.h"
 
@@ -210,9 +211,21 @@ void small_gemm_impl(int m, int n, int k, const float* a, int64_t lda, bool tran
   }
 }
 
+void widen_f16_impl(int64_t n, const uint16_t* __restrict h, float* __restrict out) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+#endif
+  for (; i < n; ++i) out[i] = svc::half_to_float(h[i]);
+}
+
 inline VectorOps make_vector_ops() {
-  return {gelu_forward_impl, gelu_backward_impl,    dropout_impl,
-          small_gemm_impl,   softmax_rows_impl, softmax_backward_rows_impl, adamw_impl};
+  return {gelu_forward_impl, gelu_backward_impl,    dropout_impl, small_gemm_impl,
+          softmax_rows_impl, softmax_backward_rows_impl, adamw_impl, widen_f16_impl};
 }
 
 }  // namespace
