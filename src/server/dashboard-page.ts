@@ -18,6 +18,7 @@ export function isProjectIdShape(id: string): boolean {
 /**
  * The project dashboard: one self-contained HTML page (no CDN, no build step). It asks for an API key, keeps it in
  * sessionStorage, reads `GET ./requests` page by page, and shows the calls in a filterable table with their bodies
+ * (a list holds each body's start; a call picked whose body was cut is read whole from `GET ./requests/{id}`)
  * and two SVG charts over time, latency and tokens, each with labelled axes. `nonce` is the response's CSP nonce (see `pagePolicy`): the
  * page's script and stylesheet carry it.
  */
@@ -175,12 +176,20 @@ function render() {
   chart(visible);
 }
 
-function show(r, tr) {
+async function show(r, tr) {
   for (const other of document.querySelectorAll("tbody tr.selected")) other.classList.remove("selected");
   tr.classList.add("selected");
   $("request-body").textContent = pretty(r.request_body);
   $("response-body").textContent = pretty(r.response_body);
   $("detail").classList.add("open");
+  if (!r.request_body_truncated && !r.response_body_truncated) return;
+  // A list holds each body's start only: the whole call is one request away.
+  const response = await fetch("requests/" + r.id, { headers: { authorization: "Bearer " + (sessionStorage.getItem(storageKey) || "") } });
+  if (!response.ok || !tr.classList.contains("selected")) return;
+  const whole = await response.json();
+  if (!tr.classList.contains("selected")) return;
+  $("request-body").textContent = pretty(whole.request_body);
+  $("response-body").textContent = pretty(whole.response_body);
 }
 
 // Two panels, each against its own scale: latency and tokens differ by orders of magnitude.

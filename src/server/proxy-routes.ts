@@ -12,11 +12,12 @@ import { RequestLogQueue } from '../proxy/request-log.js';
 import { askForStreamUsage } from '../proxy/stream-usage.js';
 import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { Principal } from '../service/service.js';
-import type { Project, RequestLogRow } from '../store/types.js';
+import type { Project } from '../store/types.js';
 import { dashboardPage, isProjectIdShape } from './dashboard-page.js';
 import { svcErrorHandler } from './errors.js';
 import { requestLimiter } from './rate-limit.js';
 import { newNonce, pagePolicy } from './security-headers.js';
+import { requestLogRoutes } from './request-log-routes.js';
 
 interface ProjectParams {
   project_id: string;
@@ -35,14 +36,12 @@ declare module 'fastify' {
   }
 }
 
-const kMaxListLimit = 500;
-const kDefaultListLimit = 50;
-
 /**
  * The provider proxy and its request log, as a Fastify route plugin. Register it inside the `/v2` prefix (it is not
  * wrapped in `fastify-plugin`, so the prefix applies):
  * `POST /v2/{project_id}/chat/completions` (OpenAI-compatible), `/v1/chat/completions` (Mistral), `/v1/messages`
- * (Anthropic), `GET /v2/{project_id}/requests` and `GET /v2/{project_id}/dashboard`.
+ * (Anthropic), `GET /v2/{project_id}/requests` (and `/requests/{request_id}`, see `request-log-routes.ts`) and
+ * `GET /v2/{project_id}/dashboard`.
  *
  * @example
  * ```ts
@@ -158,22 +157,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
     );
   }
 
-  app.get<{ Params: ProjectParams; Querystring: { limit?: string; before?: string } }>(
-    '/:project_id/requests',
-    async (request, reply) => {
-      request.svcProxyIdentity = await caller(request, reply, 'read-log');
-      const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
-      const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
-      const rows = await resolved.service.store.listRequestLog(request.params.project_id, { limit: limit + 1, before });
-      const page = rows.slice(0, limit);
-      return {
-        object: 'list',
-        data: page.map(requestLogJson),
-        has_more: rows.length > limit,
-        next_before: rows.length > limit ? page[page.length - 1].id : null,
-      };
-    },
-  );
+  requestLogRoutes(app, resolved.service.store, caller);
 
   app.get<{ Params: ProjectParams }>('/:project_id/dashboard', async (request, reply) => {
     const projectId = request.params.project_id;
@@ -244,38 +228,4 @@ function routeModel(
     );
   }
   return { provider: prefix as ProviderName, upstreamModel };
-}
-
-function integerParam(value: string | undefined, name: string, fallback: number, max: number): number;
-function integerParam(value: string | undefined, name: string, fallback: undefined, max: number): number | undefined;
-function integerParam(value: string | undefined, name: string, fallback: number | undefined, max: number) {
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1 || parsed > max) {
-    throw new SvcError('invalid_request', `${name} must be an integer from 1 to ${max}`, { param: name });
-  }
-  return parsed;
-}
-
-/** A log row as `GET /requests` shows it. */
-export function requestLogJson(row: RequestLogRow) {
-  return {
-    id: row.id,
-    object: 'proxy.request',
-    created_at: Math.floor(row.createdAt / 1000),
-    created_at_ms: row.createdAt,
-    project_id: row.projectId,
-    key_id: row.keyId,
-    provider: row.provider,
-    model: row.model,
-    stream: row.stream,
-    status: row.status,
-    ttfb_ms: row.ttfbMs,
-    total_ms: row.totalMs,
-    tokens_in: row.tokensIn,
-    tokens_out: row.tokensOut,
-    error: row.error,
-    request_body: row.requestBody,
-    response_body: row.responseBody,
-  };
 }

@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
-import type { JobProgress, Store } from '../store/types.js';
+import { SvcError } from '../errors.js';
+import type { JobLease, JobProgress, Store } from '../store/types.js';
 import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
 import * as is from '../is.js';
@@ -44,6 +45,8 @@ export interface JobRunnerOptions {
 }
 
 interface RunningJob {
+  /** The claim, named in every write about the job: refused once the job was claimed again. */
+  lease: JobLease;
   controller: AbortController;
   progress: TrainProgress | null;
   /** The pending write of `progress` to the store, while one waits for its turn. */
@@ -171,6 +174,7 @@ export class JobRunner {
       });
       if (job === null) return;
       const entry: RunningJob = {
+        lease: { holder: this.#holder, token: job.leaseToken },
         controller: new AbortController(), progress: null, progressWrite: undefined, progressWrittenAt: -Infinity,
         done: Promise.resolve(), abortedFor: null,
       };
@@ -186,7 +190,7 @@ export class JobRunner {
     const model = await this.#store.getModel(modelId);
     if (model === null) return; // deleted between claim and start; its job row went with it
     if (attempts > this.#maxAttempts) {
-      await this.#fail(modelId, `training was interrupted ${attempts - 1} times (the service stopped while it ran)`);
+      await this.#fail(modelId, entry, `training was interrupted ${attempts - 1} times (the service stopped while it ran)`);
       return;
     }
     debug('training %s (attempt %d)', modelId, attempts);
@@ -202,10 +206,14 @@ export class JobRunner {
       const examples = await this.#store.getJobExamples(modelId);
       await this.#runtime.train(
         { orgId: model.orgId, modelId, baseModel: model.baseModel, taskType: model.taskType, examples, options },
-        { signal: entry.controller.signal, onProgress: (p) => this.#noteProgress(modelId, entry, p) },
+        {
+          signal: entry.controller.signal,
+          onProgress: (p) => this.#noteProgress(modelId, entry, p),
+          fence: () => this.#fence(modelId, entry),
+        },
       );
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.releaseJob(modelId, this.#holder, this.#now());
+        await this.#store.releaseJob(modelId, entry.lease, this.#now());
         ended('released');
         return;
       }
@@ -223,9 +231,9 @@ export class JobRunner {
       clearTimeout(entry.progressWrite);
       if (entry.progress !== null) {
         entry.progress = { ...entry.progress, done: entry.progress.total };
-        await this.#writeProgress(modelId, entry.progress);
+        await this.#writeProgress(modelId, entry, entry.progress);
       }
-      if (!(await this.#store.finishJob(modelId, this.#holder, this.#now(), null))) {
+      if (!(await this.#store.finishJob(modelId, entry.lease, this.#now(), null))) {
         // Another replica took the job over before this one saw it at a heartbeat: that one's result counts.
         ended('cancelled');
         return;
@@ -234,7 +242,7 @@ export class JobRunner {
       debug('trained %s', modelId);
     } catch (error) {
       if (entry.abortedFor === 'shutdown') {
-        await this.#store.releaseJob(modelId, this.#holder, this.#now());
+        await this.#store.releaseJob(modelId, entry.lease, this.#now());
         ended('released');
         return;
       }
@@ -244,10 +252,10 @@ export class JobRunner {
       if (entry.abortedFor === 'delete') return ended('cancelled');
       ended('failed');
       if (entry.abortedFor === 'timeout') {
-        await this.#fail(modelId, `training took longer than ${this.#timeoutMs / 1000} seconds and was stopped`);
+        await this.#fail(modelId, entry, `training took longer than ${this.#timeoutMs / 1000} seconds and was stopped`);
         return;
       }
-      await this.#fail(modelId, error instanceof Error ? error.message : String(error));
+      await this.#fail(modelId, entry, error instanceof Error ? error.message : String(error));
     } finally {
       clearTimeout(timer);
       clearInterval(heartbeat);
@@ -266,14 +274,14 @@ export class JobRunner {
     entry.progressWrite = setTimeout(() => {
       entry.progressWrite = undefined;
       entry.progressWrittenAt = performance.now();
-      if (entry.progress !== null && !entry.controller.signal.aborted) void this.#writeProgress(modelId, entry.progress);
+      if (entry.progress !== null && !entry.controller.signal.aborted) void this.#writeProgress(modelId, entry, entry.progress);
     }, wait);
   }
 
   /** Progress is for watching: a store that cannot take it now loses that one write, never the job. */
-  async #writeProgress(modelId: string, progress: TrainProgress): Promise<void> {
+  async #writeProgress(modelId: string, entry: RunningJob, progress: TrainProgress): Promise<void> {
     try {
-      await this.#store.recordJobProgress(modelId, this.#holder, asJobProgress(progress));
+      await this.#store.recordJobProgress(modelId, entry.lease, asJobProgress(progress));
     } catch (error) {
       debug('progress of %s not recorded: %s', modelId, error instanceof Error ? error.message : String(error));
     }
@@ -287,19 +295,36 @@ export class JobRunner {
   async #heartbeat(modelId: string, entry: RunningJob): Promise<void> {
     if (entry.controller.signal.aborted) return;
     try {
-      if (await this.#store.renewLease(modelId, this.#holder, this.#now() + this.#leaseMs)) return;
-      const deleted = (await this.#store.getModel(modelId)) === null;
-      if (entry.controller.signal.aborted) return;
-      entry.abortedFor ??= deleted ? 'delete' : 'lost';
-      entry.controller.abort(new Error(deleted ? 'the model was deleted' : 'another replica took the job over'));
+      if (await this.#store.renewLease(modelId, entry.lease, this.#now() + this.#leaseMs)) return;
+      await this.#lose(modelId, entry);
     } catch (error) {
       debug('heartbeat of %s failed: %s', modelId, error instanceof Error ? error.message : String(error));
     }
   }
 
-  async #fail(modelId: string, reason: string): Promise<void> {
+  /**
+   * The fence before the model is published, called by the runtime once the model is ready and before any of it is
+   * written: a heartbeat now, so that the publish and the job's end have a whole lease ahead of them. A runner whose
+   * lease lapsed and whose job was claimed again (a heartbeat that came too late on a loaded machine) is refused
+   * here, stops, and writes no model: the job's new holder writes it, once.
+   */
+  async #fence(modelId: string, entry: RunningJob): Promise<void> {
+    if (await this.#store.renewLease(modelId, entry.lease, this.#now() + this.#leaseMs)) return;
+    await this.#lose(modelId, entry);
+    throw new SvcError('aborted', `the job of ${modelId} is no longer this runner's; its model is not published here`);
+  }
+
+  /** Stops a job that is no longer this runner's: its model was deleted, or another claim took the job over. */
+  async #lose(modelId: string, entry: RunningJob): Promise<void> {
+    const deleted = (await this.#store.getModel(modelId)) === null;
+    if (entry.controller.signal.aborted) return;
+    entry.abortedFor ??= deleted ? 'delete' : 'lost';
+    entry.controller.abort(new Error(deleted ? 'the model was deleted' : 'another replica took the job over'));
+  }
+
+  async #fail(modelId: string, entry: RunningJob, reason: string): Promise<void> {
     debug('training %s failed: %s', modelId, reason);
-    await this.#store.finishJob(modelId, this.#holder, this.#now(), reason);
+    await this.#store.finishJob(modelId, entry.lease, this.#now(), reason);
   }
 
   #notifyIfIdle(): void {

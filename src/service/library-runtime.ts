@@ -2,15 +2,14 @@ import { CachedArtifactHub } from '../artifacts/cached-hub.js';
 import { DirectoryArtifacts } from '../artifacts/directory.js';
 import { MergedExports } from '../artifacts/merged.js';
 import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
-import type { DirectoryHub } from '../model/hub.js';
+import type { DirectoryHub, Hub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
 import { Classifier } from '../predict/classifier.js';
 import type { TaskType } from '../train/request.js';
 import { finetuneThreads } from '../train/finetune-stage.js';
 import { train } from '../train/train.js';
-import type { TrainProgress } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';
-import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainJob } from './runtime.js';
+import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainHooks, RuntimeTrainJob } from './runtime.js';
 
 /** Loaded classifiers kept in memory (a head is a few kilobytes; the encoder is shared per worker). */
 export const kDefaultCachedModels = 256;
@@ -79,14 +78,11 @@ export class LibraryRuntime implements ModelRuntime {
     return this.#files.open(`${orgId}/${modelId}`, name);
   }
 
-  async train(
-    job: RuntimeTrainJob,
-    hooks: { onProgress?: (p: TrainProgress) => void; signal?: AbortSignal },
-  ): Promise<void> {
+  async train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void> {
     const hubId = `${job.orgId}/${job.modelId}`;
     this.#loaded.delete(hubId);
     const classifier = await train(storedTrainRequest(job.baseModel, job.taskType, job.examples, job.options), {
-      hub: this.hub,
+      hub: hooks.fence === undefined ? this.hub : fencedHub(this.hub, hooks.fence),
       id: hubId,
       signal: hooks.signal,
       onProgress: hooks.onProgress,
@@ -135,4 +131,23 @@ export class LibraryRuntime implements ModelRuntime {
     }
     return loading;
   }
+}
+
+/**
+ * The hub with a fence before each publish: the model is saved into the publish's staging folder, then the fence is
+ * awaited, and only then does the hub store it (the artifact store's put) and rename it into place. A fence that
+ * rejects leaves the published model as it was.
+ */
+function fencedHub(hub: Hub, fence: () => Promise<void>): Hub {
+  return {
+    resolve: (id) => hub.resolve(id),
+    publish: (id, write) =>
+      hub.publish(id, async (dir) => {
+        await write(dir);
+        await fence();
+      }),
+    remove: (id) => hub.remove(id),
+    files: (id) => hub.files(id),
+    file: (id, path) => hub.file(id, path),
+  };
 }

@@ -4,6 +4,14 @@ import type { TaskType } from '../train/request.js';
 import type { TrainProgress } from '../train/train.js';
 import type { TrainingExample } from '../store/types.js';
 
+/** What the job runner hands a training run: progress out, cancellation and the publishing fence in. */
+export interface RuntimeTrainHooks {
+  onProgress?: (p: TrainProgress) => void;
+  signal?: AbortSignal;
+  /** Resolves while the job is still the runner's to publish; rejects (and nothing may be written) once it is not. */
+  fence?: () => Promise<void>;
+}
+
 /** One training job as the runtime sees it. */
 export interface RuntimeTrainJob {
   orgId: string;
@@ -40,8 +48,12 @@ export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal'>
  * the library directly, so this seam is the whole wiring.
  */
 export interface ModelRuntime {
-  /** Trains the job and writes the model directory to the hub at `<org>/<model_id>`. */
-  train(job: RuntimeTrainJob, hooks: { onProgress?: (p: TrainProgress) => void; signal?: AbortSignal }): Promise<void>;
+  /**
+   * Trains the job and writes the model directory to the hub at `<org>/<model_id>`. With `hooks.fence`, it is awaited
+   * once the model is ready and before any of it is written to the hub (or the artifact store): when it rejects
+   * (the job runner lost the job), training rejects with that reason and the hub is left as it was.
+   */
+  train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void>;
   /** Runs a trained model; one prediction per text, in order. */
   predict(orgId: string, modelId: string, texts: string[], options?: RuntimePredictOptions): Promise<AnyRuntimePrediction[]>;
   /** Forgets the model: unloads it and removes its hub directory. Missing models are not an error. */

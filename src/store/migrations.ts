@@ -209,6 +209,11 @@ export const kMigrations: readonly string[] = Object.freeze([
   ) WITHOUT ROWID;
   INSERT INTO request_log_bytes (project_id, bytes) SELECT project_id, SUM(body_bytes) FROM request_log GROUP BY project_id;
   `,
+  // 13: each claim of a job takes the next lease token, and the holder's writes (heartbeat, progress, release, end)
+  // name it: a runner whose lease lapsed and whose job was claimed again, by another replica or by itself, is refused.
+  `
+  ALTER TABLE training_jobs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+  `,
 ]);
 
 /**

@@ -5,13 +5,14 @@ import { inTransaction, openMigratedPool } from './postgres-migrations.js';
 import { PostgresProxyLedger } from './postgres-proxy-ledger.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import {
-  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
-  toExample, toJob, toJobProgress, toKey, toLimits, toLog, toModel, toOrg, toProject, toProgressColumn,
+  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogPreviewRow, type LogRow, type ModelRow, type OrgRow,
+  type ProjectRow, logPageSql, toExample, toJob, toJobProgress, toKey, toLimits, toLog, toLogPage, toModel, toOrg,
+  toProject, toProgressColumn,
 } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
-  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
-  JobClaim, JobProgress, Store, TrainingExample, TrainingJob,
+  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogPage, RequestLogRow,
+  JobClaim, JobLease, JobProgress, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /** Connections per replica: a few requests and the job runner at once; PostgreSQL's default cap is 100 in all. */
@@ -59,7 +60,7 @@ const kSql = Object.freeze({
   // The SQLite store's fair order (round robin by organization, oldest job first, live running jobs under the cap,
   // expired leases claimable), plus SKIP LOCKED: a claimer passes over the jobs and organizations another claimer
   // is taking right now instead of waiting for it.
-  nextFair: `SELECT j.model_id, j.state, j.attempts, j.options, j.created_at, j.updated_at, m.org_id,
+  nextFair: `SELECT j.model_id, j.state, j.attempts, j.options, j.created_at, j.updated_at, j.lease_token, m.org_id,
       COALESCE(l.max_running_jobs, $1) AS cap
     FROM training_jobs j
       JOIN models m ON m.id = j.model_id
@@ -74,16 +75,18 @@ const kSql = Object.freeze({
     FOR UPDATE OF j, o SKIP LOCKED`,
   markOrgServed: 'UPDATE organizations SET last_job_started_at = $1 WHERE id = $2',
   markRunning: `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = $1, locked_by = $2,
-    locked_until = $3, progress = NULL WHERE model_id = $4`,
-  recordProgress: "UPDATE training_jobs SET progress = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3",
+    locked_until = $3, progress = NULL, lease_token = lease_token + 1 WHERE model_id = $4`,
+  // A holder's writes: only while the job is running under its claim (its name and its claim's token).
+  recordProgress: "UPDATE training_jobs SET progress = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3 AND lease_token = $4",
   jobProgress: 'SELECT progress FROM training_jobs WHERE model_id = $1',
-  renewLease: "UPDATE training_jobs SET locked_until = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3",
+  renewLease: "UPDATE training_jobs SET locked_until = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3 AND lease_token = $4",
   requeue: `UPDATE training_jobs SET state = 'queued', updated_at = $1, locked_by = NULL, locked_until = NULL, progress = NULL
     WHERE state = 'running' AND COALESCE(locked_until, 0) < $1`,
   release: `UPDATE training_jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), updated_at = $1,
-    locked_by = NULL, locked_until = NULL, progress = NULL WHERE model_id = $2 AND state = 'running' AND locked_by = $3`,
+    locked_by = NULL, locked_until = NULL, progress = NULL WHERE model_id = $2 AND state = 'running' AND locked_by = $3
+    AND lease_token = $4`,
   finish: `UPDATE training_jobs SET state = $1, updated_at = $2, locked_by = NULL, locked_until = NULL
-    WHERE model_id = $3 AND state = 'running' AND locked_by = $4`,
+    WHERE model_id = $3 AND state = 'running' AND locked_by = $4 AND lease_token = $5`,
   countJobs: 'SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state',
   insertLog: `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
       tokens_in, tokens_out, error, request_body, response_body, created_at, body_bytes)
@@ -92,6 +95,8 @@ const kSql = Object.freeze({
     ON CONFLICT (project_id, month) DO UPDATE SET tokens = project_usage.tokens + excluded.tokens`,
   getUsage: 'SELECT tokens FROM project_usage WHERE project_id = $1 AND month = $2',
   listLog: 'SELECT * FROM request_log WHERE project_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
+  listLogPage: logPageSql({ project: '$1', before: '$2', limit: '$3', maxBytes: '$4', chars: '$5' }),
+  getLog: 'SELECT * FROM request_log WHERE project_id = $1 AND id = $2',
   logProjects: 'SELECT DISTINCT project_id FROM request_log ORDER BY project_id',
   nthNewestLog: 'SELECT id FROM request_log WHERE project_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2',
   pruneLog: `DELETE FROM request_log WHERE id IN (
@@ -290,18 +295,22 @@ export class PostgresStore implements Store {
         const until = at + claim.leaseMs;
         await client.query(kSql.markRunning, [at, claim.holder, until, row.model_id]);
         await client.query(kSql.markOrgServed, [at, orgId]);
-        return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until });
+        return toJob({
+          ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until,
+          lease_token: row.lease_token + 1,
+        });
       }
       return null;
     });
   }
 
-  async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
-    return ((await this.#pool.query(kSql.renewLease, [until, modelId, holder])).rowCount ?? 0) > 0;
+  async renewLease(modelId: string, lease: JobLease, until: Millis): Promise<boolean> {
+    return ((await this.#pool.query(kSql.renewLease, [until, modelId, lease.holder, lease.token])).rowCount ?? 0) > 0;
   }
 
-  async recordJobProgress(modelId: string, holder: string, progress: JobProgress): Promise<boolean> {
-    return ((await this.#pool.query(kSql.recordProgress, [toProgressColumn(progress), modelId, holder])).rowCount ?? 0) > 0;
+  async recordJobProgress(modelId: string, lease: JobLease, progress: JobProgress): Promise<boolean> {
+    const written = await this.#pool.query(kSql.recordProgress, [toProgressColumn(progress), modelId, lease.holder, lease.token]);
+    return (written.rowCount ?? 0) > 0;
   }
 
   async getJobProgress(modelId: string): Promise<JobProgress | null> {
@@ -313,13 +322,13 @@ export class PostgresStore implements Store {
     return (await this.#pool.query(kSql.requeue, [at])).rowCount ?? 0;
   }
 
-  async releaseJob(modelId: string, holder: string, at: Millis): Promise<void> {
-    await this.#pool.query(kSql.release, [at, modelId, holder]);
+  async releaseJob(modelId: string, lease: JobLease, at: Millis): Promise<void> {
+    await this.#pool.query(kSql.release, [at, modelId, lease.holder, lease.token]);
   }
 
-  async finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean> {
+  async finishJob(modelId: string, lease: JobLease, at: Millis, failure: string | null): Promise<boolean> {
     return this.#tx(async (client) => {
-      const finished = await client.query(kSql.finish, [failure === null ? 'done' : 'failed', at, modelId, holder]);
+      const finished = await client.query(kSql.finish, [failure === null ? 'done' : 'failed', at, modelId, lease.holder, lease.token]);
       if ((finished.rowCount ?? 0) === 0) return false;
       await client.query(kSql.setModelStatus, [failure === null ? 'trained' : 'failed', failure, at, modelId]);
       return true;
@@ -355,6 +364,19 @@ export class PostgresStore implements Store {
   async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
     const before = options.before ?? Number.MAX_SAFE_INTEGER;
     return (await this.#rows<LogRow>(kSql.listLog, [projectId, before, options.limit])).map(toLog);
+  }
+
+  async listRequestLogPreviews(
+    projectId: string,
+    options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
+  ): Promise<RequestLogPage> {
+    const params = [projectId, options.before ?? Number.MAX_SAFE_INTEGER, options.limit + 1, options.maxBodyBytes, options.previewChars];
+    return toLogPage(await this.#rows<LogPreviewRow>(kSql.listLogPage, params), options.limit);
+  }
+
+  async getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {
+    const row = await this.#one<LogRow>(kSql.getLog, [projectId, id]);
+    return row === undefined ? null : toLog(row);
   }
 
   async listRequestLogProjects(): Promise<string[]> {

@@ -10,6 +10,7 @@ import type {
   Organization,
   Project,
   ProviderName,
+  RequestLogPage,
   RequestLogRow,
   TrainingExample,
   TrainingJob,
@@ -27,7 +28,7 @@ export interface ModelRow {
 }
 export interface JobRow {
   model_id: string; state: string; attempts: number; options: string; created_at: number; updated_at: number;
-  locked_by: string | null; locked_until: number | null;
+  locked_by: string | null; locked_until: number | null; lease_token: number;
 }
 export interface ExampleRow { text: string; label: number; label_text: string }
 export interface LogRow {
@@ -54,13 +55,48 @@ export const toModel = (r: ModelRow): ModelRecord => ({
 export const toJob = (r: JobRow): TrainingJob => ({
   modelId: r.model_id, state: r.state as JobState, attempts: r.attempts,
   options: JSON.parse(r.options) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at,
-  lockedBy: r.locked_by, lockedUntil: r.locked_until,
+  lockedBy: r.locked_by, lockedUntil: r.locked_until, leaseToken: r.lease_token,
 });
 export const toLog = (r: LogRow): RequestLogRow => ({
   id: r.id, projectId: r.project_id, keyId: r.key_id, provider: r.provider as ProviderName, model: r.model,
   stream: r.stream === 1, status: r.status, ttfbMs: r.ttfb_ms, totalMs: r.total_ms, tokensIn: r.tokens_in,
   tokensOut: r.tokens_out, error: r.error, requestBody: r.request_body, responseBody: r.response_body, createdAt: r.created_at,
 });
+
+/** A row of {@link logPageSql}: `page_rows` is how many rows the page had before its bound of bytes read. */
+export interface LogPreviewRow extends LogRow { request_body_bytes: number; response_body_bytes: number; page_rows: number }
+
+/**
+ * A page of the request log in one statement, the same for both stores (`p` names each parameter in the store's
+ * dialect): up to `limit` rows before `before`, newest first, measured by `octet_length` (which reads a row's header,
+ * not its bodies), then only the rows whose newer rows' bodies total under `maxBytes` read, each body's first `chars`
+ * characters. The filter comes before the join on purpose: SQLite reaches `created_at` past a row's bodies by walking
+ * their overflow pages, which for 500 rows of 64 KiB bodies took longer than reading the bodies it keeps.
+ */
+export const logPageSql = (p: { project: string; before: string; limit: string; maxBytes: string; chars: string }): string => `
+  WITH page AS (
+    SELECT id, octet_length(request_body) AS request_body_bytes, octet_length(response_body) AS response_body_bytes
+    FROM request_log WHERE project_id = ${p.project} AND id < ${p.before} ORDER BY id DESC LIMIT ${p.limit}),
+  ahead AS (
+    SELECT id, request_body_bytes, response_body_bytes, COALESCE(SUM(request_body_bytes + response_body_bytes)
+      OVER (ORDER BY id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS ahead_bytes
+    FROM page)
+  SELECT r.id, r.project_id, r.key_id, r.provider, r.model, r.stream, r.status, r.ttfb_ms, r.total_ms, r.tokens_in,
+    r.tokens_out, r.error, r.created_at, a.request_body_bytes, a.response_body_bytes,
+    substr(r.request_body, 1, ${p.chars}) AS request_body, substr(r.response_body, 1, ${p.chars}) AS response_body,
+    (SELECT COUNT(*) FROM page) AS page_rows
+  FROM ahead a JOIN request_log r ON r.id = a.id
+  WHERE a.ahead_bytes < ${p.maxBytes}
+  ORDER BY r.id DESC`;
+
+/** The rows of {@link logPageSql}, asked for `limit + 1`, as a page: more follow when it was cut or passed `limit`. */
+export function toLogPage(rows: LogPreviewRow[], limit: number): RequestLogPage {
+  const kept = rows.slice(0, limit);
+  return {
+    rows: kept.map((r) => ({ ...toLog(r), requestBodyBytes: r.request_body_bytes, responseBodyBytes: r.response_body_bytes })),
+    more: rows.length > 0 && Number(rows[0].page_rows) > kept.length,
+  };
+}
 
 /** A job's `progress` column: JSON written by {@link toProgressColumn}, or null before its first progress. */
 export const toJobProgress = (column: string | null): JobProgress | null =>

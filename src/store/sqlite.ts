@@ -7,13 +7,14 @@ import { migrate } from './migrations.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import {
-  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogRow, type ModelRow, type OrgRow, type ProjectRow,
-  toExample, toJob, toJobProgress, toKey, toLimits, toLog, toModel, toOrg, toProject, toProgressColumn,
+  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogPreviewRow, type LogRow, type ModelRow, type OrgRow,
+  type ProjectRow, logPageSql, toExample, toJob, toJobProgress, toKey, toLimits, toLog, toLogPage, toModel, toOrg,
+  toProject, toProgressColumn,
 } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
-  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogRow,
-  JobClaim, JobProgress, Store, TrainingExample, TrainingJob,
+  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogPage, RequestLogRow,
+  JobClaim, JobLease, JobProgress, Store, TrainingExample, TrainingJob,
 } from './types.js';
 
 /**
@@ -110,22 +111,23 @@ export class SqliteStore implements Store {
       markOrgServed: p('UPDATE organizations SET last_job_started_at = ? WHERE id = ?'),
       markRunning: p(
         `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?, locked_by = ?, locked_until = ?,
-           progress = NULL WHERE model_id = ?`,
+           progress = NULL, lease_token = lease_token + 1 WHERE model_id = ?`,
       ),
-      recordProgress: p("UPDATE training_jobs SET progress = ? WHERE model_id = ? AND state = 'running' AND locked_by = ?"),
+      // A holder's writes: only while the job is running under its claim (its name and its claim's token).
+      recordProgress: p("UPDATE training_jobs SET progress = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?"),
       jobProgress: p('SELECT progress FROM training_jobs WHERE model_id = ?'),
-      renewLease: p("UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ?"),
+      renewLease: p("UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?"),
       requeue: p(
         `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL, progress = NULL
          WHERE state = 'running' AND COALESCE(locked_until, 0) < ?`,
       ),
       release: p(
         `UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ?, locked_by = NULL,
-           locked_until = NULL, progress = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
+           locked_until = NULL, progress = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?`,
       ),
       finish: p(
         `UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL
-         WHERE model_id = ? AND state = 'running' AND locked_by = ?`,
+         WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?`,
       ),
       countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
       insertLog: p(
@@ -139,6 +141,8 @@ export class SqliteStore implements Store {
       ),
       getUsage: p('SELECT tokens FROM project_usage WHERE project_id = ? AND month = ?'),
       listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
+      listLogPage: p(logPageSql({ project: '@project', before: '@before', limit: '@limit', maxBytes: '@maxBytes', chars: '@chars' })),
+      getLog: p('SELECT * FROM request_log WHERE project_id = ? AND id = ?'),
       logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
       // The oldest row the project keeps by count: everything at or below the next id goes.
       nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
@@ -289,16 +293,19 @@ export class SqliteStore implements Store {
       const until = at + claim.leaseMs;
       this.#sql.markRunning.run(at, claim.holder, until, row.model_id);
       this.#sql.markOrgServed.run(at, orgId);
-      return toJob({ ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until });
+      return toJob({
+        ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until,
+        lease_token: row.lease_token + 1,
+      });
     }).immediate();
   }
 
-  async renewLease(modelId: string, holder: string, until: Millis): Promise<boolean> {
-    return this.#sql.renewLease.run(until, modelId, holder).changes > 0;
+  async renewLease(modelId: string, lease: JobLease, until: Millis): Promise<boolean> {
+    return this.#sql.renewLease.run(until, modelId, lease.holder, lease.token).changes > 0;
   }
 
-  async recordJobProgress(modelId: string, holder: string, progress: JobProgress): Promise<boolean> {
-    return this.#sql.recordProgress.run(toProgressColumn(progress), modelId, holder).changes > 0;
+  async recordJobProgress(modelId: string, lease: JobLease, progress: JobProgress): Promise<boolean> {
+    return this.#sql.recordProgress.run(toProgressColumn(progress), modelId, lease.holder, lease.token).changes > 0;
   }
 
   async getJobProgress(modelId: string): Promise<JobProgress | null> {
@@ -310,13 +317,13 @@ export class SqliteStore implements Store {
     return this.#sql.requeue.run(at, at).changes;
   }
 
-  async releaseJob(modelId: string, holder: string, at: Millis): Promise<void> {
-    this.#sql.release.run(at, modelId, holder);
+  async releaseJob(modelId: string, lease: JobLease, at: Millis): Promise<void> {
+    this.#sql.release.run(at, modelId, lease.holder, lease.token);
   }
 
-  async finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean> {
+  async finishJob(modelId: string, lease: JobLease, at: Millis, failure: string | null): Promise<boolean> {
     return this.#db.transaction(() => {
-      if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, holder).changes === 0) return false;
+      if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, lease.holder, lease.token).changes === 0) return false;
       this.#sql.setModelStatus.run(failure === null ? 'trained' : 'failed', failure, at, modelId);
       return true;
     }).immediate();
@@ -351,6 +358,22 @@ export class SqliteStore implements Store {
   async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
     const before = options.before ?? Number.MAX_SAFE_INTEGER;
     return (this.#sql.listLog.all(projectId, before, options.limit) as LogRow[]).map(toLog);
+  }
+
+  async listRequestLogPreviews(
+    projectId: string,
+    options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
+  ): Promise<RequestLogPage> {
+    const query = {
+      project: projectId, before: options.before ?? Number.MAX_SAFE_INTEGER, limit: options.limit + 1,
+      maxBytes: options.maxBodyBytes, chars: options.previewChars,
+    };
+    return toLogPage(this.#sql.listLogPage.all(query) as LogPreviewRow[], options.limit);
+  }
+
+  async getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {
+    const row = this.#sql.getLog.get(projectId, id) as LogRow | undefined;
+    return row === undefined ? null : toLog(row);
   }
 
   async listRequestLogProjects(): Promise<string[]> {

@@ -96,6 +96,20 @@ export interface TrainingJob {
   lockedBy: string | null;
   /** When the holder's lease ends unless its heartbeat renews it; past it, any runner may claim the job. */
   lockedUntil: Millis | null;
+  /**
+   * The token of the job's latest claim: each claim takes the next number (never reused, unlike `attempts`). A
+   * holder's writes name it ({@link JobLease}), so that a runner whose lease lapsed cannot write once the job was
+   * claimed again, even by a runner of the same name.
+   */
+  leaseToken: number;
+}
+
+/** A claim as its holder names it in every write about its job: refused once the job was claimed again. */
+export interface JobLease {
+  /** The claiming runner ({@link JobClaim.holder}). */
+  holder: string;
+  /** The claim's {@link TrainingJob.leaseToken}. */
+  token: number;
 }
 
 /** Where a running job is: `done` of `total` units of its current stage (see the training's progress events). */
@@ -147,6 +161,19 @@ export interface RequestLogRow {
   requestBody: string;
   responseBody: string;
   createdAt: Millis;
+}
+
+/** A request-log row as a list shows it: each body cut to its first characters, the whole body's size beside it. */
+export interface RequestLogPreview extends RequestLogRow {
+  /** UTF-8 bytes of the whole request body; more than `requestBody` holds when it was cut. */
+  requestBodyBytes: number;
+  responseBodyBytes: number;
+}
+
+/** A page of the request log: its rows, newest first, and whether older rows follow. */
+export interface RequestLogPage {
+  rows: RequestLogPreview[];
+  more: boolean;
 }
 
 /**
@@ -247,15 +274,16 @@ export interface Store {
   claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null>;
   /**
    * The holder's heartbeat: extends its lease on a running job to `until`. False when the job is no longer its
-   * own (the model was deleted, or the lease ended and another runner took the job): the holder stops.
+   * own (the model was deleted, or the lease ended and another claim took the job): the holder stops. A lease that
+   * ended but was not claimed again is still the holder's.
    */
-  renewLease(modelId: string, holder: string, until: Millis): Promise<boolean>;
+  renewLease(modelId: string, lease: JobLease, until: Millis): Promise<boolean>;
   /**
    * Records the progress of a running job that `holder` holds (written at most about once a second by the holder).
    * False, and nothing written, when the job is no longer the holder's. A claim, a requeue and a release clear it:
    * each attempt starts over.
    */
-  recordJobProgress(modelId: string, holder: string, progress: JobProgress): Promise<boolean>;
+  recordJobProgress(modelId: string, lease: JobLease, progress: JobProgress): Promise<boolean>;
   /** The progress last recorded for a model's job (its final one once the job ended), or null. */
   getJobProgress(modelId: string): Promise<JobProgress | null>;
   /**
@@ -267,13 +295,13 @@ export interface Store {
    * Puts one running job that `holder` holds back in the queue without counting its start: a clean shutdown
    * stopped it, so it should not count towards the crash limit. A job another runner took over stays its.
    */
-  releaseJob(modelId: string, holder: string, at: Millis): Promise<void>;
+  releaseJob(modelId: string, lease: JobLease, at: Millis): Promise<void>;
   /**
    * Ends a job `holder` still holds, and its model with it, in one transaction: `failure` null marks the job
    * `done` and the model `trained`; a reason marks both `failed`. False, and nothing written, when the job is no
    * longer the holder's (the model was deleted, or another runner took the job over after the lease ended).
    */
-  finishJob(modelId: string, holder: string, at: Millis, failure: string | null): Promise<boolean>;
+  finishJob(modelId: string, lease: JobLease, at: Millis, failure: string | null): Promise<boolean>;
   /** How many jobs are in each state (every state present, 0 when none). */
   countJobs(): Promise<Record<JobState, number>>;
 
@@ -290,6 +318,18 @@ export interface Store {
   getProjectUsage(projectId: string, month: string): Promise<number>;
   /** Newest first; `before` is an exclusive row id cursor. */
   listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]>;
+  /**
+   * A page as {@link Store.listRequestLog} lists it, each body cut to its first `previewChars` characters by the
+   * database, and the page ended early (`more`) before the row whose bodies would take the bodies read past
+   * `maxBodyBytes` (at least one row is read): a page reads a bounded part of the log's bodies, however large they are,
+   * and the body sizes come from the row headers without reading the bodies.
+   */
+  listRequestLogPreviews(
+    projectId: string,
+    options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
+  ): Promise<RequestLogPage>;
+  /** One row of the project's log with its whole bodies; null when the project has no row of that id. */
+  getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null>;
   /** Projects that have request-log rows. */
   listRequestLogProjects(): Promise<string[]>;
   /**

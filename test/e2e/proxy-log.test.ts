@@ -41,6 +41,7 @@ describe('GET /v2/{project_id}/requests', () => {
     expect(Object.keys(row)).toEqual([
       'id', 'object', 'created_at', 'created_at_ms', 'project_id', 'key_id', 'provider', 'model', 'stream', 'status',
       'ttfb_ms', 'total_ms', 'tokens_in', 'tokens_out', 'error', 'request_body', 'response_body',
+      'request_body_truncated', 'response_body_truncated', 'request_body_bytes', 'response_body_bytes',
     ]);
     expect(row).toMatchObject({
       object: 'proxy.request', project_id: h.projectId, key_id: h.acmeKeyId, provider: 'provider-a', stream: false,

@@ -95,7 +95,7 @@ export function storeContract(name: string, backend: StoreBackend): void {
       const first = await store.claimNextJob(100, claim);
       expect(first).toEqual({
         modelId: 'svc-small-00000000000a', state: 'running', attempts: 1, options: { finetune: false }, createdAt: 1, updatedAt: 100,
-        lockedBy: 'runner-1', lockedUntil: 1100,
+        lockedBy: 'runner-1', lockedUntil: 1100, leaseToken: 1,
       });
       expect(await store.getJob('svc-small-00000000000a')).toEqual(first);
       // A live lease is left alone; once it has ended (the runner died) the job goes back ahead of the newer one.
@@ -112,13 +112,14 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect((await store.claimNextJob(1500, claim))?.modelId).toBe('svc-small-00000000000b');
       expect(await store.claimNextJob(1600, claim)).toBeNull();
       // Only the holder releases its job: another runner's call changes nothing.
-      await store.releaseJob('svc-small-00000000000b', 'runner-2', 1640);
+      await store.releaseJob('svc-small-00000000000b', { holder: 'runner-2', token: 1 }, 1640);
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'running', lockedBy: 'runner-1' });
-      await store.releaseJob('svc-small-00000000000b', 'runner-1', 1650);
+      await store.releaseJob('svc-small-00000000000b', { holder: 'runner-1', token: 1 }, 1650);
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({
         state: 'queued', attempts: 0, updatedAt: 1650, lockedBy: null, lockedUntil: null,
       });
-      expect((await store.claimNextJob(1700, claim))?.attempts).toBe(1);
+      // A release does not count the start, but the next claim's token is a new one.
+      expect(await store.claimNextJob(1700, claim)).toMatchObject({ attempts: 1, leaseToken: 2 });
 
       expect(await store.deleteModel('svc-small-00000000000b')).toBe(true);
       expect(await store.deleteModel('svc-small-00000000000b')).toBe(false);
@@ -171,6 +172,40 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect((await store.listRequestLog('proj_1', { limit: 2 })).map((r) => r.id)).toEqual([ids[2], ids[1]]);
       const older = await store.listRequestLog('proj_1', { limit: 2, before: ids[1] });
       expect(older).toEqual([{ ...row, id: ids[0], createdAt: 0 }]);
+    });
+
+    it("lists the request log with each body's start and its whole size, a page bounded by bodies read, and reads one row whole", async () => {
+      // The cut counts characters and the sizes bytes alike on both stores, with two-byte characters too.
+      const requestBody = `{"q":"${'é'.repeat(5000)}"}`;
+      const row = {
+        projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
+        ttfbMs: 1, totalMs: 2, tokensIn: null, tokensOut: null, error: null, requestBody, responseBody: 'ok', createdAt: 7,
+      };
+      const first = await store.insertRequestLog(row);
+      const second = await store.insertRequestLog({ ...row, createdAt: 8 });
+      const other = await store.insertRequestLog({ ...row, projectId: 'proj_2' });
+      const previews = await store.listRequestLogPreviews('proj_1', { limit: 5, previewChars: 10, maxBodyBytes: 1 << 20 });
+      expect(previews).toEqual({
+        rows: [second, first].map((id, i) => ({
+          ...row, id, createdAt: 8 - i, requestBody: `{"q":"${'é'.repeat(4)}`, requestBodyBytes: 10_008, responseBodyBytes: 2,
+        })),
+        more: false,
+      });
+      // Ended by the limit, or before the row whose bodies would pass the bytes read (the first row always comes).
+      const ids = async (options: { limit: number; before?: number; maxBodyBytes: number }) => {
+        const page = await store.listRequestLogPreviews('proj_1', { ...options, previewChars: 10 });
+        return { ids: page.rows.map((r) => r.id), more: page.more };
+      };
+      expect(await ids({ limit: 1, maxBodyBytes: 1 << 20 })).toEqual({ ids: [second], more: true });
+      // The newest row's bodies are 10,010 bytes: the next row is read only while that is under the bound.
+      expect(await ids({ limit: 5, maxBodyBytes: 10_010 })).toEqual({ ids: [second], more: true });
+      expect(await ids({ limit: 5, maxBodyBytes: 10_011 })).toEqual({ ids: [second, first], more: false });
+      expect(await ids({ limit: 5, maxBodyBytes: 1 })).toEqual({ ids: [second], more: true });
+      expect(await ids({ limit: 5, before: second, maxBodyBytes: 1 })).toEqual({ ids: [first], more: false });
+      expect(await store.getRequestLog('proj_1', first)).toEqual({ ...row, id: first });
+      // Another project's row is not this project's to read.
+      expect(await store.getRequestLog('proj_1', other)).toBeNull();
+      expect(await store.getRequestLog('proj_2', other)).toEqual({ ...row, id: other, projectId: 'proj_2' });
     });
 
     it('counts each project\'s tokens per UTC month with every log insert, and keeps the count when log rows go', async () => {
@@ -228,22 +263,22 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.claimNextJob(1000, one)).toMatchObject({ modelId: 'svc-small-00000000000a', lockedUntil: 1100 });
       // The live lease fills acme's cap of 1 and keeps its job out of reach.
       expect(await store.claimNextJob(1050, two)).toBeNull();
-      expect(await store.renewLease('svc-small-00000000000a', 'replica-1', 1150)).toBe(true);
-      expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 9999)).toBe(false);
+      expect(await store.renewLease('svc-small-00000000000a', { holder: 'replica-1', token: 1 }, 1150)).toBe(true);
+      expect(await store.renewLease('svc-small-00000000000a', { holder: 'replica-2', token: 1 }, 9999)).toBe(false);
       expect(await store.claimNextJob(1150, two)).toBeNull();
       // replica-1 stops beating: past the lease, replica-2 takes the job (a second start), before the newer job.
       expect(await store.claimNextJob(1151, two)).toEqual({
         modelId: 'svc-small-00000000000a', state: 'running', attempts: 2, options: {}, createdAt: 1000, updatedAt: 1151,
-        lockedBy: 'replica-2', lockedUntil: 1251,
+        lockedBy: 'replica-2', lockedUntil: 1251, leaseToken: 2,
       });
       // replica-1's next heartbeat learns it lost the job; a deleted model's holder learns the same way.
-      expect(await store.renewLease('svc-small-00000000000a', 'replica-1', 1200)).toBe(false);
-      expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 1300)).toBe(true);
+      expect(await store.renewLease('svc-small-00000000000a', { holder: 'replica-1', token: 1 }, 1200)).toBe(false);
+      expect(await store.renewLease('svc-small-00000000000a', { holder: 'replica-2', token: 2 }, 1300)).toBe(true);
       // Nor may it write the job's end: the result of the holder counts.
-      expect(await store.finishJob('svc-small-00000000000a', 'replica-1', 1210, null)).toBe(false);
+      expect(await store.finishJob('svc-small-00000000000a', { holder: 'replica-1', token: 1 }, 1210, null)).toBe(false);
       expect(await store.getModel('svc-small-00000000000a')).toMatchObject({ status: 'training', updatedAt: 1000 });
       await store.deleteModel('svc-small-00000000000a');
-      expect(await store.renewLease('svc-small-00000000000a', 'replica-2', 1400)).toBe(false);
+      expect(await store.renewLease('svc-small-00000000000a', { holder: 'replica-2', token: 2 }, 1400)).toBe(false);
       expect(await store.claimNextJob(1160, one)).toMatchObject({ modelId: 'svc-small-00000000000b', attempts: 1 });
     });
 
@@ -306,13 +341,13 @@ export function storeContract(name: string, backend: StoreBackend): void {
       await store.createModelWithJob(model('svc-small-00000000000a'), examples, {});
       await store.createModelWithJob(model('svc-small-00000000000b', 'acme', 2000), examples, {});
       await store.claimNextJob(3000, claim);
-      expect(await store.finishJob('svc-small-00000000000a', 'runner-1', 3100, null)).toBe(true);
+      expect(await store.finishJob('svc-small-00000000000a', { holder: 'runner-1', token: 1 }, 3100, null)).toBe(true);
       expect(await store.getModel('svc-small-00000000000a')).toMatchObject({ status: 'trained', error: null, updatedAt: 3100 });
       expect(await store.getJob('svc-small-00000000000a')).toMatchObject({ state: 'done', updatedAt: 3100, lockedBy: null });
       // A job already ended is not ended twice.
-      expect(await store.finishJob('svc-small-00000000000a', 'runner-1', 3150, 'late')).toBe(false);
+      expect(await store.finishJob('svc-small-00000000000a', { holder: 'runner-1', token: 1 }, 3150, 'late')).toBe(false);
       await store.claimNextJob(3200, claim);
-      expect(await store.finishJob('svc-small-00000000000b', 'runner-1', 3300, 'the examples ran out')).toBe(true);
+      expect(await store.finishJob('svc-small-00000000000b', { holder: 'runner-1', token: 1 }, 3300, 'the examples ran out')).toBe(true);
       expect(await store.getModel('svc-small-00000000000b')).toMatchObject({ status: 'failed', error: 'the examples ran out' });
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'failed', lockedBy: null, lockedUntil: null });
     });
@@ -324,24 +359,50 @@ export function storeContract(name: string, backend: StoreBackend): void {
       const step = { stage: 'finetune', done: 3, total: 50, loss: 0.25 };
       expect(await store.getJobProgress(id)).toBeNull();
       // Not running yet: nobody holds it, so nothing is written.
-      expect(await store.recordJobProgress(id, 'replica-1', step)).toBe(false);
+      expect(await store.recordJobProgress(id, { holder: 'replica-1', token: 0 }, step)).toBe(false);
       await store.claimNextJob(1000, { maxRunningJobs: 1, holder: 'replica-1', leaseMs: 100 });
-      expect(await store.recordJobProgress(id, 'replica-2', step)).toBe(false);
+      expect(await store.recordJobProgress(id, { holder: 'replica-2', token: 1 }, step)).toBe(false);
       expect(await store.getJobProgress(id)).toBeNull();
-      expect(await store.recordJobProgress(id, 'replica-1', step)).toBe(true);
+      expect(await store.recordJobProgress(id, { holder: 'replica-1', token: 1 }, step)).toBe(true);
       // Only the four fields are kept, whatever else the object carries.
       const fit = { stage: 'fit', done: 0, total: 1, loss: null, extra: 'dropped' };
-      expect(await store.recordJobProgress(id, 'replica-1', fit)).toBe(true);
+      expect(await store.recordJobProgress(id, { holder: 'replica-1', token: 1 }, fit)).toBe(true);
       expect(await store.getJobProgress(id)).toEqual({ stage: 'fit', done: 0, total: 1, loss: null });
       // Its holder died: the next attempt starts with no progress.
       expect(await store.claimNextJob(1101, { maxRunningJobs: 1, holder: 'replica-2', leaseMs: 100 })).toMatchObject({ attempts: 2 });
       expect(await store.getJobProgress(id)).toBeNull();
-      expect(await store.recordJobProgress(id, 'replica-2', { stage: 'save', done: 1, total: 1, loss: null })).toBe(true);
-      expect(await store.finishJob(id, 'replica-2', 1150, null)).toBe(true);
+      expect(await store.recordJobProgress(id, { holder: 'replica-2', token: 2 }, { stage: 'save', done: 1, total: 1, loss: null })).toBe(true);
+      expect(await store.finishJob(id, { holder: 'replica-2', token: 2 }, 1150, null)).toBe(true);
       expect(await store.getJobProgress(id)).toEqual({ stage: 'save', done: 1, total: 1, loss: null });
       // Once ended, the job takes no more progress from anyone.
-      expect(await store.recordJobProgress(id, 'replica-2', step)).toBe(false);
+      expect(await store.recordJobProgress(id, { holder: 'replica-2', token: 2 }, step)).toBe(false);
       expect(await store.getJobProgress('svc-small-0000000000ff')).toBeNull();
+    });
+
+    it('refuses every write of a lapsed claim once the job was claimed again, even by a runner of the same name', async () => {
+      await store.createOrganization('acme');
+      await store.createModelWithJob(model('svc-small-00000000000a'), examples, {});
+      const id = 'svc-small-00000000000a';
+      const same = { maxRunningJobs: 1, holder: 'replica-1', leaseMs: 100 };
+      const first = await store.claimNextJob(1000, same);
+      // Its heartbeat came too late: the lease ended and the same-named runner (a restart, a second loop) claimed again.
+      const second = await store.claimNextJob(1101, same);
+      expect([first?.leaseToken, second?.leaseToken]).toEqual([1, 2]);
+      const stale = { holder: 'replica-1', token: 1 };
+      const live = { holder: 'replica-1', token: 2 };
+      const step = { stage: 'embed', done: 1, total: 20, loss: null };
+      expect(await store.renewLease(id, stale, 5000)).toBe(false);
+      expect(await store.recordJobProgress(id, stale, step)).toBe(false);
+      await store.releaseJob(id, stale, 1150);
+      expect(await store.finishJob(id, stale, 1160, 'the stale runner failed')).toBe(false);
+      expect(await store.getJob(id)).toMatchObject({ state: 'running', attempts: 2, lockedUntil: 1201, leaseToken: 2 });
+      expect(await store.getModel(id)).toMatchObject({ status: 'training', error: null });
+      expect(await store.getJobProgress(id)).toBeNull();
+      // The live claim's writes go through.
+      expect(await store.recordJobProgress(id, live, step)).toBe(true);
+      expect(await store.renewLease(id, live, 1500)).toBe(true);
+      expect(await store.finishJob(id, live, 1400, null)).toBe(true);
+      expect(await store.getModel(id)).toMatchObject({ status: 'trained', updatedAt: 1400 });
     });
   });
 }
