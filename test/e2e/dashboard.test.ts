@@ -134,3 +134,28 @@ it('answers 404 to an id that is not a project id, and no script of the attacker
   expect(await a.text()).toContain(`<script nonce="${/'nonce-([^']+)'/.exec(a.headers.get('content-security-policy')!)![1]}">`);
   await page.close();
 });
+
+it("shows a picked call's whole bodies when the list held only their start", async () => {
+  const long = (side: string) => JSON.stringify({ side, text: `${side} `.repeat(3_000) });
+  const id = await h.store.insertRequestLog({
+    projectId: h.projectId, keyId: h.acmeKeyId, provider: 'provider-a', model: 'provider-a:long-bodies', stream: false,
+    status: 200, ttfbMs: 3, totalMs: 7, tokensIn: 3_000, tokensOut: 3_000, error: null,
+    requestBody: long('question'), responseBody: long('answer'), createdAt: Date.now(),
+  });
+  const page = await browser.newPage();
+  const wholeReads: string[] = [];
+  page.on('request', (request) => {
+    if (/\/requests\/\d+$/.test(request.url())) wholeReads.push(new URL(request.url()).pathname);
+  });
+  await page.goto(`${h.base}/v2/${h.projectId}/dashboard`);
+  await page.fill('#api-key', h.acmeKey);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#rows tr');
+  // The newest call is first; the list cut its 27,000-character bodies, the detail reads them whole.
+  await page.click('#rows tr:nth-child(1)');
+  await page.waitForFunction(() => (document.getElementById('response-body')!.textContent ?? '').length > 20_000);
+  expect(JSON.parse((await page.textContent('#request-body'))!)).toEqual(JSON.parse(long('question')));
+  expect(JSON.parse((await page.textContent('#response-body'))!)).toEqual(JSON.parse(long('answer')));
+  expect(wholeReads).toEqual([`/v2/${h.projectId}/requests/${id}`]);
+  await page.close();
+});
