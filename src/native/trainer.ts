@@ -152,7 +152,8 @@ function resolveAdapter(adapter: AdapterOptions, trainEmbeddings: boolean): Adap
 /**
  * Contrastive fine-tuning of a BERT encoder in the native core (SetFit's first
  * stage): fp32 master weights, AdamW, cosine-similarity loss over pairs of texts.
- * Synchronous: run it inside a pool worker, never on the main thread.
+ * With `adapter`, the encoder stays frozen and a LoRA adapter trains instead
+ * ({@link adapterTensors}). Synchronous: run it inside a pool worker, never on the main thread.
  *
  * @example
  * ```ts
