@@ -6,6 +6,8 @@ export { cpuInfo } from './native/index.js';
 export type { NativeCpuInfo } from './native/index.js';
 export { Encoder } from './native/encoder.js';
 export type { EncoderOptions, EncoderPrecision } from './native/encoder.js';
+export { Adapter } from './native/adapter.js';
+export type { AdapterSegments } from './native/adapter.js';
 export { Tokenizer } from './native/tokenizer.js';
 export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
 export { train } from './train/train.js';
@@ -39,6 +41,11 @@ export type {
   ClassExample,
   LabelSetExample,
 } from './train/request.js';
+export { classify, kClassifyCachedHeads } from './train/classify.js';
+export type { ClassifyOptions, ClassifyResponse, ClassifyPrediction } from './train/classify.js';
+export { classifyRequestSchema, validateClassifyRequest, kMaxClassifyInputs, kMaxClassifyExamples, kMinClassifyExamplesPerLabel, kTruncateModes } from './train/classify-request.js';
+export type { ClassifyRequest, TruncateMode } from './train/classify-request.js';
+export { kZeroShotTemplates } from './train/zero-shot.js';
 export { Classifier, kDefaultThreshold } from './predict/classifier.js';
 export type { Prediction, ClassPrediction, LabelSetPrediction, PredictionOf, PredictOptions, LoadOptions } from './predict/classifier.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';

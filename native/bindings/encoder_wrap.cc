@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "addon_data.h"
 #include "errors.h"
@@ -14,6 +15,49 @@
 namespace svc_bindings {
 
 namespace {
+
+// new Adapter(configPath, adapterPath, rank, scale): a LoRA adapter read once (fp16 in the file,
+// fp32 here) and checked against the base's config, for Encoder.embed's segments. A batch holds
+// its own reference while it runs, so dispose() never frees an adapter in use.
+class AdapterWrap : public Napi::ObjectWrap<AdapterWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Adapter",
+                       {InstanceMethod<&AdapterWrap::Dispose>("dispose"),
+                        InstanceAccessor<&AdapterWrap::Bytes>("bytes")});
+  }
+
+  explicit AdapterWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<AdapterWrap>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() != 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsNumber() || !info[3].IsNumber())
+      throw Napi::TypeError::New(env, "Adapter(configPath, adapterPath, rank, scale)");
+    svc::AdapterSpec spec;
+    spec.path = info[1].As<Napi::String>().Utf8Value();
+    spec.rank = info[2].As<Napi::Number>().Int32Value();
+    spec.scale = info[3].As<Napi::Number>().FloatValue();
+    const std::string config = info[0].As<Napi::String>().Utf8Value();
+    adapter_ = call_native(env, [&] {
+      return std::make_shared<const svc::LoraAdapter>(spec, svc::read_encoder_config(config));
+    });
+  }
+
+  // The adapter, or a TypeError naming the segment when it was disposed.
+  std::shared_ptr<const svc::LoraAdapter> held(Napi::Env env) const {
+    if (!adapter_) throw disposed(env, "adapter");
+    return adapter_;
+  }
+
+ private:
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    adapter_.reset();
+    return info.Env().Undefined();
+  }
+  Napi::Value Bytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(held(info.Env())->bytes()));
+  }
+
+  std::shared_ptr<const svc::LoraAdapter> adapter_;
+};
 
 class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
  public:
@@ -75,11 +119,31 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
     const size_t rows = kPooled ? len32.ElementLength() : ids32.ElementLength();
     if (outf.ElementLength() != rows * static_cast<size_t>(enc.dim()))
       throw Napi::RangeError::New(env, "out has the wrong length");
+    // Optional (counts: Int32Array, adapters: (Adapter | null)[]): runs of texts and their adapters.
+    std::vector<svc::AdapterSegment> segments;
+    if (info.Length() > 3 && !info[3].IsUndefined()) {
+      auto counts = typed_array_arg<Napi::Int32Array>(info, 3, "counts");
+      if (info.Length() <= 4 || !info[4].IsArray()) throw Napi::TypeError::New(env, "adapters must be an array");
+      const Napi::Array adapters = info[4].As<Napi::Array>();
+      if (adapters.Length() != counts.ElementLength())
+        throw Napi::RangeError::New(env, "counts and adapters differ in length");
+      const Napi::Function ctor = addon_data(env).constructors["Adapter"].Value();
+      segments.resize(counts.ElementLength());
+      for (uint32_t s = 0; s < adapters.Length(); ++s) {
+        segments[s].texts = counts[s];
+        const Napi::Value v = adapters.Get(s);
+        if (v.IsNull() || v.IsUndefined()) continue;
+        if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(ctor))
+          throw Napi::TypeError::New(env, "adapters[" + std::to_string(s) + "] must be an Adapter or null");
+        segments[s].adapter = AdapterWrap::Unwrap(v.As<Napi::Object>())->held(env);
+      }
+    }
     call_native(env, [&] {
       if (kPooled)
-        enc.embed(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data());
+        enc.embed(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data(), segments);
       else
-        enc.hidden_states(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data());
+        enc.hidden_states(ids32.Data(), ids32.ElementLength(), len32.Data(), len32.ElementLength(), outf.Data(),
+                          segments);
     });
     return env.Undefined();
   }
@@ -116,6 +180,9 @@ void InitEncoder(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = EncoderWrap::Define(env);
   addon_data(env).constructors["Encoder"] = Napi::Persistent(ctor);
   exports.Set("Encoder", ctor);
+  Napi::Function adapter = AdapterWrap::Define(env);
+  addon_data(env).constructors["Adapter"] = Napi::Persistent(adapter);
+  exports.Set("Adapter", adapter);
   exports.Set("loadedWeightSets", Napi::Function::New(env, LoadedWeightSets, "loadedWeightSets"));
 }
 

@@ -89,11 +89,23 @@ export interface NativeEncoder {
   readonly weightBytes: number;
   /** The precision of its weights: 'fp32' for a 'bf16' request on a CPU without AMX. */
   readonly precision: 'fp32' | 'int8' | 'bf16';
-  /** Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). */
-  embed(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
-  /** Final hidden states of every token into `out` (ids.length x dim). */
-  hiddenStates(ids: Int32Array, lengths: Int32Array, out: Float32Array): void;
+  /**
+   * Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). With `counts` and
+   * `adapters`: the texts in runs of `counts[s]`, each through `adapters[s]` (null: the base), added to the shared
+   * base's products per run of rows.
+   */
+  embed(ids: Int32Array, lengths: Int32Array, out: Float32Array, counts?: Int32Array, adapters?: (NativeAdapter | null)[]): void;
+  /** Final hidden states of every token into `out` (ids.length x dim); runs of adapters as for `embed`. */
+  hiddenStates(ids: Int32Array, lengths: Int32Array, out: Float32Array, counts?: Int32Array, adapters?: (NativeAdapter | null)[]): void;
   /** Frees the pool and drops the reference to the shared weights; later calls throw. */
+  dispose(): void;
+}
+
+/** A LoRA adapter read into fp32 A and B (native/core/encoder/adapter.h), for an encoder's runs of rows. */
+export interface NativeAdapter {
+  /** Resident bytes of its A and B. */
+  readonly bytes: number;
+  /** Drops this handle's reference; a batch running with it keeps its own until it ends. */
   dispose(): void;
 }
 
@@ -124,6 +136,8 @@ export interface NativeAddon {
   /** Max relative error of each training-core gradient check against finite differences. */
   trainSelfTest(): Record<string, number>;
   Encoder: NativeEncoderConstructor;
+  /** Reads and checks PEFT's adapter_model.safetensors against the base's config.json, rank and lora_alpha / r. */
+  Adapter: new (configPath: string, adapterPath: string, rank: number, scale: number) => NativeAdapter;
   /** Distinct weight sets currently loaded in this process. */
   loadedWeightSets(): number;
   Tokenizer: NativeTokenizerConstructor;

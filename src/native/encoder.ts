@@ -1,11 +1,12 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { callNative, SvcError } from '../errors.js';
-import { kAdapterConfigFile, kAdapterFile, parseAdapterConfig } from '../model/adapter.js';
 import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeEncoder } from './binding.js';
+import { findAdapter, nativeSegments } from './adapter.js';
+import type { AdapterSegments } from './adapter.js';
 import { loadAddon } from './load.js';
 import { Tokenizer } from './tokenizer.js';
 import * as is from '../is.js';
@@ -57,35 +58,14 @@ function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
   return { precision, threads, adapter };
 }
 
-/** An adapter's weights file and, from its adapter_config.json, the rank and scale the native merge needs. */
-function findAdapter(path: unknown): { file: string; rank: number; scale: number } {
-  if (typeof path !== 'string' || path.length === 0) throw new TypeError('options.adapter must be a non-empty string');
-  const dir = existsSync(path) && statSync(path).isDirectory() ? path : dirname(path);
-  const file = dir === path ? join(dir, kAdapterFile) : path;
-  const configFile = join(dir, kAdapterConfigFile);
-  if (!existsSync(file) || !existsSync(configFile)) {
-    throw new SvcError('invalid_request', `'${path}' is not a LoRA adapter (${kAdapterFile} with ${kAdapterConfigFile} beside it)`, {
-      param: 'adapter',
-    });
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(configFile, 'utf8'));
-  } catch (cause) {
-    throw new SvcError('invalid_request', `${configFile} is not valid JSON`, { cause });
-  }
-  const settings = parseAdapterConfig(raw, configFile);
-  return { file, rank: settings.rank, scale: settings.scale };
-}
-
-interface ModelFiles {
+export interface ModelFiles {
   configFile: string;
   weightsFile: string;
   tokenizerFile: string;
   maxLength: number;
 }
 
-function findModelFiles(model: string): ModelFiles {
+export function findModelFiles(model: string): ModelFiles {
   if (typeof model !== 'string' || model.length === 0) {
     throw new TypeError("model must be a base model name such as 'svc-small' or a model directory");
   }
@@ -226,13 +206,13 @@ export class Encoder {
    * Array.from(out.slice(0, 4), (x) => +x.toFixed(4)); // [0.0677, 0.0636, 0.0487, 0.0794]
    * ```
    */
-  embedSync(texts: readonly string[]): Float32Array {
+  embedSync(texts: readonly string[], segments?: AdapterSegments): Float32Array {
     this.#live();
     if (!Array.isArray(texts)) throw new TypeError('texts must be an array of strings');
     // Loaded on first use, so embedIdsSync users need no tokenizer.json.
     this.#tokenizer ??= this.#loadTokenizer();
     const { ids, lengths } = this.#tokenizer.encodeBatch(texts, { maxLength: this.#files.maxLength });
-    return this.embedIdsSync(ids, lengths);
+    return this.embedIdsSync(ids, lengths, segments);
   }
 
   #loadTokenizer(): Tokenizer {
@@ -245,19 +225,27 @@ export class Encoder {
   /**
    * Embeds pre-tokenized texts: `ids` holds every text's token ids one after the
    * other (with [CLS] and [SEP]), `lengths` the token count of each text.
-   * Returns `lengths.length x dim` floats, each row mean-pooled and L2-normalized.
+   * Returns `lengths.length x dim` floats, each row mean-pooled and L2-normalized. With `segments`, runs of texts go
+   * through LoRA adapters ({@link Adapter}) on this shared base: the base products run once over the whole batch and
+   * each adapted layer adds its low-rank term to its run's rows.
    *
    * @example
    * ```ts
    * const out = encoder.embedIdsSync(Int32Array.of(101, 7592, 102, 101, 2088, 102), Int32Array.of(3, 3));
    * out.length; // 768: two texts x 384
+   * const mine = Adapter.load('./my-model/adapter_model.safetensors', { base: 'svc-small' });
+   * encoder.embedIdsSync(ids, Int32Array.of(3, 3), { counts: [1, 1], adapters: [mine, null] }); // text 1 adapted, text 2 base
    * ```
    */
-  embedIdsSync(ids: Int32Array, lengths: Int32Array): Float32Array {
+  embedIdsSync(ids: Int32Array, lengths: Int32Array, segments?: AdapterSegments): Float32Array {
     const native = this.#live();
     checkIds(ids, lengths);
     const out = new Float32Array(lengths.length * native.dim);
-    this.#call(() => native.embed(ids, lengths, out));
+    if (segments === undefined) this.#call(() => native.embed(ids, lengths, out));
+    else {
+      const { counts, adapters } = nativeSegments(segments, lengths.length);
+      this.#call(() => native.embed(ids, lengths, out, counts, adapters));
+    }
     return out;
   }
 

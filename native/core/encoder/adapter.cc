@@ -16,17 +16,24 @@ const char kPrefix[] = "base_model.model.";
 struct Module {
   const char* name;
   bool in_is_intermediate, out_is_intermediate;
+  LinearSlot slot;
+  int col_in_hidden;  // first output column in the packed layer, in multiples of hidden
 };
-// The six linear layers of a BERT layer and which of their sides is the FFN width.
+// The six linear layers of a BERT layer, which of their sides is the FFN width, and where each
+// lands in the encoder's packed layers.
 constexpr Module kModules[] = {
-    {"attention.self.query", false, false}, {"attention.self.key", false, false},
-    {"attention.self.value", false, false}, {"attention.output.dense", false, false},
-    {"intermediate.dense", false, true},    {"output.dense", true, false},
+    {"attention.self.query", false, false, LinearSlot::kQkv, 0},
+    {"attention.self.key", false, false, LinearSlot::kQkv, 1},
+    {"attention.self.value", false, false, LinearSlot::kQkv, 2},
+    {"attention.output.dense", false, false, LinearSlot::kAttnOut, 0},
+    {"intermediate.dense", false, true, LinearSlot::kInter, 0},
+    {"output.dense", true, false, LinearSlot::kOut, 0},
 };
 
 // Splits "base_model.model.encoder.layer.{i}.{module}.lora_{A|B}.weight" into the linear layer's
 // name ("encoder.layer.{i}.{module}"), its module and A or B; false for anything else.
-bool parse_name(const std::string& name, int layers, std::string* linear, const Module** module, char* which) {
+bool parse_name(const std::string& name, int layers, std::string* linear, const Module** module, char* which,
+                int* layer_out) {
   const std::string head = std::string(kPrefix) + "encoder.layer.";
   if (name.compare(0, head.size(), head) != 0) return false;
   std::size_t pos = head.size(), digits = 0;
@@ -44,6 +51,7 @@ bool parse_name(const std::string& name, int layers, std::string* linear, const 
         *linear = "encoder.layer." + std::to_string(layer) + "." + m.name;
         *module = &m;
         *which = w;
+        *layer_out = layer;
         return true;
       }
     }
@@ -54,7 +62,7 @@ bool parse_name(const std::string& name, int layers, std::string* linear, const 
 }  // namespace
 
 LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) : rank_(spec.rank), scale_(spec.scale) {
-  if (spec.rank < 1) throw json::Error(spec.path + ": the adapter's rank must be at least 1");
+  if (spec.rank < 1 || spec.rank > kMaxRank) throw json::Error(spec.path + ": the adapter's rank must be between 1 and 256");
   if (!std::isfinite(spec.scale)) throw json::Error(spec.path + ": the adapter's scale (lora_alpha / r) is not finite");
   const io::SafeTensorsFile file(spec.path);
   const auto fail = [&](const std::string& tensor, const std::string& what) -> json::Error {
@@ -63,17 +71,20 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
   struct Seen {
     std::string a, b;
     const Module* module = nullptr;
+    int layer = 0;
   };
   std::map<std::string, Seen> seen;
   for (const auto& [name, info] : file.tensors()) {
     std::string linear;
     const Module* module = nullptr;
     char which = 0;
-    if (!parse_name(name, config.layers, &linear, &module, &which))
+    int layer = 0;
+    if (!parse_name(name, config.layers, &linear, &module, &which, &layer))
       throw fail(name, "is not a LoRA weight of this encoder's linear layers (" + std::to_string(config.layers) +
                            " layers; expected " + kPrefix + "encoder.layer.<i>.<module>.lora_A.weight or lora_B)");
     Seen& s = seen[linear];
     s.module = module;
+    s.layer = layer;
     (which == 'A' ? s.a : s.b) = name;
   }
   if (seen.empty()) throw json::Error(spec.path + ": the adapter holds no LoRA tensors");
@@ -94,9 +105,21 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
     };
     Pair p;
     p.a = read(s.a, {rank_, in});
-    p.b = read(s.b, {out, rank_});
-    pairs_.emplace(linear, std::move(p));
+    const AlignedBuffer<float> b = read(s.b, {out, rank_});
+    p.bt.resize(static_cast<std::size_t>(rank_ * out));
+    for (int64_t o = 0; o < out; ++o)
+      for (int r = 0; r < rank_; ++r) p.bt[static_cast<std::size_t>(r * out + o)] = b[static_cast<std::size_t>(o * rank_ + r)];
+    bytes_ += (p.a.size() + p.bt.size()) * sizeof(float);
+    const auto placed = pairs_.emplace(linear, std::move(p)).first;
+    // The buffers' storage does not move with the map node, so parts_ may point into it.
+    parts_.resize(static_cast<std::size_t>(config.layers));
+    parts_[static_cast<std::size_t>(s.layer)][static_cast<std::size_t>(s.module->slot)].push_back(
+        LoraPart{placed->second.a.data(), placed->second.bt.data(), static_cast<int>(in), static_cast<int>(out),
+                 s.module->col_in_hidden * config.hidden});
   }
+  layers_ = config.layers;
+  hidden_ = config.hidden;
+  intermediate_ = config.intermediate;
 }
 
 void LoraAdapter::merge_into(const std::string& linear, float* w, int64_t out, int64_t in) const {
@@ -108,12 +131,42 @@ void LoraAdapter::merge_into(const std::string& linear, float* w, int64_t out, i
   for (int64_t o = 0; o < out; ++o) {
     std::fill(row.begin(), row.end(), 0.f);
     for (int r = 0; r < rank_; ++r) {
-      const float b = p.b[static_cast<std::size_t>(o * rank_ + r)];
+      const float b = p.bt[static_cast<std::size_t>(r * out + o)];
       const float* a = p.a.data() + static_cast<int64_t>(r) * in;
       for (int64_t k = 0; k < in; ++k) row[k] += b * a[k];
     }
     float* wo = w + o * in;
     for (int64_t k = 0; k < in; ++k) wo[k] += scale_ * row[k];
+  }
+}
+
+}  // namespace svc
+
+namespace svc {
+
+void lora_add_rows(const LoraPart& part, int rank, float scale, const float* x, int64_t ldx, int64_t rows, float* y,
+                   int64_t ldy) {
+  constexpr int kLanes = 16;  // independent partial sums: a dot product the compiler vectorizes without reassociating
+  float t[kMaxRank];          // LoraAdapter refuses larger ranks
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* xi = x + i * ldx;
+    for (int r = 0; r < rank; ++r) {
+      const float* a = part.a + static_cast<int64_t>(r) * part.in;
+      float acc[kLanes] = {};
+      int k = 0;
+      for (; k + kLanes <= part.in; k += kLanes)
+        for (int l = 0; l < kLanes; ++l) acc[l] += xi[k + l] * a[k + l];
+      float sum = 0.f;
+      for (; k < part.in; ++k) sum += xi[k] * a[k];
+      for (int l = 0; l < kLanes; ++l) sum += acc[l];
+      t[r] = scale * sum;
+    }
+    float* yi = y + i * ldy + part.col;
+    for (int r = 0; r < rank; ++r) {
+      const float s = t[r];
+      const float* bt = part.bt + static_cast<int64_t>(r) * part.out;
+      for (int o = 0; o < part.out; ++o) yi[o] += s * bt[o];
+    }
   }
 }
 

@@ -5,10 +5,16 @@
 //   base_model.model.encoder.layer.{i}.{module}.lora_B.weight  [out x r]
 // with module one of attention.self.{query,key,value}, attention.output.dense,
 // intermediate.dense, output.dense.
+// The same object also serves the segmented path: a shared base encoder adds
+// scale (x A^T) B^T per run of rows of this adapter's model (lora_add_rows), so thousands of
+// adapters ride on one packed base instead of a merged copy each.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "io/config.h"
 #include "tensor/aligned_buffer.h"
@@ -21,6 +27,27 @@ struct AdapterSpec {
   int rank = 0;
   float scale = 0.f;
 };
+
+// The largest rank read (the library's kMaxAdapterRank).
+constexpr int kMaxRank = 256;
+
+// The encoder's four packed linear layers per BERT layer (Q, K and V are one fused [3H x H]).
+enum class LinearSlot { kQkv = 0, kAttnOut = 1, kInter = 2, kOut = 3 };
+
+// One adapted nn.Linear as the segmented path reads it: A [rank x in] as the file has it, B
+// transposed to [rank x out] (so the update is an axpy per rank row), writing columns
+// [col, col + out) of its packed layer's output (Q, K or V's third of the fused projection).
+struct LoraPart {
+  const float* a;
+  const float* bt;
+  int in, out, col;
+};
+
+// y[i][col + o] += scale sum_r (x[i] . A[r]) Bt[r][o] for `rows` rows: fp32, portable code the
+// compiler vectorizes at the build's baseline ISA (it runs the same on every SVC_ISA level and on
+// arm64); the rank is small, so this is a few percent of the layer's base GEMM.
+void lora_add_rows(const LoraPart& part, int rank, float scale, const float* x, int64_t ldx, int64_t rows, float* y,
+                   int64_t ldy);
 
 class LoraAdapter {
  public:
@@ -36,13 +63,29 @@ class LoraAdapter {
   // Adapted linear layers (for tests and the weights' accounting).
   std::size_t size() const { return pairs_.size(); }
 
+  // The adapted parts of one packed layer (empty when none of its modules is adapted).
+  const std::vector<LoraPart>& parts(int layer, LinearSlot slot) const {
+    return parts_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(slot)];
+  }
+  int rank() const { return rank_; }
+  float scale() const { return scale_; }
+  // Resident bytes of A and B (fp32).
+  std::size_t bytes() const { return bytes_; }
+  // The shape it was checked against: an encoder refuses an adapter of another shape.
+  bool fits(const EncoderConfig& c) const {
+    return c.layers == layers_ && c.hidden == hidden_ && c.intermediate == intermediate_;
+  }
+
  private:
   struct Pair {
-    AlignedBuffer<float> a, b;  // a: rank x in, b: out x rank
+    AlignedBuffer<float> a, bt;  // a: rank x in, bt: rank x out (B transposed)
   };
   std::map<std::string, Pair> pairs_;  // by linear-layer name without the PEFT prefix
+  std::vector<std::array<std::vector<LoraPart>, 4>> parts_;  // by layer and LinearSlot, into pairs_
   int rank_;
   float scale_;
+  std::size_t bytes_ = 0;
+  int layers_ = 0, hidden_ = 0, intermediate_ = 0;
 };
 
 }  // namespace svc

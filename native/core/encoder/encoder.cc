@@ -60,7 +60,30 @@ void Encoder::layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma,
   });
 }
 
-void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts) {
+const float* Encoder::low_rank(int layer, LinearSlot slot, const float* a, int k, int64_t m, int n,
+                              const float* residual) {
+  bool any = false;
+  for (const RowRun& run : runs_) any = any || !run.adapter->parts(layer, slot).empty();
+  if (!any) return residual;
+  lora_.resize(static_cast<std::size_t>(m * n));
+  constexpr int64_t kRowsPerTask = 16;
+  pool_.run((m + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t, int) {
+    const int64_t r0 = t * kRowsPerTask, r1 = std::min(m, r0 + kRowsPerTask);
+    float* y = lora_.data() + r0 * n;
+    if (residual) std::copy(residual + r0 * n, residual + r1 * n, y);
+    else std::fill(y, y + (r1 - r0) * n, 0.f);
+    for (const RowRun& run : runs_) {
+      const int64_t s0 = std::max(r0, run.r0), s1 = std::min(r1, run.r1);
+      if (s0 >= s1) continue;
+      for (const LoraPart& part : run.adapter->parts(layer, slot))
+        lora_add_rows(part, run.adapter->rank(), run.adapter->scale(), a + s0 * k, k, s1 - s0, lora_.data() + s0 * n, n);
+    }
+  });
+  return lora_.data();
+}
+
+void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts,
+                      const std::vector<AdapterSegment>& segments) {
   const EncoderConfig& c = weights_->config;
   const ModelWeights& w = *weights_;
   const int H = c.hidden, I = c.intermediate, dh = c.head_dim();
@@ -81,6 +104,21 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
     if (ids[i] < 0 || ids[i] >= c.vocab)
       throw std::invalid_argument("ids[" + std::to_string(i) + "] is " + std::to_string(ids[i]) +
                                   ", outside the vocabulary of " + std::to_string(c.vocab));
+  runs_.clear();
+  if (!segments.empty()) {
+    int64_t text = 0;
+    for (const AdapterSegment& seg : segments) {
+      if (seg.texts < 0 || seg.texts > n_texts - text)
+        throw std::invalid_argument("the adapter segments hold more texts than the batch's " + std::to_string(n_texts));
+      if (seg.adapter && !seg.adapter->fits(c))
+        throw std::invalid_argument("an adapter was read for another base model's shape than this encoder's");
+      if (seg.adapter && seg.texts > 0) runs_.push_back({offsets_[text], offsets_[text + seg.texts], seg.adapter.get()});
+      text += seg.texts;
+    }
+    if (text != n_texts)
+      throw std::invalid_argument("the adapter segments hold " + std::to_string(text) + " texts, the batch " +
+                                  std::to_string(n_texts));
+  }
 
   x_.resize(M * H);
   tmp_.resize(M * H);
@@ -113,7 +151,9 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   const Epilogue gelu = w.precision == Precision::kInt8 ? Epilogue::kGeluCoarse : Epilogue::kGelu;
   for (const LayerWeights& l : w.layers) {
     const bool last = &l == &w.layers.back();
-    linear(l.qkv, x_.data(), M, H, qkv_.data(), nullptr, Epilogue::kNone);
+    const int li = static_cast<int>(&l - w.layers.data());
+    linear(l.qkv, x_.data(), M, H, qkv_.data(), low_rank(li, LinearSlot::kQkv, x_.data(), H, M, 3 * H, nullptr),
+           Epilogue::kNone);
     // Attention per (text, head); longer texts first would balance better, but texts
     // in one batch are similar and tasks are handed out dynamically.
     auto attend = [&](int64_t task, int thread) {
@@ -127,16 +167,20 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
     };
     if (attention_work >= (1LL << 20)) pool_.run(n_texts * c.heads, attend);
     else for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);
-    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), x_.data(), Epilogue::kNone, &l.ln1_gamma, &l.ln1_beta, true);
-    linear(l.inter, tmp_.data(), M, H, inter_.data(), nullptr, gelu, nullptr, nullptr, true);
-    linear(l.out, inter_.data(), M, I, x_.data(), tmp_.data(), Epilogue::kNone, &l.ln2_gamma, &l.ln2_beta, !last);
+    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), low_rank(li, LinearSlot::kAttnOut, ctx_.data(), H, M, H, x_.data()),
+           Epilogue::kNone, &l.ln1_gamma, &l.ln1_beta, true);
+    linear(l.inter, tmp_.data(), M, H, inter_.data(), low_rank(li, LinearSlot::kInter, tmp_.data(), H, M, I, nullptr),
+           gelu, nullptr, nullptr, true);
+    linear(l.out, inter_.data(), M, I, x_.data(), low_rank(li, LinearSlot::kOut, inter_.data(), I, M, H, tmp_.data()),
+           Epilogue::kNone, &l.ln2_gamma, &l.ln2_beta, !last);
   }
 }
 
-void Encoder::embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out) {
+void Encoder::embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out,
+                    const std::vector<AdapterSegment>& segments) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (n_texts == 0) return;
-  forward(ids, n_ids, lengths, n_texts);
+  forward(ids, n_ids, lengths, n_texts, segments);
   const int H = dim();
   pool_.run(n_texts, [&](int64_t t, int) {
     float* o = out + t * H;
@@ -154,10 +198,11 @@ void Encoder::embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, i
   });
 }
 
-void Encoder::hidden_states(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out) {
+void Encoder::hidden_states(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out,
+                            const std::vector<AdapterSegment>& segments) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (n_texts == 0) return;
-  forward(ids, n_ids, lengths, n_texts);
+  forward(ids, n_ids, lengths, n_texts, segments);
   std::copy(x_.data(), x_.data() + offsets_[n_texts] * dim(), out);
 }
 

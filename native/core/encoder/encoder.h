@@ -16,6 +16,12 @@
 
 namespace svc {
 
+// A run of consecutive texts of a packed batch predicted through one adapter (null: the base).
+struct AdapterSegment {
+  int64_t texts = 0;
+  std::shared_ptr<const LoraAdapter> adapter;
+};
+
 class Encoder {
  public:
   // threads >= 1: the pool size including the calling thread.
@@ -28,13 +34,24 @@ class Encoder {
 
   // ids holds sum(lengths) token ids, text after text; out receives n_texts x dim floats.
   // Throws std::invalid_argument on an id outside the vocabulary or a length outside [1, max_positions].
-  void embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out);
+  // segments (optional): the texts in runs, each through its adapter or none; their counts add up
+  // to n_texts. The base GEMMs run once over every row, and each adapted layer adds its low-rank
+  // term to the rows of its run (segmented path; see docs/engine.md).
+  void embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out,
+             const std::vector<AdapterSegment>& segments = {});
 
   // Same forward, but writes the final hidden states (sum(lengths) x dim) instead of pooling.
-  void hidden_states(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out);
+  void hidden_states(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts, float* out,
+                     const std::vector<AdapterSegment>& segments = {});
 
  private:
-  void forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts);
+  void forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths, int64_t n_texts,
+               const std::vector<AdapterSegment>& segments);
+  // The residual a linear layer adds: `residual` itself when no run of this batch adapts this
+  // layer, else lora_ = residual (or 0) + scale (a_seg A^T) B^T over each adapted run of rows. The
+  // low-rank term thus enters before the bias epilogue's GELU or LayerNorm, in fp32, whatever the
+  // precision of the base product.
+  const float* low_rank(int layer, LinearSlot slot, const float* a, int k, int64_t m, int n, const float* residual);
   // c = a W^T + b (+ residual), then GELU or (with gamma) LayerNorm of each row. c_feeds_linear:
   // c is the next linear's input, which int8 quantizes while writing c.
   void linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep,
@@ -46,6 +63,12 @@ class Encoder {
   ThreadPool pool_;
   std::mutex mutex_;  // one forward at a time per Encoder: scratch buffers are per instance
   std::vector<int64_t> offsets_;
+  struct RowRun {
+    int64_t r0, r1;
+    const LoraAdapter* adapter;
+  };
+  std::vector<RowRun> runs_;  // this forward's adapted runs of rows
+  AlignedBuffer<float> lora_;
   AlignedBuffer<float> x_, tmp_, qkv_, ctx_, inter_, scratch_, packed_a_;
   // int8: quant_[0] holds quantized_ (a matrix of this forward), or quantized_ is null.
   QuantizedRows quant_[2];
