@@ -153,7 +153,7 @@ it("shows a picked call's whole bodies when the list held only their start", asy
   await page.waitForSelector('#rows tr');
   // The newest call is first; the list cut its 27,000-character bodies, the detail reads them whole.
   await page.click('#rows tr:nth-child(1)');
-  await page.waitForFunction(() => (document.getElementById('response-body')!.textContent ?? '').length > 20_000);
+  await expect.poll(async () => ((await page.textContent('#response-body')) ?? '').length, { timeout: 10_000 }).toBeGreaterThan(20_000);
   expect(JSON.parse((await page.textContent('#request-body'))!)).toEqual(JSON.parse(long('question')));
   expect(JSON.parse((await page.textContent('#response-body'))!)).toEqual(JSON.parse(long('answer')));
   expect(wholeReads).toEqual([`/v2/${h.projectId}/requests/${id}`]);
