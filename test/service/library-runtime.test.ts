@@ -1,7 +1,7 @@
 // The service's model runtime on the real library: a fine-tuning job trains with its worker's
 // engine threads only (predictions keep the other worker's cores), where the library's own train()
 // takes the whole pool's (test/train/finetune.test.ts). The manifest records the count used.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -49,5 +49,27 @@ describe('LibraryRuntime training', () => {
     const manifest = JSON.parse(await readFile(join(runtime.modelDir('org-a', 'svc-small-0123456789ab'), 'manifest.json'), 'utf8')) as Manifest;
     expect(runtime.trainingSlots).toBe(1);
     expect(manifest.training.finetune).toMatchObject({ pairs: 40, steps: 3, threads: 1 });
+  });
+});
+
+describe('LibraryRuntime publishing behind a fence', () => {
+  const job = (modelId: string) => ({
+    orgId: 'org-f', modelId, baseModel: 'svc-small', taskType: 'binary-classification' as const, examples, options: { finetune: false },
+  });
+
+  it('publishes nothing when the fence refuses, and leaves the model it had as it was', async () => {
+    const modelId = 'svc-small-0000000000fe';
+    let fenced = 0;
+    await runtime.train(job(modelId), { fence: async () => void (fenced += 1) });
+    expect(fenced).toBe(1);
+    const dir = runtime.modelDir('org-f', modelId);
+    const before = await readFile(join(dir, 'manifest.json'), 'utf8');
+    // The job was claimed again elsewhere: this run's model must not replace the published one, nor leave staging behind.
+    const refusal = new Error('another replica took the job over');
+    await expect(runtime.train(job(modelId), { fence: async () => Promise.reject(refusal) })).rejects.toBe(refusal);
+    expect(await readFile(join(dir, 'manifest.json'), 'utf8')).toBe(before);
+    expect((await readdir(join(dir, '..'))).sort()).toEqual([modelId]);
+    await expect(runtime.train(job('svc-small-0000000000ff'), { fence: async () => Promise.reject(refusal) })).rejects.toBe(refusal);
+    expect((await readdir(join(dir, '..'))).sort()).toEqual([modelId]);
   });
 });
