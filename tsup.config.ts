@@ -1,4 +1,10 @@
+import { readFileSync } from 'node:fs';
+
 import { defineConfig } from 'tsup';
+
+// tsup leaves dependencies and peerDependencies to the importer's node_modules but would bundle optional ones: the
+// service's packages (optionalDependencies, so the library installs without them) stay external too.
+const { optionalDependencies = {} } = JSON.parse(readFileSync('package.json', 'utf8')) as { optionalDependencies?: Record<string, string> };
 
 // Four entry points: the library (`svc-classify`), the service pieces (`svc-classify/server`),
 // the pool's worker (piscina loads it by file name, so it must be its own file), and the `svc`
@@ -17,4 +23,5 @@ export default defineConfig({
   shims: true,
   target: 'node20',
   splitting: true,
+  external: Object.keys(optionalDependencies),
 });

@@ -8,6 +8,7 @@ import { checkRedisUrl, redactDatabaseUrl } from '../service/open.js';
 import type { Principal, SvcService } from '../service/service.js';
 import { RedisRequestCounter } from '../store/redis-counts.js';
 import type { RequestCount, RequestCounter } from '../store/types.js';
+import { kDefaultRateLimits } from './rate-limit-defaults.js';
 
 /**
  * Request limits of the /v2, proxy and hub plugins; all optional. A service's limits are set once, by the first of
@@ -37,7 +38,7 @@ export interface RateLimitOptions {
   failedAuthPerWindow?: number;
 }
 
-export const kDefaultRateLimits = Object.freeze({ windowMs: 60_000, failedAuthPerWindow: 20 });
+export { kDefaultRateLimits };
 
 /** Authenticates callers under the request limits; one per service, shared by its /v2, proxy, hub and metrics routes. */
 export interface RequestLimiter {

@@ -1,9 +1,8 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import Database from 'better-sqlite3';
-
 import { SvcError } from '../errors.js';
+import { loadSqlite } from '../store/sqlite-driver.js';
 
 /** The file that says, for people and scripts, which process serves a data directory. It is never trusted. */
 export const kLockFile = 'serve.pid';
@@ -29,7 +28,7 @@ export const kLockDatabase = 'serve.lock';
 export function lockDataDir(dataDir: string): () => void {
   mkdirSync(dataDir, { recursive: true });
   // timeout 0: a held lock answers SQLITE_BUSY at once instead of after better-sqlite3's default 5 s wait.
-  const db = new Database(join(dataDir, kLockDatabase), { timeout: 0 });
+  const db = new (loadSqlite())(join(dataDir, kLockDatabase), { timeout: 0 });
   try {
     db.exec('BEGIN EXCLUSIVE');
   } catch (error) {

@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 
+import { requireOptional } from '../optional-deps.js';
 import { kMigrations } from './migrations.js';
 import { asUnreachable } from './unreachable.js';
 
@@ -72,17 +73,21 @@ export async function migratePostgres(client: pg.ClientBase, migrations: readonl
 
 // BIGINT columns (Unix ms, ids, COUNT(*), file sizes) arrive as strings by default; every one of ours fits a double
 // exactly.
-const kTypes = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
+function typesOf(driver: typeof pg): { getTypeParser: typeof pg.types.getTypeParser } {
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === driver.types.builtins.INT8 ? (value: string) => Number(value) : driver.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+}
 
 /**
  * A pool of `max` connections to `url`, the database migrated to the newest schema (one replica at a time): how the
  * record store and the artifact store both open the database they share.
  */
 export async function openMigratedPool(url: string, max: number): Promise<pg.Pool> {
-  const pool = new pg.Pool({ connectionString: url, max, types: kTypes });
+  // pg is an optional dependency, loaded only when a database is named (SQLite-only installs may lack it).
+  const driver = requireOptional<typeof pg>('pg');
+  const pool = new driver.Pool({ connectionString: url, max, types: typesOf(driver) });
   // An idle connection the server dropped must not take the process down with it.
   pool.on('error', () => {});
   try {

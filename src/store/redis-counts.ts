@@ -1,5 +1,6 @@
 import type { RedisClientType } from 'redis';
 
+import { requireOptional } from '../optional-deps.js';
 import type { RequestCount, RequestCounter } from './types.js';
 
 /** Every count's key starts with this, so the counts can share a Redis database with other data. */
@@ -47,10 +48,10 @@ export class RedisRequestCounter implements RequestCounter {
   /**
    * Connects to the Redis server at `url` (`redis://[user:password@]host:port[/db]`, or `rediss://` for TLS). The
    * first connection is tried once: a server that cannot be reached rejects here, with the client's reason.
-   * The `redis` package is loaded only now, so that services without Redis never load it.
+   * The `redis` package (an optional dependency) is loaded only now, so that services without Redis never need it.
    */
   static async connect(url: string, events: RedisConnectionEvents = {}): Promise<RedisRequestCounter> {
-    const { createClient } = await import('redis');
+    const { createClient } = requireOptional<typeof import('redis')>('redis');
     let connected = false;
     let lost = false;
     const client = createClient({

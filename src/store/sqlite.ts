@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 
 import { migrate } from './migrations.js';
+import { loadSqlite } from './sqlite-driver.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import {
@@ -154,7 +155,7 @@ export class SqliteStore implements Store {
   /** Opens (creating if needed) the store in `dataDir` and migrates it to the newest schema. */
   static open(dataDir: string): SqliteStore {
     mkdirSync(dataDir, { recursive: true });
-    const db = new Database(join(dataDir, kDatabaseFile));
+    const db = new (loadSqlite())(join(dataDir, kDatabaseFile));
     // A CLI write and the server's job runner may meet, and so may two processes opening a fresh directory:
     // wait instead of failing with SQLITE_BUSY. Set first, so that switching to WAL waits too.
     db.pragma('busy_timeout = 5000');
