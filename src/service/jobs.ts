@@ -5,6 +5,7 @@ import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import type { JobLease, JobProgress, Store } from '../store/types.js';
+import { isUnreachable } from '../store/unreachable.js';
 import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
 import * as is from '../is.js';
@@ -117,7 +118,8 @@ export class JobRunner {
       this.#pumpAgain = true;
       return;
     }
-    this.#pumping = this.#pump().finally(() => {
+    // A store that cannot be reached right now leaves the queue where it is: the next poll or kick looks again.
+    this.#pumping = this.#pump().catch((error: unknown) => debug('job queue not read: %s', messageOf(error))).finally(() => {
       this.#pumping = null;
       if (this.#pumpAgain) {
         this.#pumpAgain = false;
@@ -179,7 +181,10 @@ export class JobRunner {
         done: Promise.resolve(), abortedFor: null,
       };
       this.#running.set(job.modelId, entry);
-      entry.done = this.#run(job.modelId, job.attempts, job.options, entry).finally(() => {
+      // A job whose end could not be written (the store went away) stays claimed until its lease lapses, then runs again.
+      entry.done = this.#run(job.modelId, job.attempts, job.options, entry).catch((error: unknown) => {
+        debug('the end of %s was not recorded: %s', job.modelId, messageOf(error));
+      }).finally(() => {
         this.#running.delete(job.modelId);
         this.kick();
       });
@@ -248,6 +253,13 @@ export class JobRunner {
       }
       // The job's new holder writes the same model directory: leave it alone.
       if (entry.abortedFor === 'lost') return ended('cancelled');
+      if (isUnreachable(error)) {
+        // The store went away under the job: that says nothing about the model. Back to the queue (or, if even that
+        // cannot be written, the lapsed lease puts it back), and it runs again once the store is back.
+        debug('training %s stopped, the store is unreachable: %s', modelId, messageOf(error));
+        await this.#store.releaseJob(modelId, entry.lease, this.#now());
+        return ended('released');
+      }
       await this.#runtime.remove(model.orgId, modelId).catch(() => {});
       if (entry.abortedFor === 'delete') return ended('cancelled');
       ended('failed');
@@ -337,4 +349,8 @@ export class JobRunner {
 
 function asJobProgress(progress: TrainProgress): JobProgress {
   return { stage: progress.stage, done: progress.done, total: progress.total, loss: progress.loss ?? null };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
