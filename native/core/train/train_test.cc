@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "tensor/half.h"
 #include "train/gradcheck.h"
 #include "train/test_check.h"
@@ -78,6 +80,22 @@ static void check_adapter_trainer() {
   worst = 0;
   for (int i = 0; i < 64; ++i) worst = std::max(worst, std::fabs(static_cast<double>(e2[i] - e1[i])));
   CHECK(worst > 1e-4, "adapter training did not change the embeddings (%.3e)", worst);
+
+  {
+    // An fp16 checkpoint: the adapter keeps the word table and the frozen panels in fp16 (widened per
+    // product where the kernel reads no fp16) and still embeds as a full trainer of the same weights.
+    std::map<std::string, svc::io::StoredTensor> half = toy_checkpoint(cfg, 9);
+    for (auto& [name, t] : half) t = svc::io::f16_tensor(t.shape, t.to_f32().data());
+    Trainer full16(cfg, half, full), adapted16(cfg, half, o);
+    std::vector<float> f16(64), a16(64);
+    full16.embed(ids.data(), lengths.data(), 2, f16.data());
+    adapted16.embed(ids.data(), lengths.data(), 2, a16.data());
+    double gap = 0;
+    for (int i = 0; i < 64; ++i) gap = std::max(gap, std::fabs(static_cast<double>(f16[i] - a16[i])));
+    CHECK(gap <= 1e-6, "fp16 checkpoint: the adapter at B = 0 embeds %.3e away from the base", gap);
+    const double loss = adapted16.step(batch).loss;
+    CHECK(std::isfinite(loss), "fp16 checkpoint: adapter step loss %f", loss);
+  }
 
   const std::vector<AdapterTensor> tensors = adapted.adapter_tensors();
   CHECK(tensors.size() == 2 * 6 * 2, "%zu adapter tensors", tensors.size());
