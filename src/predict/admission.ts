@@ -81,7 +81,7 @@ export function predictBounds(): ResolvedPredictQueueOptions {
  * The share of its deadline a call may be expected to take and still be admitted: the speed is
  * measured on past batches, and a machine that slows down (a training job starting, other
  * processes) must not turn admitted calls into late refusals. On a shared 2-core machine the speed
- * halved within a second under a burst of 40 calls (test/e2e/predict-fairness.test.ts): half.
+ * halved within a second under a burst of 40 calls (in test/e2e/predict-fairness.test.ts): half.
  */
 export const kDeadlineHeadroom = 0.5;
 
