@@ -41,6 +41,11 @@ export type {
   ClassExample,
   LabelSetExample,
 } from './train/request.js';
+export { classify, kClassifyCachedHeads } from './train/classify.js';
+export type { ClassifyOptions, ClassifyResponse, ClassifyPrediction } from './train/classify.js';
+export { classifyRequestSchema, validateClassifyRequest, kMaxClassifyInputs, kMaxClassifyExamples, kMinClassifyExamplesPerLabel, kTruncateModes } from './train/classify-request.js';
+export type { ClassifyRequest, TruncateMode } from './train/classify-request.js';
+export { kZeroShotTemplates } from './train/zero-shot.js';
 export { Classifier, kDefaultThreshold } from './predict/classifier.js';
 export type { Prediction, ClassPrediction, LabelSetPrediction, PredictionOf, PredictOptions, LoadOptions } from './predict/classifier.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';

@@ -9,6 +9,8 @@ import type { SvcMetrics } from './metrics.js';
 import { observeRequests } from './observe.js';
 import { OpenApiCollector } from './openapi.js';
 import {
+  classifyRequestSchema,
+  classifyResponseSchema,
   deletedSchema,
   modelListSchema,
   modelParamsSchema,
@@ -162,6 +164,15 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
       '/predict',
       { bodyLimit, schema: { summary: 'Classify texts', body: predictRequestSchema, response: { 200: predictResponseSchema } } },
       async (request, reply) => service.predict(principalOf(request), request.body, { signal: clientGone(reply) }),
+    );
+
+    routes.post(
+      '/classify',
+      {
+        bodyLimit,
+        schema: { summary: 'Classify texts by examples sent with them (or label names), with no stored model', body: classifyRequestSchema, response: { 200: classifyResponseSchema } },
+      },
+      async (request, reply) => service.classify(principalOf(request), request.body, { signal: clientGone(reply) }),
     );
   });
 

@@ -10,6 +10,7 @@ import { typeError } from '../parse.js';
 import { kMaxTextLength, kTaskTypes } from '../train/request.js';
 
 export { trainRequestSchema } from '../train/request.js';
+export { classifyRequestSchema } from '../train/classify-request.js';
 
 /** Most texts one predict request may carry. */
 export const kMaxPredictInputs = 2048;
@@ -141,6 +142,31 @@ const labelSetPredictResponseSchema = z.object({
 /** A binary model's answer (`label_text`, boolean labels), a multi-class model's or a multi-label model's. */
 export const predictResponseSchema = z.union([binaryPredictResponseSchema, classPredictResponseSchema, labelSetPredictResponseSchema]);
 
+const zeroShotSchema = z.boolean().describe('true when no examples were sent: the head was fitted on template sentences built from the label names');
+const chunksSchema = z.number().int().optional().describe("truncate: 'chunks' only: how many overlapping windows of the text were read (their embeddings averaged)");
+
+/** `/v2/classify`'s answer: predict's shapes, `model` naming the base encoder, `zero_shot`, and `chunks` per text with truncate 'chunks'. */
+export const classifyResponseSchema = z.union([
+  z.object({
+    model: z.string().describe('The base encoder'),
+    label_text: z.string(),
+    zero_shot: zeroShotSchema,
+    predictions: z.array(binaryPredictResponseSchema.shape.predictions.element.extend({ chunks: chunksSchema })),
+  }),
+  z.object({
+    model: z.string().describe('The base encoder'),
+    task_type: z.literal('multi-class-classification'),
+    zero_shot: zeroShotSchema,
+    predictions: z.array(classPredictResponseSchema.shape.predictions.element.extend({ chunks: chunksSchema })),
+  }),
+  z.object({
+    model: z.string().describe('The base encoder'),
+    task_type: z.literal('multi-label-classification'),
+    zero_shot: zeroShotSchema,
+    predictions: z.array(labelSetPredictResponseSchema.shape.predictions.element.extend({ chunks: chunksSchema })),
+  }),
+]);
+
 export const deletedSchema = z.object({ id: z.string(), object: z.literal('model'), deleted: z.literal(true) });
 
 export const progressSchema = z.object({
@@ -171,6 +197,7 @@ export type ModelObject = z.infer<typeof modelSchema>;
 export type ProxyModelObject = z.infer<typeof proxyModelSchema>;
 export type ModelList = z.infer<typeof modelListSchema>;
 export type PredictResponse = z.infer<typeof predictResponseSchema>;
+export type ClassifyResponseBody = z.infer<typeof classifyResponseSchema>;
 /** A binary model's predict response. */
 export type BinaryPredictResponse = z.infer<typeof binaryPredictResponseSchema>;
 export type DeletedModel = z.infer<typeof deletedSchema>;

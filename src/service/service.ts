@@ -10,9 +10,11 @@ import { storedExamples, storedLabelText } from './examples.js';
 import { ModelObjects, toModelObject } from './model-object.js';
 import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
 import { validateTrainRequest } from '../train/request.js';
+import { classifyForOrg } from './classify.js';
 import { parseRequest } from '../parse.js';
 import {
   predictRequestSchema,
+  type ClassifyResponseBody,
   type DeletedModel,
   type ModelList,
   type ModelObject,
@@ -363,6 +365,11 @@ export class SvcService {
       return { model: record.id, task_type: record.taskType, predictions: predictions as ClassPrediction[] };
     }
     return { model: record.id, task_type: record.taskType, predictions: predictions as LabelSetPrediction[] };
+  }
+
+  /** `POST /v2/classify`: the inputs labelled by the examples sent with them; the organization's turn in the predict batcher. */
+  classify(principal: Principal, body: unknown, options: { signal?: AbortSignal } = {}): Promise<ClassifyResponseBody> {
+    return classifyForOrg(principal.orgId, body, options);
   }
 
   /** Removes the model, its job and examples, and its hub copy; a running job is stopped first. */

@@ -59,14 +59,14 @@ export const kMaxLabelLength = 200;
 
 // Messages are written without the field name; `parseRequest` puts the path in front
 // (`examples[3].label must be a boolean`). Issues flagged `whole` are complete sentences.
-const textSchema = z
+export const textSchema = z
   .string({ error: typeError('a string') })
   .min(1, { error: 'must not be empty' })
   .max(kMaxTextLength, {
     error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
   });
 
-const exampleSchema = z
+export const exampleSchema = z
   .object({
     text: textSchema,
     label: z.boolean({ error: typeError('a boolean') }),
@@ -80,17 +80,17 @@ const exampleSchema = z
   .describe('One labelled example; label_text names what label: true means, e.g. "positive review"');
 
 /** A class or label name: what predictions return and config.json's id2label holds. */
-const labelNameSchema = z
+export const labelNameSchema = z
   .string({ error: typeError('a non-empty string') })
   .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
   .refine((value) => value.length <= kMaxLabelLength, { error: `must be at most ${kMaxLabelLength} characters` });
 
-const classExampleSchema = z
+export const classExampleSchema = z
   .object({ text: textSchema, label: labelNameSchema })
   .strict()
   .describe('One example of a class, e.g. { "text": "Refund not received", "label": "billing" }');
 
-const labelSetExampleSchema = z
+export const labelSetExampleSchema = z
   .object({
     text: textSchema,
     labels: z

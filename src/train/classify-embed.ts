@@ -1,0 +1,133 @@
+// Embeddings for a classify call, through the predict batcher: the texts wait in the same
+// per-organization lines, pass the same admission (429/503) and share the same engine batches as
+// predict calls. The batcher scores texts with a head; an identity head with sigmoid rows (one row
+// per embedding dimension, weight 1 on its own dimension) hands back sigmoid(e), which is inverted
+// here. Embedding components are within [-1, 1] (the vectors are L2-normalized), where the float32
+// round trip keeps them to about 3e-7: far below what changes a fitted head's answer.
+import { SvcError } from '../errors.js';
+import type { MultiHead } from '../model/directory.js';
+import { resolveBaseModel } from '../model/base-models.js';
+import { scoreTexts } from '../predict/batcher.js';
+import type { TruncateMode } from './classify-request.js';
+
+/** Words per window when a long text is read in chunks (about 200 WordPiece tokens of English, under the 256 read). */
+export const kChunkWords = 160;
+/** Words two neighbouring windows share, so that no sentence is only ever seen cut in two. */
+export const kChunkOverlapWords = 32;
+
+const identityHeads = new Map<number, MultiHead>();
+
+function identityHead(dim: number): MultiHead {
+  let head = identityHeads.get(dim);
+  if (head === undefined) {
+    const weights = new Float64Array(dim * dim);
+    for (let j = 0; j < dim; j++) weights[j * dim + j] = 1;
+    head = { kind: 'one-vs-rest', weights, biases: new Float64Array(dim) };
+    identityHeads.set(dim, head);
+  }
+  return head;
+}
+
+/** What a text becomes before it is embedded: one window, or several whose embeddings are averaged. */
+export interface Windows {
+  /** Each text's windows, in order. */
+  windows: string[][];
+  /** Per text: part of it is left out by the windows (truncate 'start'). */
+  cut: boolean[];
+}
+
+/**
+ * Windows of each text for a truncate mode. `end` and `none` send the text whole (the encoder keeps
+ * its first 256 tokens; `none` refuses a text that did not fit, after embedding); `start` keeps its
+ * last {@link kChunkWords} words; `chunks` cuts it into windows of that many words, overlapping by
+ * {@link kChunkOverlapWords}.
+ */
+export function windowsOf(texts: readonly string[], mode: TruncateMode): Windows {
+  const windows: string[][] = [];
+  const cut: boolean[] = [];
+  for (const text of texts) {
+    const words = mode === 'start' || mode === 'chunks' ? text.split(/\s+/).filter((word) => word.length > 0) : [];
+    if (words.length <= kChunkWords) {
+      windows.push([text]);
+      cut.push(false);
+    } else if (mode === 'start') {
+      windows.push([words.slice(-kChunkWords).join(' ')]);
+      cut.push(true);
+    } else {
+      const parts: string[] = [];
+      const stride = kChunkWords - kChunkOverlapWords;
+      for (let start = 0; ; start += stride) {
+        parts.push(words.slice(start, start + kChunkWords).join(' '));
+        if (start + kChunkWords >= words.length) break;
+      }
+      windows.push(parts);
+      cut.push(false);
+    }
+  }
+  return { windows, cut };
+}
+
+/** Embeddings (n x dim, L2-normalized) of texts, and which ones the encoder cut, by way of the predict batcher. */
+export async function embedThroughBatcher(
+  baseModel: string,
+  texts: readonly string[],
+  options: { tenant?: string; signal?: AbortSignal },
+): Promise<{ embeddings: Float32Array; truncated: Uint8Array; dim: number }> {
+  const dim = resolveBaseModel(baseModel).hiddenSize;
+  const { probabilities, truncated } = await scoreTexts(baseModel, null, identityHead(dim), texts, options);
+  const embeddings = new Float32Array(probabilities.length);
+  for (let i = 0; i < probabilities.length; i++) {
+    const p = probabilities[i];
+    embeddings[i] = Math.log(p / (1 - p));
+  }
+  return { embeddings, truncated, dim };
+}
+
+/** Per text, its embedding (the mean of its windows', L2-normalized again), whether it was cut, and how many windows were read. */
+export interface EmbeddedTexts {
+  embeddings: Float32Array;
+  truncated: boolean[];
+  chunks: number[];
+}
+
+/**
+ * Embeds texts as `mode` says, all of their windows in one batcher call. Pooling: the mean of the
+ * windows' embeddings, normalized (the encoder's own pooling over tokens, one level up).
+ * `paramOf` names the field a `none` refusal points at, by index.
+ */
+export async function embedTexts(
+  baseModel: string,
+  texts: readonly string[],
+  mode: TruncateMode,
+  options: { tenant?: string; signal?: AbortSignal; paramOf: (index: number) => string },
+): Promise<EmbeddedTexts> {
+  const { windows, cut } = windowsOf(texts, mode);
+  const flat = windows.flat();
+  const { embeddings: rows, truncated: rowCut, dim } = await embedThroughBatcher(baseModel, flat, options);
+  const embeddings = new Float32Array(texts.length * dim);
+  const truncated: boolean[] = [];
+  const chunks: number[] = [];
+  let row = 0;
+  windows.forEach((parts, t) => {
+    const sum = new Float64Array(dim);
+    let anyCut = cut[t];
+    for (let w = 0; w < parts.length; w++, row++) {
+      for (let j = 0; j < dim; j++) sum[j] += rows[row * dim + j];
+      anyCut ||= rowCut[row] === 1;
+    }
+    if (mode === 'none' && anyCut) {
+      throw new SvcError(
+        'invalid_request',
+        `${options.paramOf(t)} is longer than the ${resolveBaseModel(baseModel).maxLength} tokens ${baseModel} reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it`,
+        { param: options.paramOf(t) },
+      );
+    }
+    let norm = 0;
+    for (let j = 0; j < dim; j++) norm += sum[j] * sum[j];
+    norm = Math.sqrt(norm) || 1;
+    for (let j = 0; j < dim; j++) embeddings[t * dim + j] = sum[j] / norm;
+    truncated.push(anyCut);
+    chunks.push(parts.length);
+  });
+  return { embeddings, truncated, chunks };
+}

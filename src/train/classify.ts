@@ -1,0 +1,233 @@
+// Classify without a stored model: the texts of a call are labelled by a head fitted, there and
+// then, on the frozen base encoder's embeddings of the call's examples (or of template sentences
+// built from the label names: zero-shot). The fitted head is kept in a bounded cache under a hash of
+// what it was fitted on, so a client that sends the same examples on every call pays the fit (and
+// the examples' embeddings) once. Every text is embedded through the predict batcher, so classify
+// calls take their turn with predict calls and are admitted (or refused) by the same rules.
+import { createHash } from 'node:crypto';
+
+import type { Head } from '../model/directory.js';
+import { runTask } from '../pool/pool.js';
+import type { FitResult, HeadKind } from '../pool/tasks.js';
+import { packHeads } from '../predict/call.js';
+import { kDefaultThreshold } from '../predict/classifier.js';
+import type { ClassPrediction, LabelSetPrediction, Prediction } from '../predict/classifier.js';
+import { scoreSegments } from '../predict/head.js';
+import { embedTexts } from './classify-embed.js';
+import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from './classify-request.js';
+import type { ExampleTargets } from './pairs.js';
+import type { ClassExample, LabelSetExample, TaskType, TrainExample } from './request.js';
+import { kHeadC } from './train.js';
+import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js';
+
+/** Fitted heads kept for repeated examples (least recently used evicted); a head is 384 floats per label. */
+export const kClassifyCachedHeads = 256;
+
+/** A prediction of a classify call: predict's, plus `chunks` (how many windows were read) with `truncate: 'chunks'`. */
+export type ClassifyPrediction<P> = P & { chunks?: number };
+
+/** What `classify()` and `POST /v2/classify` answer: `/v2/predict`'s shape, `model` naming the base encoder, and `zero_shot`. */
+export type ClassifyResponse =
+  | { model: string; label_text: string; zero_shot: boolean; predictions: ClassifyPrediction<Prediction>[] }
+  | { model: string; task_type: 'multi-class-classification'; zero_shot: boolean; predictions: ClassifyPrediction<ClassPrediction>[] }
+  | { model: string; task_type: 'multi-label-classification'; zero_shot: boolean; predictions: ClassifyPrediction<LabelSetPrediction>[] };
+
+/** Options of {@link classify}. */
+export interface ClassifyOptions {
+  /** Base encoder; default `svc-small`. */
+  model?: string;
+  /** Needed with no examples; otherwise read from them (boolean `label`: binary, string `label`: multi-class, `labels`: multi-label). */
+  taskType?: TaskType;
+  /** Zero-shot multi-class or multi-label: the names. */
+  labels?: string[];
+  /** Zero-shot binary: what `label: true` means. */
+  labelText?: string;
+  /** Long texts: `end` (default), `start`, `none` or `chunks` (see the request's `truncate`). */
+  truncate?: TruncateMode;
+  /** Stops waiting; texts not in a batch yet leave the batcher's queue. */
+  signal?: AbortSignal;
+  /** Whose call this is (the service passes the organization); tenants take turns in the batcher. */
+  tenant?: string;
+}
+
+type AnyExample = TrainExample | ClassExample | LabelSetExample;
+
+const kDefaultModel = 'svc-small';
+const kDefaultTruncate: TruncateMode = 'end';
+
+// Insertion order doubles as recency; a pending fit is cached too, so concurrent calls share it.
+const heads = new Map<string, Promise<Head>>();
+
+/** Fitted heads in the cache now (tests, the bench). */
+export function cachedClassifyHeads(): number {
+  return heads.size;
+}
+
+/** Empties the head cache (the bench's uncached runs). */
+export function clearClassifyHeads(): void {
+  heads.clear();
+}
+
+function inferTaskType(examples: readonly AnyExample[]): TaskType | undefined {
+  const first = examples[0] as Record<string, unknown> | undefined;
+  if (first === undefined || first === null || typeof first !== 'object') return undefined;
+  if (Array.isArray(first.labels)) return 'multi-label-classification';
+  if (typeof first.label === 'boolean') return 'binary-classification';
+  if (typeof first.label === 'string') return 'multi-class-classification';
+  return undefined;
+}
+
+/** The examples a head is fitted on, and their label names in head-row order (sorted, as training orders them). */
+function fitExamples(request: ClassifyRequest): { examples: AnyExample[]; labels: string[]; labelText: string | null } {
+  if (request.task_type === 'binary-classification') {
+    const labelText = request.examples[0]?.label_text ?? (request.label_text as string);
+    return { examples: request.examples.length > 0 ? request.examples : binaryZeroShot(labelText), labels: [], labelText };
+  }
+  if (request.task_type === 'multi-class-classification') {
+    const labels = request.labels ?? request.examples.map((example) => example.label);
+    return { examples: request.examples.length > 0 ? request.examples : classZeroShot(labels), labels: [...new Set(labels)].sort(), labelText: null };
+  }
+  const labels = request.labels ?? request.examples.flatMap((example) => example.labels);
+  return { examples: request.examples.length > 0 ? request.examples : labelSetZeroShot(labels), labels: [...new Set(labels)].sort(), labelText: null };
+}
+
+function targetsOf(taskType: TaskType, examples: readonly AnyExample[], labels: readonly string[]): ExampleTargets {
+  if (taskType === 'binary-classification') {
+    return { kind: 'classes', classes: Int32Array.from(examples, (example) => ((example as TrainExample).label ? 1 : 0)), count: 2 };
+  }
+  const index = new Map(labels.map((label, k) => [label, k]));
+  if (taskType === 'multi-class-classification') {
+    return { kind: 'classes', classes: Int32Array.from(examples, (example) => index.get((example as ClassExample).label) as number), count: labels.length };
+  }
+  const sets = new Uint8Array(examples.length * labels.length);
+  examples.forEach((example, i) => {
+    for (const label of (example as LabelSetExample).labels) sets[i * labels.length + (index.get(label) as number)] = 1;
+  });
+  return { kind: 'label-sets', sets, count: labels.length };
+}
+
+const kHeadKinds: Record<TaskType, HeadKind> = {
+  'binary-classification': 'logistic',
+  'multi-class-classification': 'softmax',
+  'multi-label-classification': 'one-vs-rest',
+};
+
+function headOf(kind: HeadKind, fit: FitResult): Head {
+  if (kind === 'logistic') return { weights: fit.weights, bias: fit.biases[0] };
+  return { kind, weights: fit.weights, biases: fit.biases };
+}
+
+/** The cache key: everything the head depends on, hashed (the examples in the order given). */
+function headKey(request: ClassifyRequest, examples: readonly AnyExample[]): string {
+  const truncate = request.truncate ?? kDefaultTruncate;
+  return createHash('sha256').update(JSON.stringify([request.model, request.task_type, truncate, examples])).digest('hex');
+}
+
+function remember(key: string, fitting: Promise<Head>): void {
+  heads.set(key, fitting);
+  // A failed fit is not kept: the next call tries again.
+  fitting.catch(() => heads.get(key) === fitting && heads.delete(key));
+  while (heads.size > kClassifyCachedHeads) heads.delete(heads.keys().next().value as string);
+}
+
+function toPredictions(request: ClassifyRequest, labels: readonly string[], probabilities: Float32Array, truncated: boolean[], chunks: number[]) {
+  const rows = request.task_type === 'binary-classification' ? 1 : labels.length;
+  const withChunks = request.truncate === 'chunks';
+  return truncated.map((cut, i) => {
+    const extra = withChunks ? { chunks: chunks[i] } : {};
+    if (request.task_type === 'binary-classification') {
+      const probability = probabilities[i];
+      return { label: probability >= 0.5, probability, truncated: cut, ...extra };
+    }
+    const row = probabilities.subarray(i * rows, (i + 1) * rows);
+    const scores: Record<string, number> = {};
+    labels.forEach((label, k) => (scores[label] = row[k]));
+    if (request.task_type === 'multi-class-classification') {
+      let best = 0;
+      for (let k = 1; k < rows; k++) if (row[k] > row[best]) best = k;
+      return { label: labels[best], probability: row[best], scores, truncated: cut, ...extra };
+    }
+    return { labels: labels.filter((_, k) => row[k] >= kDefaultThreshold), scores, truncated: cut, ...extra };
+  });
+}
+
+/**
+ * Answers a validated classify request: the cached head for its examples, or one fitted now (the
+ * examples and the inputs then go to the batcher as one call), applied to the inputs' embeddings.
+ */
+export async function classifyRequest(request: ClassifyRequest, options: { signal?: AbortSignal; tenant?: string } = {}): Promise<ClassifyResponse> {
+  const { examples, labels, labelText } = fitExamples(request);
+  const mode = request.truncate ?? kDefaultTruncate;
+  const key = headKey(request, examples);
+  let fitting = heads.get(key);
+  let inputs: Awaited<ReturnType<typeof embedTexts>>;
+  if (fitting !== undefined) {
+    heads.delete(key);
+    heads.set(key, fitting);
+    inputs = await embedTexts(request.model, request.inputs, mode, { ...options, paramOf: (t) => `inputs[${t}]` });
+  } else {
+    const n = examples.length;
+    const embedded = embedTexts(request.model, [...examples.map((example) => example.text), ...request.inputs], mode, {
+      ...options,
+      paramOf: (t) => (t < n ? `examples[${t}].text` : `inputs[${t - n}]`),
+    });
+    const kind = kHeadKinds[request.task_type];
+    fitting = embedded.then(async ({ embeddings }) => {
+      const dim = embeddings.length / (n + request.inputs.length);
+      const task = { kind: 'fit' as const, head: kind, embeddings: embeddings.slice(0, n * dim), targets: targetsOf(request.task_type, examples, labels), dim, C: kHeadC, balanced: false, validation: null, crossValidate: false };
+      // Not aborted with this call: another call with the same examples may be waiting on the same fit.
+      return headOf(kind, await runTask<FitResult>(task));
+    });
+    remember(key, fitting);
+    const all = await embedded;
+    const dim = all.embeddings.length / (n + request.inputs.length);
+    inputs = { embeddings: all.embeddings.slice(n * dim), truncated: all.truncated.slice(n), chunks: all.chunks.slice(n) };
+  }
+  const head = await fitting;
+  const dim = inputs.embeddings.length / request.inputs.length;
+  const probabilities = scoreSegments(inputs.embeddings, dim, Int32Array.of(request.inputs.length), Int32Array.of(0), packHeads([head]));
+  const predictions = toPredictions(request, labels, probabilities, inputs.truncated, inputs.chunks);
+  const zeroShot = request.examples.length === 0;
+  if (request.task_type === 'binary-classification') {
+    return { model: request.model, label_text: labelText as string, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<Prediction>[] };
+  }
+  if (request.task_type === 'multi-class-classification') {
+    return { model: request.model, task_type: request.task_type, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<ClassPrediction>[] };
+  }
+  return { model: request.model, task_type: request.task_type, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<LabelSetPrediction>[] };
+}
+
+/**
+ * Labels `inputs` by a head fitted on `examples` with the frozen base encoder, with no training
+ * step and nothing stored: the head is fitted in milliseconds and cached under a hash of the
+ * examples. With `examples: []`, zero-shot: give `labels` (or `labelText` for binary) and the head
+ * is fitted on template sentences built from the names. Throws `SvcError('invalid_request')` for a
+ * bad call, as `POST /v2/classify` answers 400.
+ *
+ * @example
+ * ```ts
+ * import { classify } from 'svc-classify';
+ * const examples = [
+ *   { text: 'I loved it', label: true, label_text: 'positive' }, { text: 'Wonderful acting', label: true, label_text: 'positive' },
+ *   { text: 'Dull and far too long', label: false, label_text: 'positive' }, { text: 'A waste of time', label: false, label_text: 'positive' },
+ * ];
+ * await classify(['What a great film'], examples);
+ * // { model: 'svc-small', label_text: 'positive', zero_shot: false,
+ * //   predictions: [{ label: true, probability: 0.53…, truncated: false }] }
+ * await classify(['The battery died in a day'], [], { taskType: 'multi-class-classification', labels: ['battery', 'screen'] });
+ * // { model: 'svc-small', task_type: 'multi-class-classification', zero_shot: true,
+ * //   predictions: [{ label: 'battery', probability: 0.5…, scores: { battery: 0.5…, screen: 0.4… }, truncated: false }] }
+ * ```
+ */
+export async function classify(inputs: string[], examples: AnyExample[], options: ClassifyOptions = {}): Promise<ClassifyResponse> {
+  const body: Record<string, unknown> = {
+    model: options.model ?? kDefaultModel,
+    task_type: options.taskType ?? inferTaskType(examples),
+    inputs,
+    examples,
+  };
+  if (options.labels !== undefined) body.labels = options.labels;
+  if (options.labelText !== undefined) body.label_text = options.labelText;
+  if (options.truncate !== undefined) body.truncate = options.truncate;
+  return classifyRequest(validateClassifyRequest(body), { signal: options.signal, tenant: options.tenant });
+}

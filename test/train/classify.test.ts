@@ -1,0 +1,120 @@
+// classify() through the library: heads fitted on the frozen base encoder from the call's own
+// examples (UCI review sentences), cached by a hash of the examples, and zero-shot from label names.
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { uciSentences, uciSites } from '../../fixtures/corpora.js';
+import { SvcError } from '../../src/errors.js';
+import { batchStats } from '../../src/predict/batcher.js';
+import { closePool } from '../../src/pool/pool.js';
+import { cachedClassifyHeads, classify, clearClassifyHeads } from '../../src/train/classify.js';
+import { imdbExamples } from '../_support/examples.js';
+
+afterAll(async () => {
+  await closePool();
+});
+
+// 10 positive and 10 negative IMDB sentences; the inputs are sentences none of them holds.
+const examples = imdbExamples(0, 10);
+const imdb = uciSentences('imdb');
+const positives = imdb.filter((r) => r.label).slice(100, 147).map((r) => r.text);
+const negatives = imdb.filter((r) => !r.label).slice(100, 147).map((r) => r.text);
+
+async function rejection(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
+  const error = await work.then(() => null, (e: unknown) => e);
+  expect(error).toBeInstanceOf(SvcError);
+  const { code, message, param } = error as SvcError;
+  return { code, message, param };
+}
+
+describe('classify (library)', () => {
+  it('labels clear sentiment by 20 examples, in predict\'s binary shape, and fits the head once for the same examples', async () => {
+    clearClassifyHeads();
+    const clear = ['An absolutely wonderful, moving film. I loved every minute.', 'Terrible, boring and a complete waste of time.'];
+    const first = await classify([...clear, ...positives, ...negatives], examples);
+    expect(Object.keys(first)).toEqual(['model', 'label_text', 'zero_shot', 'predictions']);
+    expect(first.model).toBe('svc-small');
+    expect((first as { label_text: string }).label_text).toBe('positive');
+    expect(first.zero_shot).toBe(false);
+    const predictions = first.predictions as { label: boolean; probability: number; truncated: boolean }[];
+    expect(predictions).toHaveLength(96);
+    for (const p of predictions) {
+      expect(Object.keys(p)).toEqual(['label', 'probability', 'truncated']);
+      expect(p.label).toBe(p.probability >= 0.5);
+      expect(p.truncated).toBe(false);
+    }
+    expect(predictions.slice(0, 2).map((p) => p.label)).toEqual([true, false]);
+    // 94 held-out sentences: 20 examples on the frozen encoder got about 84 % right when this was written; 75 % is asked.
+    const right = predictions.slice(2).filter((p, i) => p.label === i < 47).length;
+    expect(right / 94).toBeGreaterThanOrEqual(0.75);
+    expect(cachedClassifyHeads()).toBe(1);
+
+    // Same examples: the cached head, the inputs alone embedded, the same probabilities.
+    const before = batchStats().texts;
+    const again = await classify([...clear, ...positives, ...negatives], examples);
+    expect(batchStats().texts - before).toBe(96);
+    expect(cachedClassifyHeads()).toBe(1);
+    again.predictions.forEach((p, i) => expect((p as { probability: number }).probability).toBeCloseTo(predictions[i].probability, 5));
+  });
+
+  it('answers multi-class with every class score, and multi-label with the labels that reach 0.5', async () => {
+    const sites = uciSites();
+    const pick = (label: string, from: number) => sites.filter((r) => r.label === label).slice(from, from + 6).map((r) => ({ text: r.text, label: r.label as string }));
+    const classExamples = [...pick('imdb', 0), ...pick('yelp', 0), ...pick('amazon', 0)];
+    const inputs = ['The film\'s director and cast were superb.', 'The waiter brought our food cold.', 'This phone charger broke after a week.'];
+    const multi = await classify(inputs, classExamples);
+    expect(Object.keys(multi)).toEqual(['model', 'task_type', 'zero_shot', 'predictions']);
+    expect((multi as { task_type: string }).task_type).toBe('multi-class-classification');
+    const classes = multi.predictions as { label: string; probability: number; scores: Record<string, number>; truncated: boolean }[];
+    expect(classes.map((p) => p.label)).toEqual(['imdb', 'yelp', 'amazon']);
+    for (const p of classes) {
+      expect(Object.keys(p)).toEqual(['label', 'probability', 'scores', 'truncated']);
+      expect(Object.keys(p.scores)).toEqual(['amazon', 'imdb', 'yelp']);
+      expect(Object.values(p.scores).reduce((s, v) => s + v, 0)).toBeCloseTo(1, 5);
+      expect(p.probability).toBe(Math.max(...Object.values(p.scores)));
+    }
+
+    const tagged = classExamples.map((e) => ({ text: e.text, labels: e.label === 'imdb' ? ['film'] : e.label === 'yelp' ? ['food'] : [] }));
+    const tags = await classify(inputs, tagged);
+    expect((tags as { task_type: string }).task_type).toBe('multi-label-classification');
+    const sets = tags.predictions as { labels: string[]; scores: Record<string, number> }[];
+    for (const p of sets) {
+      expect(Object.keys(p.scores)).toEqual(['film', 'food']);
+      expect(p.labels).toEqual(['film', 'food'].filter((l) => p.scores[l] >= 0.5));
+    }
+    expect(sets.map((p) => p.scores.film > p.scores.food)).toEqual([true, false, sets[2].scores.film > sets[2].scores.food]);
+  });
+
+  it('classifies zero-shot from label names, and says so', async () => {
+    const answer = await classify(
+      ['The striker scored twice in the final.', 'The central bank raised interest rates again.', 'The new vaccine cut hospital admissions.'],
+      [],
+      { taskType: 'multi-class-classification', labels: ['sports', 'economy', 'health'] },
+    );
+    expect(answer.zero_shot).toBe(true);
+    expect(answer.predictions.map((p) => (p as { label: string }).label)).toEqual(['sports', 'economy', 'health']);
+    const binary = await classify(['I loved this film, it was wonderful.'], [], { taskType: 'binary-classification', labelText: 'positive review' });
+    expect(binary).toMatchObject({ label_text: 'positive review', zero_shot: true });
+  });
+
+  it('refuses a bad call with a 4xx that names the field', async () => {
+    expect(await rejection(classify(Array(97).fill('x'), examples))).toEqual({
+      code: 'invalid_request', message: 'inputs holds more than 96 texts, the limit per classify request', param: 'inputs',
+    });
+    expect(await rejection(classify(['x'], [{ text: 'a', label: 'x' }, { text: 'b', label: 'x' }, { text: 'c', label: 'y' }]))).toEqual({
+      code: 'invalid_request', message: "the class 'y' has 1 example; each needs at least 2", param: 'examples',
+    });
+    expect(await rejection(classify(['x'], examples.slice(0, 11)))).toEqual({
+      code: 'invalid_request', message: "the label 'false' has 1 example; each needs at least 2", param: 'examples',
+    });
+    expect(await rejection(classify(['x'], [], { taskType: 'multi-class-classification' }))).toEqual({
+      code: 'invalid_request', message: 'with no examples (zero-shot), labels is required: the classes are told apart by their names', param: 'labels',
+    });
+    expect(await rejection(classify(['x'], [], {}))).toEqual({ code: 'invalid_request', message: 'task_type is required', param: 'task_type' });
+    const long = Array(400).fill('word').join(' ');
+    expect(await rejection(classify(['short', long], examples, { truncate: 'none' }))).toEqual({
+      code: 'invalid_request',
+      message: "inputs[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",
+      param: 'inputs[1]',
+    });
+  });
+});
