@@ -226,12 +226,7 @@ export class JobRunner {
         ended('cancelled');
         return;
       }
-      if ((await this.#store.getModel(modelId)) === null) {
-        // Deleted while the last step ran: do not leave its files behind.
-        await this.#runtime.remove(model.orgId, modelId);
-        ended('cancelled');
-        return;
-      }
+      // From the fence to the job's end as few round trips as may be: the lease the fence renewed must outlast them.
       // The final progress goes in before the job ends: afterwards the job is no longer this runner's to write.
       clearTimeout(entry.progressWrite);
       if (entry.progress !== null) {
@@ -239,7 +234,9 @@ export class JobRunner {
         await this.#writeProgress(modelId, entry, entry.progress);
       }
       if (!(await this.#store.finishJob(modelId, entry.lease, this.#now(), null))) {
-        // Another replica took the job over before this one saw it at a heartbeat: that one's result counts.
+        // Deleted while the last step ran: do not leave its files behind. Else another claim took the job over (this
+        // runner stalled past its lease after the fence): that one's result counts.
+        if ((await this.#store.getModel(modelId)) === null) await this.#runtime.remove(model.orgId, modelId);
         ended('cancelled');
         return;
       }
