@@ -38,18 +38,33 @@ export interface RateLimitedEvent {
   kind: string;
 }
 
+/** A pool worker's adapter cache after a batch that used it: counters since the worker started, bytes held now. */
+export interface AdapterCacheEvent {
+  worker: number;
+  hits: number;
+  misses: number;
+  evictions: number;
+  bytes: number;
+}
+
 /** The channels, by the name a subscriber uses with `diagnostics_channel.subscribe`. */
 export const kChannels = Object.freeze({
   predictBatch: 'svc-classify:predict-batch',
   trainingJob: 'svc-classify:training-job',
   proxyCall: 'svc-classify:proxy-call',
   rateLimited: 'svc-classify:rate-limited',
+  adapterCache: 'svc-classify:adapter-cache',
 });
 
 const predictBatch = channel(kChannels.predictBatch);
 const trainingJob = channel(kChannels.trainingJob);
 const proxyCall = channel(kChannels.proxyCall);
 const rateLimitedChannel = channel(kChannels.rateLimited);
+const adapterCache = channel(kChannels.adapterCache);
+
+export function publishAdapterCache(event: AdapterCacheEvent): void {
+  if (adapterCache.hasSubscribers) adapterCache.publish(event);
+}
 
 export function publishPredictBatch(event: PredictBatchEvent): void {
   if (predictBatch.hasSubscribers) predictBatch.publish(event);

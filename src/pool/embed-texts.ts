@@ -1,5 +1,6 @@
 // Sentence embeddings of texts on a worker's encoder: the native tokenizer packs the batch
 // (truncated to the base model's 256 tokens), the encoder embeds it.
+import type { AdapterSegments } from '../native/adapter.js';
 import type { Encoder } from '../native/encoder.js';
 import { Tokenizer } from '../native/tokenizer.js';
 
@@ -22,7 +23,8 @@ export interface EmbeddedTexts {
   truncated: Uint8Array;
 }
 
-export function embedTexts(baseModel: string, encoder: Encoder, texts: string[]): EmbeddedTexts {
+/** `segments`: runs of the texts through adapters on this base encoder (see `Encoder.embedIdsSync`). */
+export function embedTexts(baseModel: string, encoder: Encoder, texts: string[], segments?: AdapterSegments): EmbeddedTexts {
   const { ids, lengths, truncated } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength: encoder.maxLength });
-  return { embeddings: encoder.embedIdsSync(ids, lengths), truncated };
+  return { embeddings: encoder.embedIdsSync(ids, lengths, segments), truncated };
 }

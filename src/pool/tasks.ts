@@ -45,6 +45,20 @@ export interface PredictTask {
   counts: Int32Array;
   heads: Int32Array;
   table: HeadTable;
+  /**
+   * Per segment, the adapter model's adapter file its texts go through on the base encoder (null: the base alone);
+   * left out when no segment has one. A batch then mixes adapter models (the segmented path).
+   */
+  adapters?: (string | null)[];
+}
+
+/** A worker's adapter cache after a task that used it (counters since the worker started). */
+export interface AdapterCacheReport {
+  worker: number;
+  hits: number;
+  misses: number;
+  evictions: number;
+  bytes: number;
 }
 
 /**
@@ -54,6 +68,8 @@ export interface PredictTask {
 export interface PredictResult {
   probabilities: Float32Array;
   truncated: Uint8Array;
+  /** Set when the batch went through adapters. */
+  adapterCache?: AdapterCacheReport;
 }
 
 /**
@@ -199,6 +215,8 @@ export interface WorkerSettings {
   niceness: number;
   /** Arithmetic of the encoders that predict (training embeds in fp32 whatever this says). */
   precision: EncoderPrecision;
+  /** Bytes of LoRA adapters each worker keeps in memory (fp32), least recently used evicted first. */
+  adapterCacheBytes: number;
 }
 
 /** The BroadcastChannel on which disposed fine-tuned encoders are announced to the workers. */

@@ -16,6 +16,7 @@ import type { EncoderPrecision } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
+import { AdapterCache } from './adapter-cache.js';
 import { embedTexts } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
@@ -74,9 +75,12 @@ async function atTrainingPriority<T>(work: () => T | Promise<T>): Promise<T> {
 
 // Base encoders, by precision and base model name: always kept.
 const encoders = new Map<string, Encoder>();
+/** Adapter models' adapters, predicted on the base encoders above (the segmented path). */
+const adapters = new AdapterCache(settings.adapterCacheBytes);
 /**
  * Fine-tuned encoders by weight file, least recently used first, at most 4 (about 90 MB each in
- * fp32, shared by the workers of the process); a disposed classifier's goes at once. `identity`
+ * fp32, shared by the workers of the process); a disposed classifier's goes at once. An adapter model lands here
+ * only when training embeds with its adapter merged (fp32, as its ONNX export computes). `identity`
  * tells a model saved again to the same path from the one loaded.
  */
 const finetuned = new Map<string, { identity: string; encoder: Encoder }>();
@@ -120,6 +124,7 @@ function encoderFor(baseModel: string, encoderFile: string | null, precision: En
 }
 
 function forget(encoderFile: string): void {
+  adapters.forget(encoderFile);
   finetuned.get(encoderFile)?.encoder.dispose();
   finetuned.delete(encoderFile);
 }
@@ -136,10 +141,28 @@ function embed(task: EmbedTask): Float32Array {
 }
 
 function predict(task: PredictTask): PredictResult {
+  if (task.adapters?.some((file) => file !== null)) return predictThroughAdapters(task, task.adapters);
   const encoder = encoderFor(task.baseModel, task.encoderFile, settings.precision);
   const { embeddings, truncated } = embedTexts(task.baseModel, encoder, task.texts);
   const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.table);
   return { probabilities, truncated };
+}
+
+/** One base encoder for every adapter model of the batch: each segment's texts go through its model's adapter. */
+function predictThroughAdapters(task: PredictTask, files: (string | null)[]): PredictResult {
+  const encoder = encoderFor(task.baseModel, null, settings.precision);
+  const held = adapters.acquire(task.baseModel, files);
+  let embedded;
+  try {
+    const segments = { counts: task.counts, adapters: held.map((entry) => entry?.adapter ?? null) };
+    embedded = embedTexts(task.baseModel, encoder, task.texts, segments);
+  } finally {
+    adapters.release(held);
+  }
+  const probabilities = scoreSegments(embedded.embeddings, encoder.dim, task.counts, task.heads, task.table);
+  // After the release: the bytes held once this batch's pins are gone.
+  const { hits, misses, evictions, bytes } = adapters.stats();
+  return { probabilities, truncated: embedded.truncated, adapterCache: { worker: threadId, hits, misses, evictions, bytes } };
 }
 
 async function save(task: SaveTask): Promise<void> {

@@ -22,7 +22,8 @@ import { SvcError } from '../errors.js';
 import type { Head } from '../model/directory.js';
 import { freePredictSlots, onTaskEnd, runTask } from '../pool/pool.js';
 import type { PredictResult, PredictTask } from '../pool/tasks.js';
-import { publishPredictBatch, rateLimited } from '../telemetry.js';
+import { isAdapterFile } from '../model/adapter.js';
+import { publishAdapterCache, publishPredictBatch, rateLimited } from '../telemetry.js';
 import { admission, kOverloadedRetryAfterSeconds, meter, predictBounds, waiting } from './admission.js';
 import { Call, headRows, kMaxTokensPerText, packHeads, type Segment } from './call.js';
 
@@ -81,7 +82,10 @@ export function batchStats(): BatchStats {
   return { ...stats };
 }
 
-/** The texts waiting for one encoder: a base model's, or one fine-tuned model's own. */
+/**
+ * The texts waiting for one encoder: a base model's (with those of every adapter model on it: one batch mixes
+ * them), or one fully fine-tuned model's own.
+ */
 class EncoderQueue {
   readonly #key: string;
   readonly #baseModel: string;
@@ -225,6 +229,7 @@ class EncoderQueue {
       heads: Int32Array.from(batch, ({ call }) => heads.get(call.head) ?? 0),
       table,
     };
+    if (batch.some(({ call }) => call.adapter !== null)) task.adapters = batch.map(({ call }) => call.adapter);
     let tokens = 0;
     for (const { call, start, end } of batch) for (let i = start; i < end; i++) tokens += call.tokens[i];
     stats.batches++;
@@ -239,8 +244,9 @@ class EncoderQueue {
     this.#inFlight++;
     const timing = meter.start(tokens);
     runTask<PredictResult>(task).then(
-      ({ probabilities, truncated }) => {
+      ({ probabilities, truncated, adapterCache }) => {
         meter.end(timing, true);
+        if (adapterCache) publishAdapterCache(adapterCache);
         shedLate();
         let offset = 0;
         let at = 0;
@@ -270,7 +276,8 @@ class EncoderQueue {
   }
 }
 
-// Keyed by base model name, or by a fine-tuned model's encoder file; the order is whose turn it is.
+// Keyed by base model name (base and adapter models), or by a fully fine-tuned model's encoder file; the order is
+// whose turn it is.
 const queues = new Map<string, EncoderQueue>();
 
 // Any task that ends frees a worker: the queues that wait get it, in turn (a snapshot: a queue that
@@ -293,7 +300,8 @@ export interface ScoreOptions {
 
 /**
  * Scores `texts` with `head` on the embeddings of `baseModel`'s encoder (or of a fine-tuned
- * model's own, `encoderFile`), batched with whatever else is being predicted on that encoder.
+ * model's own, `encoderFile`), batched with whatever else is being predicted on that encoder. An adapter model's
+ * `encoderFile` (its adapter_model.safetensors) joins the base model's batches, its texts through its adapter.
  * Resolves to the head's probabilities per text (binary: P(true); see `scoreSegments`), in order,
  * and which texts were cut to the encoder's length.
  */
@@ -317,10 +325,12 @@ export function scoreTexts(
   const refusal = admission(tenant, texts.length, call.unsentTokens, kMaxBatchTokens);
   if (refusal) return Promise.reject(refusal);
   stats.requests++;
-  const key = encoderFile ?? baseModel;
+  const ownEncoder = encoderFile !== null && !isAdapterFile(encoderFile) ? encoderFile : null;
+  if (encoderFile !== null && ownEncoder === null) call.adapter = encoderFile;
+  const key = ownEncoder ?? baseModel;
   let queue = queues.get(key);
   if (!queue) {
-    queue = new EncoderQueue(key, baseModel, encoderFile);
+    queue = new EncoderQueue(key, baseModel, ownEncoder);
     queues.set(key, queue);
   }
   const owner = queue;

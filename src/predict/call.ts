@@ -21,6 +21,8 @@ export class Call {
   readonly tokens: Uint16Array;
   readonly head: Head;
   readonly tenant: string;
+  /** An adapter model's adapter file: its texts go through it on the shared base encoder (null: the base alone). */
+  adapter: string | null = null;
   readonly #rows: number;
   readonly #out: PredictResult;
   /** The first text not in a batch yet. */

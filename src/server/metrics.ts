@@ -6,7 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 import { poolStats } from '../pool/pool.js';
 import type { SvcService } from '../service/service.js';
-import { kChannels, type PredictBatchEvent, type ProxyCallEvent, type RateLimitedEvent, type TrainingJobEvent } from '../telemetry.js';
+import { kChannels, type AdapterCacheEvent, type PredictBatchEvent, type ProxyCallEvent, type RateLimitedEvent, type TrainingJobEvent } from '../telemetry.js';
 import { SvcError } from '../errors.js';
 import { svcErrorHandler } from './errors.js';
 import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
@@ -96,6 +96,27 @@ export class SvcMetrics {
       if (event.error !== null) proxyErrors.inc({ provider });
     });
     this.#listen<RateLimitedEvent>(kChannels.rateLimited, (event) => rateLimited.inc({ kind: event.kind }));
+    this.#adapterCacheMetrics(registers);
+  }
+
+  // Workers report their cache's counters since they started: the counters here go up by the difference.
+  #adapterCacheMetrics(registers: Registry[]): void {
+    const counter = (what: string, help: string) => new Counter({ name: `svc_adapter_cache_${what}_total`, help, registers });
+    const hits = counter('hits', 'Adapter lookups of predict batches that found the adapter in the worker\'s memory');
+    const misses = counter('misses', 'Adapter lookups that read the adapter from its file (first use, evicted, or the model saved again)');
+    const evictions = counter('evictions', 'Adapters dropped from a worker\'s memory to keep its cache within its bytes');
+    const last = new Map<number, AdapterCacheEvent>();
+    new Gauge({
+      name: 'svc_adapter_cache_bytes', help: 'Bytes of LoRA adapters the pool workers hold (fp32), all workers together', registers,
+      collect() { this.set([...last.values()].reduce((sum, event) => sum + event.bytes, 0)); },
+    });
+    this.#listen<AdapterCacheEvent>(kChannels.adapterCache, (event) => {
+      const before = last.get(event.worker);
+      hits.inc(event.hits - (before?.hits ?? 0));
+      misses.inc(event.misses - (before?.misses ?? 0));
+      evictions.inc(event.evictions - (before?.evictions ?? 0));
+      last.set(event.worker, event);
+    });
   }
 
   /** Counts one answered HTTP request; `route` is the route's pattern (`/v2/models/:model_id`), never the raw URL. */

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { closePool, configurePool, poolOptions, runTask, trainingWorkers, workerEntry } from '../../src/pool/pool.js';
+import { closePool, configurePool, kDefaultAdapterCacheBytes, poolOptions, runTask, trainingWorkers, workerEntry } from '../../src/pool/pool.js';
 import { finetuneThreads } from '../../src/train/finetune-stage.js';
 import type { PingResult } from '../../src/pool/tasks.js';
 
@@ -22,7 +22,7 @@ describe('pool', () => {
   it('defaults to two workers sharing the cores', () => {
     const cores = availableParallelism();
     const workers = Math.min(2, cores);
-    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers), precision: 'fp32' });
+    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes });
     expect(poolOptions().workers * poolOptions().engineThreads).toBeLessThanOrEqual(cores);
   });
 
@@ -38,7 +38,7 @@ describe('pool', () => {
       ),
     );
     expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(new TypeError("options.precision must be 'fp32', 'int8' or 'bf16'"));
-    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)), precision: 'fp32' });
+    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes });
   });
 
   it('runs tasks off the main thread with the configured engine threads', async () => {
@@ -54,11 +54,12 @@ describe('pool', () => {
       'configurePool must be called before the pool starts (call closePool first)',
     );
     await closePool();
-    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism(), precision: 'fp32' });
+    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism(), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes });
     expect(configurePool({ engineThreads: 1, precision: 'int8' })).toEqual({
       workers: Math.min(2, availableParallelism()),
       engineThreads: 1,
       precision: 'int8',
+      adapterCacheBytes: kDefaultAdapterCacheBytes,
     });
   });
 
