@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 import { metricsRoutes, SvcMetrics } from '../../src/server/metrics.js';
+import { publishAdapterCache } from '../../src/telemetry.js';
 import { svcRoutes } from '../../src/server/routes.js';
 import { SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
@@ -104,4 +105,21 @@ it('counts training jobs by state and times each run by how it ended', async () 
     await trainer.close();
     rmSync(jobsDir, { recursive: true, force: true });
   }
+});
+
+it('counts the workers\' adapter caches: hits, misses and evictions as they grow, bytes held by all workers', async () => {
+  const metrics = new SvcMetrics({ service });
+  const app = Fastify();
+  await app.register(metricsRoutes, { metrics });
+  // Each worker reports its counters since it started, after every batch that went through adapters.
+  publishAdapterCache({ worker: 1, hits: 3, misses: 2, evictions: 0, bytes: 2_000_000 });
+  publishAdapterCache({ worker: 2, hits: 1, misses: 1, evictions: 0, bytes: 1_000_000 });
+  publishAdapterCache({ worker: 1, hits: 7, misses: 4, evictions: 1, bytes: 3_000_000 });
+  const families = parseMetrics((await app.inject({ method: 'GET', url: '/metrics' })).body);
+  expect(value(families, 'svc_adapter_cache_hits_total')).toBe(8);
+  expect(value(families, 'svc_adapter_cache_misses_total')).toBe(5);
+  expect(value(families, 'svc_adapter_cache_evictions_total')).toBe(1);
+  expect(value(families, 'svc_adapter_cache_bytes')).toBe(4_000_000);
+  await app.close();
+  metrics.close();
 });
