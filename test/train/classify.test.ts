@@ -7,6 +7,7 @@ import { SvcError } from '../../src/errors.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { closePool } from '../../src/pool/pool.js';
 import { cachedClassifyHeads, classify, clearClassifyHeads } from '../../src/train/classify.js';
+import { windowsOf } from '../../src/train/classify-embed.js';
 import { imdbExamples } from '../_support/examples.js';
 
 afterAll(async () => {
@@ -94,6 +95,35 @@ describe('classify (library)', () => {
     expect(answer.predictions.map((p) => (p as { label: string }).label)).toEqual(['sports', 'economy', 'health']);
     const binary = await classify(['I loved this film, it was wonderful.'], [], { taskType: 'binary-classification', labelText: 'positive review' });
     expect(binary).toMatchObject({ label_text: 'positive review', zero_shot: true });
+  });
+
+  it('cuts long texts into overlapping windows of 160 words, 32 shared (chunks), or keeps their last 160 (start)', () => {
+    const words = Array.from({ length: 400 }, (_, i) => `w${i}`);
+    const text = words.join(' ');
+    const chunked = windowsOf(['short text', text], 'chunks');
+    expect(chunked.windows[0]).toEqual(['short text']);
+    expect(chunked.windows[1]).toEqual([words.slice(0, 160).join(' '), words.slice(128, 288).join(' '), words.slice(256, 400).join(' ')]);
+    expect(chunked.cut).toEqual([false, false]);
+    expect(windowsOf([text], 'start')).toEqual({ windows: [[words.slice(240).join(' ')]], cut: [true] });
+    expect(windowsOf([text], 'end')).toEqual({ windows: [[text]], cut: [false] });
+  });
+
+  it('reads a long review whole with chunks, flags it cut with end and start, and says how many windows it read', async () => {
+    // A long text whose end says what its start does not: a dull plot summary, then the verdict.
+    const summary = Array(30).fill('The film follows a family who move to a small town and the story covers their first year there.').join(' ');
+    const long = `${summary} I loved it: a wonderful, moving film with superb acting, the best I have seen this year.`;
+    const end = await classify([long], examples, { truncate: 'end' });
+    expect(end.predictions[0]).toMatchObject({ truncated: true });
+    expect(end.predictions[0]).not.toHaveProperty('chunks');
+    const start = await classify([long], examples, { truncate: 'start' });
+    expect(start.predictions[0]).toMatchObject({ truncated: true });
+    const chunked = await classify([long, 'Great film.'], examples, { truncate: 'chunks' });
+    const [whole, short] = chunked.predictions as { label: boolean; probability: number; truncated: boolean; chunks: number }[];
+    expect(Object.keys(whole)).toEqual(['label', 'probability', 'truncated', 'chunks']);
+    expect(whole).toMatchObject({ truncated: false, chunks: 5 });
+    expect(short).toMatchObject({ truncated: false, chunks: 1 });
+    // The verdict at the end moves the answer toward positive when the text is read whole.
+    expect(whole.probability).toBeGreaterThan((end.predictions[0] as { probability: number }).probability);
   });
 
   it('refuses a bad call with a 4xx that names the field', async () => {
