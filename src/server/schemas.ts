@@ -144,6 +144,19 @@ export const predictResponseSchema = z.union([binaryPredictResponseSchema, class
 
 const zeroShotSchema = z.boolean().describe('true when no examples were sent: the head was fitted on template sentences built from the label names');
 const chunksSchema = z.number().int().optional().describe("truncate: 'chunks' only: how many overlapping windows of the text were read (their embeddings averaged)");
+const nearestSchema = z
+  .array(
+    z.object({
+      text: z.string(),
+      label: z.union([z.boolean(), z.string()]).optional().describe('Binary and multi-class: the example\'s label'),
+      labels: z.array(z.string()).optional().describe("Multi-label: the example's labels"),
+      similarity: z.number().describe('Cosine similarity of the example and the text in the encoder\'s space'),
+      supports: z.boolean().optional().describe('Binary and multi-class: the example carries the label answered, so pulled the head toward it'),
+    }),
+  )
+  .optional()
+  .describe('explain: k only: the k examples nearest the text, most similar first');
+const extras = { chunks: chunksSchema, nearest: nearestSchema };
 
 /** `/v2/classify`'s answer: predict's shapes, `model` naming the base encoder, `zero_shot`, and `chunks` per text with truncate 'chunks'. */
 export const classifyResponseSchema = z.union([
@@ -151,19 +164,19 @@ export const classifyResponseSchema = z.union([
     model: z.string().describe('The base encoder'),
     label_text: z.string(),
     zero_shot: zeroShotSchema,
-    predictions: z.array(binaryPredictResponseSchema.shape.predictions.element.extend({ chunks: chunksSchema })),
+    predictions: z.array(binaryPredictResponseSchema.shape.predictions.element.extend(extras)),
   }),
   z.object({
     model: z.string().describe('The base encoder'),
     task_type: z.literal('multi-class-classification'),
     zero_shot: zeroShotSchema,
-    predictions: z.array(classPredictResponseSchema.shape.predictions.element.extend({ chunks: chunksSchema })),
+    predictions: z.array(classPredictResponseSchema.shape.predictions.element.extend(extras)),
   }),
   z.object({
     model: z.string().describe('The base encoder'),
     task_type: z.literal('multi-label-classification'),
     zero_shot: zeroShotSchema,
-    predictions: z.array(labelSetPredictResponseSchema.shape.predictions.element.extend({ chunks: chunksSchema })),
+    predictions: z.array(labelSetPredictResponseSchema.shape.predictions.element.extend(extras)),
   }),
 ]);
 

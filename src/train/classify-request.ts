@@ -14,6 +14,7 @@ import {
   labelNameSchema,
   labelSetExampleSchema,
 } from './request.js';
+import { kMaxExplain } from './classify-explain.js';
 
 /** Most texts one classify call may label (Cohere's classify endpoint took as many). */
 export const kMaxClassifyInputs = 96;
@@ -49,6 +50,12 @@ const commonFields = {
       "Texts longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them " +
         "(400), 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
     ),
+  explain: z
+    .int({ error: typeError('an integer') })
+    .min(1, { error: 'must be at least 1' })
+    .max(kMaxExplain, { error: `must be at most ${kMaxExplain}` })
+    .optional()
+    .describe(`Per text, the k examples nearest to it (cosine similarity of the embeddings), with their labels; 1 to ${kMaxExplain}`),
 };
 
 type Issues = z.core.$RefinementCtx;

@@ -14,6 +14,7 @@ import { kDefaultThreshold } from '../predict/classifier.js';
 import type { ClassPrediction, LabelSetPrediction, Prediction } from '../predict/classifier.js';
 import { scoreSegments } from '../predict/head.js';
 import { embedTexts } from './classify-embed.js';
+import { nearest, type Neighbour } from './classify-explain.js';
 import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from './classify-request.js';
 import type { ExampleTargets } from './pairs.js';
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from './request.js';
@@ -22,9 +23,23 @@ import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js'
 
 /** Fitted heads kept for repeated examples (least recently used evicted); a head is 384 floats per label. */
 export const kClassifyCachedHeads = 256;
+/**
+ * Most examples whose embeddings the cache keeps over all its heads (for `explain`): 50,000 x 384
+ * floats is 77 MB. The least recently used heads go first when either bound is passed.
+ */
+export const kClassifyCachedExamples = 50_000;
 
-/** A prediction of a classify call: predict's, plus `chunks` (how many windows were read) with `truncate: 'chunks'`. */
-export type ClassifyPrediction<P> = P & { chunks?: number };
+/** A fitted head and the embeddings of the examples it was fitted on (n x dim). */
+interface Fitted {
+  head: Head;
+  embeddings: Float32Array;
+}
+
+/**
+ * A prediction of a classify call: predict's, plus `chunks` (how many windows were read) with `truncate: 'chunks'`,
+ * and `nearest` (the examples nearest the text) with `explain: k`.
+ */
+export type ClassifyPrediction<P> = P & { chunks?: number; nearest?: Neighbour[] };
 
 /** What `classify()` and `POST /v2/classify` answer: `/v2/predict`'s shape, `model` naming the base encoder, and `zero_shot`. */
 export type ClassifyResponse =
@@ -44,6 +59,8 @@ export interface ClassifyOptions {
   labelText?: string;
   /** Long texts: `end` (default), `start`, `none` or `chunks` (see the request's `truncate`). */
   truncate?: TruncateMode;
+  /** Per text, the `explain` examples nearest to it, with their labels and similarity. */
+  explain?: number;
   /** Stops waiting; texts not in a batch yet leave the batcher's queue. */
   signal?: AbortSignal;
   /** Whose call this is (the service passes the organization); tenants take turns in the batcher. */
@@ -56,7 +73,8 @@ const kDefaultModel = 'svc-small';
 const kDefaultTruncate: TruncateMode = 'end';
 
 // Insertion order doubles as recency; a pending fit is cached too, so concurrent calls share it.
-const heads = new Map<string, Promise<Head>>();
+const heads = new Map<string, { fitting: Promise<Fitted>; examples: number }>();
+let cachedExamples = 0;
 
 /** Fitted heads in the cache now (tests, the bench). */
 export function cachedClassifyHeads(): number {
@@ -66,6 +84,7 @@ export function cachedClassifyHeads(): number {
 /** Empties the head cache (the bench's uncached runs). */
 export function clearClassifyHeads(): void {
   heads.clear();
+  cachedExamples = 0;
 }
 
 function inferTaskType(examples: readonly AnyExample[]): TaskType | undefined {
@@ -123,11 +142,20 @@ function headKey(request: ClassifyRequest, examples: readonly AnyExample[]): str
   return createHash('sha256').update(JSON.stringify([request.model, request.task_type, truncate, examples])).digest('hex');
 }
 
-function remember(key: string, fitting: Promise<Head>): void {
-  heads.set(key, fitting);
+function forget(key: string): void {
+  const entry = heads.get(key);
+  if (entry === undefined) return;
+  heads.delete(key);
+  cachedExamples -= entry.examples;
+}
+
+function remember(key: string, fitting: Promise<Fitted>, examples: number): void {
+  const entry = { fitting, examples };
+  heads.set(key, entry);
+  cachedExamples += examples;
   // A failed fit is not kept: the next call tries again.
-  fitting.catch(() => heads.get(key) === fitting && heads.delete(key));
-  while (heads.size > kClassifyCachedHeads) heads.delete(heads.keys().next().value as string);
+  fitting.catch(() => heads.get(key) === entry && forget(key));
+  while (heads.size > kClassifyCachedHeads || (cachedExamples > kClassifyCachedExamples && heads.size > 1)) forget(heads.keys().next().value as string);
 }
 
 function toPredictions(request: ClassifyRequest, labels: readonly string[], probabilities: Float32Array, truncated: boolean[], chunks: number[]) {
@@ -159,11 +187,13 @@ export async function classifyRequest(request: ClassifyRequest, options: { signa
   const { examples, labels, labelText } = fitExamples(request);
   const mode = request.truncate ?? kDefaultTruncate;
   const key = headKey(request, examples);
-  let fitting = heads.get(key);
+  const cached = heads.get(key);
+  let fitting: Promise<Fitted>;
   let inputs: Awaited<ReturnType<typeof embedTexts>>;
-  if (fitting !== undefined) {
+  if (cached !== undefined) {
     heads.delete(key);
-    heads.set(key, fitting);
+    heads.set(key, cached);
+    fitting = cached.fitting;
     inputs = await embedTexts(request.model, request.inputs, mode, { ...options, paramOf: (t) => `inputs[${t}]` });
   } else {
     const n = examples.length;
@@ -174,19 +204,25 @@ export async function classifyRequest(request: ClassifyRequest, options: { signa
     const kind = kHeadKinds[request.task_type];
     fitting = embedded.then(async ({ embeddings }) => {
       const dim = embeddings.length / (n + request.inputs.length);
-      const task = { kind: 'fit' as const, head: kind, embeddings: embeddings.slice(0, n * dim), targets: targetsOf(request.task_type, examples, labels), dim, C: kHeadC, balanced: false, validation: null, crossValidate: false };
+      const own = embeddings.slice(0, n * dim);
+      const task = { kind: 'fit' as const, head: kind, embeddings: own, targets: targetsOf(request.task_type, examples, labels), dim, C: kHeadC, balanced: false, validation: null, crossValidate: false };
       // Not aborted with this call: another call with the same examples may be waiting on the same fit.
-      return headOf(kind, await runTask<FitResult>(task));
+      return { head: headOf(kind, await runTask<FitResult>(task)), embeddings: own };
     });
-    remember(key, fitting);
+    remember(key, fitting, n);
     const all = await embedded;
     const dim = all.embeddings.length / (n + request.inputs.length);
     inputs = { embeddings: all.embeddings.slice(n * dim), truncated: all.truncated.slice(n), chunks: all.chunks.slice(n) };
   }
-  const head = await fitting;
+  const fitted = await fitting;
   const dim = inputs.embeddings.length / request.inputs.length;
-  const probabilities = scoreSegments(inputs.embeddings, dim, Int32Array.of(request.inputs.length), Int32Array.of(0), packHeads([head]));
+  const probabilities = scoreSegments(inputs.embeddings, dim, Int32Array.of(request.inputs.length), Int32Array.of(0), packHeads([fitted.head]));
   const predictions = toPredictions(request, labels, probabilities, inputs.truncated, inputs.chunks);
+  if (request.explain !== undefined) {
+    const answers = predictions.map((p) => ('label' in p ? p.label : null));
+    const neighbours = nearest(request.task_type, examples, fitted.embeddings, inputs.embeddings, dim, answers, request.explain);
+    predictions.forEach((p, i) => Object.assign(p, { nearest: neighbours[i] }));
+  }
   const zeroShot = request.examples.length === 0;
   if (request.task_type === 'binary-classification') {
     return { model: request.model, label_text: labelText as string, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<Prediction>[] };
@@ -229,5 +265,6 @@ export async function classify(inputs: string[], examples: AnyExample[], options
   if (options.labels !== undefined) body.labels = options.labels;
   if (options.labelText !== undefined) body.label_text = options.labelText;
   if (options.truncate !== undefined) body.truncate = options.truncate;
+  if (options.explain !== undefined) body.explain = options.explain;
   return classifyRequest(validateClassifyRequest(body), { signal: options.signal, tenant: options.tenant });
 }

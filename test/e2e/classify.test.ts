@@ -72,6 +72,20 @@ describe('POST /v2/classify', () => {
     expect(predictions.map((p) => Object.keys(p.scores))).toEqual([['economy', 'sports'], ['economy', 'sports']]);
   });
 
+  it('explains answers with the nearest examples and reads long texts in chunks when asked', async () => {
+    const long = `${Array(40).fill('The story follows a family through a year in a small town.').join(' ')} A wonderful film.`;
+    const answer = await call({ model: 'svc-small', task_type: 'binary-classification', inputs: [long], examples, explain: 2, truncate: 'chunks' });
+    expect(answer.status).toBe(200);
+    const [p] = answer.body.predictions as Record<string, unknown>[];
+    expect(Object.keys(p)).toEqual(['label', 'probability', 'truncated', 'chunks', 'nearest']);
+    expect(p).toMatchObject({ truncated: false, chunks: 4 });
+    const nearest = p.nearest as Record<string, unknown>[];
+    expect(nearest.map((n) => Object.keys(n))).toEqual([['text', 'label', 'similarity', 'supports'], ['text', 'label', 'similarity', 'supports']]);
+    expect((await call({ model: 'svc-small', task_type: 'binary-classification', inputs: ['x'], examples, explain: 1.5 })).body).toEqual({
+      error: { message: 'explain must be an integer', type: 'invalid_request_error', param: 'explain', code: 'invalid_request' },
+    });
+  });
+
   it('refuses bad bodies with a 400 that names the field, and unknown keys with a 401', async () => {
     const base = { model: 'svc-small', task_type: 'binary-classification', inputs: ['x'], examples };
     const error = (message: string, param: string) => ({ error: { message, type: 'invalid_request_error', param, code: 'invalid_request' } });

@@ -126,6 +126,31 @@ describe('classify (library)', () => {
     expect(whole.probability).toBeGreaterThan((end.predictions[0] as { probability: number }).probability);
   });
 
+  it('explains each answer by the k nearest examples, their labels, similarity and whether they support it', async () => {
+    // An example's own text is nearest to itself, with similarity 1.
+    const own = examples[3].text;
+    const answer = await classify([own, 'Terrible, boring and a complete waste of time.'], examples, { explain: 3 });
+    const predictions = answer.predictions as { label: boolean; nearest: { text: string; label: boolean; similarity: number; supports: boolean }[] }[];
+    expect(Object.keys(predictions[0])).toEqual(['label', 'probability', 'truncated', 'nearest']);
+    expect(predictions[0].nearest[0]).toEqual({ text: own, label: true, similarity: expect.closeTo(1, 5), supports: predictions[0].label });
+    for (const p of predictions) {
+      expect(p.nearest).toHaveLength(3);
+      for (const n of p.nearest) {
+        expect(Object.keys(n)).toEqual(['text', 'label', 'similarity', 'supports']);
+        expect(n.supports).toBe(n.label === p.label);
+        expect(examples.find((e) => e.text === n.text)?.label).toBe(n.label);
+      }
+      expect(p.nearest.map((n) => n.similarity)).toEqual([...p.nearest.map((n) => n.similarity)].sort((a, b) => b - a));
+    }
+    const tags = await classify(['The waiter was rude.'], [
+      { text: 'Great food', labels: ['food'] }, { text: 'Tasty dishes', labels: ['food'] }, { text: 'Slow service', labels: ['service'] },
+      { text: 'Rude staff', labels: ['service'] }, { text: 'Nice view', labels: [] },
+    ], { explain: 2 });
+    const first = (tags.predictions[0] as { nearest: { text: string; labels: string[] }[] }).nearest[0];
+    expect(Object.keys(first)).toEqual(['text', 'labels', 'similarity']);
+    expect(first.labels).toEqual(['service']);
+  });
+
   it('refuses a bad call with a 4xx that names the field', async () => {
     expect(await rejection(classify(Array(97).fill('x'), examples))).toEqual({
       code: 'invalid_request', message: 'inputs holds more than 96 texts, the limit per classify request', param: 'inputs',
@@ -139,6 +164,8 @@ describe('classify (library)', () => {
     expect(await rejection(classify(['x'], [], { taskType: 'multi-class-classification' }))).toEqual({
       code: 'invalid_request', message: 'with no examples (zero-shot), labels is required: the classes are told apart by their names', param: 'labels',
     });
+    expect(await rejection(classify(['x'], examples, { explain: 1.5 }))).toEqual({ code: 'invalid_request', message: 'explain must be an integer', param: 'explain' });
+    expect(await rejection(classify(['x'], examples, { explain: 21 }))).toEqual({ code: 'invalid_request', message: 'explain must be at most 20', param: 'explain' });
     expect(await rejection(classify(['x'], [], {}))).toEqual({ code: 'invalid_request', message: 'task_type is required', param: 'task_type' });
     const long = Array(400).fill('word').join(' ');
     expect(await rejection(classify(['short', long], examples, { truncate: 'none' }))).toEqual({
