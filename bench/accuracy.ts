@@ -1,4 +1,4 @@
-// `npm run bench -- accuracy [--json] [--seeds 5] [--methods frozen,finetuned] [--tasks imdb,yelp,sites,email]`:
+// `npm run bench -- accuracy [--json] [--seeds 5] [--methods frozen,finetuned,adapter,adapter-r16] [--tasks imdb,yelp,sites,email]`:
 // few-shot accuracy on data from npm packages, and how close each model's own cross-validated
 // estimate (`metrics.cv_accuracy`) comes to the accuracy it then has on held-out texts.
 //
@@ -13,7 +13,8 @@
 //
 // Methods train through the public API on the same draws: `frozen` is the baseline (base
 // encoder, logistic head); `finetuned` is the library's default (SetFit: the encoder fine-tuned on
-// pairs, then the head).
+// pairs, then the head); `adapter` and `adapter-r16` train a LoRA adapter (rank 8 and 16) on the
+// frozen base instead of the whole encoder.
 import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
@@ -24,12 +25,15 @@ import { emailClasses, uciSentences, uciSites } from '../fixtures/corpora.js';
 
 interface Method {
   name: string;
-  finetune: boolean;
+  finetune: TrainRequest['finetune'];
 }
 
 const kMethods: readonly Method[] = [
   { name: 'frozen', finetune: false },
   { name: 'finetuned', finetune: true },
+  // A LoRA adapter on the frozen base (docs/adapters.md), at the default rank and at 16.
+  { name: 'adapter', finetune: { method: 'adapter' } },
+  { name: 'adapter-r16', finetune: { method: 'adapter', rank: 16 } },
 ];
 
 /** Training rows per class of the multi-class tasks (the fewest a multi-class request takes). */
