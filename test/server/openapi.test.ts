@@ -35,7 +35,10 @@ describe('GET /v2/openapi.json', () => {
       const response = await app.inject({ method: 'GET', url: '/v2/openapi.json' });
       expect(response.statusCode).toBe(200);
       const doc = response.json() as { components: { schemas: Record<string, unknown> }; paths: Record<string, unknown> };
-      const named = ['BinaryTrainRequest', 'Error', 'Model', 'MultiClassTrainRequest', 'MultiLabelTrainRequest', 'ProxyModel'];
+      const named = [
+        'BinaryClassifyRequest', 'BinaryTrainRequest', 'Error', 'Model', 'MultiClassClassifyRequest', 'MultiClassTrainRequest',
+        'MultiLabelClassifyRequest', 'MultiLabelTrainRequest', 'ProxyModel',
+      ];
       expect([...new Set(refsOf(doc))].sort()).toEqual(named.map((id) => `#/components/schemas/${id}`));
       expect(Object.keys(doc.components.schemas).sort()).toEqual(named);
       // The train body is one of the three task types' requests, told apart by task_type.
@@ -52,6 +55,19 @@ describe('GET /v2/openapi.json', () => {
       expect(multiClass.properties.class_weight.enum).toEqual(['balanced']);
       expect(multiClass.required.sort()).toEqual(['examples', 'model', 'task_type']);
       expect(Object.keys(doc.paths)).toContain('/v2/{project_id}/chat/completions');
+      // The classify body: the same three task types, with their own bounds (examples may be [] for zero-shot).
+      const classify = (doc.paths['/v2/classify'] as { post: { requestBody: { content: Record<string, { schema: unknown }> } } }).post;
+      expect(classify.requestBody.content['application/json'].schema).toEqual({
+        oneOf: [
+          { $ref: '#/components/schemas/BinaryClassifyRequest' },
+          { $ref: '#/components/schemas/MultiClassClassifyRequest' },
+          { $ref: '#/components/schemas/MultiLabelClassifyRequest' },
+        ],
+      });
+      const classifyClass = doc.components.schemas.MultiClassClassifyRequest as { properties: Record<string, { enum?: unknown[]; maxItems?: number }>; required: string[] };
+      expect(classifyClass.properties.truncate.enum).toEqual(['end', 'start', 'none', 'chunks']);
+      expect(classifyClass.properties.inputs.maxItems).toBe(96);
+      expect(classifyClass.required.sort()).toEqual(['examples', 'inputs', 'model', 'task_type']);
       // The validator dereferences in place: give it a copy.
       const validated = await SwaggerParser.validate(structuredClone(doc) as never);
       expect((validated as { openapi: string }).openapi).toBe('3.0.3');
