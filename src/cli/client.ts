@@ -8,11 +8,12 @@ import { isModelFileName } from '../model/hub.js';
 import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../server/schemas.js';
 import { kFinetuneMethods, kTaskTypes } from '../train/request.js';
 import type { FinetuneMethod, TaskType } from '../train/request.js';
-import { readExamplesFile } from './examples-file.js';
+import { readTrainFile, type TrainFile } from './examples-file.js';
 import { fetchService } from './fetch-error.js';
 
 const kDefaultUrl = 'http://127.0.0.1:8080';
-const kPollMs = 250;
+// Twice a second: a progress line moves often enough, and `svc serve`'s request log is not flooded.
+const kPollMs = 500;
 const kConnection = { url: { type: 'string' }, key: { type: 'string' } } as const;
 
 interface Connection {
@@ -66,17 +67,84 @@ function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
   };
 }
 
-const kTrainUsage =
-  'usage: svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]';
+export const kTrainUsage =
+  'usage: svc train --examples file.jsonl|csv|json [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]';
+
+/** The train command's flags that may override a body file's fields; absent ones are undefined. */
+export interface TrainFlags {
+  model?: string;
+  balanced?: boolean;
+  frozen?: boolean;
+  finetune?: string;
+  rank?: string;
+  'num-iterations'?: string;
+}
+
+/** A wrong command line: exit 2 with this reason and the usage line (see `usageProblem` in commands.ts). */
+function usage(reason: string): RangeError {
+  return new RangeError(`${reason}\n${kTrainUsage}`);
+}
+
+/** Checks the flags that need no file; the reason names the flag. */
+function checkTrainFlags(values: TrainFlags & { examples?: string; 'task-type'?: string }): void {
+  if (values.examples === undefined) throw usage('--examples <file> is required');
+  const taskType = values['task-type'];
+  if (taskType !== undefined && !kTaskTypes.includes(taskType as TaskType)) {
+    throw usage(`--task-type must be one of ${kTaskTypes.join(', ')}; got '${taskType}'`);
+  }
+  const iterations = values['num-iterations'];
+  if (iterations !== undefined && !/^[1-9]\d*$/.test(iterations)) throw usage(`--num-iterations must be a positive integer; got '${iterations}'`);
+  if (values.finetune !== undefined && !kFinetuneMethods.includes(values.finetune as FinetuneMethod)) {
+    throw usage(`--finetune must be ${kFinetuneMethods.join(' or ')}; got '${values.finetune}'`);
+  }
+  if (values.finetune !== undefined && values.frozen) throw usage('--frozen and --finetune contradict each other: pick one');
+  if (values.rank !== undefined && values.finetune !== 'adapter') throw usage('--rank is the adapter\'s rank: it needs --finetune adapter');
+  if (values.rank !== undefined && !/^[1-9]\d*$/.test(values.rank)) throw usage(`--rank must be a positive integer; got '${values.rank}'`);
+}
 
 /**
- * `svc train --examples file.jsonl|csv [--label-text "..."] [--task-type <type>] [--balanced]
+ * The `POST /v2/train` body: the file's fields (a body file keeps its model, finetune, num_iterations, class_weight
+ * and validation), each overridden by the flag that sets it.
+ *
+ * @example
+ * ```ts
+ * trainBody({ taskType: 'binary-classification', examples, fields: { finetune: false, num_iterations: 5 } }, { 'num-iterations': '8' });
+ * // { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false, num_iterations: 8 }
+ * ```
+ */
+export function trainBody(file: TrainFile, flags: TrainFlags): Record<string, unknown> {
+  if (flags.balanced && file.taskType === 'binary-classification') {
+    throw usage('--balanced weighs classes of a multi-class or multi-label model; this one is binary-classification');
+  }
+  const finetune =
+    flags.finetune !== undefined
+      ? { method: flags.finetune, ...(flags.rank === undefined ? {} : { rank: Number(flags.rank) }) }
+      : flags.frozen
+        ? false
+        : file.fields.finetune;
+  const body: Record<string, unknown> = {
+    ...file.fields,
+    model: flags.model ?? file.fields.model ?? 'svc-small',
+    task_type: file.taskType,
+    examples: file.examples,
+    ...(file.validation === undefined ? {} : { validation: file.validation }),
+    finetune,
+    class_weight: flags.balanced ? 'balanced' : file.fields.class_weight,
+    num_iterations: flags['num-iterations'] === undefined ? file.fields.num_iterations : Number(flags['num-iterations']),
+  };
+  for (const key of Object.keys(body)) if (body[key] === undefined) delete body[key];
+  return body;
+}
+
+/**
+ * `svc train --examples file.jsonl|csv|json [--label-text "..."] [--task-type <type>] [--balanced]
  * [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]`: prints the model object.
  * `--task-type` is binary-classification (default), multi-class-classification or
  * multi-label-classification; `--balanced` sends class_weight 'balanced' (not for binary);
  * `--frozen` skips fine-tuning the encoder; `--finetune adapter` trains a LoRA adapter (`--rank`, default 8)
  * instead of the whole encoder, `--finetune full` the whole encoder; `--num-iterations` sets its pair rounds per
- * example (default 20).
+ * example (default 20). A `POST /v2/train` body file sends its own fields too (task_type, finetune, validation...);
+ * each flag overrides the field it sets.
  */
 export async function trainCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -85,42 +153,20 @@ export async function trainCommand(args: string[]): Promise<number> {
       ...kConnection,
       examples: { type: 'string' },
       'label-text': { type: 'string' },
-      model: { type: 'string', default: 'svc-small' },
-      frozen: { type: 'boolean', default: false },
+      model: { type: 'string' },
+      frozen: { type: 'boolean' },
       finetune: { type: 'string' },
       rank: { type: 'string' },
       'num-iterations': { type: 'string' },
-      'task-type': { type: 'string', default: 'binary-classification' },
-      balanced: { type: 'boolean', default: false },
+      'task-type': { type: 'string' },
+      balanced: { type: 'boolean' },
       wait: { type: 'boolean', default: false },
     },
   });
-  const iterations = values['num-iterations'];
-  const taskType = values['task-type'] as TaskType;
-  if (
-    values.examples === undefined ||
-    (iterations !== undefined && !/^\d+$/.test(iterations)) ||
-    !kTaskTypes.includes(taskType) ||
-    (values.balanced && taskType === 'binary-classification') ||
-    (values.finetune !== undefined && (values.frozen || !kFinetuneMethods.includes(values.finetune as FinetuneMethod))) ||
-    (values.rank !== undefined && (values.finetune !== 'adapter' || !/^\d+$/.test(values.rank)))
-  ) {
-    console.error(kTrainUsage);
-    return 2;
-  }
+  checkTrainFlags(values);
   const conn = connection(values);
-  const examples = await readExamplesFile(values.examples, values['label-text'], taskType);
-  let model = await call<ModelObject>(conn, 'POST', '/v2/train', {
-    model: values.model,
-    task_type: taskType,
-    examples,
-    ...(values.balanced ? { class_weight: 'balanced' } : {}),
-    ...(values.frozen ? { finetune: false } : {}),
-    ...(values.finetune === undefined
-      ? {}
-      : { finetune: { method: values.finetune, ...(values.rank === undefined ? {} : { rank: Number(values.rank) }) } }),
-    ...(iterations === undefined ? {} : { num_iterations: Number(iterations) }),
-  });
+  const file = await readTrainFile(values.examples as string, values['label-text'], values['task-type'] as TaskType | undefined);
+  let model = await call<ModelObject>(conn, 'POST', '/v2/train', trainBody(file, values));
   if (values.wait) {
     const report = progressReporter(process.stderr);
     while (model.status === 'training') {
@@ -143,10 +189,9 @@ export async function predictCommand(args: string[]): Promise<number> {
     options: { ...kConnection, model: { type: 'string' } },
     allowPositionals: true,
   });
-  if (values.model === undefined || positionals.length === 0) {
-    console.error('usage: svc predict --model <id> "text" ...');
-    return 2;
-  }
+  const predictUsage = 'usage: svc predict --model <id> "text" ...';
+  if (values.model === undefined) throw new RangeError(`--model <id> is required (the id svc train printed)\n${predictUsage}`);
+  if (positionals.length === 0) throw new RangeError(`no texts to classify: give them after the flags\n${predictUsage}`);
   const result = await call<PredictResponse>(connection(values), 'POST', '/v2/predict', { model: values.model, inputs: positionals });
   console.log(JSON.stringify(result, null, 2));
   return 0;
@@ -155,17 +200,22 @@ export async function predictCommand(args: string[]): Promise<number> {
 /**
  * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
  * labels and metrics (cross-validated accuracy and macro-F1 with the encoder they were measured on,
- * validation figures when sent).
+ * validation figures when sent); `svc models delete <id>` deletes a model and its hub copy.
  */
 export async function modelsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { ...kConnection }, allowPositionals: true });
   const [action, id] = positionals;
-  if (!((action === 'list' && positionals.length === 1) || (action === 'show' && id !== undefined && positionals.length === 2))) {
-    console.error('usage: svc models list | svc models show <id>');
+  const withId = action === 'show' || action === 'delete';
+  if (!((action === 'list' && positionals.length === 1) || (withId && id !== undefined && positionals.length === 2))) {
+    console.error('usage: svc models list | svc models show <id> | svc models delete <id>');
     return 2;
   }
   const conn = connection(values);
-  const answer = action === 'list' ? await call<ModelList>(conn, 'GET', '/v2/models') : await call<ModelObject>(conn, 'GET', `/v2/models/${encodeURIComponent(id)}`);
+  const path = `/v2/models/${encodeURIComponent(id ?? '')}`;
+  const answer =
+    action === 'list'
+      ? await call<ModelList>(conn, 'GET', '/v2/models')
+      : await call<unknown>(conn, action === 'delete' ? 'DELETE' : 'GET', path);
   console.log(JSON.stringify(answer, null, 2));
   return 0;
 }
@@ -179,9 +229,11 @@ export async function pullCommand(args: string[]): Promise<number> {
     allowPositionals: true,
   });
   const [hubId] = positionals;
-  if (hubId === undefined || positionals.length !== 1 || !/^[^/]+\/[^/]+$/.test(hubId)) {
-    console.error('usage: svc pull <org>/<model_id> [--dir <dir>]');
-    return 2;
+  const pullUsage = 'usage: svc pull <org>/<model_id> [--dir <dir>]';
+  if (hubId === undefined) throw new RangeError(`which model? name it as <org>/<model_id>\n${pullUsage}`);
+  if (positionals.length !== 1) throw new RangeError(`one model at a time; got ${positionals.length}\n${pullUsage}`);
+  if (!/^[^/]+\/[^/]+$/.test(hubId)) {
+    throw new RangeError(`'${hubId}' is not <org>/<model_id> (the hub id, e.g. acme/svc-small-5b8257b3efa7)\n${pullUsage}`);
   }
   const conn = connection(values);
   const dir = resolve(values.dir ?? hubId.split('/')[1]);

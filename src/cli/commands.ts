@@ -85,6 +85,16 @@ function usageProblem(error: unknown): string | undefined {
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }
 
+/** The caps `SVC_ISA` takes (native/core/cpu_features.cc); the engine ignores any other value, so the CLI refuses it. */
+const kIsaCaps = Object.freeze(['scalar', 'avx2', 'avx2-vnni', 'avx512', 'avx512-vnni', 'neon']);
+
+/** A wrong `SVC_ISA`, said before a command runs on kernels other than the ones asked for; undefined when fine. */
+function isaProblem(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const cap = env.SVC_ISA;
+  if (cap === undefined || cap === '' || kIsaCaps.includes(cap)) return undefined;
+  return `svc: SVC_ISA must be one of ${kIsaCaps.join(', ')} (or unset); got '${cap}'`;
+}
+
 /** Runs one `svc` command line; resolves to the process exit code (0 done, 1 failed, 2 wrong usage). */
 export async function runCli(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -107,6 +117,11 @@ export async function runCli(argv: string[]): Promise<number> {
   if (wantsHelp(args)) {
     console.log(commandHelp(command));
     return 0;
+  }
+  const isa = isaProblem();
+  if (isa !== undefined) {
+    console.error(isa);
+    return 2;
   }
   try {
     const code = await (await kCommands[command]())(args);

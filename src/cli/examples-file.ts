@@ -6,6 +6,7 @@ import { extname } from 'node:path';
 import { CsvError, parse } from 'csv-parse/sync';
 
 import { SvcError } from '../errors.js';
+import { kTaskTypes } from '../train/request.js';
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../train/request.js';
 
 /** One example as the file wrote it, with where it came from (`file:line` or `file: examples[3]`). */
@@ -33,7 +34,10 @@ function parseLabel(value: unknown, where: string): boolean {
   const text = String(value).trim().toLowerCase();
   if (['true', '1', 'yes'].includes(text)) return true;
   if (['false', '0', 'no'].includes(text)) return false;
-  throw invalid(`${where}: label must be true/false, 1/0 or yes/no, got '${String(value)}'`);
+  throw invalid(
+    `${where}: label must be true/false, 1/0 or yes/no, got '${String(value)}'` +
+      ' (class names? pass --task-type multi-class-classification)',
+  );
 }
 
 /** The header's column names, split by `delimiter`, unquoted and lower-cased. */
@@ -132,22 +136,30 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A whole-file JSON array of examples, or a `{ "examples": [...] }` train body; undefined for anything else. */
-function fromJsonDocument(source: string, path: string): RawExample[] | undefined {
-  let value: unknown;
+/** The parsed file when it is one JSON value (an array, or an object such as a train body); undefined otherwise. */
+function jsonDocument(source: string): unknown {
   try {
-    value = JSON.parse(source);
+    return JSON.parse(source);
   } catch {
     return undefined; // JSONL (several values), or broken: the line reader says which line
   }
-  const examples = Array.isArray(value) ? value : isObject(value) && 'examples' in value ? value.examples : undefined;
-  if (examples === undefined) return undefined; // a one-line JSONL file
-  if (!Array.isArray(examples)) throw invalid(`${path}: examples must be an array of { "text", "label" } objects`);
-  const at = (i: number) => `${path}: examples[${i}]`;
-  return examples.map((example: unknown, i) => {
+}
+
+/** Raw examples from a JSON array (`list` names it in messages: `examples`, `validation`). */
+function fromJsonArray(value: unknown, path: string, list: string): RawExample[] {
+  if (!Array.isArray(value)) throw invalid(`${path}: ${list} must be an array of { "text", "label" } objects`);
+  const at = (i: number) => `${path}: ${list}[${i}]`;
+  return value.map((example: unknown, i) => {
     if (!isObject(example)) throw invalid(`${at(i)}: must be an object { "text", "label" }`);
     return { text: example.text, label: example.label, label_text: example.label_text, labels: example.labels, where: at(i) };
   });
+}
+
+/** A whole-file JSON array of examples, or a `{ "examples": [...] }` train body; undefined for anything else. */
+function fromJsonDocument(value: unknown, path: string): RawExample[] | undefined {
+  const examples = Array.isArray(value) ? value : isObject(value) && 'examples' in value ? value.examples : undefined;
+  if (examples === undefined) return undefined; // a one-line JSONL file
+  return fromJsonArray(examples, path, 'examples');
 }
 
 function fromJsonLines(source: string, path: string): RawExample[] {
@@ -178,25 +190,21 @@ export type ExamplesOf<T extends TaskType> = T extends 'binary-classification'
     ? ClassExample[]
     : LabelSetExample[];
 
-/**
- * Reads training examples from a file: CSV (`.csv`, `.tsv`, or any file not starting with `{` or
- * `[`) with a header naming `text` and `label` columns, else JSON: one `{ "text", "label" }` object per line, an array of them, or a
- * train body `{ "examples": [...] }`. Binary: `label` is true/false and `label_text` comes from
- * `labelText`, else from each example. Multi-class: `label` is the class name. Multi-label: a
- * `labels` column, an array of names in JSON, names separated by `|` in CSV (an empty cell: none).
- */
-export async function readExamplesFile<T extends TaskType = 'binary-classification'>(
-  path: string,
-  labelText: string | undefined,
-  taskType: T = 'binary-classification' as T,
-): Promise<ExamplesOf<T>> {
-  const source = await readFile(path, 'utf8');
-  // By name, else by content: JSON starts with '{' or '['; anything else is read as CSV.
-  const csv = ['.csv', '.tsv'].includes(extname(path).toLowerCase()) || !/^\uFEFF?\s*[[{]/.test(source);
-  const rows = csv ? fromCsv(source, path) : (fromJsonDocument(source, path) ?? fromJsonLines(source, path));
-  if (taskType !== 'binary-classification' && labelText !== undefined) {
-    throw invalid(`--label-text is for binary classifiers; ${taskType} examples name their ${taskType === 'multi-class-classification' ? 'class' : 'labels'}`);
+/** The file's text; a missing file or a folder said plainly (not ENOENT / EISDIR). */
+async function readSource(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ENOENT') throw invalid(`${path}: no such file (--examples takes a JSONL, CSV or JSON file)`);
+    if (code === 'EISDIR') throw invalid(`${path} is a folder; --examples takes a file (JSONL, CSV or JSON)`);
+    if (code === 'EACCES') throw invalid(`${path}: not allowed to read it`);
+    throw error;
   }
+}
+
+/** Raw rows as typed examples of the task type. */
+function typedExamples<T extends TaskType>(rows: RawExample[], labelText: string | undefined, taskType: T): ExamplesOf<T> {
   const examples = rows.map(({ text, label, label_text, labels, where }) => {
     if (typeof text !== 'string') throw invalid(`${where}: text must be a string`);
     if (taskType === 'multi-class-classification') {
@@ -209,9 +217,62 @@ export async function readExamplesFile<T extends TaskType = 'binary-classificati
       }
       return { text, labels };
     }
+    // The label first: a class name here means a multi-class file without --task-type, which is what to say.
+    const value = parseLabel(label, where);
     const shared = labelText ?? (typeof label_text === 'string' ? label_text : undefined);
     if (shared === undefined) throw invalid(`${where}: no label_text; pass --label-text "..."`);
-    return { text, label: parseLabel(label, where), label_text: shared };
+    return { text, label: value, label_text: shared };
   });
   return examples as ExamplesOf<T>;
+}
+
+/** What a training file holds: its examples, and when it is a `POST /v2/train` body, that body's other fields. */
+export interface TrainFile<T extends TaskType = TaskType> {
+  /** The task type: the caller's, else the body's `task_type`, else binary-classification. */
+  taskType: T;
+  examples: ExamplesOf<T>;
+  /** The body's `validation` examples, read like its examples. */
+  validation?: ExamplesOf<T>;
+  /** The body's fields besides task_type, examples and validation (model, finetune, num_iterations, class_weight...). */
+  fields: Record<string, unknown>;
+}
+
+/**
+ * Reads a training file (see {@link readExamplesFile} for the formats). A `POST /v2/train` body keeps its other
+ * fields, so that `svc train --examples body.json` sends what `curl -d @body.json` would; `taskType` (the
+ * command line's) wins over the body's `task_type`.
+ */
+export async function readTrainFile(path: string, labelText: string | undefined, taskType?: TaskType): Promise<TrainFile> {
+  const source = await readSource(path);
+  // By name, else by content: JSON starts with '{' or '['; anything else is read as CSV.
+  const csv = ['.csv', '.tsv'].includes(extname(path).toLowerCase()) || !/^\uFEFF?\s*[[{]/.test(source);
+  const document = csv ? undefined : jsonDocument(source);
+  const rows = csv ? fromCsv(source, path) : (fromJsonDocument(document, path) ?? fromJsonLines(source, path));
+  const body = isObject(document) && 'examples' in document ? document : {};
+  const { task_type: bodyTask, examples: _examples, validation: bodyValidation, ...fields } = body;
+  if (bodyTask !== undefined && !kTaskTypes.includes(bodyTask as TaskType)) {
+    throw invalid(`${path}: task_type must be one of ${kTaskTypes.join(', ')}; got ${JSON.stringify(bodyTask)}`);
+  }
+  const type = taskType ?? (bodyTask as TaskType | undefined) ?? 'binary-classification';
+  if (type !== 'binary-classification' && labelText !== undefined) {
+    throw invalid(`--label-text is for binary classifiers; ${type} examples name their ${type === 'multi-class-classification' ? 'class' : 'labels'}`);
+  }
+  const examples = typedExamples(rows, labelText, type);
+  const validation = bodyValidation === undefined ? undefined : typedExamples(fromJsonArray(bodyValidation, path, 'validation'), labelText, type);
+  return { taskType: type, examples, ...(validation === undefined ? {} : { validation }), fields };
+}
+
+/**
+ * Reads training examples from a file: CSV (`.csv`, `.tsv`, or any file not starting with `{` or
+ * `[`) with a header naming `text` and `label` columns, else JSON: one `{ "text", "label" }` object per line, an array of them, or a
+ * train body `{ "examples": [...] }`. Binary: `label` is true/false and `label_text` comes from
+ * `labelText`, else from each example. Multi-class: `label` is the class name. Multi-label: a
+ * `labels` column, an array of names in JSON, names separated by `|` in CSV (an empty cell: none).
+ */
+export async function readExamplesFile<T extends TaskType = 'binary-classification'>(
+  path: string,
+  labelText: string | undefined,
+  taskType: T = 'binary-classification' as T,
+): Promise<ExamplesOf<T>> {
+  return (await readTrainFile(path, labelText, taskType)).examples as ExamplesOf<T>;
 }

@@ -60,6 +60,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
       ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],
       ['--log-level <level>', 'fatal, error, warn, info (default: one JSON line per request), debug, trace or silent (or SVC_LOG_LEVEL)'],
+      ['--log-format <f>', 'pretty (short human lines; a line per request only at debug) or json (or SVC_LOG_FORMAT); default pretty on a terminal, json elsewhere'],
       ['--metrics-token <t>', 'serve GET /metrics to scrapers sending this bearer token (better: SVC_METRICS_TOKEN); off without one'],
       ['--request-log-days <n>', `days the proxy request log keeps a row (default ${kDefaultRetention.days})`],
       ['--request-log-max-rows <n>', `request-log rows kept per project, newest first (default ${kDefaultRetention.maxRowsPerProject})`],
@@ -172,16 +173,17 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'names separated by | (an empty cell: no label). Prints the model object.',
   },
   models: {
-    summary: "list the trained models, or show one with its labels and metrics",
-    usage: ['models list', 'models show <id>'],
+    summary: "list the trained models, show one with its labels and metrics, or delete one",
+    usage: ['models list', 'models show <id>', 'models delete <id>'],
     options: [...kConnectionOptions, kHelpOption],
-    examples: ['svc models list', 'svc models show svc-small-5b8257b3efa7'],
+    examples: ['svc models list', 'svc models show svc-small-5b8257b3efa7', 'svc models delete svc-small-5b8257b3efa7'],
     notes:
       'Prints the model objects. A trained model has metrics: train_accuracy, cv_accuracy and cv_macro_f1\n' +
       '(stratified k-fold cross-validation of the head on the training examples, cv_folds folds),\n' +
       "cv_encoder ('trained': measured on the model's own encoder, frozen models; 'base': on the base\n" +
       'encoder, fine-tuned models, a conservative estimate since their encoder saw every example), and\n' +
-      'validation_accuracy and validation_macro_f1 when the train request sent a validation set.',
+      'validation_accuracy and validation_macro_f1 when the train request sent a validation set.\n' +
+      'delete removes the model and its hub copy and prints {id, object, deleted: true}.',
   },
   predict: {
     summary: 'classify texts with a trained model',

@@ -1,6 +1,8 @@
 // Operator commands: they open the store directly (the data directory's SQLite file in WAL mode, or the
 // PostgreSQL database of `--database` / SVC_DATABASE_URL), also while `svc serve` is up, so the first
 // organization and key need no server.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { SvcError } from '../errors.js';
@@ -13,11 +15,27 @@ import { usageLines } from './help.js';
 
 const kDataOption = { data: { type: 'string', default: './svc-data' }, database: { type: 'string' } } as const;
 
+/**
+ * Runs `work` on the service at `--data` / `--database`. A data directory that does not exist is refused (a mistyped
+ * `--data` must not leave an empty store behind), unless the command creates things (`create`): then it is made, and
+ * said on stderr.
+ */
 async function withService(
   where: { data: string; database?: string },
   work: (service: SvcService) => Promise<void>,
+  { create = false }: { create?: boolean } = {},
 ): Promise<void> {
-  const service = await connectService({ dataDir: where.data, database: where.database ?? databaseUrlFromEnv() });
+  const database = where.database ?? databaseUrlFromEnv();
+  const fresh = database === undefined && !existsSync(where.data);
+  if (fresh && !create) {
+    throw new SvcError(
+      'not_found',
+      `no data directory at ${resolve(where.data)}: check --data (svc orgs create <name> or svc serve makes a new one)`,
+      { param: 'data' },
+    );
+  }
+  const service = await connectService({ dataDir: where.data, database });
+  if (fresh) console.error(`svc: created the data directory ${resolve(where.data)}`);
   try {
     await work(service);
   } finally {
@@ -69,7 +87,7 @@ export async function orgsCommand(args: string[]): Promise<number> {
     await withService(values, async (service) => {
       await service.createOrganization(name);
       console.log(name);
-    });
+    }, { create: true });
     return 0;
   }
   if (action === 'list' && positionals.length === 1) {

@@ -9,6 +9,7 @@ import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import { parseTrustProxy } from '../server/trust-proxy.js';
 import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
 import type { RetentionOptions } from '../service/retention.js';
+import { logFormatOf, prettyLogStream } from './log-format.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
 const kExitGraceMs = 5000;
@@ -16,7 +17,7 @@ const kExitGraceMs = 5000;
 function positiveInteger(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new RangeError(`--${name} must be an integer, got '${value}'`);
+  if (!/^\d+$/.test(value) || n > 65535) throw new RangeError(`--${name} must be an integer from 0 to 65535, got '${value}'`);
   return n;
 }
 
@@ -27,18 +28,37 @@ function count(value: string | undefined, name: string): number | undefined {
   return is.positiveInteger(Number(value), `--${name}`);
 }
 
+/**
+ * Where pino's lines go: stdout as JSON, or (pretty: a terminal's default) as short human lines without a line per
+ * request unless the log level is debug or trace.
+ */
+function logStreamOf(format: string | undefined, level: string | undefined): { write(line: string): void } | undefined {
+  if (logFormatOf(format, process.env, process.stdout.isTTY === true) === 'json') return undefined;
+  const effective = level ?? (process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel);
+  return prettyLogStream(process.stdout, { requests: effective === 'debug' || effective === 'trace' });
+}
+
 /** `--precision`, else `SVC_PRECISION`; a wrong one is a usage error naming where it came from. */
 function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
-  if (flag !== undefined) return checkPrecision(flag, '--precision');
+  if (flag !== undefined) return usageOf(() => checkPrecision(flag, '--precision'));
   const env = process.env.SVC_PRECISION;
-  return env ? checkPrecision(env, 'SVC_PRECISION') : undefined;
+  return env ? usageOf(() => checkPrecision(env, 'SVC_PRECISION')) : undefined;
+}
+
+/** The library's TypeError for a wrong value, as the CLI's usage error (a RangeError: exit 2, not 1). */
+function usageOf<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    throw error instanceof TypeError ? new RangeError(error.message) : error;
+  }
 }
 
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
  * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16]
  * [--predict-queue TEXTS] [--predict-queue-per-org TEXTS] [--predict-deadline-ms MS]
- * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--metrics-token T]
+ * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--log-format pretty|json] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS]` (B and C likewise; keys and the metrics token are better
  * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
@@ -69,6 +89,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'provider-b-key': { type: 'string' },
       'provider-c-key': { type: 'string' },
       'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
       'metrics-token': { type: 'string' },
       'request-log-days': { type: 'string' },
       'request-log-max-rows': { type: 'string' },
@@ -114,6 +135,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     retention,
     rateLimit: { failedAuthPerWindow: count(values['failed-auth-limit'], 'failed-auth-limit') },
     logLevel: values['log-level'] === undefined ? undefined : logLevel(values['log-level'], '--log-level'),
+    logStream: logStreamOf(values['log-format'], values['log-level']),
     metricsToken: values['metrics-token'],
     trustProxy: values['trust-proxy'] === undefined ? undefined : parseTrustProxy(values['trust-proxy'], '--trust-proxy'),
     proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),

@@ -45,7 +45,7 @@ describe('svc train, predict and pull', () => {
     );
     const steps = [...trained.stderr.matchAll(/\] (\w+) (\d+)\//g)].map((m) => `${m[1]} ${m[2]}`);
     expect(new Set(steps).size).toBe(steps.length);
-    // Ten fine-tuning steps of a few hundred milliseconds each, polled every 250 ms: several are seen.
+    // Ten fine-tuning steps of a few hundred milliseconds each, polled every 500 ms: several are seen.
     expect(steps.filter((step) => /^finetune [1-9]/.test(step)).length).toBeGreaterThanOrEqual(2);
 
     const predicted = await svc(['predict', '--model', model.id, 'The food was superb.', 'Cold and bland.'], env);
@@ -102,6 +102,27 @@ describe('svc train, predict and pull', () => {
     const predicted = await svc(['predict', '--model', model.id, 'A wonderful, moving film.', 'A boring, clumsy mess.'], env);
     const body = JSON.parse(predicted.stdout) as { label_text: string; predictions: { label: boolean }[] };
     expect([body.label_text, body.predictions.map((p) => p.label)]).toEqual(['positive review', [true, false]]);
+  });
+
+  it('train --examples body.json sends the body\'s task_type, finetune and validation (no flags needed)', async () => {
+    const file = join(dir, 'sites-body.json');
+    const byTask = uciTasks.map((task) => uciSentences(task));
+    writeFileSync(file, JSON.stringify({
+      model: 'svc-small',
+      task_type: 'multi-class-classification',
+      finetune: false,
+      examples: byTask.flatMap((sentences, t) => sentences.slice(0, 8).map((r) => ({ text: r.text, label: uciTasks[t] }))),
+      validation: byTask.flatMap((sentences, t) => sentences.slice(8, 10).map((r) => ({ text: r.text, label: uciTasks[t] }))),
+    }));
+    const trained = await svc(['train', '--examples', file, '--wait'], env);
+    expect(trained.code).toBe(0);
+    const model = JSON.parse(trained.stdout) as { id: string; status: string; task_type: string; metrics: Record<string, unknown> };
+    expect([model.status, model.task_type]).toEqual(['trained', 'multi-class-classification']);
+    expect(Object.keys(model.metrics)).toEqual(expect.arrayContaining(['validation_accuracy', 'validation_macro_f1']));
+    // finetune: false kept: the model directory holds the head and no encoder of its own.
+    expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id))).not.toContain('model.fp16.safetensors');
+    // Nothing was fine-tuned: no finetune step in the progress lines.
+    expect(trained.stderr).not.toMatch(/finetune/);
   });
 
   it('trains a multi-class model from a CSV label column; models show prints its labels and metrics; predict prints every score', async () => {

@@ -61,7 +61,9 @@ describe('examples files', () => {
     ]);
     await expect(readExamplesFile(jsonl, undefined)).rejects.toThrow(`${jsonl}:1: no label_text; pass --label-text "..."`);
     const maybe = file('c.csv', 'text,label\nok,maybe\n');
-    await expect(readExamplesFile(maybe, 'p')).rejects.toThrow(`${maybe}:2: label must be true/false, 1/0 or yes/no, got 'maybe'`);
+    await expect(readExamplesFile(maybe, 'p')).rejects.toThrow(
+      `${maybe}:2: label must be true/false, 1/0 or yes/no, got 'maybe' (class names? pass --task-type multi-class-classification)`,
+    );
   });
 
   it('names the line of a quote that never closes instead of swallowing the rest of the file', async () => {
