@@ -23,8 +23,9 @@ export interface Neighbour {
  *
  * @example
  * ```ts
+ * // 'What a great film' against four short reviews (see `classify`'s example):
  * nearest('binary-classification', examples, exampleEmbeddings, inputEmbeddings, 384, [true], 1);
- * // [[{ text: 'I loved it', label: true, similarity: 0.61…, supports: true }]]
+ * // [[{ text: 'Wonderful acting', label: true, similarity: 0.6311201505086397, supports: true }]]
  * ```
  */
 export function nearest(

@@ -249,10 +249,14 @@ export async function classifyRequest(request: ClassifyRequest, options: { signa
  * ];
  * await classify(['What a great film'], examples);
  * // { model: 'svc-small', label_text: 'positive', zero_shot: false,
- * //   predictions: [{ label: true, probability: 0.53…, truncated: false }] }
+ * //   predictions: [{ label: true, probability: 0.5534231662750244, truncated: false }] }
+ * await classify(['What a great film'], examples, { explain: 1 });
+ * // { …, predictions: [{ label: true, probability: 0.5534231662750244, truncated: false,
+ * //   nearest: [{ text: 'Wonderful acting', label: true, similarity: 0.6311201505086397, supports: true }] }] }
  * await classify(['The battery died in a day'], [], { taskType: 'multi-class-classification', labels: ['battery', 'screen'] });
  * // { model: 'svc-small', task_type: 'multi-class-classification', zero_shot: true,
- * //   predictions: [{ label: 'battery', probability: 0.5…, scores: { battery: 0.5…, screen: 0.4… }, truncated: false }] }
+ * //   predictions: [{ label: 'battery', probability: 0.7018952965736389,
+ * //     scores: { battery: 0.7018952965736389, screen: 0.29810473322868347 }, truncated: false }] }
  * ```
  */
 export async function classify(inputs: string[], examples: AnyExample[], options: ClassifyOptions = {}): Promise<ClassifyResponse> {
