@@ -1,8 +1,8 @@
 // The runnable files in examples/, run as a user runs them: a real `node` process importing the
 // package by its name (`svc-classify`, `svc-classify/server`), which resolves to the built dist/.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -40,6 +40,19 @@ describe('examples/', () => {
     for (const file of ['library.mjs', 'fastify-app.mjs']) {
       expect(readme).toContain('```js\n' + readFileSync(join(kRepoRoot, 'examples', file), 'utf8') + '```\n');
     }
+  });
+
+  it('the README fits on a screen (under 250 lines), and its links and those of docs/ name files that exist', () => {
+    const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThan(250);
+    const pages = ['README.md', ...readdirSync(join(kRepoRoot, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const broken = pages.flatMap((page) =>
+      [...readFileSync(join(kRepoRoot, page), 'utf8').matchAll(/\]\(([^)\s#]+)(#[^)\s]*)?\)/g)]
+        .map((m) => m[1])
+        .filter((target) => !/^[a-z]+:/.test(target) && !existsSync(join(kRepoRoot, dirname(page), target)))
+        .map((target) => `${page} -> ${target}`),
+    );
+    expect(broken).toEqual([]);
   });
 
   it('fastify-app.mjs serves /v2 in a Fastify app and starts again on the same data directory', async () => {
