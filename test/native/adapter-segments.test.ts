@@ -1,6 +1,7 @@
 // The segmented path: one shared base encoder, texts in runs each through its own LoRA adapter (or none). It must
 // embed as the adapter merged into a private copy of the base (fp32 within 1e-5), and a batch mixing models must
 // embed each text as a batch of that model alone.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,8 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { allUciTexts } from '../../fixtures/corpora.js';
-import { Adapter, Encoder } from '../../src/index.js';
+import { Adapter, cpuInfo, Encoder } from '../../src/index.js';
 import { kLoraModules, writeAdapter } from '../../src/model/adapter.js';
+import { packageRoot } from '../../src/native/index.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { parseBertConfig } from '../../src/model/onnx/bert-weights.js';
 import { kSmallShape, randomAdapter } from '../_support/adapter.js';
@@ -130,5 +132,21 @@ describe('Encoder segments (one base, many adapters)', () => {
       adapter.dispose();
       expect(() => encoder.embedSync(kTexts.slice(0, 1), { counts: [1], adapters: [adapter] })).toThrow(/disposed/);
     });
+  });
+
+  it('runs the low-rank term alike at every kernel level (SVC_ISA), scalar included', () => {
+    const levels = ['scalar', ...(cpuInfo().avx2 ? ['avx2'] : []), ...(cpuInfo().avx512 ? ['avx512'] : [])];
+    for (const isa of levels) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', 'test/native/_isa_segments.ts'], {
+        cwd: packageRoot(),
+        env: { ...process.env, SVC_ISA: isa },
+        input: JSON.stringify({ texts: kTexts.slice(0, 6), adapter: dirs[1] }),
+        encoding: 'utf8',
+      });
+      const { level, worst } = JSON.parse(out) as { level: string; worst: number };
+      expect(level).toBe(isa);
+      // Base rows as the base alone, adapted rows as the merged copy, at this level.
+      expect(worst).toBeLessThan(1e-5);
+    }
   });
 });
