@@ -2,7 +2,7 @@
 // SQLite; `svc-classify/server` brings the service pieces. Checked in a fresh process, where the
 // CommonJS module cache lists every package the import pulled in (ESM imports of CJS land there too).
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
@@ -30,6 +30,27 @@ describe('package entry points', () => {
     // The database drivers are optional dependencies, loaded when a store opens: `--database postgres://` needs no
     // better-sqlite3, and SQLite needs no pg.
     expect(server.filter((name) => /better-sqlite3|^pg|redis/.test(name))).toEqual([]);
+  });
+
+  it('declares the type packages its published declarations import (a consumer with skipLibCheck: false needs them)', () => {
+    const pkg = JSON.parse(readFileSync(join(kRepoRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
+    const installed = { ...pkg.dependencies, ...pkg.optionalDependencies };
+    const declarations = readdirSync(join(kRepoRoot, 'dist')).filter((file) => file.endsWith('.d.ts'));
+    expect(declarations).toContain('server.d.ts');
+    const imported = new Set(
+      declarations.flatMap((file) =>
+        [...readFileSync(join(kRepoRoot, 'dist', file), 'utf8').matchAll(/from '([^'.][^']*)'/g)].map((m) => m[1]),
+      ),
+    );
+    const untyped = [...imported]
+      .filter((name) => !name.startsWith('node:') && name !== 'svc-classify')
+      .map((name) => (name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : name.split('/')[0]))
+      .filter((name) => {
+        const manifest = JSON.parse(readFileSync(join(kRepoRoot, 'node_modules', name, 'package.json'), 'utf8')) as Record<string, unknown>;
+        const ownTypes = manifest.types !== undefined || manifest.typings !== undefined || JSON.stringify(manifest.exports ?? {}).includes('"types"');
+        return !(name in installed) || (!ownTypes && !(`@types/${name}` in installed));
+      });
+    expect(untyped).toEqual([]);
   });
 
   it('maps the server subpath to its own build', () => {
