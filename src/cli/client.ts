@@ -197,6 +197,50 @@ export async function predictCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+const kClassifyUsage =
+  'usage: svc classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--truncate <mode>] [--explain <k>] "text" ...';
+
+/**
+ * `svc classify --examples <file> "text" ...`: prints `/v2/classify`'s answer, the texts labelled by the file's
+ * examples with no model trained; with `--labels` (multi-class, or `--task-type multi-label-classification`) or
+ * `--label-text` (binary) and no file, zero-shot from the names.
+ */
+export async function classifyCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      ...kConnection,
+      examples: { type: 'string' },
+      labels: { type: 'string' },
+      'label-text': { type: 'string' },
+      'task-type': { type: 'string' },
+      model: { type: 'string' },
+      truncate: { type: 'string' },
+      explain: { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  if (positionals.length === 0) throw new RangeError(`no texts to classify: give them after the flags\n${kClassifyUsage}`);
+  const taskType = values['task-type'] as TaskType | undefined;
+  let body: Record<string, unknown>;
+  if (values.examples !== undefined) {
+    const file = await readTrainFile(values.examples, values['label-text'], taskType);
+    body = { task_type: file.taskType, examples: file.examples };
+  } else if (values.labels !== undefined) {
+    body = { task_type: taskType ?? 'multi-class-classification', examples: [], labels: values.labels.split(',').map((label) => label.trim()) };
+  } else if (values['label-text'] !== undefined) {
+    body = { task_type: taskType ?? 'binary-classification', examples: [], label_text: values['label-text'] };
+  } else {
+    throw new RangeError(`--examples <file>, --labels or --label-text is required\n${kClassifyUsage}`);
+  }
+  body = { model: values.model ?? 'svc-small', ...body, inputs: positionals };
+  if (values.truncate !== undefined) body.truncate = values.truncate;
+  // The service says what is wrong with a k that is not a whole number ('explain must be an integer').
+  if (values.explain !== undefined) body.explain = Number(values.explain);
+  console.log(JSON.stringify(await call<unknown>(connection(values), 'POST', '/v2/classify', body), null, 2));
+  return 0;
+}
+
 /**
  * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
  * labels and metrics (cross-validated accuracy and macro-F1 with the encoder they were measured on,

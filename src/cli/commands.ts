@@ -28,6 +28,7 @@ const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freez
   logs: async () => (await import('./operator.js')).logsCommand,
   train: async () => (await import('./client.js')).trainCommand,
   predict: async () => (await import('./client.js')).predictCommand,
+  classify: async () => (await import('./client.js')).classifyCommand,
   models: async () => (await import('./client.js')).modelsCommand,
   pull: async () => (await import('./client.js')).pullCommand,
   info: async () => infoCommand,

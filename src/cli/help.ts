@@ -34,7 +34,7 @@ const kHelpOption: [string, string] = ['-h, --help', 'show this help'];
 const kGroups: readonly { title: string; commands: readonly string[] }[] = [
   { title: 'service', commands: ['serve'] },
   { title: 'operator (work on the data directory or the database, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'] },
-  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'models', 'pull'] },
+  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'classify', 'models', 'pull'] },
   { title: 'other', commands: ['info', 'help'] },
 ];
 
@@ -193,6 +193,23 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     notes:
       'Prints {model, label_text, predictions: [{label, probability}]} (multi-class: label, probability and\n' +
       'scores by class; multi-label: labels and scores). Texts starting with - go after --.',
+  },
+  classify: {
+    summary: 'classify texts by examples sent with them, or by label names, with no model trained',
+    usage: ['classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--truncate <mode>] [--explain <k>] "text" ...'],
+    options: [
+      ['--examples <file>', 'labelled examples, in any format svc train reads (at least 2 per label, at most 2,500)'],
+      ['--labels <a,b,...>', 'no examples: zero-shot from these class names (multi-class, or multi-label with --task-type)'],
+      ['--label-text <text>', 'no examples: zero-shot binary, what label true means; with --examples, as for svc train'],
+      ['--task-type <type>', 'binary-classification, multi-class-classification or multi-label-classification'],
+      ['--model <name>', 'base encoder (default svc-small)'],
+      ['--truncate <mode>', "texts past 256 tokens: end (default), start, none (refused) or chunks (read whole in windows)"],
+      ['--explain <k>', 'add the k examples nearest each text, with their labels and similarity'],
+      ...kConnectionOptions,
+      kHelpOption,
+    ],
+    examples: ['svc classify --examples reviews.jsonl "A moving story."', 'svc classify --labels sports,economy "The striker scored twice."'],
+    notes: 'Prints the /v2/classify answer: predict\'s shape, with zero_shot (docs/classify.md). At most 96 texts.',
   },
   pull: {
     summary: 'download a model directory from the service\'s hub',

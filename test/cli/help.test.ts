@@ -28,7 +28,7 @@ describe('svc help', () => {
     expect([overview.code, overview.stderr]).toEqual([0, '']);
     expect(overview.stdout.split('\n')[0]).toBe(`svc ${kVersion}: train few-shot text classifiers, serve them, proxy chat models`);
     const listed = [...overview.stdout.matchAll(/^ {2}([a-z]+) {2,}\S/gm)].map((m) => m[1]);
-    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'logs', 'train', 'predict', 'models', 'pull', 'info', 'help']);
+    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'logs', 'train', 'predict', 'classify', 'models', 'pull', 'info', 'help']);
     expect(await svcBin(['-h'])).toEqual(overview);
     expect(await svcBin(['help'])).toEqual(overview);
 
