@@ -4,7 +4,8 @@
 // Latency (default): one call of 8 inputs with 20 examples (10 positive, 10 negative IMDB sentences),
 // p50 and p90 over `--runs` calls with the head cached (the same examples every call) and uncached
 // (the cache emptied before each call: the examples are embedded and the head fitted). The machine's
-// load average is printed beside the figures: on a shared machine they move with it.
+// load average is printed beside the figures: on a shared machine they move with it. For scale, the
+// same 8 texts scored as a frozen model's predict call scores them (the batcher, a binary head).
 //
 // `--accuracy`: zero-shot (examples: [], label names) against 20-example heads (10 per class for
 // binary; 8 per class for `sites`, as the accuracy bench draws them) on the accuracy bench's imdb,
@@ -18,6 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { classify, closePool } from '../src/index.js';
 import type { ClassifyResponse, TruncateMode } from '../src/index.js';
 import { clearClassifyHeads } from '../src/train/classify.js';
+import { scoreTexts } from '../src/predict/batcher.js';
 import { emailClasses, uciSentences, uciSites } from '../fixtures/corpora.js';
 import { split, splitClasses } from '../fixtures/draw.js';
 import { intOption } from './_common.js';
@@ -45,12 +47,23 @@ async function latency(runs: number, json: boolean): Promise<void> {
     }
     return { p50: percentile(ms, 0.5), p90: percentile(ms, 0.9) };
   };
+  // The same 8 texts as a frozen model's predict call scores them (one batcher call, a 384-weight head):
+  // what classify adds to it is the difference.
+  const head = { weights: new Float64Array(384).fill(0.01), bias: 0 };
+  const predictMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await scoreTexts('svc-small', null, head, inputs);
+    predictMs.push(performance.now() - start);
+  }
+  const predict = { p50: percentile(predictMs, 0.5), p90: percentile(predictMs, 0.9) };
   const cached = await time(false);
   const uncached = await time(true);
-  const result = { inputs: kInputs, examples: examples.length, runs, cached, uncached, loadavg: { before: loadBefore, after: load() } };
+  const result = { inputs: kInputs, examples: examples.length, runs, predict, cached, uncached, loadavg: { before: loadBefore, after: load() } };
   if (json) return console.log(JSON.stringify(result, null, 2));
   console.log(`\n${kInputs} inputs, ${examples.length} examples, ${runs} calls each; load average (1, 5, 15 min) ${loadBefore} before, ${load()} after\n`);
   console.log('| head | p50 ms | p90 ms |\n| --- | ---: | ---: |');
+  console.log(`| predict path, same texts (no classify) | ${predict.p50.toFixed(1)} | ${predict.p90.toFixed(1)} |`);
   console.log(`| cached | ${cached.p50.toFixed(1)} | ${cached.p90.toFixed(1)} |`);
   console.log(`| uncached (embed 20 examples + fit) | ${uncached.p50.toFixed(1)} | ${uncached.p90.toFixed(1)} |`);
 }
