@@ -95,7 +95,7 @@ describe('a wrong command line', () => {
       code: 2, stdout: '', stderr: "svc serve: unexpected argument 'now'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--port', 'http'])).toEqual({
-      code: 2, stdout: '', stderr: "svc serve: --port must be an integer, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
+      code: 2, stdout: '', stderr: "svc serve: --port must be an integer from 0 to 65535, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--log-level', 'loud'])).toEqual({
       code: 2,

@@ -24,15 +24,16 @@ beforeAll(() => {
   expectFreshBundle();
   app = mkdtempSync(join(tmpdir(), 'svc-optional-'));
   pkg = join(app, 'node_modules', 'svc-classify');
-  mkdirSync(join(pkg, 'node_modules', '@fastify'), { recursive: true });
+  mkdirSync(join(pkg, 'node_modules'), { recursive: true });
   for (const entry of ['package.json', 'dist', 'bin', 'build', 'native']) symlinkSync(join(kRepoRoot, entry), join(pkg, entry));
   const modules = join(kRepoRoot, 'node_modules');
   for (const name of readdirSync(modules)) {
     if (name.startsWith('.') || kOptional.includes(name)) continue;
-    if (name === '@fastify') {
-      // Fastify's own helpers stay; the plugin we depend on goes.
+    if (name.startsWith('@')) {
+      // A scope: its other packages stay (Fastify's helpers, @types/node), the optional ones go.
+      mkdirSync(join(pkg, 'node_modules', name));
       for (const inner of readdirSync(join(modules, name))) {
-        if (!kOptional.includes(`@fastify/${inner}`)) symlinkSync(join(modules, name, inner), join(pkg, 'node_modules', name, inner));
+        if (!kOptional.includes(`${name}/${inner}`)) symlinkSync(join(modules, name, inner), join(pkg, 'node_modules', name, inner));
       }
       continue;
     }
