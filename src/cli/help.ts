@@ -2,6 +2,7 @@
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
 import { kDefaultModelCacheBytes } from '../artifacts/cached-hub.js';
+import { kDefaultAdapterCacheBytes } from '../pool/pool.js';
 import { kServicePredictQueue } from '../predict/batcher.js';
 import { kDefaultRateLimits } from '../server/rate-limit-defaults.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
@@ -53,6 +54,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
       ['--precision <p>', 'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with AMX, probabilities within ~0.001; fp32 elsewhere) for predictions (or SVC_PRECISION)'],
+      ['--adapter-cache-mb <n>', `MiB of LoRA adapters each pool worker keeps in memory, least recently used evicted first (default ${kDefaultAdapterCacheBytes / 2 ** 20}: about 190 rank-8 adapter models)`],
       ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],
       ['--predict-queue-per-org <texts>', `predict texts one organization may have waiting; beyond, 429 rate_limited (default ${kServicePredictQueue.maxTenantTexts})`],
       ['--predict-deadline-ms <ms>', `how long a predict may take: refused at once (503 overloaded) when the measured speed says it would not end in time, and dropped when its texts have not started by then (default ${kServicePredictQueue.deadlineMs})`],

@@ -28,6 +28,10 @@ function count(value: string | undefined, name: string): number | undefined {
   return is.positiveInteger(Number(value), `--${name}`);
 }
 
+function mib(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : value * 2 ** 20;
+}
+
 /**
  * Where pino's lines go: stdout as JSON, or (pretty: a terminal's default) as short human lines without a line per
  * request unless the log level is debug or trace.
@@ -56,7 +60,7 @@ function usageOf<T>(check: () => T): T {
 
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
- * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16]
+ * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16] [--adapter-cache-mb N]
  * [--predict-queue TEXTS] [--predict-queue-per-org TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--log-format pretty|json] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS]` (B and C likewise; keys and the metrics token are better
@@ -78,6 +82,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       workers: { type: 'string' },
       'engine-threads': { type: 'string' },
       precision: { type: 'string' },
+      'adapter-cache-mb': { type: 'string' },
       'predict-queue': { type: 'string' },
       'predict-queue-per-org': { type: 'string' },
       'predict-deadline-ms': { type: 'string' },
@@ -113,6 +118,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     workers: count(values.workers, 'workers'),
     engineThreads: count(values['engine-threads'], 'engine-threads'),
     precision: precisionOf(values.precision),
+    adapterCacheBytes: mib(count(values['adapter-cache-mb'], 'adapter-cache-mb')),
   };
   const database = values.database ?? databaseUrlFromEnv();
   const redis = values.redis ?? redisUrlFromEnv();
