@@ -1,6 +1,6 @@
 // The client commands (`svc train --wait`, `svc predict`, `svc pull`) as real processes
 // against a real `svc serve` child over a temporary data directory.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -123,6 +123,13 @@ describe('svc train, predict and pull', () => {
     expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id))).not.toContain('model.fp16.safetensors');
     // Nothing was fine-tuned: no finetune step in the progress lines.
     expect(trained.stderr).not.toMatch(/finetune/);
+
+    // svc models delete removes it; it is gone from the service and its hub.
+    expect(await svc(['models', 'delete', model.id], env)).toEqual({
+      code: 0, stdout: `${JSON.stringify({ id: model.id, object: 'model', deleted: true }, null, 2)}\n`, stderr: '',
+    });
+    expect(await svc(['models', 'show', model.id], env)).toMatchObject({ code: 1, stderr: expect.stringContaining('404') });
+    expect(existsSync(join(dir, 'data', 'hub', 'acme', model.id))).toBe(false);
   });
 
   it('trains a multi-class model from a CSV label column; models show prints its labels and metrics; predict prints every score', async () => {
