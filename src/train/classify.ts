@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 
 import type { Head } from '../model/directory.js';
 import { runTask } from '../pool/pool.js';
-import type { FitResult, HeadKind } from '../pool/tasks.js';
+import type { FitResult } from '../pool/tasks.js';
 import { packHeads } from '../predict/call.js';
 import { kDefaultThreshold } from '../predict/classifier.js';
 import type { ClassPrediction, LabelSetPrediction, Prediction } from '../predict/classifier.js';
@@ -16,9 +16,8 @@ import { scoreSegments } from '../predict/head.js';
 import { embedTexts } from './classify-embed.js';
 import { nearest, type Neighbour } from './classify-explain.js';
 import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from './classify-request.js';
-import type { ExampleTargets } from './pairs.js';
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from './request.js';
-import { kHeadC } from './train.js';
+import { headOf, kHeadC, kHeadKinds, targetsOf } from './train.js';
 import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js';
 
 /** Fitted heads kept for repeated examples (least recently used evicted); a head is 384 floats per label. */
@@ -108,32 +107,6 @@ function fitExamples(request: ClassifyRequest): { examples: AnyExample[]; labels
   }
   const labels = request.labels ?? request.examples.flatMap((example) => example.labels);
   return { examples: request.examples.length > 0 ? request.examples : labelSetZeroShot(labels), labels: [...new Set(labels)].sort(), labelText: null };
-}
-
-function targetsOf(taskType: TaskType, examples: readonly AnyExample[], labels: readonly string[]): ExampleTargets {
-  if (taskType === 'binary-classification') {
-    return { kind: 'classes', classes: Int32Array.from(examples, (example) => ((example as TrainExample).label ? 1 : 0)), count: 2 };
-  }
-  const index = new Map(labels.map((label, k) => [label, k]));
-  if (taskType === 'multi-class-classification') {
-    return { kind: 'classes', classes: Int32Array.from(examples, (example) => index.get((example as ClassExample).label) as number), count: labels.length };
-  }
-  const sets = new Uint8Array(examples.length * labels.length);
-  examples.forEach((example, i) => {
-    for (const label of (example as LabelSetExample).labels) sets[i * labels.length + (index.get(label) as number)] = 1;
-  });
-  return { kind: 'label-sets', sets, count: labels.length };
-}
-
-const kHeadKinds: Record<TaskType, HeadKind> = {
-  'binary-classification': 'logistic',
-  'multi-class-classification': 'softmax',
-  'multi-label-classification': 'one-vs-rest',
-};
-
-function headOf(kind: HeadKind, fit: FitResult): Head {
-  if (kind === 'logistic') return { weights: fit.weights, bias: fit.biases[0] };
-  return { kind, weights: fit.weights, biases: fit.biases };
 }
 
 /** The cache key: everything the head depends on, hashed (the examples in the order given). */

@@ -308,10 +308,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       },
       library_version: packageVersion(),
     };
-    const head: Head =
-      headKind === 'logistic'
-        ? Object.freeze({ weights: fit.weights, bias: fit.biases[0] })
-        : Object.freeze({ kind: headKind, weights: fit.weights, biases: fit.biases });
+    const head = Object.freeze(headOf(headKind, fit));
     const classifier = encoder
       ? new Classifier(manifest, head, encoder.encoderFile, encoder.dir)
       : new Classifier(manifest, head);
@@ -335,7 +332,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
 }
 
 /** The head each task type trains. */
-const kHeadKinds: Readonly<Record<TaskType, HeadKind>> = Object.freeze({
+export const kHeadKinds: Readonly<Record<TaskType, HeadKind>> = Object.freeze({
   'binary-classification': 'logistic',
   'multi-class-classification': 'softmax',
   'multi-label-classification': 'one-vs-rest',
@@ -343,8 +340,14 @@ const kHeadKinds: Readonly<Record<TaskType, HeadKind>> = Object.freeze({
 
 type AnyExample = TrainRequest['examples'][number];
 
+/** A fitted head as a model keeps it: binary models' one row and bias, the others' rows and biases by kind. */
+export function headOf(kind: HeadKind, fit: FitResult): Head {
+  if (kind === 'logistic') return { weights: fit.weights, bias: fit.biases[0] };
+  return { kind, weights: fit.weights, biases: fit.biases };
+}
+
 /** Examples' labels as the pool's tasks take them: a class index (binary: 1 for true) or a 0/1 row over `labels`. */
-function targetsOf(taskType: TaskType, examples: readonly AnyExample[], labels: readonly string[] | null): ExampleTargets {
+export function targetsOf(taskType: TaskType, examples: readonly AnyExample[], labels: readonly string[] | null): ExampleTargets {
   if (taskType === 'binary-classification') {
     return { kind: 'classes', classes: Int32Array.from(examples, (example) => ((example as TrainExample).label ? 1 : 0)), count: 2 };
   }
