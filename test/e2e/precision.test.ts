@@ -106,12 +106,13 @@ describe('svc serve --precision', () => {
     }
   });
 
-  it('refuses a precision it does not know, naming where it came from', async () => {
+  it('refuses a precision it does not know, naming where it came from, as a wrong command line (exit 2)', async () => {
+    const usage = "Run 'svc serve --help' for its options and examples.";
     const flag = await svc(['serve', '--port', '0', '--data', dir, '--precision', 'int4']);
-    expect(flag.code).toBe(1);
-    expect(flag.stderr.trim()).toBe("svc serve: --precision must be 'fp32', 'int8' or 'bf16'");
+    expect(flag.code).toBe(2);
+    expect(flag.stderr.trim()).toBe(`svc serve: --precision must be 'fp32', 'int8' or 'bf16'\n${usage}`);
     const env = await svc(['serve', '--port', '0', '--data', dir], { SVC_PRECISION: 'fp16' });
-    expect(env.code).toBe(1);
-    expect(env.stderr.trim()).toBe("svc serve: SVC_PRECISION must be 'fp32', 'int8' or 'bf16'");
+    expect(env.code).toBe(2);
+    expect(env.stderr.trim()).toBe(`svc serve: SVC_PRECISION must be 'fp32', 'int8' or 'bf16'\n${usage}`);
   });
 });
