@@ -5,12 +5,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Fastify from 'fastify';
-import { type FakeProvider, kFakeKeys } from '../../fixtures/fake-provider.js';
-import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
+import type { FakeProvider } from '../../fixtures/fake-provider.js';
+import { listenProxyRoutes } from '../../fixtures/proxy-harness.js';
 import type { ProxyRoutesOptions } from '../../src/proxy/types.js';
-import { proxyRoutes } from '../../src/server/proxy-routes.js';
-import { SvcService } from '../../src/service/service.js';
 import type { Store } from '../../src/store/types.js';
 
 export interface ProxyRig {
@@ -40,23 +37,8 @@ export async function startProxyRig(
     });
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-proxy-rig-'));
-  const logger = logLines === undefined ? false : { level: 'warn', stream: { write: (line: string) => void logLines.push(line) } };
-  const app = Fastify({ forceCloseConnections: true, logger });
-  const service = new SvcService({ store, runtime: new WordCountRuntime(dataDir) });
-  await app.register(proxyRoutes, {
-    prefix: '/v2',
-    service,
-    providers: {
-      'provider-a': { url: fake.urls.a, key: kFakeKeys.a },
-      'provider-b': { url: fake.urls.b, key: kFakeKeys.b },
-      'provider-c': { url: fake.urls.c, key: kFakeKeys.c },
-    },
-    upstreamTimeoutMs: 2_000,
-    pingIntervalMs: 100,
-    env: {},
-    ...overrides,
-  });
-  const base = (await app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
+  const logger = logLines === undefined ? undefined : { level: 'warn', stream: { write: (line: string) => void logLines.push(line) } };
+  const { app, base } = await listenProxyRoutes(store, fake, dataDir, { upstreamTimeoutMs: 2_000, overrides, logger });
   return {
     store,
     base,
