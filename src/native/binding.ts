@@ -101,7 +101,7 @@ export interface NativeEncoder {
   dispose(): void;
 }
 
-/** A LoRA adapter read into fp32 A and B (native/core/encoder/adapter.h), for an encoder's runs of rows. */
+/** A LoRA adapter, A and B held in its file's float type (native/core/encoder/adapter.h), for an encoder's runs of rows. */
 export interface NativeAdapter {
   /** Resident bytes of its A and B. */
   readonly bytes: number;

@@ -12,7 +12,7 @@ export interface AdapterCacheStats {
   hits: number;
   misses: number;
   evictions: number;
-  /** Resident bytes of the adapters held (fp32 A and B). */
+  /** Resident bytes of the adapters held (A and B in the file's float type: fp16 from the trainer). */
   bytes: number;
   adapters: number;
 }

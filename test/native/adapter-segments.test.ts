@@ -124,6 +124,33 @@ describe('Encoder segments (one base, many adapters)', () => {
     }
   });
 
+  it('holds an F16 file at 2 bytes a value and an F32 file at 4, each predicting as its merged copy', async () => {
+    // The same random values written both ways: the F16 file rounds them, the F32 file keeps them.
+    const tensors = randomAdapter(kSmallShape, { rank: 8, seed: 5 });
+    const f32Dir = join(root, 'a0-f32');
+    await writeAdapter(f32Dir, tensors, { rank: 8, alpha: 16, modules: kLoraModules }, base, config, 'F32');
+    const half = Adapter.load(dirs[0]!, { base: 'svc-small' });
+    const full = Adapter.load(f32Dir, { base: 'svc-small' });
+    try {
+      // rank 8 x (in + out) over the six modules of six layers: 331,776 values.
+      expect(half.bytes).toBe(331_776 * 2);
+      expect(full.bytes).toBe(331_776 * 4);
+      const [halfSegmented, fullSegmented] = withEncoder('fp32', (e) => [
+        e.embedSync(kTexts, { counts: [kTexts.length], adapters: [half] }),
+        e.embedSync(kTexts, { counts: [kTexts.length], adapters: [full] }),
+      ]);
+      expect(maxAbsDiff(fullSegmented, withEncoder('fp32', (e) => e.embedSync(kTexts), f32Dir))).toBeLessThan(1e-5);
+      expect(maxAbsDiff(halfSegmented, withEncoder('fp32', (e) => e.embedSync(kTexts), dirs[0]))).toBeLessThan(1e-5);
+      // What the F16 file's rounding (relative 2^-11) costs against the exact values: small beside the adapter's effect.
+      const rounding = maxAbsDiff(halfSegmented, fullSegmented);
+      expect(rounding).toBeGreaterThan(0);
+      expect(rounding).toBeLessThan(1e-3);
+    } finally {
+      half.dispose();
+      full.dispose();
+    }
+  });
+
   it('refuses segments that do not cover the batch, and a disposed adapter', () => {
     const adapter = Adapter.load(dirs[1]!, { base: 'svc-small' });
     expect(adapter.bytes).toBeGreaterThan(0);
