@@ -30,7 +30,7 @@ import { kAdapterConfigFile, kAdapterFile, kLoraModules, loraTensorName, writeAd
 import { resolveBaseModel } from '../src/model/base-models.js';
 import { writeManifestAndHead } from '../src/model/directory.js';
 import { modelFileNames } from '../src/model/hub.js';
-import { kHeadFile, kManifestFormatVersion } from '../src/model/manifest.js';
+import { kHeadFile, kManifestFormatVersion } from '../src/contract/manifest.js';
 import { writeMergedTransformersDir } from '../src/model/merged-export.js';
 import { loadBertWeights, writeTransformersJsModelDir } from '../src/model/onnx/index.js';
 import { intOption } from './_common.js';

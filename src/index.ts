@@ -15,7 +15,6 @@ export type { TrainOptions, TrainProgress } from './train/train.js';
 export {
   validateTrainRequest,
   trainRequestSchema,
-  numIterations,
   kMinExamples,
   kMaxExamples,
   kMaxTextLength,
@@ -26,10 +25,10 @@ export {
   kMinClasses,
   kMaxClasses,
   kMinExamplesPerClass,
-  labelNames,
   kDefaultFinetuneMethod,
   kDefaultAdapterRank,
-} from './train/request.js';
+} from './contract/train-request.js';
+export { numIterations, labelNames } from './train/request.js';
 export type {
   FinetuneMethod,
   TrainRequest,
@@ -40,19 +39,26 @@ export type {
   MultiLabelTrainRequest,
   ClassExample,
   LabelSetExample,
-} from './train/request.js';
+} from './contract/train-request.js';
 export { classify, kClassifyCachedHeads } from './train/classify.js';
 export type { ClassifyOptions, ClassifyResponse, ClassifyPrediction } from './train/classify.js';
-export { classifyRequestSchema, validateClassifyRequest, kMaxClassifyInputs, kMaxClassifyExamples, kMinClassifyExamplesPerLabel, kTruncateModes } from './train/classify-request.js';
-export type { ClassifyRequest, TruncateMode } from './train/classify-request.js';
+export {
+  classifyRequestSchema,
+  validateClassifyRequest,
+  kMaxClassifyInputs,
+  kMaxClassifyExamples,
+  kMinClassifyExamplesPerLabel,
+  kTruncateModes,
+} from './contract/classify-request.js';
+export type { ClassifyRequest, TruncateMode } from './contract/classify-request.js';
 export { kZeroShotTemplates } from './train/zero-shot.js';
 export { Classifier, kDefaultThreshold } from './predict/classifier.js';
 export type { Prediction, ClassPrediction, LabelSetPrediction, PredictionOf, PredictOptions, LoadOptions } from './predict/classifier.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';
 export type { Hub, HubId } from './model/hub.js';
-export { kManifestFormatVersion } from './model/manifest.js';
+export { kManifestFormatVersion } from './contract/manifest.js';
 export { writeMergedTransformersDir } from './model/merged-export.js';
-export type { BodyKind, FinetuneSettings, Manifest, TrainingMetrics, TrainingSettings } from './model/manifest.js';
+export type { BodyKind, FinetuneSettings, Manifest, TrainingMetrics, TrainingSettings } from './contract/manifest.js';
 export { configurePool, closePool } from './pool/pool.js';
 export type { PoolOptions } from './pool/pool.js';
 export { configurePredictQueue } from './predict/batcher.js';

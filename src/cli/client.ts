@@ -5,9 +5,9 @@ import { parseArgs } from 'node:util';
 
 import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
-import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../server/schemas.js';
-import { kFinetuneMethods, kTaskTypes } from '../train/request.js';
-import type { FinetuneMethod, TaskType } from '../train/request.js';
+import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../contract/schemas.js';
+import { kFinetuneMethods, kTaskTypes } from '../contract/train-request.js';
+import type { FinetuneMethod, TaskType } from '../contract/train-request.js';
 import { readTrainFile, type TrainFile } from './examples-file.js';
 import { fetchService } from './fetch-error.js';
 

@@ -6,8 +6,8 @@ import { extname } from 'node:path';
 import { CsvError, parse } from 'csv-parse/sync';
 
 import { SvcError } from '../errors.js';
-import { kTaskTypes } from '../train/request.js';
-import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../train/request.js';
+import { kTaskTypes } from '../contract/train-request.js';
+import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
 
 /** One example as the file wrote it, with where it came from (`file:line` or `file: examples[3]`). */
 interface RawExample {

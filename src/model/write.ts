@@ -8,7 +8,7 @@ import { resolveBaseModel } from './base-models.js';
 import { fsyncTree, renameDurably } from './durable.js';
 import { isMultiHead, writeManifestAndHead } from './directory.js';
 import type { Head } from './directory.js';
-import type { Manifest } from './manifest.js';
+import type { Manifest } from '../contract/manifest.js';
 import { writeTransformersJsModelDir } from './onnx/index.js';
 import type { TransformersJsDirOptions } from './onnx/index.js';
 

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 
 import { resolveBaseModel } from '../model/base-models.js';
-import { kEncoderFile } from '../model/manifest.js';
+import { kEncoderFile } from '../contract/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount } from '../train/pairs.js';

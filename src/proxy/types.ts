@@ -1,4 +1,4 @@
-import type { RateLimitOptions } from '../server/rate-limit.js';
+import type { RateLimitOptions } from '../contract/rate-limit.js';
 import type { SvcService } from '../service/service.js';
 import type { ProviderName } from '../store/types.js';
 

@@ -14,7 +14,7 @@ import type { ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';
 import { hubRoutes } from './hub-routes.js';
 import { metricsRoutes, SvcMetrics } from './metrics.js';
 import { proxyRoutes } from './proxy-routes.js';
-import type { RateLimitOptions } from './rate-limit.js';
+import type { RateLimitOptions } from '../contract/rate-limit.js';
 import { answerFrameworkError, setSecurityHeaders } from './security-headers.js';
 import { svcRoutes } from './routes.js';
 import { checkTrustProxy, parseTrustProxy, type TrustProxy } from './trust-proxy.js';

@@ -2,9 +2,9 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 import { errorTypeForStatus, SvcError } from '../errors.js';
 import { kDialects } from '../proxy/dialects.js';
-import type { ErrorBody } from './schemas.js';
+import type { ErrorBody } from '../contract/schemas.js';
 
-export type { ErrorBody } from './schemas.js';
+export type { ErrorBody } from '../contract/schemas.js';
 
 /** The longest run of non-space characters an error message sends back: an id or a path a client sent is cut to it. */
 export const kMaxEchoedChars = 64;

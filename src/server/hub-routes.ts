@@ -5,7 +5,8 @@ import type { SvcService } from '../service/service.js';
 import { errorBody, svcErrorHandler } from './errors.js';
 import type { SvcMetrics } from './metrics.js';
 import { observeRequests } from './observe.js';
-import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
+import type { RateLimitOptions } from '../contract/rate-limit.js';
+import { requestLimiter } from './rate-limit.js';
 
 export interface HubRoutesOptions {
   service: SvcService;

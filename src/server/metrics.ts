@@ -9,7 +9,8 @@ import type { SvcService } from '../service/service.js';
 import { kChannels, type AdapterCacheEvent, type PredictBatchEvent, type ProxyCallEvent, type RateLimitedEvent, type TrainingJobEvent } from '../telemetry.js';
 import { SvcError } from '../errors.js';
 import { svcErrorHandler } from './errors.js';
-import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
+import type { RateLimitOptions } from '../contract/rate-limit.js';
+import { requestLimiter } from './rate-limit.js';
 
 // Bucket bounds, seconds or texts, each chosen for what it measures.
 const kHttpBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

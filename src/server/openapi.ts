@@ -1,7 +1,7 @@
 import type { RouteOptions } from 'fastify';
 import { z } from 'zod';
 
-import { errorSchema } from './schemas.js';
+import { errorSchema } from '../contract/schemas.js';
 
 type ZodSchema = z.ZodType;
 const isZod = (value: unknown): value is ZodSchema => value instanceof z.ZodType;

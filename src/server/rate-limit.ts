@@ -1,6 +1,7 @@
 import fastifyRateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
+import type { RateLimitOptions } from '../contract/rate-limit.js';
 import { SvcError } from '../errors.js';
 import { func, positiveInteger } from '../is.js';
 import { type LimitRejection, limitRejection, type ResolvedOrgLimits, retrySeconds } from '../service/limits.js';
@@ -9,34 +10,6 @@ import type { Principal, SvcService } from '../service/service.js';
 import { RedisRequestCounter } from '../store/redis-counts.js';
 import type { RequestCount, RequestCounter } from '../store/types.js';
 import { kDefaultRateLimits } from './rate-limit-defaults.js';
-
-/**
- * Request limits of the /v2, proxy and hub plugins; all optional. A service's limits are set once, by the first of
- * its plugins to be registered (`svcRoutes` in `startServer`); the others share them.
- */
-export interface RateLimitOptions {
-  /**
-   * Where the counts live: a `@fastify/rate-limit` store class. Default: the service's store when it keeps shared
-   * counts (PostgreSQL: every replica on the database counts in one table), else `@fastify/rate-limit`'s in-memory
-   * store, right for one process (SQLite).
-   */
-  store?: FastifyRateLimitStoreCtor;
-  /**
-   * A Redis server (`redis://host:port`) that keeps the counts instead: every replica that names it shares them,
-   * whichever store (SQLite or PostgreSQL) each one is on. Connected when the first plugin registers (a server that
-   * cannot be reached fails the registration, naming the URL) and closed with the app. Not with `store`.
-   */
-  redis?: string;
-  /** The window requests are counted in, ms. Default 60000: an organization's `rpm` is the count per window. */
-  windowMs?: number;
-  /**
-   * Failed authentications (wrong or missing keys, wrong `/metrics` tokens) one client address may make per window;
-   * past them its requests with a wrong key answer 429 instead of 401. A request with a valid key is never refused
-   * for its address's failures: many clients may share one address (behind a NAT, or a proxy Fastify's `trustProxy`
-   * does not see through). Default 20.
-   */
-  failedAuthPerWindow?: number;
-}
 
 export { kDefaultRateLimits };
 

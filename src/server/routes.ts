@@ -19,10 +19,11 @@ import {
   predictResponseSchema,
   progressSchema,
   trainRequestSchema,
-} from './schemas.js';
+} from '../contract/schemas.js';
 import { parseRequest } from '../parse.js';
 import type { ProxyRoutesOptions } from '../proxy/types.js';
-import { type RateLimitOptions, requestLimiter } from './rate-limit.js';
+import type { RateLimitOptions } from '../contract/rate-limit.js';
+import { requestLimiter } from './rate-limit.js';
 
 /** Request bodies above this many bytes get 413 (10,000 examples of a few hundred characters fit easily). */
 export const kDefaultBodyLimit = 16 * 1024 * 1024;

@@ -3,8 +3,8 @@
 // batcher and is admitted by the same per-organization bounds as its predict calls. No model record
 // is read or written: the head lives in the library's bounded cache only.
 import { classifyRequest } from '../train/classify.js';
-import { validateClassifyRequest } from '../train/classify-request.js';
-import type { ClassifyResponseBody } from '../server/schemas.js';
+import { validateClassifyRequest } from '../contract/classify-request.js';
+import type { ClassifyResponseBody } from '../contract/schemas.js';
 
 /** Classifies a `/v2/classify` body for organization `orgId`. */
 export async function classifyForOrg(orgId: string, body: unknown, options: { signal?: AbortSignal }): Promise<ClassifyResponseBody> {

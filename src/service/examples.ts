@@ -5,7 +5,7 @@
 // label_text holds a multi-class or multi-label model's label names the same way.
 import type { TrainingExample } from '../store/types.js';
 import { labelNames } from '../train/request.js';
-import type { TaskType, TrainRequest } from '../train/request.js';
+import type { TaskType, TrainRequest } from '../contract/train-request.js';
 
 /** The request's examples as the store keeps them. */
 export function storedExamples(request: TrainRequest): TrainingExample[] {

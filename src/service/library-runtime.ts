@@ -5,7 +5,7 @@ import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
 import type { DirectoryHub, Hub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
 import { Classifier } from '../predict/classifier.js';
-import type { TaskType } from '../train/request.js';
+import type { TaskType } from '../contract/train-request.js';
 import { finetuneThreads } from '../train/finetune-stage.js';
 import { train } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';

@@ -3,8 +3,8 @@
 import { text } from 'node:stream/consumers';
 
 import { resolveBaseModel } from '../model/base-models.js';
-import { kManifestFile, parseManifest, type TrainingMetrics } from '../model/manifest.js';
-import type { ModelObject } from '../server/schemas.js';
+import { kManifestFile, parseManifest, type TrainingMetrics } from '../contract/manifest.js';
+import type { ModelObject } from '../contract/schemas.js';
 import type { ModelRecord } from '../store/types.js';
 import { storedLabels } from './examples.js';
 import type { ModelRuntime } from './runtime.js';

@@ -1,6 +1,6 @@
 import type { ArtifactReader } from '../artifacts/types.js';
 import type { ClassPrediction, LabelSetPrediction, PredictOptions } from '../predict/classifier.js';
-import type { TaskType } from '../train/request.js';
+import type { TaskType } from '../contract/train-request.js';
 import type { TrainProgress } from '../train/train.js';
 import type { TrainingExample } from '../store/types.js';
 

@@ -9,7 +9,7 @@ import type { ModelRuntime, RuntimePrediction } from './runtime.js';
 import { storedExamples, storedLabelText } from './examples.js';
 import { ModelObjects, toModelObject } from './model-object.js';
 import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
-import { validateTrainRequest } from '../train/request.js';
+import { validateTrainRequest } from '../contract/train-request.js';
 import { classifyForOrg } from './classify.js';
 import { parseRequest } from '../parse.js';
 import {
@@ -21,7 +21,7 @@ import {
   type PredictResponse,
   type ProgressObject,
   type ProxyModelObject,
-} from '../server/schemas.js';
+} from '../contract/schemas.js';
 
 /** Who is calling: the organization and the key used (the key id is safe to log). */
 export interface Principal {

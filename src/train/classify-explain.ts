@@ -3,10 +3,7 @@
 // and for binary and multi-class answers whether each one carries the label answered, so pulls the
 // head toward that answer (a logistic or softmax head fitted on these examples moves toward the
 // labels of the examples around a text). Computed only when a call asks (`explain: k`).
-import type { ClassExample, LabelSetExample, TaskType, TrainExample } from './request.js';
-
-/** Most neighbours a call may ask for per text. */
-export const kMaxExplain = 20;
+import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
 
 /** One neighbour of a text: an example, its label (binary: boolean; multi-class: class; multi-label: labels), its cosine similarity. */
 export interface Neighbour {

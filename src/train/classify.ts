@@ -15,8 +15,8 @@ import type { ClassPrediction, LabelSetPrediction, Prediction } from '../predict
 import { scoreSegments } from '../predict/head.js';
 import { embedTexts } from './classify-embed.js';
 import { nearest, type Neighbour } from './classify-explain.js';
-import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from './classify-request.js';
-import type { ClassExample, LabelSetExample, TaskType, TrainExample } from './request.js';
+import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from '../contract/classify-request.js';
+import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
 import { headOf, kHeadC, kHeadKinds, targetsOf } from './train.js';
 import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js';
 

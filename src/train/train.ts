@@ -9,8 +9,9 @@ import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { parseHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
-import { kAdapterConfigFile, kAdapterFile, kEncoderFile, kHeadFile, kManifestFormatVersion } from '../model/manifest.js';
-import type { FinetuneSettings, Manifest } from '../model/manifest.js';
+import { kAdapterConfigFile, kAdapterFile } from '../model/adapter.js';
+import { kEncoderFile, kHeadFile, kManifestFormatVersion } from '../contract/manifest.js';
+import type { FinetuneSettings, Manifest } from '../contract/manifest.js';
 import { poolOptions, poolThreads, runTask } from '../pool/pool.js';
 import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
@@ -20,7 +21,8 @@ import { runFinetuneStage } from './finetune-stage.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
 import type { ExampleTargets } from './pairs.js';
-import { finetunePlan, labelNames, numIterations, validateTrainRequest } from './request.js';
+import { finetunePlan, labelNames, numIterations } from './request.js';
+import { validateTrainRequest } from '../contract/train-request.js';
 import type {
   BinaryTrainRequest,
   ClassExample,
@@ -30,7 +32,7 @@ import type {
   TaskType,
   TrainExample,
   TrainRequest,
-} from './request.js';
+} from '../contract/train-request.js';
 import * as is from '../is.js';
 import { kDefaultSeed } from '../random.js';
 

@@ -2,7 +2,7 @@
 // sentences, and those sentences are the examples the head is fitted on. The templates are few and
 // plain on purpose: the encoder places "This sentence is about sports" near texts about sports, and
 // the head learns which side of the space each name's sentences fall on.
-import type { ClassExample, LabelSetExample, TrainExample } from './request.js';
+import type { ClassExample, LabelSetExample, TrainExample } from '../contract/train-request.js';
 
 /** The sentences each label name is put into (`{}` is the name). SetFit's default template is the first. */
 export const kZeroShotTemplates: readonly string[] = Object.freeze([

@@ -7,12 +7,12 @@ import { kAdapterConfigFile, kAdapterFile, kLoraModules, loraTensorName, writeAd
 import type { AdapterTensor, LoraModule } from '../../src/model/adapter.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import type { Head } from '../../src/model/directory.js';
-import { kHeadFile, kManifestFormatVersion } from '../../src/model/manifest.js';
-import type { Manifest } from '../../src/model/manifest.js';
+import { kHeadFile, kManifestFormatVersion } from '../../src/contract/manifest.js';
+import type { Manifest } from '../../src/contract/manifest.js';
 import { parseBertConfig } from '../../src/model/onnx/bert-weights.js';
 import { writeModelDir } from '../../src/model/write.js';
 import { seededRandom } from '../../src/random.js';
-import type { TaskType } from '../../src/train/request.js';
+import type { TaskType } from '../../src/contract/train-request.js';
 
 export interface AdapterShape {
   hidden: number;

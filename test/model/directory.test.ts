@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { readModelDir, writeManifestAndHead } from '../../src/model/directory.js';
 import type { LogisticHead } from '../../src/model/directory.js';
-import { kManifestFormatVersion } from '../../src/model/manifest.js';
+import { kManifestFormatVersion } from '../../src/contract/manifest.js';
 
 const formatOne = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'format-1');
 

@@ -12,7 +12,7 @@ import { uciSites } from '../../fixtures/corpora.js';
 import { splitClasses } from '../../fixtures/draw.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { closePool } from '../../src/pool/pool.js';
-import type { TrainRequest } from '../../src/train/request.js';
+import type { TrainRequest } from '../../src/contract/train-request.js';
 import { train } from '../../src/train/train.js';
 
 let root: string;

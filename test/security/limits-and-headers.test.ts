@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { type RunningServer, startServer } from '../../src/server/app.js';
-import { kMaxTextLength } from '../../src/train/request.js';
+import { kMaxTextLength } from '../../src/contract/train-request.js';
 
 let dir: string;
 let server: RunningServer;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
-import type { Manifest } from '../../src/model/manifest.js';
+import type { Manifest } from '../../src/contract/manifest.js';
 import { closePool, configurePool } from '../../src/pool/pool.js';
 import { LibraryRuntime } from '../../src/service/library-runtime.js';
 

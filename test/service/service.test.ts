@@ -10,7 +10,7 @@ import { hashApiKey } from '../../src/service/keys.js';
 import { type Principal, SvcService } from '../../src/service/service.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { TrainingExample } from '../../src/store/types.js';
-import type { BinaryPredictResponse } from '../../src/server/schemas.js';
+import type { BinaryPredictResponse } from '../../src/contract/schemas.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/errors.js';
-import { finetunePlan, kDefaultAdapterRank, kDefaultFinetuneMethod, labelNames, validateTrainRequest } from '../../src/train/request.js';
+import { finetunePlan, labelNames } from '../../src/train/request.js';
+import { kDefaultAdapterRank, kDefaultFinetuneMethod, validateTrainRequest } from '../../src/contract/train-request.js';
 
 const example = (i: number, extra: Record<string, unknown> = {}) => ({
   text: `example ${i}`,

@@ -2,15 +2,15 @@
 // (OpenAPI is generated from them), `SvcService` parses with them, and the types below, inferred
 // from them, are what the service returns and the CLI client reads. Nothing here loads Fastify.
 // Request schemas are strict: an unknown field is a 400 that names it. The train request is the
-// library's own `trainRequestSchema` (train/request.ts): `train()` and `POST /v2/train` share it.
+// library's own `trainRequestSchema` (train-request.ts): `train()` and `POST /v2/train` share it.
 import { z } from 'zod';
 
-import { kCvEncoders } from '../model/manifest.js';
 import { typeError } from '../parse.js';
-import { kMaxTextLength, kTaskTypes } from '../train/request.js';
+import { kCvEncoders } from './manifest.js';
+import { kMaxTextLength, kTaskTypes } from './train-request.js';
 
-export { trainRequestSchema } from '../train/request.js';
-export { classifyRequestSchema } from '../train/classify-request.js';
+export { trainRequestSchema } from './train-request.js';
+export { classifyRequestSchema } from './classify-request.js';
 
 /** Most texts one predict request may carry. */
 export const kMaxPredictInputs = 2048;

@@ -1,0 +1,195 @@
+// The classify request: texts to label and the labelled examples (or only the label names) to label
+// them by, in one call, with no stored model. One zod schema, shared by `classify()` in the library
+// and `POST /v2/classify`; the example shapes are `/v2/train`'s own.
+import { z } from 'zod';
+
+import { parseRequest, typeError } from '../parse.js';
+import { baseModelNames, isBaseModelName } from './base-models.js';
+import {
+  classExampleSchema,
+  exampleSchema,
+  kMaxClasses,
+  kMaxTextLength,
+  kMinClasses,
+  labelNameSchema,
+  labelSetExampleSchema,
+} from './train-request.js';
+
+/** Most neighbours a classify call may ask for per text (`explain: k`). */
+export const kMaxExplain = 20;
+/** Most texts one classify call may label (Cohere's classify endpoint took as many). */
+export const kMaxClassifyInputs = 96;
+/** Most examples one classify call may carry. */
+export const kMaxClassifyExamples = 2_500;
+/** Fewest examples of each label (binary: of each side) a classify call carries: fewer cannot be told from noise. */
+export const kMinClassifyExamplesPerLabel = 2;
+/** How a text longer than the encoder reads is handled: only `end` (keep its start) exists today. */
+export const kTruncateModes = ['end', 'start', 'none', 'chunks'] as const;
+export type TruncateMode = (typeof kTruncateModes)[number];
+
+const inputsSchema = z
+  .array(
+    z.string({ error: typeError('a string') }).max(kMaxTextLength, {
+      error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
+    }),
+    { error: typeError('an array') },
+  )
+  .min(1, { error: 'must hold at least one text' })
+  .max(kMaxClassifyInputs, { error: `holds more than ${kMaxClassifyInputs} texts, the limit per classify request` })
+  .describe(`1 to ${kMaxClassifyInputs} texts to label`);
+
+const commonFields = {
+  model: z
+    .string({ error: typeError('a string') })
+    .refine(isBaseModelName, { error: (issue) => `must be one of ${baseModelNames.join(', ')} (got '${String(issue.input)}')` })
+    .describe('Base encoder whose frozen embeddings the head is fitted on, e.g. svc-small'),
+  inputs: inputsSchema,
+  truncate: z
+    .enum(kTruncateModes, { error: (issue) => `must be one of 'end', 'start', 'none', 'chunks' (got ${JSON.stringify(issue.input)})` })
+    .optional()
+    .describe(
+      "Texts longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them " +
+        "(400), 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
+    ),
+  explain: z
+    .int({ error: typeError('an integer') })
+    .min(1, { error: 'must be at least 1' })
+    .max(kMaxExplain, { error: `must be at most ${kMaxExplain}` })
+    .optional()
+    .describe(`Per text, the k examples nearest to it (cosine similarity of the embeddings), with their labels; 1 to ${kMaxExplain}`),
+};
+
+type Issues = z.core.$RefinementCtx;
+
+function addWhole(ctx: Issues, message: string, path: PropertyKey[] = ['examples']): void {
+  ctx.addIssue({ code: 'custom', message, path, params: { whole: true } });
+}
+
+function checkSize(ctx: Issues, examples: readonly unknown[]): boolean {
+  if (examples.length > kMaxClassifyExamples) {
+    addWhole(ctx, `at most ${kMaxClassifyExamples} examples are allowed (got ${examples.length})`);
+    return false;
+  }
+  return true;
+}
+
+/** Every label named has at least the minimum of examples; the first short one is the issue. */
+function checkPerLabel(ctx: Issues, counts: ReadonlyMap<string, number>, what: string): void {
+  if (counts.size < kMinClasses || counts.size > kMaxClasses) {
+    addWhole(ctx, `examples need ${kMinClasses} to ${kMaxClasses} ${what}s (got ${counts.size})`);
+    return;
+  }
+  for (const [label, count] of counts) {
+    if (count < kMinClassifyExamplesPerLabel) {
+      addWhole(ctx, `the ${what} '${label}' has ${count} example${count === 1 ? '' : 's'}; each needs at least ${kMinClassifyExamplesPerLabel}`);
+      return;
+    }
+  }
+}
+
+/** Zero-shot (`examples: []`) needs the names; with examples, the names come from them and may not be given twice. */
+function checkNames(ctx: Issues, examples: readonly unknown[], names: unknown, field: 'labels' | 'label_text'): boolean {
+  if (examples.length === 0 && names === undefined) {
+    addWhole(ctx, `with no examples (zero-shot), ${field} is required: the classes are told apart by their names`, [field]);
+    return false;
+  }
+  if (examples.length > 0 && names !== undefined) {
+    addWhole(ctx, `${field} is only used with no examples (zero-shot); with examples, the names come from them`, [field]);
+    return false;
+  }
+  return examples.length > 0;
+}
+
+const labelListSchema = z
+  .array(labelNameSchema, { error: typeError('an array of strings') })
+  .min(kMinClasses, { error: `must name at least ${kMinClasses} labels` })
+  .max(kMaxClasses, { error: `must name at most ${kMaxClasses} labels` })
+  .refine((labels) => new Set(labels).size === labels.length, { error: 'must not name a label twice' })
+  .optional()
+  .describe('Zero-shot only (examples: []): the class or label names');
+
+const binarySchema = z
+  .object({
+    ...commonFields,
+    task_type: z.literal('binary-classification'),
+    examples: z.array(exampleSchema, { error: typeError('an array') }).describe('Labelled examples, at least 2 true and 2 false; [] for zero-shot'),
+    label_text: labelNameSchema.optional().describe("Zero-shot only (examples: []): what label true means, e.g. 'positive review'"),
+  })
+  .strict()
+  .superRefine((request, ctx) => {
+    const { examples } = request;
+    if (!checkSize(ctx, examples) || !checkNames(ctx, examples, request.label_text, 'label_text')) return;
+    if (examples.some((example) => example.label_text !== examples[0].label_text)) return addWhole(ctx, 'all examples must share one label_text');
+    const positives = examples.filter((example) => example.label).length;
+    checkPerLabel(ctx, new Map([['true', positives], ['false', examples.length - positives]]), 'label');
+  })
+  .meta({ id: 'BinaryClassifyRequest' });
+
+const multiClassSchema = z
+  .object({
+    ...commonFields,
+    task_type: z.literal('multi-class-classification'),
+    examples: z.array(classExampleSchema, { error: typeError('an array') }).describe('At least 2 examples of each class; [] for zero-shot'),
+    labels: labelListSchema,
+  })
+  .strict()
+  .superRefine((request, ctx) => {
+    const { examples } = request;
+    if (!checkSize(ctx, examples) || !checkNames(ctx, examples, request.labels, 'labels')) return;
+    const counts = new Map<string, number>();
+    for (const { label } of examples) counts.set(label, (counts.get(label) ?? 0) + 1);
+    checkPerLabel(ctx, counts, 'class');
+  })
+  .meta({ id: 'MultiClassClassifyRequest' });
+
+const multiLabelSchema = z
+  .object({
+    ...commonFields,
+    task_type: z.literal('multi-label-classification'),
+    examples: z.array(labelSetExampleSchema, { error: typeError('an array') }).describe('Each label on at least 2 examples and missing from one; [] for zero-shot'),
+    labels: labelListSchema,
+  })
+  .strict()
+  .superRefine((request, ctx) => {
+    const { examples } = request;
+    if (!checkSize(ctx, examples) || !checkNames(ctx, examples, request.labels, 'labels')) return;
+    const counts = new Map<string, number>();
+    for (const example of examples) for (const label of example.labels) counts.set(label, (counts.get(label) ?? 0) + 1);
+    checkPerLabel(ctx, counts, 'label');
+    // A label on every example leaves its one-vs-rest regression nothing to tell it from.
+    const everywhere = [...counts].find(([, count]) => count === examples.length);
+    if (everywhere !== undefined) addWhole(ctx, `the label '${everywhere[0]}' is on every example; each label must be missing from at least one`);
+  })
+  .meta({ id: 'MultiLabelClassifyRequest' });
+
+/**
+ * The zod schema of a classify request: one object per task type, told apart by `task_type`, as
+ * the train request's. Prefer {@link validateClassifyRequest}, which turns the first issue into a
+ * readable SvcError.
+ */
+export const classifyRequestSchema = z.discriminatedUnion('task_type', [binarySchema, multiClassSchema, multiLabelSchema], {
+  error: (issue) => {
+    const input = issue.input as Record<string, unknown> | undefined;
+    if (input === null || typeof input !== 'object' || Array.isArray(input)) return 'the request must be an object';
+    if (input.task_type === undefined) return 'is required';
+    return `must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got ${JSON.stringify(input.task_type)})`;
+  },
+});
+
+/** What `classify()` and `POST /v2/classify` accept. */
+export type ClassifyRequest = z.infer<typeof classifyRequestSchema>;
+
+/**
+ * Checks a classify request and returns it typed; throws `SvcError('invalid_request')` for the
+ * first problem, with `param` naming the field.
+ *
+ * @example
+ * ```ts
+ * validateClassifyRequest({ model: 'svc-small', task_type: 'multi-class-classification', inputs: ['hi'],
+ *   examples: [{ text: 'a', label: 'x' }, { text: 'b', label: 'x' }, { text: 'c', label: 'y' }] });
+ * // throws SvcError: the class 'y' has 1 example; each needs at least 2   (param 'examples')
+ * ```
+ */
+export function validateClassifyRequest(input: unknown): ClassifyRequest {
+  return parseRequest(classifyRequestSchema, input);
+}
