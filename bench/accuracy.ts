@@ -18,10 +18,10 @@
 import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
-import type { TrainOptions, TrainRequest } from '../src/index.js';
+import type { TrainRequest } from '../src/index.js';
 import { intOption } from './_common.js';
-import { kPerClass, split, splitClasses } from '../fixtures/draw.js';
-import { emailClasses, uciSentences, uciSites } from '../fixtures/corpora.js';
+import { kTasks } from './_accuracy-tasks.js';
+import type { Task } from './_accuracy-tasks.js';
 
 interface Method {
   name: string;
@@ -36,71 +36,7 @@ const kMethods: readonly Method[] = [
   { name: 'adapter-r16', finetune: { method: 'adapter', rank: 16 } },
 ];
 
-/** Training rows per class of the multi-class tasks (the fewest a multi-class request takes). */
-const kMultiClassPerClass = 8;
 const kDefaultSeeds = 5;
-
-/** One seed's draw of a task: what to train on, and the test texts with their expected labels. */
-interface Draw {
-  request: Pick<TrainRequest, 'task_type' | 'examples'>;
-  options: TrainOptions;
-  testTexts: string[];
-  expected: (boolean | string)[];
-}
-
-interface Task {
-  name: string;
-  classes: number;
-  perClass: number;
-  draw(seed: number): Draw;
-}
-
-function binaryTask(name: 'imdb' | 'yelp'): Task {
-  const rows = uciSentences(name);
-  return {
-    name,
-    classes: 2,
-    perClass: kPerClass,
-    draw(seed) {
-      const { trainSet, testSet } = split(rows, seed);
-      return {
-        request: {
-          task_type: 'binary-classification',
-          examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
-        },
-        // The default training seed (42) on every draw, as the binary figures were always measured.
-        options: {},
-        testTexts: testSet.map((row) => row.text),
-        expected: testSet.map((row) => row.label),
-      };
-    },
-  };
-}
-
-function multiClassTask(name: string, rows: readonly { text: string; label: string }[]): Task {
-  return {
-    name,
-    classes: new Set(rows.map((row) => row.label)).size,
-    perClass: kMultiClassPerClass,
-    draw(seed) {
-      const { trainSet, testSet } = splitClasses(rows, seed, kMultiClassPerClass);
-      return {
-        request: { task_type: 'multi-class-classification', examples: trainSet.map((row) => ({ text: row.text, label: row.label })) },
-        // Training seed = draw seed, as the multi-class figures were first measured.
-        options: { seed },
-        testTexts: testSet.map((row) => row.text),
-        expected: testSet.map((row) => row.label),
-      };
-    },
-  };
-}
-
-const kTasks: Readonly<Record<string, () => Task>> = {
-  imdb: () => binaryTask('imdb'),
-  yelp: () => binaryTask('yelp'),
-  sites: () => multiClassTask('sites', uciSites()),
-  email: () => multiClassTask('email', emailClasses(250, 2000)),
-};
 
 interface Outcome {
   accuracy: number;
@@ -151,7 +87,7 @@ async function evaluate(method: Method, task: Task, seed: number): Promise<Outco
 }
 
 /** `--<flag> a,b` chosen among `names`, in their order; all of them when the flag is absent. */
-function listOption(args: readonly string[], flag: string, names: readonly string[]): readonly string[] {
+export function listOption(args: readonly string[], flag: string, names: readonly string[]): readonly string[] {
   const i = args.indexOf(`--${flag}`);
   if (i < 0) return names;
   const asked = (args[i + 1] ?? '').split(',');

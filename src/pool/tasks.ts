@@ -5,9 +5,10 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Head } from '../model/directory.js';
 import type { EncoderPrecision } from '../native/encoder.js';
 import type { AdapterOptions, AdapterTensor } from '../native/trainer.js';
-import type { Manifest } from '../model/manifest.js';
+import type { Manifest } from '../contract/manifest.js';
 import type { CrossValidation } from '../train/cross-validate.js';
 import type { ExampleTargets } from '../train/pairs.js';
+import type { LabelWordsLever } from '../train/label-words.js';
 
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
 export interface EmbedTask {
@@ -92,6 +93,11 @@ export interface FitTask {
   validation: { embeddings: Float32Array; targets: ExampleTargets } | null;
   /** Cross-validate the head (k fits more); false when the estimate comes from another fit. */
   crossValidate: boolean;
+  /**
+   * The label words' template sentences embedded by the same body, their targets, and how the head
+   * uses them (train/label-words.ts); every fold of the cross-validation uses them too. Absent: none.
+   */
+  labelWords?: { embeddings: Float32Array; targets: ExampleTargets; lever: LabelWordsLever } | null;
 }
 
 /** Accuracy and macro-F1 on a set of examples. */

@@ -8,6 +8,8 @@ import { fitLogisticRegression, sigmoid } from './logistic.js';
 import type { ExampleTargets } from './pairs.js';
 import { targetCount } from './pairs.js';
 import { balancedWeights, fitSoftmaxRegression } from './softmax.js';
+import { foldDirections, labelDirections, withDirectionFeatures, withLabelWordExamples } from './label-words.js';
+import type { LabelWords, LabelWordsLever } from './label-words.js';
 
 /** A fitted head: rows x dim weights and a bias per row, with how the solver ended. */
 interface FittedHead {
@@ -22,6 +24,8 @@ interface FitSettings {
   dim: number;
   C: number;
   balanced: boolean;
+  /** The label words embedded by the same body, and how the head uses them (label-words.ts). */
+  labelWords?: { words: LabelWords; lever: LabelWordsLever } | null;
 }
 
 /** The targets of examples `rows` only. */
@@ -41,16 +45,38 @@ function labelColumn(targets: ExampleTargets & { kind: 'label-sets' }, label: nu
   return Uint8Array.from({ length: n }, (_, i) => targets.sets[i * targets.count + label]);
 }
 
+/** Multiplies per-row weights (or none: 1 each) by `more` row for row. */
+function times(weights: ArrayLike<number> | undefined, more: ArrayLike<number>): Float64Array {
+  return Float64Array.from(more, (w, i) => (weights ? weights[i] : 1) * w);
+}
+
 function fitHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSettings): FittedHead {
+  const { words, lever } = settings.labelWords ?? { words: null, lever: { kind: 'none' } as LabelWordsLever };
+  if (words === null || lever.kind === 'none') return fitPlainHead(x, targets, settings, undefined);
+  if (lever.kind === 'examples') {
+    // Class balancing is the examples' (the templates are balanced by construction).
+    const balancing = settings.balanced && targets.kind === 'classes' ? balancedWeights(targets.classes, targets.count) : undefined;
+    const joined = withLabelWordExamples(x, targets, words, lever.weight, balancing);
+    return fitPlainHead(joined.x, joined.targets, { ...settings, balanced: settings.balanced && targets.kind !== 'classes' }, joined.sampleWeights);
+  }
+  const directions = labelDirections(words, settings.dim);
+  const wide = withDirectionFeatures(x, settings.dim, directions, lever.scale);
+  const fit = fitPlainHead(wide, targets, { ...settings, dim: settings.dim + directions.length / settings.dim }, undefined);
+  return { ...fit, weights: foldDirections(fit.weights, fit.biases.length, settings.dim, directions, lever.scale) };
+}
+
+/** The head on `x` alone; `sampleWeights`, when given, multiply any class balancing. */
+function fitPlainHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSettings, sampleWeights: ArrayLike<number> | undefined): FittedHead {
   const { dim, C, balanced } = settings;
   if (targets.kind === 'classes') {
     if (settings.head === 'logistic') {
       // Binary: exactly the fit binary models always had (no weights unless asked for).
-      const fit = fitLogisticRegression(x, targets.classes, dim, { C, ...(balanced ? { sampleWeights: balancedWeights(targets.classes, 2) } : {}) });
+      const weights = balanced ? times(sampleWeights, balancedWeights(targets.classes, 2)) : sampleWeights;
+      const fit = fitLogisticRegression(x, targets.classes, dim, { C, ...(weights ? { sampleWeights: weights } : {}) });
       return { weights: fit.weights, biases: Float64Array.of(fit.bias), iterations: fit.iterations, gradientNorm: fit.gradientNorm };
     }
-    const sampleWeights = balanced ? balancedWeights(targets.classes, targets.count) : undefined;
-    const fit = fitSoftmaxRegression(x, targets.classes, dim, targets.count, { C, sampleWeights });
+    const weights = balanced ? times(sampleWeights, balancedWeights(targets.classes, targets.count)) : sampleWeights;
+    const fit = fitSoftmaxRegression(x, targets.classes, dim, targets.count, { C, sampleWeights: weights });
     return { weights: fit.weights, biases: fit.biases, iterations: fit.iterations, gradientNorm: fit.gradientNorm };
   }
   // One-vs-rest: each label's logistic regression on its own, balanced per label when asked.
@@ -61,7 +87,8 @@ function fitHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSet
   let gradientNorm = 0;
   for (let l = 0; l < labels; l++) {
     const y = labelColumn(targets, l);
-    const fit = fitLogisticRegression(x, y, dim, { C, ...(balanced ? { sampleWeights: balancedWeights(y, 2) } : {}) });
+    const rowWeights = balanced ? times(sampleWeights, balancedWeights(y, 2)) : sampleWeights;
+    const fit = fitLogisticRegression(x, y, dim, { C, ...(rowWeights ? { sampleWeights: rowWeights } : {}) });
     weights.set(fit.weights, l * dim);
     biases[l] = fit.bias;
     iterations = Math.max(iterations, fit.iterations);
@@ -165,7 +192,14 @@ function crossValidateHead(x: Float32Array, targets: ExampleTargets, settings: F
  */
 export function fitAndMeasure(task: FitTask): FitResult {
   const { embeddings, targets, dim, head: kind } = task;
-  const settings: FitSettings = { head: kind, dim, C: task.C, balanced: task.balanced };
+  const words = task.labelWords ?? null;
+  const settings: FitSettings = {
+    head: kind,
+    dim,
+    C: task.C,
+    balanced: task.balanced,
+    labelWords: words && { words: { embeddings: words.embeddings, targets: words.targets }, lever: words.lever },
+  };
   const head = fitHead(embeddings, targets, settings);
   const n = targetCount(targets);
   const trainScores = score(targets, predictTargets(head, kind, embeddings, dim, allRows(n)));
