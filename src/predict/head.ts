@@ -1,7 +1,6 @@
 // Applies heads to a batch of embeddings. Runs inside pool workers.
 import type { HeadTable } from '../pool/tasks.js';
-import { sigmoid } from '../train/logistic.js';
-import { softmaxInto } from '../train/softmax.js';
+import { sigmoid, softmaxInto } from './link.js';
 
 /**
  * Probabilities for each row of `embeddings` (n x dim): rows are taken in segments, segment s has

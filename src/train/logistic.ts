@@ -9,6 +9,11 @@
 // from an n x n system instead (`lowRankStep`), a hundred times less work. Everything is float64
 // and sequential, so the same input gives the same bits.
 
+import { sigmoid } from '../predict/link.js';
+
+// The head's link, re-exported for the code that fits heads through it (fit-head, cross-validation).
+export { sigmoid };
+
 /** Options of {@link fitLogisticRegression}; all optional. */
 export interface LogisticOptions {
   /** Inverse regularization strength, as scikit-learn's `C`. */
@@ -37,13 +42,6 @@ const kDefaults: Readonly<Required<Omit<LogisticOptions, 'sampleWeights'>>> = Ob
   tolerance: 1e-14,
   maxIterations: 100,
 });
-
-/** Logistic function without overflow for large |z|. */
-export function sigmoid(z: number): number {
-  if (z >= 0) return 1 / (1 + Math.exp(-z));
-  const e = Math.exp(z);
-  return e / (1 + e);
-}
 
 /** log(1 + exp(t)) without overflow. */
 function softplus(t: number): number {

@@ -10,6 +10,7 @@
 // gradient's intercept part sums to zero over the classes, so starting from b = 0 keeps them
 // centred (sum_k b_k = 0) and the answer is unique too. Float64, sequential: same input, same bits.
 
+import { softmaxInto } from '../predict/link.js';
 import { minimizeLbfgs } from './lbfgs.js';
 
 /** Options of {@link fitSoftmaxRegression}; all optional. */
@@ -33,20 +34,6 @@ export interface SoftmaxFit {
   iterations: number;
   gradientNorm: number;
   objective: number;
-}
-
-/** Writes the softmax of `z[offset .. offset+k)` to `out[offset ..]`; returns logsumexp. */
-export function softmaxInto(z: ArrayLike<number>, offset: number, k: number, out: Float64Array | Float32Array): number {
-  let max = -Infinity;
-  for (let c = 0; c < k; c++) max = Math.max(max, z[offset + c]);
-  let sum = 0;
-  for (let c = 0; c < k; c++) {
-    const e = Math.exp(z[offset + c] - max);
-    out[offset + c] = e;
-    sum += e;
-  }
-  for (let c = 0; c < k; c++) out[offset + c] /= sum;
-  return max + Math.log(sum);
 }
 
 /**
