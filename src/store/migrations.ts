@@ -214,6 +214,17 @@ export const kMigrations: readonly string[] = Object.freeze([
   `
   ALTER TABLE training_jobs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
   `,
+  // 14: versions of a classifier. Its first version is its own row (classifier_id NULL); each later one is a row of its
+  // own, id `<classifier>.v<n>`, with its own job, examples and hub copy, gone with the classifier. On the classifier's
+  // row, live_version is the version predict uses (every model stored before is version 1 and live) and last_version
+  // the highest number given, so that a deleted version's number (and hub name) is never given again.
+  `
+  ALTER TABLE models ADD COLUMN classifier_id TEXT REFERENCES models(id) ON DELETE CASCADE;
+  ALTER TABLE models ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE models ADD COLUMN live_version INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE models ADD COLUMN last_version INTEGER NOT NULL DEFAULT 1;
+  CREATE UNIQUE INDEX models_classifier_version ON models(classifier_id, version);
+  `,
 ]);
 
 /**

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { PostgresRequestCounter } from './postgres-counts.js';
 import { inTransaction, openMigratedPool } from './postgres-migrations.js';
 import { PostgresProxyLedger } from './postgres-proxy-ledger.js';
+import { PostgresVersions } from './postgres-versions.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogPreviewRow, type LogRow, type ModelRow, type OrgRow,
@@ -47,7 +48,7 @@ const kSql = Object.freeze({
     SELECT $1, e.position - 1, e.text, e.label, e.label_text
     FROM unnest($2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS e(text, label, label_text, position)`,
   getModel: 'SELECT * FROM models WHERE id = $1',
-  listModels: 'SELECT * FROM models WHERE org_id = $1 ORDER BY created_at, id',
+  listModels: 'SELECT * FROM models WHERE org_id = $1 AND classifier_id IS NULL ORDER BY created_at, id',
   setModelStatus: 'UPDATE models SET status = $1, error = $2, updated_at = $3 WHERE id = $4',
   deleteModel: 'DELETE FROM models WHERE id = $1',
   getJob: 'SELECT * FROM training_jobs WHERE model_id = $1',
@@ -127,12 +128,14 @@ export class PostgresStore implements Store {
   readonly requestCounter: PostgresRequestCounter;
   /** Token reservations against project budgets, and the per-project count of request-log body bytes. */
   readonly proxyLedger: PostgresProxyLedger;
+  readonly versions: PostgresVersions;
   readonly #pool: pg.Pool;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
     this.proxyLedger = new PostgresProxyLedger(pool);
     this.requestCounter = new PostgresRequestCounter(pool);
+    this.versions = new PostgresVersions(pool, (client, m, examples, options, limit) => this.#queueModel(client, m, examples, options, limit));
   }
 
   /** Connects to `url` and migrates the database to the newest schema (one replica at a time). */
@@ -235,20 +238,23 @@ export class PostgresStore implements Store {
     options: Record<string, unknown>,
     limit?: { maxQueuedJobs: number },
   ): Promise<QueuedJob> {
-    return this.#tx(async (client): Promise<QueuedJob> => {
-      // The organization's row lock: two replicas queueing for one organization count one after the other.
-      await client.query(kSql.lockOrg, [m.orgId]);
-      const queued = await this.#count(kSql.countQueued, [m.orgId], client);
-      if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
-      await client.query(kSql.insertModel, [
-        m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt,
-      ]);
-      await client.query(kSql.insertJob, [m.id, JSON.stringify(options), m.createdAt]);
-      await client.query(kSql.insertExamples, [
-        m.id, examples.map((e) => e.text), examples.map((e) => (e.label ? 1 : 0)), examples.map((e) => e.label_text),
-      ]);
-      return { created: true, queued: queued + 1 };
-    });
+    return this.#tx((client) => this.#queueModel(client, m, examples, options, limit));
+  }
+
+  /** On the caller's transaction: the queue cap's check, then the model, its job and its examples. */
+  async #queueModel(
+    client: pg.PoolClient, m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>, limit?: { maxQueuedJobs: number },
+  ): Promise<QueuedJob> {
+    // The organization's row lock: two replicas queueing for one organization count one after the other.
+    await client.query(kSql.lockOrg, [m.orgId]);
+    const queued = await this.#count(kSql.countQueued, [m.orgId], client);
+    if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
+    await client.query(kSql.insertModel, [m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt]);
+    await client.query(kSql.insertJob, [m.id, JSON.stringify(options), m.createdAt]);
+    await client.query(kSql.insertExamples, [
+      m.id, examples.map((e) => e.text), examples.map((e) => (e.label ? 1 : 0)), examples.map((e) => e.label_text),
+    ]);
+    return { created: true, queued: queued + 1 };
   }
 
   async getModel(id: string): Promise<ModelRecord | null> {
@@ -265,7 +271,7 @@ export class PostgresStore implements Store {
   }
 
   async deleteModel(id: string): Promise<boolean> {
-    // The job and its examples go with it (ON DELETE CASCADE).
+    // The job and its examples go with it, and its later versions with theirs (ON DELETE CASCADE).
     return ((await this.#pool.query(kSql.deleteModel, [id])).rowCount ?? 0) > 0;
   }
 

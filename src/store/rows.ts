@@ -14,6 +14,7 @@ import type {
   RequestLogRow,
   TrainingExample,
   TrainingJob,
+  VersionRecord,
 } from './types.js';
 
 export interface OrgRow { id: string; created_at: number; proxy_access: number }
@@ -52,6 +53,30 @@ export const toModel = (r: ModelRow): ModelRecord => ({
   id: r.id, orgId: r.org_id, baseModel: r.base_model, taskType: r.task_type as ModelRecord['taskType'],
   labelText: r.label_text, status: r.status as ModelStatus, error: r.error, createdAt: r.created_at, updatedAt: r.updated_at,
 });
+/** A model row with its place among its classifier's versions (see `ModelVersions`). */
+export interface VersionRow extends ModelRow { classifier_id: string | null; version: number; live_version: number }
+export const toVersion = (r: VersionRow): VersionRecord => ({
+  ...toModel(r), classifierId: r.classifier_id ?? r.id, version: r.version, live: r.version === r.live_version,
+});
+
+/**
+ * The statements of `ModelVersions`, the same for both stores (`p` names each parameter in the store's dialect). A
+ * classifier's own row is its version 1; `live_version` is read from that row whichever version a row holds.
+ */
+export const versionSql = (p: { classifier: string; version: string; key: string }) => ({
+  /** The classifier's row, locked (PostgreSQL appends FOR UPDATE) before any change to its versions. */
+  classifier: `SELECT * FROM models WHERE id = ${p.classifier} AND classifier_id IS NULL`,
+  nextVersion: `SELECT last_version + 1 AS n FROM models WHERE id = ${p.classifier}`,
+  setLast: `UPDATE models SET last_version = ${p.version} WHERE id = ${p.classifier}`,
+  list: `SELECT m.id, m.org_id, m.base_model, m.task_type, m.label_text, m.status, m.error, m.created_at, m.updated_at,
+      m.classifier_id, m.version, c.live_version
+    FROM models m JOIN models c ON c.id = ${p.classifier} AND c.classifier_id IS NULL
+    WHERE m.id = c.id OR m.classifier_id = c.id ORDER BY m.version`,
+  setLive: `UPDATE models SET live_version = ${p.version} WHERE id = ${p.classifier}`,
+  remove: `DELETE FROM models WHERE classifier_id = ${p.classifier} AND version = ${p.version}`,
+  setVersion: `UPDATE models SET classifier_id = ${p.classifier}, version = ${p.version} WHERE id = ${p.key}`,
+});
+
 export const toJob = (r: JobRow): TrainingJob => ({
   modelId: r.model_id, state: r.state as JobState, attempts: r.attempts,
   options: JSON.parse(r.options) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at,

@@ -7,6 +7,7 @@ import { migrate } from './migrations.js';
 import { loadSqlite } from './sqlite-driver.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
+import { SqliteVersions } from './sqlite-versions.js';
 import {
   type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogPreviewRow, type LogRow, type ModelRow, type OrgRow,
   type ProjectRow, logPageSql, toExample, toJob, toJobProgress, toKey, toLimits, toLog, toLogPage, toModel, toOrg,
@@ -48,6 +49,7 @@ export class SqliteStore implements Store {
   readonly shared = false;
   /** Token reservations against project budgets, and the per-project count of request-log body bytes. */
   readonly proxyLedger: SqliteProxyLedger;
+  readonly versions: SqliteVersions;
   readonly #db: Database.Database;
   readonly #sql;
 
@@ -85,7 +87,7 @@ export class SqliteStore implements Store {
       ),
       insertExample: p('INSERT INTO training_examples (model_id, position, text, label, label_text) VALUES (?, ?, ?, ?, ?)'),
       getModel: p('SELECT * FROM models WHERE id = ?'),
-      listModels: p('SELECT * FROM models WHERE org_id = ? ORDER BY created_at, id'),
+      listModels: p('SELECT * FROM models WHERE org_id = ? AND classifier_id IS NULL ORDER BY created_at, id'),
       setModelStatus: p('UPDATE models SET status = ?, error = ?, updated_at = ? WHERE id = ?'),
       deleteModel: p('DELETE FROM models WHERE id = ?'),
       getJob: p('SELECT * FROM training_jobs WHERE model_id = ?'),
@@ -150,6 +152,7 @@ export class SqliteStore implements Store {
       // The deleted rows' body bytes leave the project's count (see `proxyLedger`).
       pruneLog: p(`${kPruneLogSql} RETURNING body_bytes`),
     };
+    this.versions = new SqliteVersions(db, (m, examples, options, limit) => this.#queueModel(m, examples, options, limit));
   }
 
   /** Opens (creating if needed) the store in `dataDir` and migrates it to the newest schema. */
@@ -242,16 +245,17 @@ export class SqliteStore implements Store {
     limit?: { maxQueuedJobs: number },
   ): Promise<QueuedJob> {
     // IMMEDIATE: the count and the insert see the same queue, even with a second process on the file.
-    return this.#db.transaction((): QueuedJob => {
-      const queued = (this.#sql.countQueued.get(m.orgId) as { n: number }).n;
-      if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
-      this.#sql.insertModel.run(
-        m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt,
-      );
-      this.#sql.insertJob.run(m.id, JSON.stringify(options), m.createdAt, m.createdAt);
-      examples.forEach((e, i) => this.#sql.insertExample.run(m.id, i, e.text, e.label ? 1 : 0, e.label_text));
-      return { created: true, queued: queued + 1 };
-    }).immediate();
+    return this.#db.transaction(() => this.#queueModel(m, examples, options, limit)).immediate();
+  }
+
+  /** Inside a transaction: the queue cap's check, then the model, its job and its examples. */
+  #queueModel(m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>, limit?: { maxQueuedJobs: number }): QueuedJob {
+    const queued = (this.#sql.countQueued.get(m.orgId) as { n: number }).n;
+    if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
+    this.#sql.insertModel.run(m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt);
+    this.#sql.insertJob.run(m.id, JSON.stringify(options), m.createdAt, m.createdAt);
+    examples.forEach((e, i) => this.#sql.insertExample.run(m.id, i, e.text, e.label ? 1 : 0, e.label_text));
+    return { created: true, queued: queued + 1 };
   }
 
   async getModel(id: string): Promise<ModelRecord | null> {
@@ -268,7 +272,7 @@ export class SqliteStore implements Store {
   }
 
   async deleteModel(id: string): Promise<boolean> {
-    // The job and its examples go with it (ON DELETE CASCADE).
+    // The job and its examples go with it, and its later versions with theirs (ON DELETE CASCADE).
     return this.#sql.deleteModel.run(id).changes > 0;
   }
 

@@ -72,6 +72,48 @@ export interface ModelRecord {
 }
 
 /**
+ * One version of a classifier: the model row that holds it (its own job, examples and hub copy under `id`: the
+ * classifier's id for version 1, `<classifier>.v<n>` after it) and where it stands in its classifier.
+ */
+export interface VersionRecord extends ModelRecord {
+  /** The classifier's id (`svc-small-<12 hex>`): its first version's row. */
+  classifierId: string;
+  version: number;
+  /** Predict answers `model: <classifierId>` with this version. */
+  live: boolean;
+}
+
+/** What {@link ModelVersions.promote} did. */
+export type PromoteOutcome = 'promoted' | 'not_trained' | 'not_found';
+/** What {@link ModelVersions.remove} did: the live version and version 1 (the classifier's own row) stay. */
+export type RemoveVersionOutcome = 'deleted' | 'live' | 'first' | 'not_found';
+
+/**
+ * A classifier's versions. Every change locks the classifier's row first, so that two replicas adding versions
+ * take the next numbers one after the other, and a promote and a delete of the same version never both succeed.
+ */
+export interface ModelVersions {
+  /**
+   * Adds the next version of `classifierId` (status `training`, its job `queued`, its examples) in one transaction,
+   * under the same queue cap as {@link Store.createModelWithJob}; `version` null when nothing was stored (the cap,
+   * or no such classifier: then `created` is false and `queued` is -1). The new version is not live.
+   */
+  add(
+    classifierId: string,
+    model: Omit<ModelRecord, 'id'>,
+    examples: TrainingExample[],
+    options: Record<string, unknown>,
+    limit?: { maxQueuedJobs: number },
+  ): Promise<QueuedJob & { version: VersionRecord | null }>;
+  /** The classifier's versions, oldest first; empty when there is no such classifier. */
+  list(classifierId: string): Promise<VersionRecord[]>;
+  /** Makes a trained version the live one (rolling back is promoting an older one). */
+  promote(classifierId: string, version: number): Promise<PromoteOutcome>;
+  /** Deletes a version's row, job and examples (its hub copy is the caller's to remove). */
+  remove(classifierId: string, version: number): Promise<RemoveVersionOutcome>;
+}
+
+/**
  * A stored example. Binary: as sent. Multi-class: label true, label_text the class. Multi-label:
  * label_text the labels as a JSON array, label whether there are any.
  */
@@ -257,7 +299,10 @@ export interface Store {
     limit?: { maxQueuedJobs: number },
   ): Promise<QueuedJob>;
   getModel(id: string): Promise<ModelRecord | null>;
+  /** The organization's classifiers (their first versions' rows; later versions are in {@link Store.versions}). */
   listModels(orgId: string): Promise<ModelRecord[]>;
+  /** Classifiers' versions and which one is live. */
+  readonly versions: ModelVersions;
   setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void>;
   deleteModel(id: string): Promise<boolean>;
   getJob(modelId: string): Promise<TrainingJob | null>;

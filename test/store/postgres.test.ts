@@ -5,11 +5,12 @@ import { PostgresStore } from '../../src/store/postgres.js';
 import { kPgMigrations, toPostgres } from '../../src/store/postgres-migrations.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { usePostgres } from '../_support/postgres.js';
-import { storeContract } from './contract.js';
+import { type StoreBackend, storeContract } from './contract.js';
+import { versionsContract } from './versions-contract.js';
 
 const server = usePostgres();
 
-storeContract('PostgresStore', {
+const backend: StoreBackend = {
   create: () => server.cluster.createDatabase(),
   open: (url) => PostgresStore.open(url),
   errors: {
@@ -17,7 +18,9 @@ storeContract('PostgresStore', {
     projectOfUnknownOrganization: 'insert or update on table "projects" violates foreign key constraint "projects_org_id_fkey"',
     limitsOfUnknownOrganization: 'insert or update on table "org_limits" violates foreign key constraint "org_limits_org_id_fkey"',
   },
-});
+};
+storeContract('PostgresStore', backend);
+versionsContract('PostgresStore', backend);
 
 async function query<T>(url: string, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { kDatabaseFile, kPruneLogSql, SqliteStore } from '../../src/store/sqlite.js';
 import { kMigrations } from '../../src/store/migrations.js';
-import { storeContract } from './contract.js';
+import { type StoreBackend, storeContract } from './contract.js';
+import { versionsContract } from './versions-contract.js';
 
 const dirs: string[] = [];
 const tempDir = (): string => {
@@ -19,7 +20,7 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-storeContract('SqliteStore', {
+const backend: StoreBackend = {
   create: async () => tempDir(),
   open: async (dir) => SqliteStore.open(dir),
   errors: {
@@ -27,7 +28,9 @@ storeContract('SqliteStore', {
     projectOfUnknownOrganization: 'FOREIGN KEY constraint failed',
     limitsOfUnknownOrganization: 'FOREIGN KEY constraint failed',
   },
-});
+};
+storeContract('SqliteStore', backend);
+versionsContract('SqliteStore', backend);
 
 describe('SqliteStore on its file', () => {
   let dir: string;
@@ -82,6 +85,25 @@ describe('SqliteStore on its file', () => {
     const upgraded = SqliteStore.open(old);
     expect(upgraded.schemaVersion()).toBe(kMigrations.length);
     expect(await upgraded.getProjectUsage('proj_1', '2026-11')).toBe(16);
+    await upgraded.close();
+  });
+
+  it('makes every model of a directory from before versions its version 1, live', async () => {
+    const old = tempDir();
+    const db = new Database(join(old, kDatabaseFile));
+    const versions = kMigrations.findIndex((sql) => sql.includes('live_version'));
+    db.exec(`CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version (version) VALUES (${versions});`);
+    for (const sql of kMigrations.slice(0, versions)) db.exec(sql);
+    db.exec("INSERT INTO organizations (id, created_at) VALUES ('acme', 1)");
+    db.exec(`INSERT INTO models (id, org_id, base_model, task_type, label_text, status, created_at, updated_at)
+      VALUES ('svc-small-0123456789ab', 'acme', 'svc-small', 'binary-classification', 'positive', 'trained', 1, 2)`);
+    db.close();
+    const upgraded = SqliteStore.open(old);
+    expect((await upgraded.versions.list('svc-small-0123456789ab')).map((v) => [v.id, v.version, v.live, v.status])).toEqual([
+      ['svc-small-0123456789ab', 1, true, 'trained'],
+    ]);
+    expect((await upgraded.versions.add('svc-small-0123456789ab', { ...(await upgraded.getModel('svc-small-0123456789ab'))! }, [], {})).version?.id)
+      .toBe('svc-small-0123456789ab.v2');
     await upgraded.close();
   });
 
