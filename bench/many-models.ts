@@ -1,5 +1,6 @@
-// `npm run bench -- many-models [--json] [--models 1000] [--calls 400] [--cold-cache 16]`: many adapter models of
-// one base through the library, against the same calls on one model.
+// `npm run bench -- many-models [--json] [--models 1000] [--calls 400] [--cold-cache 16] [--registered 10000]
+// [--via library|http|both]`: many adapter models of one base through the library and over HTTP (/v2/predict on a
+// real server, bench/_many-models-http.ts), against the same calls on one model.
 //
 // Models: ONE adapter model is really trained (svc-small, 24 UCI yelp sentences, finetune { method: 'adapter' },
 // rank 8); the other N - 1 are DERIVED from it, not trained: its A and B with every value scaled by 1 + 5% uniform
@@ -9,7 +10,7 @@
 // Measured (pool: 1 worker on every core, fp32): p50 / p99 per call and texts per second, round robin over the N
 // models vs the same calls on model 0 alone, for 1 and 8 texts a call at concurrency 1 and 16; then with a cache of
 // --cold-cache adapters, round robin so that every call's adapter has left the cache (p50 / p99 of those first
-// predicts); and memory: the worker cache's bytes per adapter, and the process RSS growth with all N held.
+// predicts; over HTTP with --registered models in the service); and memory: the worker cache's bytes per adapter, and the process RSS growth with all N held.
 import { subscribe } from 'node:diagnostics_channel';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -28,10 +29,12 @@ import { closePool, configurePool } from '../src/pool/pool.js';
 import { seededRandom } from '../src/random.js';
 import { kChannels, type AdapterCacheEvent } from '../src/telemetry.js';
 import { intOption } from './_common.js';
+import { type HttpService, predictOverHttp, startHttpService } from './_many-models-http.js';
 
 const kAdapterBytesRank8 = 663_552; // fp16 A and B of rank 8 on the six linear layers of six layers, as the file holds them
 
 interface Row {
+  via: 'library' | 'http';
   texts: number;
   concurrency: number;
   oneP50: number;
@@ -67,18 +70,31 @@ function combine(parts: Measured[]): Measured {
 // Round robin over the models across measurements, so that a quarter starts where the last one stopped.
 let cursor = 0;
 
-/** `calls` predicts of `texts` texts each, `concurrency` at a time, the models in turn. */
-async function measure(models: Classifier[], texts: number, concurrency: number, calls: number): Promise<Measured> {
+/** Predicts `batch` with model `model` of a list; resolves when the answer is back. */
+type Predict = (model: number, batch: string[]) => Promise<unknown>;
+
+/** Through the library: Classifier.predict. */
+function libraryPredict(models: Classifier[]): Predict {
+  return (model, batch) => models[model]!.predict(batch);
+}
+
+/** Through a real server: POST /v2/predict. */
+function httpPredict(service: HttpService, ids: readonly string[]): Predict {
+  return (model, batch) => predictOverHttp(service, ids[model]!, batch);
+}
+
+/** `calls` predicts of `texts` texts each, `concurrency` at a time, the `models` models in turn. */
+async function measure(predict: Predict, models: number, texts: number, concurrency: number, calls: number): Promise<Measured> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
   const lane = async (): Promise<void> => {
     while (next < calls) {
       const i = next++;
-      const model = models[cursor++ % models.length]!;
+      const model = cursor++ % models;
       const batch = Array.from({ length: texts }, (_, j) => corpus[(i * texts + j) % corpus.length]!);
       const t0 = performance.now();
-      await model.predict(batch);
+      await predict(model, batch);
       latencies.push(performance.now() - t0);
     }
   };
@@ -129,85 +145,146 @@ function rssMiB(): number {
   return process.memoryUsage().rss / 2 ** 20;
 }
 
+/** Each row of texts per call x concurrency: one model against all of them round robin, in alternating quarters. */
+async function compare(via: Row['via'], one: Predict, many: Predict, count: number, calls: number): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const texts of [1, 8]) {
+    for (const concurrency of [1, 16]) {
+      // In alternating quarters, so that what else the machine runs weighs on both sides alike.
+      const n = Math.ceil((texts === 8 ? calls / 2 : calls) / 4);
+      const singles = [];
+      const manys = [];
+      for (let quarter = 0; quarter < 4; quarter++) {
+        singles.push(await measure(one, 1, texts, concurrency, n));
+        manys.push(await measure(many, count, texts, concurrency, n));
+      }
+      const single = combine(singles);
+      const multi = combine(manys);
+      rows.push({
+        via, texts, concurrency, oneP50: single.p50, oneP99: single.p99, manyP50: multi.p50, manyP99: multi.p99,
+        oneTextsPerSec: single.textsPerSec, manyTextsPerSec: multi.textsPerSec,
+      });
+    }
+  }
+  return rows;
+}
+
+/**
+ * `registered` models in one service whose workers hold `cacheAdapters` adapters: a first pass predicts `calls` of
+ * them once each, a second pass the same ones again; by then each one's adapter has left the cache (and its
+ * classifier the service's 256 loaded ones), so every call of the second pass is a first predict after eviction.
+ */
+async function coldOverHttp(dirs: string[], registered: number, cacheAdapters: number, calls: number, cores: number) {
+  const t0 = performance.now();
+  const service = await startHttpService(dirs, registered, { workers: 1, engineThreads: cores, adapterCacheBytes: cacheAdapters * kAdapterBytesRank8 });
+  console.error(`registered ${registered} models in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  try {
+    const predict = httpPredict(service, service.ids);
+    await measure((_, batch) => predict(0, batch), 1, 8, 4, 40);
+    // Spread over all registered models: model (k * stride) for k < calls.
+    const stride = Math.max(1, Math.floor(registered / calls));
+    const spread: Predict = (k, batch) => predict((1 + k * stride) % registered, batch);
+    cursor = 0;
+    await measure(spread, calls, 1, 1, calls);
+    cursor = 0;
+    return await measure(spread, calls, 1, 1, calls);
+  } finally {
+    await service.close();
+  }
+}
+
 export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
   const count = intOption(args, 'models', 1000);
   const calls = intOption(args, 'calls', 400);
   const coldCache = intOption(args, 'cold-cache', 16);
+  const registered = intOption(args, 'registered', 10_000);
+  const viaArg = args.indexOf('--via');
+  const via = viaArg < 0 ? 'both' : args[viaArg + 1];
+  if (via !== 'library' && via !== 'http' && via !== 'both') throw new RangeError('--via must be library, http or both');
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-many-'));
   let cache: AdapterCacheEvent | undefined;
   subscribe(kChannels.adapterCache, (event) => void (cache = event as AdapterCacheEvent));
+  const cores = availableParallelism();
+  const pool = { workers: 1, engineThreads: cores, adapterCacheBytes: Math.ceil(count * kAdapterBytesRank8 * 1.05) };
   try {
-    const cores = availableParallelism();
-    configurePool({ workers: 1, engineThreads: cores, adapterCacheBytes: Math.ceil(count * kAdapterBytesRank8 * 1.05) });
+    configurePool(pool);
     const dirs = await makeModels(root, count);
-    const models = await Promise.all(dirs.map((dir) => Classifier.load(dir)));
-    const one = [models[0]!];
-    await measure(one, 8, 4, 40); // the base encoder loaded, the engine warm
-    const rssOne = rssMiB();
-    const warm0 = performance.now();
-    await measure(models, 1, 16, count); // every adapter read once
-    const rssAll = rssMiB();
-    console.error(`read ${count} adapters in ${((performance.now() - warm0) / 1000).toFixed(1)} s`);
-    const held = cache!;
     const rows: Row[] = [];
-    for (const texts of [1, 8]) {
-      for (const concurrency of [1, 16]) {
-        // In alternating quarters, so that what else the machine runs weighs on both sides alike.
-        const n = Math.ceil((texts === 8 ? calls / 2 : calls) / 4);
-        const singles = [];
-        const manys = [];
-        for (let quarter = 0; quarter < 4; quarter++) {
-          singles.push(await measure(one, texts, concurrency, n));
-          manys.push(await measure(models, texts, concurrency, n));
-        }
-        const single = combine(singles);
-        const many = combine(manys);
-        rows.push({
-          texts, concurrency, oneP50: single.p50, oneP99: single.p99, manyP50: many.p50, manyP99: many.p99,
-          oneTextsPerSec: single.textsPerSec, manyTextsPerSec: many.textsPerSec,
-        });
-      }
-    }
-    for (const m of models) m.dispose();
-    await closePool();
-
-    // Cold: a cache of a few adapters, round robin over all of them: every call reads its adapter anew.
-    configurePool({ workers: 1, engineThreads: cores, adapterCacheBytes: coldCache * kAdapterBytesRank8 });
-    const again = await Promise.all(dirs.map((dir) => Classifier.load(dir)));
-    await measure([again[0]!], 8, 4, 40);
-    const coldCalls = Math.min(count, 300);
-    cursor = 0;
-    const cold = await measure(again.slice(1, 1 + coldCalls), 1, 1, coldCalls);
-    const misses = cache!;
-    for (const m of again) m.dispose();
-
-    const result = {
-      models: count, trained: 1, derived: count - 1, rows,
-      cold: { calls: coldCalls, cacheAdapters: coldCache, p50: cold.p50, p99: cold.p99, evictions: misses.evictions },
-      memory: {
+    let memory;
+    let libraryCold: Measured | undefined;
+    if (via !== 'http') {
+      const models = await Promise.all(dirs.map((dir) => Classifier.load(dir)));
+      const predict = libraryPredict(models);
+      const one: Predict = (_, batch) => predict(0, batch);
+      await measure(one, 1, 8, 4, 40); // the base encoder loaded, the engine warm
+      const rssOne = rssMiB();
+      const warm0 = performance.now();
+      await measure(predict, count, 1, 16, count); // every adapter read once
+      const rssAll = rssMiB();
+      console.error(`read ${count} adapters in ${((performance.now() - warm0) / 1000).toFixed(1)} s`);
+      const held = cache!;
+      memory = {
         adapters: count, cacheBytes: held.bytes, bytesPerAdapter: held.bytes / count,
         rssGrowthMiB: rssAll - rssOne, rssPerAdapterMiB: (rssAll - rssOne) / count,
-      },
-    };
+      };
+      rows.push(...(await compare('library', one, predict, count, calls)));
+      for (const m of models) m.dispose();
+      await closePool();
+
+      // Cold: a cache of a few adapters, round robin over all of them: every call reads its adapter anew.
+      configurePool({ ...pool, adapterCacheBytes: coldCache * kAdapterBytesRank8 });
+      const again = await Promise.all(dirs.map((dir) => Classifier.load(dir)));
+      const predictAgain = libraryPredict(again);
+      await measure((_, batch) => predictAgain(0, batch), 1, 8, 4, 40);
+      const coldCalls = Math.min(count - 1, 300);
+      cursor = 0;
+      libraryCold = await measure((m, batch) => predictAgain(1 + m, batch), coldCalls, 1, 1, coldCalls);
+      for (const m of again) m.dispose();
+      await closePool();
+    }
+    let httpCold: Measured | undefined;
+    if (via !== 'library') {
+      const service = await startHttpService(dirs, count, pool);
+      try {
+        const predict = httpPredict(service, service.ids);
+        const one: Predict = (_, batch) => predict(0, batch);
+        await measure(one, 1, 8, 4, 40);
+        await measure(predict, count, 1, 16, count);
+        rows.push(...(await compare('http', one, predict, count, calls)));
+      } finally {
+        await service.close();
+      }
+      httpCold = await coldOverHttp(dirs, registered, coldCache, 300, cores);
+    }
+
+    const cold = (m: Measured | undefined) => m && { calls: m.latencies.length, cacheAdapters: coldCache, p50: m.p50, p99: m.p99 };
+    const result = { models: count, trained: 1, derived: count - 1, rows, cold: cold(libraryCold), httpCold: cold(httpCold) && { ...cold(httpCold), registered }, memory };
     if (json) {
       console.log(JSON.stringify(result));
       return;
     }
     const f = (x: number) => x.toFixed(1);
     console.log(`${count} adapter models of svc-small (1 trained, ${count - 1} derived by random perturbation), 1 worker x ${cores} threads, fp32`);
-    console.log('texts/call | conc. | one p50 / p99 ms | many p50 / p99 ms | p50 ratio | p99 ratio | one texts/s | many texts/s | throughput ratio');
+    console.log('via | texts/call | conc. | one p50 / p99 ms | many p50 / p99 ms | p50 ratio | p99 ratio | one texts/s | many texts/s | throughput ratio');
     for (const r of rows) {
       console.log(
-        `${r.texts} | ${r.concurrency} | ${f(r.oneP50)} / ${f(r.oneP99)} | ${f(r.manyP50)} / ${f(r.manyP99)} | ${(r.manyP50 / r.oneP50).toFixed(2)}x | ` +
+        `${r.via} | ${r.texts} | ${r.concurrency} | ${f(r.oneP50)} / ${f(r.oneP99)} | ${f(r.manyP50)} / ${f(r.manyP99)} | ${(r.manyP50 / r.oneP50).toFixed(2)}x | ` +
           `${(r.manyP99 / r.oneP99).toFixed(2)}x | ${f(r.oneTextsPerSec)} | ${f(r.manyTextsPerSec)} | ${(r.manyTextsPerSec / r.oneTextsPerSec).toFixed(2)}x`,
       );
     }
-    console.log(`first predict after its adapter left the cache (${coldCalls} calls, 1 text, cache of ${coldCache}): p50 ${f(cold.p50)} ms, p99 ${f(cold.p99)} ms`);
-    console.log(
-      `memory: ${count} adapters held in ${(held.bytes / 2 ** 20).toFixed(1)} MiB (${(held.bytes / count / 1e6).toFixed(3)} MB each, fp16); ` +
-        `process RSS +${f(rssAll - rssOne)} MiB (${((rssAll - rssOne) / count).toFixed(3)} MiB per adapter)`,
-    );
+    if (libraryCold) {
+      console.log(`library: first predict after its adapter left the cache (${libraryCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(libraryCold.p50)} ms, p99 ${f(libraryCold.p99)} ms`);
+    }
+    if (httpCold) {
+      console.log(`http, ${registered} models registered: first predict after its adapter left the cache (${httpCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(httpCold.p50)} ms, p99 ${f(httpCold.p99)} ms`);
+    }
+    if (memory) {
+      console.log(
+        `memory: ${count} adapters held in ${(memory.cacheBytes / 2 ** 20).toFixed(1)} MiB (${(memory.bytesPerAdapter / 1e6).toFixed(3)} MB each, fp16); ` +
+          `process RSS +${f(memory.rssGrowthMiB)} MiB (${memory.rssPerAdapterMiB.toFixed(3)} MiB per adapter)`,
+      );
+    }
   } finally {
     await closePool();
     rmSync(root, { recursive: true, force: true });

@@ -79,9 +79,17 @@ export class AdapterCache {
     this.#evict();
   }
 
-  /** Drops a model's adapter (its classifier was disposed); a batch using it finishes first. */
+  /**
+   * A model's classifier was disposed: its adapter is dropped when the file is gone or saved again (a batch using it
+   * finishes first), and kept in its place in the LRU order otherwise. A service unloads classifiers it loads again
+   * (LibraryRuntime keeps 256 of them), and reading a 0.66 MB adapter again for each is what the cache is for; the
+   * cache's bytes bound it either way.
+   */
   forget(file: string): void {
-    for (const [key, entry] of this.#entries) if (key.endsWith(`\0${file}`)) this.#drop(key, entry);
+    const identity = identityOf(file);
+    for (const [key, entry] of this.#entries) {
+      if (key.endsWith(`\0${file}`) && entry.identity !== identity) this.#drop(key, entry);
+    }
   }
 
   #get(baseModel: string, file: string): Entry {
