@@ -23,6 +23,9 @@ export const kOptionalPackages: Readonly<Record<string, string>> = Object.freeze
 
 const kRequire = createRequire(import.meta.url);
 
+/** The HTTP server's packages (svc serve, `svc-classify/server`): checked together, so that one message names them all. */
+export const kServerPackages: readonly string[] = Object.freeze(['fastify', '@fastify/rate-limit', 'fastify-type-provider-zod', 'prom-client']);
+
 /** The version range svc-classify asks for (its package.json), so that the install command gets a matching one. */
 export function optionalPackageRange(name: string): string | undefined {
   try {
@@ -94,4 +97,26 @@ export function requireOptional<T>(name: string, alternative?: string): T {
         `Reinstall it with: ${installCommand([name])}`;
     throw new SvcError('native_missing', message, { cause: error });
   }
+}
+
+/** Throws `SvcError('native_missing')` naming every missing server package and the command that installs them all. */
+export function assertServerPackages(): void {
+  const missing = missingPackages(kServerPackages);
+  if (missing.length > 0) throw new SvcError('native_missing', missingPackageMessage(missing));
+}
+
+// The built `svc-classify/server` (and `svc serve`) loads each server package through one of these two (tsup.config.ts
+// routes the imports here): a missing package would otherwise fail in Node's loader with ERR_MODULE_NOT_FOUND for the
+// first one it meets, before any code of ours runs, in ESM and CommonJS alike.
+
+/** The server package `name` for the CommonJS build, after {@link assertServerPackages}. */
+export function requireServerPackage(name: string): unknown {
+  assertServerPackages();
+  return kRequire(name);
+}
+
+/** The server package `name`'s module namespace for the ESM build, after {@link assertServerPackages}. */
+export async function importServerPackage(name: string): Promise<Record<string, unknown>> {
+  assertServerPackages();
+  return (await import(name)) as Record<string, unknown>;
 }

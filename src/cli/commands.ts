@@ -1,24 +1,15 @@
 import { SvcError } from '../errors.js';
 import { cpuInfo } from '../native/index.js';
-import { missingPackageMessage, missingPackages } from '../optional-deps.js';
+import { assertServerPackages } from '../optional-deps.js';
 import { packageVersion } from '../version.js';
 import { closestCommand, commandHelp, kCommandNames, overview } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;
 
-/** The HTTP server's packages: optional dependencies of svc-classify, checked before `svc serve` loads them. */
-const kServerPackages = Object.freeze(['fastify', '@fastify/rate-limit', 'fastify-type-provider-zod', 'prom-client']);
-
-/** Refuses, naming every missing package and the command that installs them, instead of the loader's first miss. */
-function requirePackages(names: readonly string[]): void {
-  const missing = missingPackages(names);
-  if (missing.length > 0) throw new SvcError('native_missing', missingPackageMessage(missing));
-}
-
 // Loaded on demand: `svc keys create` should not pay for Fastify, nor `svc predict` for SQLite.
 const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freeze({
   serve: async () => {
-    requirePackages(kServerPackages);
+    assertServerPackages(); // every missing package named at once, not the loader's first miss
     return (await import('./serve.js')).serveCommand;
   },
   orgs: async () => (await import('./operator.js')).orgsCommand,

@@ -78,6 +78,22 @@ describe('an install without the optional packages', () => {
     });
   });
 
+  it('svc-classify/server, imported or required, names every missing server package instead of the loader\'s first miss', async () => {
+    const names = ['fastify', '@fastify/rate-limit', 'fastify-type-provider-zod', 'prom-client'];
+    const message =
+      `SvcError: the HTTP server (svc serve, svc-classify/server) needs ${names.join(', ')}, optional dependencies of ` +
+      `svc-classify that are not installed here. Install them with: npm install ${names.map((n) => `${n}@${kManifest.optionalDependencies[n]}`).join(' ')}\n`;
+    // The built entries of the package.json "exports" map: ESM for import, CommonJS for require.
+    const loads = [
+      ['module', `await import(${JSON.stringify(join(pkg, 'dist', 'server.js'))})`],
+      ['commonjs', `require(${JSON.stringify(join(pkg, 'dist', 'server.cjs'))})`],
+    ];
+    for (const [type, load] of loads) {
+      const script = `try { ${load}; console.log('loaded'); } catch (error) { console.log(\`\${error.name}: \${error.message}\`); console.log(error.code); }`;
+      expect(await inApp([`--input-type=${type}`, '-e', script])).toEqual({ code: 0, stdout: `${message}native_missing\n`, stderr: '' });
+    }
+  });
+
   it('an operator command on a data directory says SQLite needs better-sqlite3, or PostgreSQL', async () => {
     const result = await inApp([join(pkg, 'bin', 'svc.js'), 'orgs', 'create', 'acme', '--data', join(app, 'data')]);
     expect(result.code).toBe(1);
