@@ -51,10 +51,15 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
       const principal = (request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization)));
       const { org, model_id: modelId, revision } = request.params;
       const file = request.params['*'];
-      if (revision !== 'main') {
-        throw new SvcError('not_found', `Revision '${revision}' does not exist; models have only 'main'`, { param: 'revision' });
+      // 'main' is the live version, 'v<n>' version n (transformers.js: `{ revision: 'v2' }`).
+      const version = /^v([1-9][0-9]{0,8})$/.exec(revision)?.[1];
+      if (revision !== 'main' && version === undefined) {
+        throw new SvcError('not_found', `Revision '${revision}' does not exist; a model has 'main' (its live version) and 'v<n>' (version n)`, {
+          param: 'revision',
+        });
       }
-      const { size, stream } = await service.hubFile(principal, org, modelId, file);
+      const name = version === undefined ? modelId : `${modelId}@${version}`;
+      const { size, stream } = await service.hubFile(principal, org, name, file);
       const extension = file.slice(file.lastIndexOf('.') + 1);
       return reply
         .header('content-type', kContentTypes[extension] ?? 'application/octet-stream')

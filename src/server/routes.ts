@@ -20,6 +20,7 @@ import {
   progressSchema,
   trainRequestSchema,
 } from '../contract/schemas.js';
+import { deletedVersionSchema, promoteRequestSchema, versionListSchema, versionParamsSchema, versionSchema } from '../contract/versions.js';
 import { parseRequest } from '../parse.js';
 import type { ProxyRoutesOptions } from '../proxy/types.js';
 import type { RateLimitOptions } from '../contract/rate-limit.js';
@@ -159,6 +160,51 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
       '/models/:model_id',
       { schema: { summary: 'Delete a model and its hub copy', params: modelParamsSchema, response: { 200: deletedSchema } } },
       async (request) => service.deleteModel(principalOf(request), request.params.model_id),
+    );
+
+    routes.get(
+      '/models/:model_id/versions',
+      { schema: { summary: 'The versions of a classifier, oldest first', params: modelParamsSchema, response: { 200: versionListSchema } } },
+      async (request) => service.versions.list(principalOf(request), request.params.model_id),
+    );
+
+    routes.post(
+      '/models/:model_id/versions',
+      {
+        bodyLimit,
+        schema: {
+          summary: 'Train the next version of a classifier (same task type and labels); it is not live until promoted',
+          params: modelParamsSchema,
+          body: trainRequestSchema,
+          response: { 200: versionSchema },
+        },
+      },
+      async (request) => service.versions.add(principalOf(request), request.params.model_id, request.body),
+    );
+
+    routes.post(
+      '/models/:model_id/promote',
+      {
+        schema: {
+          summary: 'Make a trained version the one predict uses (an older one rolls back)',
+          params: modelParamsSchema,
+          body: promoteRequestSchema,
+          response: { 200: versionSchema },
+        },
+      },
+      async (request) => service.versions.promote(principalOf(request), request.params.model_id, request.body),
+    );
+
+    routes.delete(
+      '/models/:model_id/versions/:version',
+      {
+        schema: {
+          summary: 'Delete a version and its hub copy (not the live one, not version 1)',
+          params: versionParamsSchema,
+          response: { 200: deletedVersionSchema },
+        },
+      },
+      async (request) => service.versions.remove(principalOf(request), request.params.model_id, request.params.version),
     );
 
     routes.post(

@@ -19,6 +19,15 @@ export function storedExamples(request: TrainRequest): TrainingExample[] {
   }
 }
 
+/** The training options a job keeps from its request (see {@link storedTrainRequest}). */
+export function storedTrainingOptions(request: TrainRequest): Record<string, unknown> {
+  return {
+    finetune: request.finetune,
+    num_iterations: request.num_iterations,
+    ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight, validation: request.validation }),
+  };
+}
+
 /** What the model record's label_text holds: a binary model's label_text, else its label names as JSON. */
 export function storedLabelText(request: TrainRequest): string {
   return request.task_type === 'binary-classification' ? request.examples[0].label_text : JSON.stringify(labelNames(request));

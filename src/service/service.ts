@@ -6,7 +6,8 @@ import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime, RuntimePrediction } from './runtime.js';
-import { storedExamples, storedLabelText } from './examples.js';
+import { storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
+import { ClassifierVersions, modelNotFound } from './versions.js';
 import { ModelObjects, toModelObject } from './model-object.js';
 import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
 import { validateTrainRequest } from '../contract/train-request.js';
@@ -48,11 +49,7 @@ export interface SvcServiceOptions {
 }
 
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const kModelIdPattern = /^[a-z0-9-]+-[0-9a-f]{12}$/;
 const kBearer = /^Bearer\s+(\S+)\s*$/i;
-
-const notFound = (id: string) =>
-  new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param: 'model' });
 
 /**
  * The /v2 semantics without HTTP: organizations, API keys, projects, proxy
@@ -75,6 +72,8 @@ export class SvcService {
   readonly #jobs: JobRunner;
   readonly #retention: RetentionTimer | null;
   readonly #models: ModelObjects;
+  /** The versions of the caller's classifiers: list, add, promote, delete (`/v2/models/{id}/versions`). */
+  readonly versions: ClassifierVersions;
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
@@ -82,6 +81,10 @@ export class SvcService {
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
     this.#models = new ModelObjects(options.runtime);
+    this.versions = new ClassifierVersions({
+      store: this.store, runtime: this.runtime, jobs: this.#jobs, models: this.#models,
+      maxQueuedJobs: async (orgId) => (await this.orgLimits(orgId)).maxQueuedJobs,
+    });
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }
@@ -285,11 +288,7 @@ export class SvcService {
       updatedAt: now,
     };
     const examples = storedExamples(request);
-    const training = {
-      finetune: request.finetune,
-      num_iterations: request.num_iterations,
-      ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight, validation: request.validation }),
-    };
+    const training = storedTrainingOptions(request);
     const { maxQueuedJobs } = await this.orgLimits(principal.orgId);
     const { created, queued } = await this.store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
     if (!created) {
@@ -299,14 +298,11 @@ export class SvcService {
     return toModelObject(record);
   }
 
-  async #ownModel(principal: Principal, modelId: string): Promise<ModelRecord> {
-    const record = kModelIdPattern.test(modelId) ? await this.store.getModel(modelId) : null;
-    if (record === null || record.orgId !== principal.orgId) throw notFound(modelId);
-    return record;
-  }
-
-  async getModel(principal: Principal, modelId: string): Promise<ModelObject> {
-    return this.#models.object(await this.#ownModel(principal, modelId));
+  /** A classifier (its live version's status and metrics), or one version of it named `<id>@<n>`. */
+  async getModel(principal: Principal, name: string): Promise<ModelObject> {
+    const version = await this.versions.resolve(principal, name);
+    const first = (await this.versions.all(principal, version.classifierId))[0];
+    return this.versions.modelObject(name, version, first.createdAt);
   }
 
   /**
@@ -314,11 +310,11 @@ export class SvcService {
    * in with `done === total` (`stage: 'done', done: 1, total: 1` when it was trained before this
    * process started); a model that has not started yet, or failed, reports `stage: null`.
    */
-  async getProgress(principal: Principal, modelId: string): Promise<ProgressObject> {
-    const record = await this.#ownModel(principal, modelId);
+  async getProgress(principal: Principal, name: string): Promise<ProgressObject> {
+    const record = await this.versions.resolve(principal, name);
     // A failed job's last progress says nothing useful about the model: it reports no stage.
-    const progress = record.status === 'failed' ? null : await this.#jobs.progress(modelId);
-    const base = { object: 'training.progress' as const, model: record.id, status: record.status };
+    const progress = record.status === 'failed' ? null : await this.#jobs.progress(record.id);
+    const base = { object: 'training.progress' as const, model: name, status: record.status };
     if (record.status === 'trained') {
       const total = progress?.total ?? 1;
       return { ...base, stage: progress?.stage ?? 'done', done: total, total, loss: progress?.loss ?? null };
@@ -326,10 +322,12 @@ export class SvcService {
     return { ...base, stage: progress?.stage ?? null, done: progress?.done ?? 0, total: progress?.total ?? 0, loss: progress?.loss ?? null };
   }
 
-  /** The models that accept requests (trained), then the proxy models when the organization may use the proxy. */
+  /** The models that accept requests (live version trained), then the proxy models when the organization may use the proxy. */
   async listModels(principal: Principal): Promise<ModelList> {
-    const trained = (await this.store.listModels(principal.orgId)).filter((m) => m.status === 'trained');
-    const own = await Promise.all(trained.map((record) => this.#models.object(record)));
+    const classifiers = await this.store.listModels(principal.orgId);
+    const live = new Map((await this.store.versions.listLive(principal.orgId)).map((v) => [v.classifierId, v]));
+    const trained = classifiers.filter((c) => live.get(c.id)?.status === 'trained');
+    const own = await Promise.all(trained.map((c) => this.versions.modelObject(c.id, live.get(c.id)!, c.createdAt)));
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
       : [];
@@ -342,29 +340,31 @@ export class SvcService {
    */
   async predict(principal: Principal, body: unknown, options: { signal?: AbortSignal } = {}): Promise<PredictResponse> {
     const request = parseRequest(predictRequestSchema, body);
-    const record = await this.#ownModel(principal, request.model);
+    // `<id>` is the live version, `<id>@<n>` version n; `record.id` is where that version's files are.
+    const record = await this.versions.resolve(principal, request.model);
+    const name = request.model;
     if (record.status === 'training') {
-      throw new SvcError('conflict', `The model '${record.id}' is still training; retry when its status is 'trained'`, {
+      throw new SvcError('conflict', `The model '${name}' is still training; retry when its status is 'trained'`, {
         param: 'model',
       });
     }
     if (record.status === 'failed') {
-      throw new SvcError('conflict', `The model '${record.id}' failed to train: ${record.error}`, { param: 'model' });
+      throw new SvcError('conflict', `The model '${name}' failed to train: ${record.error}`, { param: 'model' });
     }
     if (request.threshold !== undefined && record.taskType !== 'multi-label-classification') {
-      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${record.id} is ${record.taskType}`, {
+      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${name} is ${record.taskType}`, {
         param: 'threshold',
       });
     }
     const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
     const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, { ...threshold, signal: options.signal });
     if (record.taskType === 'binary-classification') {
-      return { model: record.id, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
+      return { model: name, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
     }
     if (record.taskType === 'multi-class-classification') {
-      return { model: record.id, task_type: record.taskType, predictions: predictions as ClassPrediction[] };
+      return { model: name, task_type: record.taskType, predictions: predictions as ClassPrediction[] };
     }
-    return { model: record.id, task_type: record.taskType, predictions: predictions as LabelSetPrediction[] };
+    return { model: name, task_type: record.taskType, predictions: predictions as LabelSetPrediction[] };
   }
 
   /** `POST /v2/classify`: the inputs labelled by the examples sent with them; the organization's turn in the predict batcher. */
@@ -372,39 +372,40 @@ export class SvcService {
     return classifyForOrg(principal.orgId, body, options);
   }
 
-  /** Removes the model, its job and examples, and its hub copy; a running job is stopped first. */
+  /** Removes the model with every version: their jobs and examples, and their hub copies; running jobs are stopped first. */
   async deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
-    const record = await this.#ownModel(principal, modelId);
-    await this.store.deleteModel(record.id);
-    this.#models.forget(record);
-    await this.#jobs.cancel(record.id);
-    await this.runtime.remove(record.orgId, record.id);
-    return { id: record.id, object: 'model', deleted: true };
+    const versions = await this.versions.all(principal, modelId);
+    await this.store.deleteModel(modelId);
+    await this.versions.forget(versions);
+    return { id: modelId, object: 'model', deleted: true };
   }
 
-  /** Passes for one of the caller's trained models; anything else is "not found", so names do not leak. */
-  async #hubVisible(principal: Principal, orgId: string, modelId: string): Promise<void> {
-    const hidden = notFound(`${orgId}/${modelId}`);
+  /**
+   * Where one of the caller's trained versions keeps its files (`<id>`: the live one; `<id>@<n>`: version n); anything
+   * else is "not found", so names do not leak.
+   */
+  async #hubVisible(principal: Principal, orgId: string, name: string): Promise<string> {
+    const hidden = modelNotFound(`${orgId}/${name}`);
     if (orgId !== principal.orgId) throw hidden;
-    const record = await this.#ownModel(principal, modelId).catch(() => {
+    const record = await this.versions.resolve(principal, name).catch(() => {
       throw hidden;
     });
     if (record.status !== 'trained') throw hidden;
+    return record.id;
   }
 
-  /** The file behind `GET /hub/<org>/<model_id>/resolve/main/<file>`: its size and its bytes as a stream. */
-  async hubFile(principal: Principal, orgId: string, modelId: string, file: string): Promise<ArtifactReader> {
-    await this.#hubVisible(principal, orgId, modelId);
-    return this.runtime.hubFile(orgId, modelId, file).catch((error: unknown) => {
+  /** The file behind `GET /hub/<org>/<model_id>/resolve/<revision>/<file>` (`name` with the revision's `@<n>`). */
+  async hubFile(principal: Principal, orgId: string, name: string, file: string): Promise<ArtifactReader> {
+    const stored = await this.#hubVisible(principal, orgId, name);
+    return this.runtime.hubFile(orgId, stored, file).catch((error: unknown) => {
       if (!(error instanceof SvcError) || error.code !== 'not_found') throw error;
-      throw new SvcError('not_found', `The file '${file}' does not exist in ${orgId}/${modelId}`, { param: 'file' });
+      throw new SvcError('not_found', `The file '${file}' does not exist in ${orgId}/${name}`, { param: 'file' });
     });
   }
 
-  /** The files of a model in the hub, as `/`-separated paths relative to its directory, sorted. */
-  async hubFiles(principal: Principal, orgId: string, modelId: string): Promise<string[]> {
-    await this.#hubVisible(principal, orgId, modelId);
-    return this.runtime.hubFiles(orgId, modelId);
+  /** The files of a model version in the hub, as `/`-separated paths relative to its directory, sorted. */
+  async hubFiles(principal: Principal, orgId: string, name: string): Promise<string[]> {
+    return this.runtime.hubFiles(orgId, await this.#hubVisible(principal, orgId, name));
   }
 }
 

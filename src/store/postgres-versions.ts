@@ -49,6 +49,10 @@ export class PostgresVersions implements ModelVersions {
     return ((await this.#pool.query(kSql.list, [classifierId])).rows as VersionRow[]).map(toVersion);
   }
 
+  async listLive(orgId: string): Promise<VersionRecord[]> {
+    return ((await this.#pool.query(kSql.listLive, [orgId])).rows as VersionRow[]).map(toVersion);
+  }
+
   async promote(classifierId: string, version: number): Promise<PromoteOutcome> {
     return inTransaction(this.#pool, async (client): Promise<PromoteOutcome> => {
       const found = await this.#locked(client, classifierId, version);

@@ -72,6 +72,11 @@ export const versionSql = (p: { classifier: string; version: string; key: string
       m.classifier_id, m.version, c.live_version
     FROM models m JOIN models c ON c.id = ${p.classifier} AND c.classifier_id IS NULL
     WHERE m.id = c.id OR m.classifier_id = c.id ORDER BY m.version`,
+  /** The organization's classifiers, each as its live version, in the order classifiers are listed. */
+  listLive: `SELECT m.id, m.org_id, m.base_model, m.task_type, m.label_text, m.status, m.error, m.created_at, m.updated_at,
+      m.classifier_id, m.version, c.live_version
+    FROM models c JOIN models m ON (m.id = c.id AND c.live_version = 1) OR (m.classifier_id = c.id AND m.version = c.live_version)
+    WHERE c.org_id = ${p.classifier} AND c.classifier_id IS NULL ORDER BY c.created_at, c.id`,
   setLive: `UPDATE models SET live_version = ${p.version} WHERE id = ${p.classifier}`,
   remove: `DELETE FROM models WHERE classifier_id = ${p.classifier} AND version = ${p.version}`,
   setVersion: `UPDATE models SET classifier_id = ${p.classifier}, version = ${p.version} WHERE id = ${p.key}`,

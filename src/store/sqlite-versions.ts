@@ -52,6 +52,10 @@ export class SqliteVersions implements ModelVersions {
     return (this.#sql.list.all({ classifier: classifierId }) as VersionRow[]).map(toVersion);
   }
 
+  async listLive(orgId: string): Promise<VersionRecord[]> {
+    return (this.#sql.listLive.all({ classifier: orgId }) as VersionRow[]).map(toVersion);
+  }
+
   async promote(classifierId: string, version: number): Promise<PromoteOutcome> {
     return this.#db.transaction((): PromoteOutcome => {
       const found = (this.#sql.list.all({ classifier: classifierId }) as VersionRow[]).find((row) => row.version === version);

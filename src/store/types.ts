@@ -107,6 +107,8 @@ export interface ModelVersions {
   ): Promise<QueuedJob & { version: VersionRecord | null }>;
   /** The classifier's versions, oldest first; empty when there is no such classifier. */
   list(classifierId: string): Promise<VersionRecord[]>;
+  /** Each of the organization's classifiers as its live version, in {@link Store.listModels}' order. */
+  listLive(orgId: string): Promise<VersionRecord[]>;
   /** Makes a trained version the live one (rolling back is promoting an older one). */
   promote(classifierId: string, version: number): Promise<PromoteOutcome>;
   /** Deletes a version's row, job and examples (its hub copy is the caller's to remove). */

@@ -69,8 +69,13 @@ export function versionsContract(name: string, backend: StoreBackend): void {
       await train(store, v3.id);
       expect(await other.versions.promote(kClassifier, 3)).toBe('promoted');
       expect((await store.versions.list(kClassifier)).filter((v) => v.live).map((v) => v.version)).toEqual([3]);
+      expect((await store.versions.listLive('acme')).map((v) => [v.id, v.classifierId, v.version, v.live])).toEqual([
+        [v3.id, kClassifier, 3, true],
+      ]);
       expect(await store.versions.promote(kClassifier, 1)).toBe('promoted');
       expect((await store.versions.list(kClassifier)).filter((v) => v.live).map((v) => v.version)).toEqual([1]);
+      expect((await store.versions.listLive('acme')).map((v) => [v.id, v.version])).toEqual([[kClassifier, 1]]);
+      expect(await store.versions.listLive('other')).toEqual([]);
       expect(await store.versions.promote(kClassifier, 7)).toBe('not_found');
       expect(await store.versions.promote('svc-small-ffffffffffff', 1)).toBe('not_found');
     });
