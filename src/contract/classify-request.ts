@@ -14,18 +14,15 @@ import {
   labelNameSchema,
   labelSetExampleSchema,
 } from './train-request.js';
+import { explainSchema, truncateSchema } from './long-texts.js';
 
-/** Most neighbours a classify call may ask for per text (`explain: k`). */
-export const kMaxExplain = 20;
 /** Most texts one classify call may label (Cohere's classify endpoint took as many). */
 export const kMaxClassifyInputs = 96;
 /** Most examples one classify call may carry. */
 export const kMaxClassifyExamples = 2_500;
 /** Fewest examples of each label (binary: of each side) a classify call carries: fewer cannot be told from noise. */
 export const kMinClassifyExamplesPerLabel = 2;
-/** How a text longer than the encoder reads is handled: only `end` (keep its start) exists today. */
-export const kTruncateModes = ['end', 'start', 'none', 'chunks'] as const;
-export type TruncateMode = (typeof kTruncateModes)[number];
+export { kMaxExplain, kTruncateModes, type TruncateMode } from './long-texts.js';
 
 const inputsSchema = z
   .array(
@@ -44,19 +41,8 @@ const commonFields = {
     .refine(isBaseModelName, { error: (issue) => `must be one of ${baseModelNames.join(', ')} (got '${String(issue.input)}')` })
     .describe('Base encoder whose frozen embeddings the head is fitted on, e.g. svc-small'),
   inputs: inputsSchema,
-  truncate: z
-    .enum(kTruncateModes, { error: (issue) => `must be one of 'end', 'start', 'none', 'chunks' (got ${JSON.stringify(issue.input)})` })
-    .optional()
-    .describe(
-      "Texts longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them " +
-        "(400), 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
-    ),
-  explain: z
-    .int({ error: typeError('an integer') })
-    .min(1, { error: 'must be at least 1' })
-    .max(kMaxExplain, { error: `must be at most ${kMaxExplain}` })
-    .optional()
-    .describe(`Per text, the k examples nearest to it (cosine similarity of the embeddings), with their labels; 1 to ${kMaxExplain}`),
+  truncate: truncateSchema,
+  explain: explainSchema,
 };
 
 type Issues = z.core.$RefinementCtx;

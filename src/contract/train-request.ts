@@ -4,6 +4,7 @@
 import { z } from 'zod';
 
 import { parseRequest, typeError } from '../parse.js';
+import { truncateSchema } from './long-texts.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
 
 /**
@@ -147,6 +148,11 @@ const commonFields = {
         `{ method: '${kDefaultFinetuneMethod}' }. false keeps the base encoder frozen and only fits the head (faster, less accurate). ` +
         "{ method: 'adapter', rank } trains a LoRA adapter on the frozen base instead of a copy of the whole encoder",
     ),
+  truncate: truncateSchema.describe(
+    "Examples longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them " +
+      "(400), 'chunks' fits the head on each example read whole, in overlapping windows whose embeddings are averaged " +
+      '(fine-tuning reads the first window)',
+  ),
   num_iterations: z
     .int({ error: typeError('an integer') })
     .min(1, { error: 'must be at least 1' })

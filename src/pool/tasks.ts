@@ -205,7 +205,17 @@ export interface PingResult {
   cpuLevel: string;
 }
 
-export type PoolTask = EmbedTask | PredictTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask;
+/**
+ * Which texts are longer than the base model reads (1: they would be cut), by its tokenizer alone:
+ * what `truncate: 'none'` checks before a training job is accepted, without running the encoder.
+ */
+export interface FitsTask {
+  kind: 'fits';
+  baseModel: string;
+  texts: string[];
+}
+
+export type PoolTask = EmbedTask | PredictTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask | FitsTask;
 
 /** What the worker is started with. */
 export interface WorkerSettings {

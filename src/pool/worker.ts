@@ -9,6 +9,7 @@ import { move, workerData } from 'piscina';
 
 import { SvcError } from '../errors.js';
 import { isAdapterFile } from '../model/adapter.js';
+import { resolveBaseModel } from '../model/base-models.js';
 import { writeMergedTransformersDir } from '../model/merged-export.js';
 import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
@@ -17,11 +18,12 @@ import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
 import { AdapterCache } from './adapter-cache.js';
-import { embedTexts } from './embed-texts.js';
+import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type {
   EmbedTask,
+  FitsTask,
   PingResult,
   PoolTask,
   PredictResult,
@@ -140,6 +142,11 @@ function embed(task: EmbedTask): Float32Array {
   return embedTexts(task.baseModel, encoderFor(task.baseModel, task.encoderFile ?? null, 'fp32'), task.texts).embeddings;
 }
 
+// The tokenizer alone: no encoder is loaded for the check.
+function fits(task: FitsTask): Uint8Array {
+  return tokenizerFor(task.baseModel).encodeBatch(task.texts, { maxLength: resolveBaseModel(task.baseModel).maxLength }).truncated;
+}
+
 function predict(task: PredictTask): PredictResult {
   if (task.adapters?.some((file) => file !== null)) return predictThroughAdapters(task, task.adapters);
   const encoder = encoderFor(task.baseModel, task.encoderFile, settings.precision);
@@ -194,6 +201,8 @@ async function dispatch(task: PoolTask): Promise<unknown> {
       return atTrainingPriority(() => writeMergedTransformersDir(task.modelDir, task.outDir));
     case 'ping':
       return ping();
+    case 'fits':
+      return fits(task);
   }
 }
 

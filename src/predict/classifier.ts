@@ -5,13 +5,18 @@ import { resolve as resolvePath } from 'node:path';
 import { SvcError } from '../errors.js';
 import { isMultiHead, readModelDir } from '../model/directory.js';
 import type { Head } from '../model/directory.js';
+import { resolveBaseModel } from '../model/base-models.js';
 import { isHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
-import type { Manifest, TrainingMetrics } from '../model/manifest.js';
+import type { Manifest, TrainingMetrics } from '../contract/manifest.js';
 import { forgetEncoder, runTask } from '../pool/pool.js';
-import { kMaxTextLength } from '../train/request.js';
-import type { TaskType } from '../train/request.js';
+import { kMaxTextLength } from '../contract/train-request.js';
+import type { TaskType } from '../contract/train-request.js';
+import type { TruncateMode } from '../contract/classify-request.js';
+import type { Neighbour } from './nearest.js';
 import { scoreTexts } from './batcher.js';
+import { type ExampleBank, readExampleBank, writeExampleBank } from './example-bank.js';
+import { parsePredictExtras, scoreLongTexts } from './long-texts.js';
 import { removeScratchDir, trackScratchDir } from './scratch.js';
 
 /**
@@ -19,17 +24,25 @@ import { removeScratchDir, trackScratchDir } from './scratch.js';
  * says the text was longer than the base model reads (256 tokens for svc-small) and only its
  * start was scored.
  */
-export interface Prediction {
+export interface Prediction extends PredictionExtras {
   label: boolean;
   probability: number;
   truncated: boolean;
+}
+
+/** What a prediction carries only when the call asks for it. */
+export interface PredictionExtras {
+  /** `truncate: 'chunks'`: how many overlapping windows of the text were read (their embeddings averaged). */
+  chunks?: number;
+  /** `explain: k`: the k training examples nearest the text, most similar first. */
+  nearest?: Neighbour[];
 }
 
 /**
  * A multi-class prediction: `label` is the most probable class, `probability` its probability,
  * `scores` every class's (they sum to 1).
  */
-export interface ClassPrediction {
+export interface ClassPrediction extends PredictionExtras {
   label: string;
   probability: number;
   scores: Record<string, number>;
@@ -37,7 +50,7 @@ export interface ClassPrediction {
 }
 
 /** A multi-label prediction: `labels` are those whose probability in `scores` reaches their threshold, in the model's label order. */
-export interface LabelSetPrediction {
+export interface LabelSetPrediction extends PredictionExtras {
   labels: string[];
   scores: Record<string, number>;
   truncated: boolean;
@@ -67,6 +80,20 @@ export interface PredictOptions {
    * label (labels left out keep 0.5). Default 0.5.
    */
   threshold?: number | Readonly<Record<string, number>>;
+  /**
+   * Texts longer than the encoder reads (256 tokens): `end` (default) scores their start, `start` their
+   * last 160 words, `none` refuses them (`SvcError('invalid_request')`), `chunks` reads them whole in
+   * overlapping windows whose embeddings are averaged (each prediction then says how many: `chunks`).
+   */
+  truncate?: TruncateMode;
+  /**
+   * Adds to each prediction the `explain` (1 to 20) training examples nearest the text in the model's
+   * embedding space, with their labels, cosine similarity, and (binary, multi-class) whether each one
+   * carries the label answered. Nothing of it runs when absent.
+   */
+  explain?: number;
+  /** @internal How errors name text t (default `texts[t]`, `text` for one string); the service passes `inputs[t]`. */
+  paramOf?: (t: number) => string;
 }
 
 export interface LoadOptions {
@@ -163,13 +190,22 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
   readonly #head: Head;
   readonly #encoderFile: string | null;
   readonly #scratchDir: string | null;
+  // The training examples for `explain`: in memory after train(), else read from the model's files when asked.
+  readonly #examples: ExampleBank | (() => Promise<ExampleBank>) | null;
   #disposed = false;
 
   /**
    * @internal Use `train()` or `Classifier.load()`. `encoderFile` is a fine-tuned model's own
-   * encoder, or an adapter model's adapter_model.safetensors; `scratchDir`, a temporary directory holding it that `dispose()` removes.
+   * encoder, or an adapter model's adapter_model.safetensors; `scratchDir`, a temporary directory holding it that `dispose()` removes;
+   * `examples`, the training examples with their embeddings, or how to read them.
    */
-  constructor(manifest: Manifest, head: Head, encoderFile: string | null = null, scratchDir: string | null = null) {
+  constructor(
+    manifest: Manifest,
+    head: Head,
+    encoderFile: string | null = null,
+    scratchDir: string | null = null,
+    examples: ExampleBank | (() => Promise<ExampleBank>) | null = null,
+  ) {
     if ((manifest.body !== 'frozen') !== (encoderFile !== null)) {
       throw new SvcError('internal', `a '${manifest.body}' classifier ${encoderFile === null ? 'needs' : 'takes no'} encoder weights`);
     }
@@ -180,6 +216,7 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     this.#head = head;
     this.#encoderFile = encoderFile;
     this.#scratchDir = scratchDir;
+    this.#examples = examples;
     if (scratchDir !== null) trackScratchDir(this, scratchDir);
   }
 
@@ -253,21 +290,41 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
       throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${this.id} is ${taskType}`, { param: 'threshold' });
     }
     const cut = thresholds(options.threshold, labels);
+    const { truncate, explain } = parsePredictExtras(options);
     const batch = typeof texts === 'string' ? [texts] : texts;
-    const { probabilities, truncated } = await scoreTexts(
-      this.#manifest.base_model,
-      this.#encoderFile,
-      this.#head,
-      batch,
-      { signal: options.signal, tenant: options.tenant },
-    );
+    const call = { signal: options.signal, tenant: options.tenant };
+    const base = this.#manifest.base_model;
+    // The default call is the batcher's one call with this head; the other path embeds the texts (see long-texts.ts).
+    const scored =
+      truncate === 'end' && explain === undefined
+        ? { ...(await scoreTexts(base, this.#encoderFile, this.#head, batch, call)), chunks: null, neighbours: null }
+        : await scoreLongTexts(
+            { baseModel: base, encoderFile: this.#encoderFile, head: this.#head, taskType, examples: () => this.#exampleBank() },
+            batch,
+            { ...call, truncate, explain, paramOf: options.paramOf ?? (typeof texts === 'string' ? () => 'text' : (t) => `texts[${t}]`) },
+          );
+    const { probabilities, truncated } = scored;
     const rows = Math.max(1, labels.length);
     const one = (i: number) =>
       (taskType === 'binary-classification'
         ? toPrediction(probabilities[i], truncated[i])
         : toLabelPrediction(taskType, labels, probabilities.subarray(i * rows, (i + 1) * rows), truncated[i], cut)) as PredictionOf<T>;
-    if (typeof texts === 'string') return one(0);
-    return Array.from({ length: batch.length }, (_, i) => one(i));
+    const predictions = Array.from({ length: batch.length }, (_, i) => one(i));
+    const { chunks } = scored;
+    if (chunks) predictions.forEach((p, i) => (p.chunks = chunks[i]));
+    if (scored.neighbours) {
+      const nearest = scored.neighbours(predictions.map((p) => ('label' in p ? p.label : null)));
+      predictions.forEach((p, i) => (p.nearest = nearest[i]));
+    }
+    return typeof texts === 'string' ? predictions[0] : predictions;
+  }
+
+  /** The training examples and their embeddings (for `explain`). */
+  async #exampleBank(): Promise<ExampleBank> {
+    if (this.#examples === null) {
+      throw new SvcError('conflict', `explain needs the training examples kept with the model, and ${this.id} has none`, { param: 'explain' });
+    }
+    return typeof this.#examples === 'function' ? this.#examples() : this.#examples;
   }
 
   /**
@@ -291,6 +348,12 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
       encoderFile: this.#encoderFile,
       head: this.#head,
     });
+    // A model loaded from a directory saved without examples is saved without them too.
+    const bank = await this.#exampleBank().catch((error: unknown) => {
+      if (error instanceof SvcError && error.code === 'conflict') return null;
+      throw error;
+    });
+    if (bank !== null) await writeExampleBank(resolvePath(dir), bank);
   }
 
   /**
@@ -311,9 +374,13 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     if (hub !== undefined && (typeof hub !== 'object' || typeof hub.resolve !== 'function')) {
       throw new TypeError('options.hub must be a Hub');
     }
-    const dir = hub && isHubId(dirOrHubId) ? await hub.resolve(dirOrHubId) : dirOrHubId;
+    const fromHub = hub !== undefined && isHubId(dirOrHubId);
+    const dir = fromHub ? await hub.resolve(dirOrHubId) : dirOrHubId;
     const { manifest, head, encoderFile } = await readModelDir(dir);
-    return new Classifier<T>(manifest, head, encoderFile);
+    const dim = resolveBaseModel(manifest.base_model).hiddenSize;
+    // Read only when a call explains, each time (a large model's examples are megabytes; the hub may have moved its files meanwhile).
+    const examples = async () => readExampleBank(fromHub ? await hub.resolve(dirOrHubId) : dir, manifest.id, manifest.task_type, dim);
+    return new Classifier<T>(manifest, head, encoderFile, null, examples);
   }
 
   /**

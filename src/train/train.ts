@@ -17,6 +17,8 @@ import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
 import { packageVersion } from '../version.js';
+import { keptExamples } from '../predict/example-bank.js';
+import { checkExamplesFit, embedExamples, finetuneTexts } from './example-windows.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
@@ -202,6 +204,8 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   const validationTargets = validation ? targetsOf(validated.task_type, validation, labels) : null;
   // Validation texts ride along: embedded by the same encoder as the examples, never paired.
   const texts = [...examples, ...(validation ?? [])].map((example) => example.text);
+  const truncate = validated.truncate ?? 'end';
+  if (truncate === 'none') await checkExamplesFit(model, texts, examples.length, options.signal);
   const plan = finetunePlan(validated);
   const iterations = numIterations(validated);
   const seed = options.seed ?? kDefaultSeed;
@@ -212,7 +216,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     options.onProgress?.({ stage: 'finetune', done: 0, total: steps });
     encoder = await runFinetuneStage({
       baseModel: model,
-      texts,
+      texts: finetuneTexts(texts, truncate),
       targets,
       iterations,
       seed,
@@ -223,19 +227,25 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     });
     embeddings = encoder.embeddings;
   } else {
-    embeddings = await embedAll(model, texts, base.hiddenSize, options);
+    embeddings = await embedExamples(texts, truncate, base.hiddenSize, (t) => embedAll(model, t, base.hiddenSize, options));
   }
 
   try {
     const dim = base.hiddenSize;
     // An adapter model predicts with its adapter as saved (fp16) merged into the base: the head is fitted on that.
-    if (encoder?.adapter) embeddings = await embedAll(model, texts, dim, options, encoder.encoderFile);
+    // With 'chunks' the head reads every window, embedded by the trained encoder (fine-tuning read the first).
+    const trained = encoder;
+    if (trained && (trained.adapter || truncate === 'chunks')) {
+      embeddings = await embedExamples(texts, truncate, dim, (t) => embedAll(model, t, dim, options, trained.encoderFile));
+    }
     // A fine-tuned encoder was trained on every example, each fold's held-out ones included, so a
     // head cross-validated on its embeddings scores 97-100 % where held-out texts score 67-87 %.
     // The base encoder never saw them: cross-validating on its embeddings is honest, on the
     // conservative side (fine-tuning mostly helps), and embedding the examples once more costs a
     // small fraction of fine-tuning.
-    const estimateEmbeddings = encoder ? await embedAll(model, examples.map((example) => example.text), dim, options) : null;
+    const estimateEmbeddings = encoder
+      ? await embedExamples(examples.map((example) => example.text), truncate, dim, (t) => embedAll(model, t, dim, options))
+      : null;
     throwIfAborted(options.signal);
     options.onProgress?.({ stage: 'fit', done: 0, total: 1 });
     const split = examples.length * dim;
@@ -311,9 +321,9 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       library_version: packageVersion(),
     };
     const head = Object.freeze(headOf(headKind, fit));
-    const classifier = encoder
-      ? new Classifier(manifest, head, encoder.encoderFile, encoder.dir)
-      : new Classifier(manifest, head);
+    // The examples as the head saw them, for `explain`.
+    const bank = { examples: keptExamples(examples), embeddings: embeddings.slice(0, split), dim };
+    const classifier = new Classifier(manifest, head, encoder?.encoderFile ?? null, encoder?.dir ?? null, bank);
     encoder = null; // the classifier owns its directory now
 
     if (options.hub && hubId !== undefined) {

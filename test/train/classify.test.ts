@@ -7,7 +7,7 @@ import { SvcError } from '../../src/errors.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { closePool } from '../../src/pool/pool.js';
 import { cachedClassifyHeads, classify, clearClassifyHeads } from '../../src/train/classify.js';
-import { windowsOf } from '../../src/train/classify-embed.js';
+import { windowsOf } from '../../src/predict/embed-windows.js';
 import { imdbExamples } from '../_support/examples.js';
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-// Explanations of a classify answer: for each text, the examples nearest to it in the encoder's
+// Explanations of an answer (classify, and predict with a model's kept examples): for each text, the examples nearest to it in the encoder's
 // space (cosine similarity: the embeddings are L2-normalized, so a dot product), with their labels,
 // and for binary and multi-class answers whether each one carries the label answered, so pulls the
 // head toward that answer (a logistic or softmax head fitted on these examples moves toward the

@@ -1,14 +1,14 @@
-// Embeddings for a classify call, through the predict batcher: the texts wait in the same
-// per-organization lines, pass the same admission (429/503) and share the same engine batches as
-// predict calls. The batcher scores texts with a head; an identity head with sigmoid rows (one row
+// Embeddings of texts through the predict batcher, for classify and for predict's chunks and explain:
+// the texts wait in the same per-organization lines, pass the same admission (429/503) and share
+// the same engine batches as predict calls. The batcher scores texts with a head; an identity head with sigmoid rows (one row
 // per embedding dimension, weight 1 on its own dimension) hands back sigmoid(e), which is inverted
 // here. Embedding components are within [-1, 1] (the vectors are L2-normalized), where the float32
 // round trip keeps them to about 3e-7: far below what changes a fitted head's answer.
 import { SvcError } from '../errors.js';
 import type { MultiHead } from '../model/directory.js';
 import { resolveBaseModel } from '../model/base-models.js';
-import { scoreTexts } from '../predict/batcher.js';
-import type { TruncateMode } from './classify-request.js';
+import { scoreTexts } from './batcher.js';
+import type { TruncateMode } from '../contract/long-texts.js';
 
 /** Words per window when a long text is read in chunks (about 200 WordPiece tokens of English, under the 256 read). */
 export const kChunkWords = 160;
@@ -67,14 +67,30 @@ export function windowsOf(texts: readonly string[], mode: TruncateMode): Windows
   return { windows, cut };
 }
 
+/** Whose call it is, its signal, and a trained model's own encoder file (its weights or adapter; absent: the base encoder). */
+export interface EmbedOptions {
+  tenant?: string;
+  signal?: AbortSignal;
+  encoderFile?: string | null;
+}
+
+/** The 400 of `truncate: 'none'` for the text `param` names; `purpose` says what the other modes would do with it. */
+export function tooLongError(baseModel: string, param: string, purpose = 'classify it'): SvcError {
+  return new SvcError(
+    'invalid_request',
+    `${param} is longer than the ${resolveBaseModel(baseModel).maxLength} tokens ${baseModel} reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to ${purpose}`,
+    { param },
+  );
+}
+
 /** Embeddings (n x dim, L2-normalized) of texts, and which ones the encoder cut, by way of the predict batcher. */
 export async function embedThroughBatcher(
   baseModel: string,
   texts: readonly string[],
-  options: { tenant?: string; signal?: AbortSignal },
+  options: EmbedOptions,
 ): Promise<{ embeddings: Float32Array; truncated: Uint8Array; dim: number }> {
   const dim = resolveBaseModel(baseModel).hiddenSize;
-  const { probabilities, truncated } = await scoreTexts(baseModel, null, identityHead(dim), texts, options);
+  const { probabilities, truncated } = await scoreTexts(baseModel, options.encoderFile ?? null, identityHead(dim), texts, options);
   const embeddings = new Float32Array(probabilities.length);
   for (let i = 0; i < probabilities.length; i++) {
     const p = probabilities[i];
@@ -99,35 +115,37 @@ export async function embedTexts(
   baseModel: string,
   texts: readonly string[],
   mode: TruncateMode,
-  options: { tenant?: string; signal?: AbortSignal; paramOf: (index: number) => string },
+  options: EmbedOptions & { paramOf: (index: number) => string },
 ): Promise<EmbeddedTexts> {
   const { windows, cut } = windowsOf(texts, mode);
-  const flat = windows.flat();
-  const { embeddings: rows, truncated: rowCut, dim } = await embedThroughBatcher(baseModel, flat, options);
-  const embeddings = new Float32Array(texts.length * dim);
+  const { embeddings: rows, truncated: rowCut, dim } = await embedThroughBatcher(baseModel, windows.flat(), options);
+  const embeddings = poolWindows(windows, rows, dim);
   const truncated: boolean[] = [];
-  const chunks: number[] = [];
   let row = 0;
   windows.forEach((parts, t) => {
-    const sum = new Float64Array(dim);
     let anyCut = cut[t];
-    for (let w = 0; w < parts.length; w++, row++) {
-      for (let j = 0; j < dim; j++) sum[j] += rows[row * dim + j];
-      anyCut ||= rowCut[row] === 1;
-    }
-    if (mode === 'none' && anyCut) {
-      throw new SvcError(
-        'invalid_request',
-        `${options.paramOf(t)} is longer than the ${resolveBaseModel(baseModel).maxLength} tokens ${baseModel} reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it`,
-        { param: options.paramOf(t) },
-      );
-    }
+    for (let w = 0; w < parts.length; w++, row++) anyCut ||= rowCut[row] === 1;
+    if (mode === 'none' && anyCut) throw tooLongError(baseModel, options.paramOf(t));
+    truncated.push(anyCut);
+  });
+  return { embeddings, truncated, chunks: windows.map((parts) => parts.length) };
+}
+
+/**
+ * One embedding per text from the embeddings of its windows (`rows`, windows x dim, in order): their
+ * mean, L2-normalized again (the encoder's own mean pooling over tokens, one level up).
+ */
+export function poolWindows(windows: readonly (readonly string[])[], rows: Float32Array, dim: number): Float32Array {
+  const embeddings = new Float32Array(windows.length * dim);
+  const sum = new Float64Array(dim);
+  let row = 0;
+  windows.forEach((parts, t) => {
+    sum.fill(0);
+    for (let w = 0; w < parts.length; w++, row++) for (let j = 0; j < dim; j++) sum[j] += rows[row * dim + j];
     let norm = 0;
     for (let j = 0; j < dim; j++) norm += sum[j] * sum[j];
     norm = Math.sqrt(norm) || 1;
     for (let j = 0; j < dim; j++) embeddings[t * dim + j] = sum[j] / norm;
-    truncated.push(anyCut);
-    chunks.push(parts.length);
   });
-  return { embeddings, truncated, chunks };
+  return embeddings;
 }

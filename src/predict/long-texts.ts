@@ -1,0 +1,94 @@
+// Predictions that need more than the batcher's one call with the model's head: `truncate` other
+// than 'end' and `explain`. 'start' and 'none' stay on that call (a text shortened to its last
+// words first; a refusal read from the encoder's truncation flags). 'chunks' and `explain` need the
+// texts' embeddings (windows to pool, neighbours to find): the texts are embedded through the
+// batcher with the model's own encoder and the head is applied here, on the pooled embeddings.
+// None of this runs for a call that asks for neither.
+import { z } from 'zod';
+
+import { explainSchema, truncateSchema } from '../contract/long-texts.js';
+import type { Head } from '../model/directory.js';
+import { parseRequest } from '../parse.js';
+import { embedTexts, tooLongError, windowsOf } from './embed-windows.js';
+import { nearest, type Neighbour } from './nearest.js';
+import type { TruncateMode } from '../contract/long-texts.js';
+import type { TaskType } from '../contract/train-request.js';
+import { scoreTexts } from './batcher.js';
+import { packHeads } from './call.js';
+import type { ExampleBank } from './example-bank.js';
+import { scoreSegments } from './head.js';
+
+/** What the classifier hands over: its encoder, head and task, and how to reach its examples. */
+export interface ModelParts {
+  baseModel: string;
+  encoderFile: string | null;
+  head: Head;
+  taskType: TaskType;
+  /** Loads (once) the model's training examples and their embeddings; called only with `explain`. */
+  examples: () => Promise<ExampleBank>;
+}
+
+export interface LongTextOptions {
+  truncate: TruncateMode;
+  explain: number | undefined;
+  signal?: AbortSignal;
+  tenant?: string;
+  /** How errors name text t: `texts[t]` in the library, `inputs[t]` over HTTP. */
+  paramOf: (t: number) => string;
+}
+
+/** Per text: the head's probabilities (rows per text), whether it was cut, and with 'chunks' how many windows were read. */
+export interface LongTextScores {
+  probabilities: Float32Array;
+  truncated: Uint8Array;
+  chunks: number[] | null;
+  /** With `explain`: per text, the function that names its neighbours once the answer is known. */
+  neighbours: ((answers: readonly (boolean | string | null)[]) => Neighbour[][]) | null;
+}
+
+// Built on first use: a module that only predicts the default way never builds it.
+let extrasSchema: z.ZodType<{ truncate?: TruncateMode; explain?: number }> | undefined;
+
+/**
+ * A predict call's `truncate` (default 'end') and `explain`, checked by the same schemas as the
+ * HTTP bodies: `SvcError('invalid_request')` naming the field (`explain must be an integer`).
+ */
+export function parsePredictExtras(options: { truncate?: unknown; explain?: unknown }): { truncate: TruncateMode; explain: number | undefined } {
+  if (options.truncate === undefined && options.explain === undefined) return { truncate: 'end', explain: undefined };
+  extrasSchema ??= z.object({ truncate: truncateSchema, explain: explainSchema });
+  const { truncate, explain } = parseRequest(extrasSchema, { truncate: options.truncate, explain: options.explain });
+  return { truncate: truncate ?? 'end', explain };
+}
+
+/** Scores `texts` with a model as `truncate` and `explain` ask. */
+export async function scoreLongTexts(model: ModelParts, texts: readonly string[], options: LongTextOptions): Promise<LongTextScores> {
+  const { truncate, explain, paramOf } = options;
+  const call = { signal: options.signal, tenant: options.tenant };
+  if (truncate !== 'chunks' && explain === undefined) {
+    const sent = truncate === 'start' ? windowsOf(texts, 'start') : null;
+    const { probabilities, truncated } = await scoreTexts(model.baseModel, model.encoderFile, model.head, sent ? sent.windows.map(([text]) => text) : texts, call);
+    if (truncate === 'none') {
+      const first = truncated.indexOf(1);
+      if (first >= 0) throw tooLongError(model.baseModel, paramOf(first));
+    }
+    // 'start': a text left shorter than it was is flagged as cut, as 'end' flags one.
+    if (sent) sent.cut.forEach((cut, t) => cut && (truncated[t] = 1));
+    return { probabilities, truncated, chunks: null, neighbours: null };
+  }
+  // The examples load while the texts are embedded.
+  const bank = explain === undefined ? null : model.examples();
+  bank?.catch(() => {}); // awaited below; a failure must not go unhandled while the texts embed
+  const embedded = await embedTexts(model.baseModel, texts, truncate, { ...call, encoderFile: model.encoderFile, paramOf });
+  const dim = embedded.embeddings.length / texts.length;
+  const probabilities = scoreSegments(embedded.embeddings, dim, Int32Array.of(texts.length), Int32Array.of(0), packHeads([model.head]));
+  const truncated = Uint8Array.from(embedded.truncated, (cut) => (cut ? 1 : 0));
+  const chunks = truncate === 'chunks' ? embedded.chunks : null;
+  if (bank === null) return { probabilities, truncated, chunks, neighbours: null };
+  const { examples, embeddings } = await bank;
+  return {
+    probabilities,
+    truncated,
+    chunks,
+    neighbours: (answers) => nearest(model.taskType, examples as never, embeddings, embedded.embeddings, dim, answers, explain as number),
+  };
+}
