@@ -1,8 +1,10 @@
 // Multi-head self-attention over a packed batch: each text attends only to its
 // own tokens, per head, so no padding and no mask. Q, K, V sit side by side in
 // one [tokens x 3·hidden] matrix (the fused projection's output); head h owns
-// columns [h·d, (h+1)·d) of each. The softmax output P (before dropout) is kept
-// per text and head for backward; dropout masks are recomputed from the RNG.
+// columns [h·d, (h+1)·d) of each. The softmax output P is not kept: backward
+// recomputes it from Q and K (heads x n² cells a text, 12 KB a token per layer for
+// svc-small's 256-token texts, against a product of n·d a cell), bit for bit, as it
+// recomputes the dropout masks from the RNG.
 #pragma once
 
 #include <cmath>
@@ -22,7 +24,6 @@ struct PackedLayout {
   int texts = 0;
   const int32_t* offsets = nullptr;       // first token row of each text
   const int32_t* lengths = nullptr;
-  const int64_t* prob_offsets = nullptr;  // start of each text's heads x n x n block of P
   int text0 = 0;                          // batch index of the first text: dropout masks are keyed by it
 };
 
@@ -93,42 +94,45 @@ void head_product(bool bf16, bool ta, bool tb, int m, int n, int k, const T* a, 
   gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, T(0), c, ldc);
 }
 
+// One text and head's P = softmax(Q·Kᵀ·scale) into pr (n x n): forward and backward both call
+// this, so backward's P is forward's to the bit.
+template <typename T>
+void head_probs(bool bf16, int n, int d, int hidden, T scale, const T* q, T* pr) {
+  head_product<T>(bf16, false, true, n, n, d, q, 3 * hidden, q + hidden, 3 * hidden, pr, n);
+  softmax_rows(n, scale, pr);
+}
+
 // ctx[tokens x hidden] = softmax(Q·Kᵀ/√d) (dropped out) · V, per text and head.
 template <typename T>
-void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* qkv, T* probs, T* ctx,
-                       const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false) {
+void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* qkv, T* ctx, const DropoutStream& drop,
+                       double p_drop, Workers* workers, bool bf16 = false) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
-    std::vector<T> dropped;
+    std::vector<T> pr;
     for (int64_t w = w0; w < w1; ++w) {
       const int t = static_cast<int>(w / heads), h = static_cast<int>(w % heads);
       const int n = lay.lengths[t];
       const T* q = qkv + static_cast<int64_t>(lay.offsets[t]) * ld + h * d;
-      T* pr = probs + lay.prob_offsets[t] + static_cast<int64_t>(h) * n * n;
-      head_product<T>(bf16, false, true, n, n, d, q, ld, q + hidden, ld, pr, n);
-      softmax_rows(n, scale, pr);
-      const T* pv = pr;
-      if (drop.active) {
-        dropped.assign(pr, pr + static_cast<int64_t>(n) * n);
-        attention_dropout(drop, T(1) / T(1 - p_drop), lay.text0 + t, h, static_cast<int64_t>(n) * n, dropped.data());
-        pv = dropped.data();
-      }
-      head_product<T>(bf16, false, false, n, d, n, pv, n, q + 2 * hidden, ld,
+      pr.resize(static_cast<int64_t>(n) * n);
+      head_probs(bf16, n, d, hidden, scale, q, pr.data());
+      if (drop.active)
+        attention_dropout(drop, T(1) / T(1 - p_drop), lay.text0 + t, h, static_cast<int64_t>(n) * n, pr.data());
+      head_product<T>(bf16, false, false, n, d, n, pr.data(), n, q + 2 * hidden, ld,
                       ctx + static_cast<int64_t>(lay.offsets[t]) * hidden + h * d, hidden);
     }
   });
 }
 
 // From d ctx to d qkv (overwritten): dV = P̃ᵀ·dC, dP̃ = dC·Vᵀ, dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √d,
-// dQ = dS·K, dK = dSᵀ·Q, where P̃ is P after dropout.
+// dQ = dS·K, dK = dSᵀ·Q, where P (recomputed) is softmax(Q·Kᵀ/√d) and P̃ is P after dropout.
 template <typename T>
-void attention_backward(const PackedLayout& lay, int heads, int hidden, const T* qkv, const T* probs, const T* dctx,
-                        T* dqkv, const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false) {
+void attention_backward(const PackedLayout& lay, int heads, int hidden, const T* qkv, const T* dctx, T* dqkv,
+                        const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
-    std::vector<T> dropped, dp;
+    std::vector<T> pr, dropped, dp;
     for (int64_t w = w0; w < w1; ++w) {
       const int t = static_cast<int>(w / heads), h = static_cast<int>(w % heads);
       const int n = lay.lengths[t];
@@ -137,11 +141,12 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
       const T* q = qkv + row0 * ld + h * d;
       T* dq = dqkv + row0 * ld + h * d;
       const T* dc = dctx + row0 * hidden + h * d;
-      const T* pr = probs + lay.prob_offsets[t] + static_cast<int64_t>(h) * nn;
+      pr.resize(nn);
+      head_probs(bf16, n, d, hidden, scale, q, pr.data());
       const T keep_scale = drop.active ? T(1) / T(1 - p_drop) : T(1);
-      const T* pv = pr;
+      const T* pv = pr.data();
       if (drop.active) {
-        dropped.assign(pr, pr + nn);
+        dropped.assign(pr.begin(), pr.end());
         attention_dropout(drop, keep_scale, lay.text0 + t, h, nn, dropped.data());
         pv = dropped.data();
       }
@@ -155,7 +160,7 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
         T* g = dp.data();
         for (int64_t c = 0; c < nn; ++c) g[c] = kept[c] != T(0) ? g[c] * keep_scale : T(0);
       }
-      softmax_backward_rows(n, scale, pr, dp.data());
+      softmax_backward_rows(n, scale, pr.data(), dp.data());
       head_product<T>(bf16, false, false, n, d, n, dp.data(), n, q + hidden, ld, dq, ld);    // dQ = dS·K
       head_product<T>(bf16, true, false, n, d, n, dp.data(), n, q, ld, dq + hidden, ld);     // dK = dSᵀ·Q
     }

@@ -75,21 +75,17 @@ GradCheck check_gelu() {
   return r;
 }
 
-// Texts of `lengths` packed one after another, with each text's block of heads x n x n probabilities.
+// Texts of `lengths` packed one after another.
 struct Packed {
   std::vector<int32_t> lengths, offsets;
-  std::vector<int64_t> prob_offsets;
   int tokens = 0;
-  int64_t cells = 0;
   PackedLayout lay;
-  Packed(std::vector<int32_t> text_lengths, int heads) : lengths(std::move(text_lengths)) {
+  explicit Packed(std::vector<int32_t> text_lengths) : lengths(std::move(text_lengths)) {
     for (int32_t n : lengths) {
       offsets.push_back(tokens);
-      prob_offsets.push_back(cells);
       tokens += n;
-      cells += static_cast<int64_t>(heads) * n * n;
     }
-    lay = PackedLayout{static_cast<int>(lengths.size()), offsets.data(), lengths.data(), prob_offsets.data()};
+    lay = PackedLayout{static_cast<int>(lengths.size()), offsets.data(), lengths.data()};
   }
   Packed(const Packed&) = delete;  // lay points into this object's vectors
 };
@@ -98,17 +94,16 @@ GradCheck check_attention() {
   GradCheck r{"attention", 0, 0};
   Rand rng{4};
   const int hidden = 8, heads = 2;
-  const Packed packed({3, 5, 1, 4}, heads);
+  const Packed packed({3, 5, 1, 4});
   const double p = 0.1;
   const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
   auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 1.5), wy = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
-  std::vector<double> probs(packed.cells), ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
+  std::vector<double> ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
   auto loss = [&] {
-    attention_forward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), ctx.data(), drop, p, nullptr);
+    attention_forward<double>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr);
     return dot(ctx, wy);
   };
-  loss();
-  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), wy.data(), dqkv.data(), drop, p, nullptr);
+  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), wy.data(), dqkv.data(), drop, p, nullptr);
   compare(r, qkv, dqkv, loss);
   return r;
 }
@@ -186,18 +181,17 @@ GradCheck check_attention_fp32() {
   GradCheck r{"attention_fp32_vs_double", 0, 0};
   Rand rng{9};
   const int hidden = 32, heads = 2;
-  const Packed packed({1, 7, 16, 21, 40}, heads);
+  const Packed packed({1, 7, 16, 21, 40});
   const double p = 0.1;
   const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
   // Wide scores (|q·k|/√d up to ~9) so the softmax's max shift and exp range matter.
   auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 3.0), dctx = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
-  std::vector<double> probs(packed.cells), ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
-  attention_forward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), ctx.data(), drop, p, nullptr);
-  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), probs.data(), dctx.data(), dqkv.data(), drop, p, nullptr);
-  std::vector<float> qkvf(qkv.begin(), qkv.end()), dctxf(dctx.begin(), dctx.end()), probsf(packed.cells), ctxf(ctx.size()),
-      dqkvf(qkv.size());
-  attention_forward<float>(packed.lay, heads, hidden, qkvf.data(), probsf.data(), ctxf.data(), drop, p, nullptr);
-  attention_backward<float>(packed.lay, heads, hidden, qkvf.data(), probsf.data(), dctxf.data(), dqkvf.data(), drop, p, nullptr);
+  std::vector<double> ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
+  attention_forward<double>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr);
+  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), dctx.data(), dqkv.data(), drop, p, nullptr);
+  std::vector<float> qkvf(qkv.begin(), qkv.end()), dctxf(dctx.begin(), dctx.end()), ctxf(ctx.size()), dqkvf(qkv.size());
+  attention_forward<float>(packed.lay, heads, hidden, qkvf.data(), ctxf.data(), drop, p, nullptr);
+  attention_backward<float>(packed.lay, heads, hidden, qkvf.data(), dctxf.data(), dqkvf.data(), drop, p, nullptr);
   auto against = [&r](const std::vector<float>& got, const std::vector<double>& want) {
     double scale = 0;
     for (double v : want) scale = std::max(scale, std::fabs(v));
@@ -206,7 +200,6 @@ GradCheck check_attention_fp32() {
       ++r.compared;
     }
   };
-  against(probsf, probs);
   against(ctxf, ctx);
   against(dqkvf, dqkv);
   return r;

@@ -4,6 +4,8 @@
 // s·x·Aᵀ sits in the layer's lora_u from t·rows·r on.
 #pragma once
 
+#include <vector>
+
 #include "train/model.h"
 #include "train/ops.h"
 
@@ -31,14 +33,15 @@ void lora_forward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, int
 
 // Backward of those paths from dy (the linear layer's output gradient, row stride ldy):
 // dA, dB into ad->grads, and dx += the paths' input gradient unless dx is null.
+// `a` is the layer's kept activations (its lora_u); `g` is scratch.
 template <typename T>
 void lora_backward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, int l, int linear, int rows,
-                          const T* x, const T* dy, int ldy, T* dx, Workspace<T>& ws, Workers* workers) {
+                          const T* x, const T* dy, int ldy, T* dx, const LayerActivations<T>& a, std::vector<T>& g,
+                          Workers* workers) {
   if (!ad || !ad->grads) return;
   const LoraConfig& lc = *ad->config;
   const LoraOffsets o = lora_offsets(cfg, lc, l);
-  const LayerActivations<T>& a = ws.layers[l];
-  ws.lora_g.resize(static_cast<size_t>(rows) * lc.rank);
+  g.resize(static_cast<size_t>(rows) * lc.rank);
   for (int t = 0; t < kLoraTargets; ++t) {
     if (!lc.targets[t] || lora_linear(t) != linear) continue;
     int in = 0, out = 0;
@@ -46,7 +49,7 @@ void lora_backward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, in
     const T* u = a.lora_u.data() + static_cast<int64_t>(t) * rows * lc.rank;
     const int64_t col = t <= kLoraValue ? static_cast<int64_t>(t) * cfg.hidden : 0;
     lora_backward<T>(rows, in, out, lc.rank, T(lc.scale()), x, ad->values + o.a[t], ad->values + o.b[t], u, dy + col,
-                     ldy, dx, ad->grads + o.a[t], ad->grads + o.b[t], ws.lora_g.data(), workers);
+                     ldy, dx, ad->grads + o.a[t], ad->grads + o.b[t], g.data(), workers);
   }
 }
 

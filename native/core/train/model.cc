@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "tensor/half.h"
-#include "train/lora_layer.h"
+#include "train/layer_pass.h"
 #include "train/ops.h"
 
 namespace svc::train {
@@ -36,11 +36,6 @@ void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const Pair
   }
 }
 
-template <typename T>
-void add_into(int64_t n, const T* a, T* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a[i];
-}
-
 // One group of consecutive texts of the batch: `text0` and `row0` place it in
 // the whole batch, so dropout masks (keyed by global text and row) are the same
 // however the batch is split.
@@ -51,88 +46,52 @@ struct TextGroup {
   int64_t row0;
 };
 
-// Forward over one group: keeps what backward needs in ws; ws.emb gets the
-// group's normalized embeddings.
+template <typename T>
+LayerPass<T> layer_pass(const EncoderConfig& cfg, const T* params, int l, const PackedLayout& lay, const TextGroup& g,
+                        const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
+                        const PackedBf16* panels16, const AdapterPass<T>* ad) {
+  return LayerPass<T>{cfg,    params, ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l), l, ws.tokens, lay,
+                      g.row0, key,    workers, panels, panels16, ad};
+}
+
+// Forward over one group; ws.emb gets the group's normalized embeddings. With `keep` (backward
+// follows), every layer's LayerActivations stay in ws for it; without, one layer's are reused.
 template <typename T>
 void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, const TextGroup& g,
                   const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
-                  const PackedBf16* panels16, const AdapterPass<T>* ad) {
-  const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
+                  const PackedBf16* panels16, const AdapterPass<T>* ad, bool keep) {
+  const int h = cfg.hidden, f = cfg.intermediate;
   const double p = key.training ? cfg.dropout : 0.0;
   ws.offsets.resize(g.texts);
-  ws.prob_offsets.resize(g.texts);
-  int64_t tokens = 0, prob_cells = 0;
+  int64_t tokens = 0;
   for (int t = 0; t < g.texts; ++t) {
-    const int n = g.lengths[t];
     ws.offsets[t] = static_cast<int32_t>(tokens);
-    ws.prob_offsets[t] = prob_cells;
-    tokens += n;
-    prob_cells += static_cast<int64_t>(heads) * n * n;
+    tokens += g.lengths[t];
   }
   const int rows = static_cast<int>(tokens);
-  const int64_t th = tokens * h, tf = tokens * f;
+  const size_t th = static_cast<size_t>(tokens) * h, tf = static_cast<size_t>(tokens) * f;
   ws.tokens = rows;
-  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, ws.prob_offsets.data(), g.text0};
-  auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
-
-  ws.layers.resize(cfg.layers);
-  ws.tmp.resize(th);
-  ws.out.resize(th);
-  ws.layers[0].x.resize(th);
+  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, g.text0};
+  if (ws.layers.size() < static_cast<size_t>(keep ? cfg.layers : 1)) ws.layers.resize(keep ? cfg.layers : 1);
+  for (std::vector<T>* v : {&ws.x0, &ws.x, &ws.h1, &ws.tmp, &ws.emb_xhat}) fit(*v, th);
+  for (std::vector<T>* v : {&ws.act, &ws.cdf}) fit(*v, tf);
+  ws.emb_rstd.resize(rows);
   PairBatch sub;
   sub.ids = g.ids;
   sub.lengths = g.lengths;
   sub.texts = g.texts;
-  ws.emb_xhat.resize(th);
-  ws.emb_rstd.resize(rows);
-  embed_tokens(cfg, emb, sub, ws, ws.layers[0].x.data());
-  dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.layers[0].x.data());
+  embed_tokens(cfg, emb, sub, ws, ws.x0.data());
+  dropout_apply(dropout_stream(key.seed, key.step, -1, DropSite::kEmbeddings, p), p, g.row0, rows, h, ws.x0.data());
 
   for (int l = 0; l < cfg.layers; ++l) {
-    const LayerOffsets o = ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l);
-    LayerActivations<T>& a = ws.layers[l];
-    auto packed = [&](int m) {
-      const int i = kPanelsPerLayer * l + m;
-      return PackedWeight{panels ? &panels[i] : nullptr, nullptr, panels16 ? &panels16[i] : nullptr, nullptr};
-    };
-    a.qkv.resize(3 * th);
-    a.probs.resize(prob_cells);
-    a.ctx.resize(th);
-    a.xhat1.resize(th);
-    a.rstd1.resize(rows);
-    a.h1.resize(th);
-    a.inter.resize(tf);
-    a.cdf.resize(tf);
-    a.act.resize(tf);
-    a.xhat2.resize(th);
-    a.rstd2.resize(rows);
-    linear_forward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, params + o.bqkv, a.qkv.data(), workers,
-                      packed(0));
-    lora_forward_linear(cfg, ad, l, 0, rows, a.x.data(), a.qkv.data(), 3 * h, a, workers);
-    attention_forward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), a.ctx.data(),
-                         stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
-    linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers, packed(1));
-    lora_forward_linear(cfg, ad, l, 1, rows, a.ctx.data(), ws.tmp.data(), h, a, workers);
-    dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
-    add_into(th, a.x.data(), ws.tmp.data());
-    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln1_g, params + o.ln1_b, cfg.layer_norm_eps, a.h1.data(),
-                          a.xhat1.data(), a.rstd1.data());
-    linear_forward<T>(rows, h, f, a.h1.data(), params + o.wi, params + o.bi, a.inter.data(), workers, packed(2));
-    lora_forward_linear(cfg, ad, l, 2, rows, a.h1.data(), a.inter.data(), f, a, workers);
-    gelu_forward<T>(tf, a.inter.data(), a.act.data(), a.cdf.data(), workers);
-    linear_forward<T>(rows, f, h, a.act.data(), params + o.wo2, params + o.bo2, ws.tmp.data(), workers, packed(3));
-    lora_forward_linear(cfg, ad, l, 3, rows, a.act.data(), ws.tmp.data(), h, a, workers);
-    dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
-    add_into(th, a.h1.data(), ws.tmp.data());
-    T* next = l + 1 < cfg.layers ? (ws.layers[l + 1].x.resize(th), ws.layers[l + 1].x.data()) : ws.out.data();
-    layer_norm_forward<T>(rows, h, ws.tmp.data(), params + o.ln2_g, params + o.ln2_b, cfg.layer_norm_eps, next,
-                          a.xhat2.data(), a.rstd2.data());
+    const LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
+    layer_forward(lp, l == 0 ? ws.x0.data() : ws.x.data(), ws.x.data(), ws, ws.layers[keep ? l : 0]);
   }
 
   ws.pooled.resize(static_cast<int64_t>(g.texts) * h);
   ws.emb.resize(static_cast<int64_t>(g.texts) * h);
   ws.norms.resize(g.texts);
-  mean_pool_forward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.out.data(), ws.pooled.data());
+  mean_pool_forward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.x.data(), ws.pooled.data());
   l2_normalize_forward<T>(g.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
 }
 
@@ -142,69 +101,41 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
 // With `emb` (the embeddings train), also d loss / d the embedding LayerNorm's
 // input per token into ws.emb_dsum and its γ, β gradients into ws.emb_dln_g, _b.
 template <typename T>
-void backward_pass(const EncoderConfig& cfg, const T* params, T* grads, const TextGroup& g, const StepKey& key,
-                   Workspace<T>& ws, Workers* workers, const PackedF32* panels, const PackedBf16* panels16,
-                   const Embeddings<T>* emb, const AdapterPass<T>* ad) {
-  const int h = cfg.hidden, f = cfg.intermediate, heads = cfg.heads;
+void backward_pass(const EncoderConfig& cfg, const Embeddings<T>& embeddings, const T* params, T* grads,
+                   const TextGroup& g, const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
+                   const PackedBf16* panels16, bool train_embeddings, const AdapterPass<T>* ad) {
+  const int h = cfg.hidden, f = cfg.intermediate;
   const double p = key.training ? cfg.dropout : 0.0;
   const int rows = ws.tokens;
-  const int64_t th = static_cast<int64_t>(rows) * h, tf = static_cast<int64_t>(rows) * f;
-  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, ws.prob_offsets.data(), g.text0};
-  auto stream = [&](int layer, DropSite site) { return dropout_stream(key.seed, key.step, layer, site, p); };
+  const size_t th = static_cast<size_t>(rows) * h, tf = static_cast<size_t>(rows) * f;
+  const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, g.text0};
   ws.dpooled.resize(ws.emb.size());
-  ws.dy.resize(th);
-  ws.dh.resize(th);
-  ws.dctx.resize(th);
-  ws.dqkv.resize(3 * th);
-  ws.dbig.resize(tf);
+  for (std::vector<T>* v : {&ws.dy, &ws.dh, &ws.dctx}) fit(*v, th);
+  fit(ws.dqkv, 3 * th);
+  fit(ws.dbig, tf);
   l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
   mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
 
-  // Null gradient pointers make the linear and LayerNorm backward skip their parameters.
-  auto grad = [&](int64_t offset) { return grads ? grads + offset : nullptr; };
   for (int l = cfg.layers - 1; l >= 0; --l) {
-    const LayerOffsets o = ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l);
-    LayerActivations<T>& a = ws.layers[l];
-    auto packed = [&](int m) {
-      const int i = kPanelsPerLayer * l + m;
-      return PackedWeight{nullptr, panels ? &panels[i] : nullptr, nullptr, panels16 ? &panels16[i] : nullptr};
-    };
-    // ws.dy holds d loss / d (layer output).
-    layer_norm_backward<T>(rows, h, ws.dy.data(), a.xhat2.data(), a.rstd2.data(), params + o.ln2_g, ws.dh.data(),
-                           grad(o.ln2_g), grad(o.ln2_b));
-    ws.tmp.assign(ws.dh.begin(), ws.dh.begin() + th);
-    dropout_apply(stream(l, DropSite::kFfnOutput), p, g.row0, rows, h, ws.tmp.data());
-    linear_backward<T>(rows, f, h, a.act.data(), params + o.wo2, ws.tmp.data(), ws.dbig.data(), T(0),
-                       grad(o.wo2), grad(o.bo2), workers, packed(3));
-    lora_backward_linear(cfg, ad, l, 3, rows, a.act.data(), ws.tmp.data(), h, ws.dbig.data(), ws, workers);
-    gelu_backward<T>(tf, a.inter.data(), a.cdf.data(), ws.dbig.data(), ws.dbig.data(), workers);
-    // The residual already put d(output LN input) into dh; add the FFN branch.
-    linear_backward<T>(rows, h, f, a.h1.data(), params + o.wi, ws.dbig.data(), ws.dh.data(), T(1), grad(o.wi),
-                       grad(o.bi), workers, packed(2));
-    lora_backward_linear(cfg, ad, l, 2, rows, a.h1.data(), ws.dbig.data(), f, ws.dh.data(), ws, workers);
-    layer_norm_backward<T>(rows, h, ws.dh.data(), a.xhat1.data(), a.rstd1.data(), params + o.ln1_g, ws.dy.data(),
-                           grad(o.ln1_g), grad(o.ln1_b));
-    ws.tmp.assign(ws.dy.begin(), ws.dy.begin() + th);
-    dropout_apply(stream(l, DropSite::kAttentionOutput), p, g.row0, rows, h, ws.tmp.data());
-    linear_backward<T>(rows, h, h, a.ctx.data(), params + o.wo, ws.tmp.data(), ws.dctx.data(), T(0), grad(o.wo),
-                       grad(o.bo), workers, packed(1));
-    lora_backward_linear(cfg, ad, l, 1, rows, a.ctx.data(), ws.tmp.data(), h, ws.dctx.data(), ws, workers);
-    attention_backward<T>(lay, heads, h, a.qkv.data(), a.probs.data(), ws.dctx.data(), ws.dqkv.data(),
-                          stream(l, DropSite::kAttentionProbs), p, workers, panels16 != nullptr);
+    const LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
+    // The layer's input: the embeddings (kept), or the layer below's output from its x̂.
+    const T* x = ws.x0.data();
+    if (l > 0) {
+      const LayerOffsets below = ad && ad->layers ? ad->layers[l - 1] : layer_offsets(cfg, l - 1);
+      layer_norm_affine<T>(rows, h, ws.layers[l - 1].xhat2.data(), params + below.ln2_g, params + below.ln2_b,
+                           ws.x.data());
+      x = ws.x.data();
+    }
     // Frozen embeddings need no gradient, so layer 0 then skips d input.
-    linear_backward<T>(rows, h, 3 * h, a.x.data(), params + o.wqkv, ws.dqkv.data(),
-                       l > 0 || emb ? ws.dy.data() : nullptr, T(1), grad(o.wqkv), grad(o.bqkv), workers,
-                       packed(0));
-    lora_backward_linear(cfg, ad, l, 0, rows, a.x.data(), ws.dqkv.data(), 3 * h, l > 0 || emb ? ws.dy.data() : nullptr,
-                         ws, workers);
+    layer_backward(lp, x, grads, l > 0 || train_embeddings, ws, ws.layers[l]);
   }
-  if (!emb) return;
+  if (!train_embeddings) return;
   // ws.dy holds d loss / d (layer 0 input) = d (dropped-out embedding LayerNorm output).
-  dropout_apply(stream(-1, DropSite::kEmbeddings), p, g.row0, rows, h, ws.dy.data());
+  dropout_apply(dropout_stream(key.seed, key.step, -1, DropSite::kEmbeddings, p), p, g.row0, rows, h, ws.dy.data());
   ws.emb_dsum.resize(th);
   ws.emb_dln_g.assign(h, T(0));
   ws.emb_dln_b.assign(h, T(0));
-  layer_norm_backward<T>(rows, h, ws.dy.data(), ws.emb_xhat.data(), ws.emb_rstd.data(), emb->ln_g.data(),
+  layer_norm_backward<T>(rows, h, ws.dy.data(), ws.emb_xhat.data(), ws.emb_rstd.data(), embeddings.ln_g.data(),
                          ws.emb_dsum.data(), ws.emb_dln_g.data(), ws.emb_dln_b.data());
 }
 
@@ -347,7 +278,11 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
       bwd = ws.panels_bwd.data();
     }
   }
-  each_group([&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16, adapter); });
+  // Only a step that runs backward keeps every layer's activations.
+  const bool keep = train_grads != nullptr && b.pairs > 0;
+  each_group([&](int i) {
+    forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16, adapter, keep);
+  });
 
   ws.emb.resize(static_cast<int64_t>(b.texts) * h);
   for (int i = 0; i < parts; ++i)
@@ -377,8 +312,8 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     } else {
       zero_vector_grads(cfg, target);
     }
-    backward_pass(cfg, params, adapter ? nullptr : target, groups[i], key, part, inner, bwd, bwd16,
-                  emb_grads ? &emb : nullptr, adapter ? &part_adapter : nullptr);
+    backward_pass(cfg, emb, params, adapter ? nullptr : target, groups[i], key, part, inner, bwd, bwd16,
+                  emb_grads != nullptr, adapter ? &part_adapter : nullptr);
   });
   if (emb_grads) scatter_embedding_grads(cfg, emb, groups, ws.parts, *emb_grads);
   // Sum the groups' gradients in group order: fixed for a given thread count.

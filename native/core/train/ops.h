@@ -116,6 +116,17 @@ void layer_norm_forward(int rows, int cols, const T* x, const T* g, const T* b, 
   }
 }
 
+// y = g·x̂ + b per row: a LayerNorm's output again from its kept x̂, the same expression
+// layer_norm_forward evaluates, so the same bits (backward recomputes layer inputs this way).
+template <typename T>
+void layer_norm_affine(int rows, int cols, const T* xhat, const T* g, const T* b, T* y) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int j = 0; j < cols; ++j) {
+      const T h = xhat[r * cols + j];
+      y[r * cols + j] = g[j] * h + b[j];
+    }
+}
+
 // dx = (1/σ)(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂)) with dx̂ = dy·g; dg += Σ dy·x̂, db += Σ dy
 // (skipped when dg is null: a frozen LayerNorm).
 template <typename T>
