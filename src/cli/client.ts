@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
 import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../contract/schemas.js';
+import { parseModelName, type VersionList, type VersionObject } from '../contract/versions.js';
 import { kFinetuneMethods, kTaskTypes } from '../contract/train-request.js';
 import type { FinetuneMethod, TaskType } from '../contract/train-request.js';
 import { readTrainFile, type TrainFile } from './examples-file.js';
@@ -160,26 +161,37 @@ export async function trainCommand(args: string[]): Promise<number> {
       'num-iterations': { type: 'string' },
       'task-type': { type: 'string' },
       balanced: { type: 'boolean' },
+      'version-of': { type: 'string' },
       wait: { type: 'boolean', default: false },
     },
   });
   checkTrainFlags(values);
   const conn = connection(values);
   const file = await readTrainFile(values.examples as string, values['label-text'], values['task-type'] as TaskType | undefined);
-  let model = await call<ModelObject>(conn, 'POST', '/v2/train', trainBody(file, values));
+  // --version-of: the next version of that classifier (not live until `svc models promote`); its id is `<id>@<n>`.
+  const versionOf = values['version-of'];
+  const route = versionOf === undefined ? '/v2/train' : `/v2/models/${encodeURIComponent(versionOf)}/versions`;
+  let model = await call<ModelObject | VersionObject>(conn, 'POST', route, trainBody(file, values));
   if (values.wait) {
     const report = progressReporter(process.stderr);
     while (model.status === 'training') {
       await new Promise((r) => setTimeout(r, kPollMs));
       const progress = await call<ProgressObject>(conn, 'GET', `/v2/models/${model.id}/progress`);
       report(progress);
-      if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
+      if (progress.status !== 'training') model = await refetch(conn, model);
     }
     const bar = model.status === 'trained' ? '#'.repeat(20) : '-'.repeat(20);
     process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}[${bar}] ${model.status}\n`);
   }
   console.log(JSON.stringify(model, null, 2));
   return model.status === 'failed' ? 1 : 0;
+}
+
+/** The model or version object again, as the service has it now. */
+async function refetch(conn: Connection, model: ModelObject | VersionObject): Promise<ModelObject | VersionObject> {
+  if (model.object === 'model') return call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
+  const versions = await call<VersionList>(conn, 'GET', `/v2/models/${encodeURIComponent(model.model)}/versions`);
+  return versions.data.find((v) => v.version === model.version) ?? model;
 }
 
 /** `svc predict --model <id> "text" ...`: prints the predict response. */
@@ -241,25 +253,33 @@ export async function classifyCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+const kModelsUsage =
+  'usage: svc models list | svc models show <id>[@<n>] | svc models versions <id> | svc models promote <id> <n> | svc models delete <id>[@<n>]';
+
 /**
  * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
  * labels and metrics (cross-validated accuracy and macro-F1 with the encoder they were measured on,
- * validation figures when sent); `svc models delete <id>` deletes a model and its hub copy.
+ * validation figures when sent), `<id>@<n>` one version's; `svc models versions <id>` the versions of a
+ * classifier; `svc models promote <id> <n>` makes version n live (an older one rolls back);
+ * `svc models delete <id>` deletes a model with every version and hub copy, `<id>@<n>` only version n.
  */
 export async function modelsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { ...kConnection }, allowPositionals: true });
-  const [action, id] = positionals;
-  const withId = action === 'show' || action === 'delete';
-  if (!((action === 'list' && positionals.length === 1) || (withId && id !== undefined && positionals.length === 2))) {
-    console.error('usage: svc models list | svc models show <id> | svc models delete <id>');
+  const [action, id, version] = positionals;
+  const arity: Record<string, number> = { list: 1, show: 2, versions: 2, promote: 3, delete: 2 };
+  const named = action === undefined ? undefined : parseModelName(id ?? '');
+  if (action === undefined || arity[action] !== positionals.length || (id !== undefined && named === null)) {
+    console.error(kModelsUsage);
     return 2;
   }
   const conn = connection(values);
-  const path = `/v2/models/${encodeURIComponent(id ?? '')}`;
-  const answer =
-    action === 'list'
-      ? await call<ModelList>(conn, 'GET', '/v2/models')
-      : await call<unknown>(conn, action === 'delete' ? 'DELETE' : 'GET', path);
+  const path = `/v2/models/${encodeURIComponent(named?.id ?? '')}`;
+  let answer: unknown;
+  if (action === 'list') answer = await call<ModelList>(conn, 'GET', '/v2/models');
+  else if (action === 'show') answer = await call<ModelObject>(conn, 'GET', `/v2/models/${encodeURIComponent(id)}`);
+  else if (action === 'versions') answer = await call<VersionList>(conn, 'GET', `${path}/versions`);
+  else if (action === 'promote') answer = await call<VersionObject>(conn, 'POST', `${path}/promote`, { version: Number(version) });
+  else answer = await call<unknown>(conn, 'DELETE', named?.version == null ? path : `${path}/versions/${named.version}`);
   console.log(JSON.stringify(answer, null, 2));
   return 0;
 }

@@ -142,7 +142,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   train: {
     summary: 'train a classifier from an examples file',
     usage: [
-      'train --examples <file> [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank <r>]] [--num-iterations <n>] [--wait]',
+      'train --examples <file> [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank <r>]] [--num-iterations <n>] [--version-of <id>] [--wait]',
     ],
     options: [
       ['--examples <file>', 'the labelled examples (formats below)'],
@@ -154,6 +154,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--finetune adapter|full', `adapter: a LoRA adapter on the frozen base (~0.7 MB a model); full: the whole encoder (~90 MB); default ${kDefaultFinetuneMethod}`],
       ['--rank <r>', `with --finetune adapter: the adapter's rank (default ${kDefaultAdapterRank}, at most ${kMaxRequestAdapterRank})`],
       ['--num-iterations <n>', 'fine-tuning pair rounds per example (default 20)'],
+      ['--version-of <id>', 'train the next version of that classifier (not live until svc models promote); prints the version object'],
       ['--wait', 'poll until trained, showing the stage and the loss on stderr'],
       ...kConnectionOptions,
       kHelpOption,
@@ -175,17 +176,27 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'names separated by | (an empty cell: no label). Prints the model object.',
   },
   models: {
-    summary: "list the trained models, show one with its labels and metrics, or delete one",
-    usage: ['models list', 'models show <id>', 'models delete <id>'],
+    summary: 'list the trained models, show one with its labels and metrics, list its versions, promote one, or delete',
+    usage: ['models list', 'models show <id>[@<n>]', 'models versions <id>', 'models promote <id> <n>', 'models delete <id>[@<n>]'],
     options: [...kConnectionOptions, kHelpOption],
-    examples: ['svc models list', 'svc models show svc-small-5b8257b3efa7', 'svc models delete svc-small-5b8257b3efa7'],
+    examples: [
+      'svc models list',
+      'svc models show svc-small-5b8257b3efa7',
+      'svc models versions svc-small-5b8257b3efa7',
+      'svc models promote svc-small-5b8257b3efa7 2',
+      'svc models delete svc-small-5b8257b3efa7@2',
+    ],
     notes:
       'Prints the model objects. A trained model has metrics: train_accuracy, cv_accuracy and cv_macro_f1\n' +
       '(stratified k-fold cross-validation of the head on the training examples, cv_folds folds),\n' +
       "cv_encoder ('trained': measured on the model's own encoder, frozen models; 'base': on the base\n" +
       'encoder, fine-tuned models, a conservative estimate since their encoder saw every example), and\n' +
       'validation_accuracy and validation_macro_f1 when the train request sent a validation set.\n' +
-      'delete removes the model and its hub copy and prints {id, object, deleted: true}.',
+      'delete removes the model and its hub copy and prints {id, object, deleted: true}.\n' +
+      'Versions: `svc train --version-of <id>` trains the next version of a classifier (same task\n' +
+      'type and labels); it is not live until `svc models promote <id> <n>`, and promoting an older\n' +
+      'one rolls back. <id>@<n> names version n (predict --model takes it too); delete <id>@<n>\n' +
+      'removes only that version (not the live one, not version 1).',
   },
   predict: {
     summary: 'classify texts with a trained model',
