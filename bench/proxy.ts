@@ -105,7 +105,7 @@ export async function run(args: string[]): Promise<void> {
   const [fakeUrls] = (await once(fakeThread, 'message')) as [FakeProvider['urls']];
   const proxyThread = new Worker(boot, { eval: true, workerData: { role: 'proxy', fakeUrls } });
   const [h] = (await once(proxyThread, 'message')) as [ProxyThreadReady];
-  let logged = 0;
+  let logged: number;
   const agents: [http.Agent, http.Agent] = [
     new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 }),
     new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 }),

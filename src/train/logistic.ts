@@ -270,7 +270,7 @@ export function fitLogisticRegression(
   const curvature = new Float64Array(n);
   margins(x, n, d, theta, z);
   let value = objective(theta, d, z, labels, scales);
-  let gradientNorm = Infinity;
+  let gradientNorm: number;
   let previousNorm = Infinity;
   let iterations = 0;
 
@@ -318,7 +318,7 @@ export function fitLogisticRegression(
 
     // Backtracking (Armijo) keeps every step a descent step; near the minimum alpha = 1.
     let alpha = 1;
-    let trial = new Float64Array(m);
+    const trial = new Float64Array(m);
     let trialValue = Infinity;
     for (let halvings = 0; halvings < 60; halvings++) {
       for (let j = 0; j < m; j++) trial[j] = theta[j] - alpha * step[j];
@@ -329,7 +329,6 @@ export function fitLogisticRegression(
     }
     if (!(trialValue <= value)) break;
     theta = trial;
-    trial = new Float64Array(m);
     z.set(trialZ);
     value = trialValue;
     iterations++;

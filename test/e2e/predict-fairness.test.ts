@@ -91,7 +91,10 @@ describe('organizations sharing the predict queue', () => {
     const controller = new AbortController();
     let bigAnswered = false;
     const big = predict('b', long(48, 30), controller.signal).then(
-      (reply) => (bigAnswered = true) && reply,
+      (reply) => {
+        bigAnswered = true;
+        return reply;
+      },
       () => null,
     );
     while (batchStats().batches === 0) await sleep(1);
