@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 import type { Plugin } from 'esbuild';
 import { defineConfig } from 'tsup';
@@ -45,6 +46,22 @@ function serverPackages(): Plugin {
   };
 }
 
+/**
+ * The declarations, one file per module (dist/types/predict/classifier.d.ts for src/predict/classifier.ts), so that
+ * go-to-definition lands in a file named after the code: tsup's rolled-up declarations put every type the two
+ * entries share in a chunk with a hashed name. tsc writes them (tsconfig.types.json); each gets a .d.cts twin whose
+ * relative imports end in .cjs, for `require` (TypeScript reads a .d.ts of a "type": "module" package as ESM).
+ */
+function writeDeclarations(): void {
+  execFileSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.types.json'], { stdio: 'inherit' });
+  for (const file of readdirSync(join('dist', 'types'), { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith('.d.ts')) continue;
+    const esm = readFileSync(join('dist', 'types', file), 'utf8');
+    const cjs = esm.replace(/(from\s+|import\(\s*)(['"])(\.\.?\/[^'"]*)\.js\2/g, '$1$2$3.cjs$2');
+    writeFileSync(join('dist', 'types', file.replace(/\.d\.ts$/, '.d.cts')), cjs);
+  }
+}
+
 // Four entry points: the library (`svc-classify`), the service pieces (`svc-classify/server`),
 // the pool's worker (piscina loads it by file name, so it must be its own file), and the `svc`
 // command. Shared code goes to chunks so that both package entries use one SvcError class.
@@ -56,7 +73,7 @@ export default defineConfig({
     cli: 'src/cli/main.ts',
   },
   format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts', server: 'src/server/index.ts' } },
+  onSuccess: async () => writeDeclarations(),
   sourcemap: true,
   clean: true,
   shims: true,
