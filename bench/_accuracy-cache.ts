@@ -7,7 +7,8 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-import { kDefaultAdapterRank, labelNames, numIterations, validateTrainRequest } from '../src/index.js';
+import { kDefaultAdapterRank, validateTrainRequest } from '../src/index.js';
+import { labelNames, numIterations } from '../src/train/request.js';
 import type { MultiClassTrainRequest, TaskType, TrainRequest } from '../src/index.js';
 import { forgetEncoder, poolOptions, poolThreads, runTask } from '../src/pool/pool.js';
 import { kDefaultSeed } from '../src/random.js';

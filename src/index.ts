@@ -1,5 +1,8 @@
 // The library: train, predict, embed and tokenize, with the pool's settings. Nothing here loads
 // Fastify or SQLite; the service pieces (routes, store, proxy) are in `svc-classify/server`.
+// This list is the supported API: etc/api/svc-classify.api.md records it (`npm run api`), CI fails
+// when it drifts, and test/types/ pins its types. The zod schemas are the HTTP contract's and live
+// in `svc-classify/server`; here, `validateTrainRequest` and `validateClassifyRequest` check input.
 export { SvcError } from './errors.js';
 export type { SvcErrorCode } from './errors.js';
 export { cpuInfo } from './native/index.js';
@@ -14,7 +17,6 @@ export { train } from './train/train.js';
 export type { TrainOptions, TrainProgress } from './train/train.js';
 export {
   validateTrainRequest,
-  trainRequestSchema,
   kMinExamples,
   kMaxExamples,
   kMaxTextLength,
@@ -28,7 +30,6 @@ export {
   kDefaultFinetuneMethod,
   kDefaultAdapterRank,
 } from './contract/train-request.js';
-export { numIterations, labelNames } from './train/request.js';
 export type {
   FinetuneMethod,
   TrainRequest,
@@ -43,7 +44,6 @@ export type {
 export { classify, kClassifyCachedHeads } from './train/classify.js';
 export type { ClassifyOptions, ClassifyResponse, ClassifyPrediction } from './train/classify.js';
 export {
-  classifyRequestSchema,
   validateClassifyRequest,
   kMaxClassifyInputs,
   kMaxClassifyExamples,

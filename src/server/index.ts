@@ -1,5 +1,6 @@
 // `svc-classify/server`: the service pieces — the /v2, hub and proxy Fastify plugins, the stand-alone
-// server, the service and its SQLite store, and the HTTP contract's schemas and types.
+// server, the service and its stores, and the HTTP contract's schemas and types. This list is the
+// supported API: etc/api/svc-classify-server.api.md records it (`npm run api`) and CI fails when it drifts.
 export { svcRoutes, kDefaultBodyLimit } from './routes.js';
 export type { SvcRoutesOptions } from './routes.js';
 export { hubRoutes } from './hub-routes.js';
@@ -15,13 +16,38 @@ export { SvcMetrics, metricsRoutes } from './metrics.js';
 export type { SvcMetricsOptions, MetricsRoutesOptions } from './metrics.js';
 export { rateLimited, kChannels } from '../telemetry.js';
 export type { PredictBatchEvent, TrainingJobEvent, ProxyCallEvent, RateLimitedEvent } from '../telemetry.js';
-export * from '../contract/schemas.js';
-export { SvcService, toModelObject } from '../service/service.js';
+export {
+  trainRequestSchema,
+  classifyRequestSchema,
+  predictRequestSchema,
+  kMaxPredictInputs,
+  modelSchema,
+  proxyModelSchema,
+  modelListSchema,
+  predictResponseSchema,
+  classifyResponseSchema,
+  deletedSchema,
+  progressSchema,
+  errorSchema,
+} from '../contract/schemas.js';
+export type {
+  PredictRequest,
+  ModelObject,
+  ProxyModelObject,
+  ModelList,
+  PredictResponse,
+  ClassifyResponseBody,
+  BinaryPredictResponse,
+  DeletedModel,
+  ProgressObject,
+  ErrorBody,
+} from '../contract/schemas.js';
+export { SvcService } from '../service/service.js';
 export type { Principal, CreatedApiKey, SvcServiceOptions } from '../service/service.js';
 export { LibraryRuntime } from '../service/library-runtime.js';
 export type { LibraryRuntimeOptions } from '../service/library-runtime.js';
 export type { ModelRuntime, RuntimeTrainHooks, RuntimeTrainJob, RuntimePrediction } from '../service/runtime.js';
-export { connectService, databaseUrlFromEnv, openService, proxyModelsFromEnv } from '../service/open.js';
+export { connectService, openService } from '../service/open.js';
 export type { ServiceLocation } from '../service/open.js';
 export { SqliteStore } from '../store/sqlite.js';
 export { PostgresStore } from '../store/postgres.js';
@@ -30,5 +56,5 @@ export { DirectoryArtifacts } from '../artifacts/directory.js';
 export { PostgresArtifacts } from '../artifacts/postgres.js';
 export { CachedArtifactHub } from '../artifacts/cached-hub.js';
 export type { ArtifactFile, ArtifactReader, ArtifactStore } from '../artifacts/types.js';
-export { resolveProviderConfig, kDefaultProviderUrls } from '../proxy/config.js';
+export { kDefaultProviderUrls } from '../proxy/config.js';
 export type { ProviderConfig, ProviderEndpoint, ProviderName, ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';

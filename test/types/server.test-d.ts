@@ -1,0 +1,50 @@
+// The public types of `svc-classify/server`, pinned (see library.test-d.ts): the plugins' options,
+// the model object and the bodies of the HTTP contract, inferred from their zod schemas.
+import { expectTypeOf } from 'expect-type';
+import type { FastifyPluginAsync } from 'fastify';
+import { describe, it } from 'vitest';
+import type { z } from 'zod';
+
+import * as server from '../../src/server/index.js';
+import {
+  type ErrorBody,
+  type ModelObject,
+  modelSchema,
+  type PredictResponse,
+  type RunningServer,
+  type ServerOptions,
+  startServer,
+  type SvcRoutesOptions,
+  svcRoutes,
+  SvcService,
+} from '../../src/server/index.js';
+
+describe('svc-classify/server types', () => {
+  it('svcRoutes is a Fastify plugin taking the service', () => {
+    expectTypeOf(svcRoutes).toEqualTypeOf<FastifyPluginAsync<SvcRoutesOptions>>();
+    expectTypeOf<SvcRoutesOptions['service']>().toEqualTypeOf<SvcService>();
+    expectTypeOf(startServer).parameter(0).toEqualTypeOf<ServerOptions | undefined>();
+    expectTypeOf(startServer).returns.resolves.toEqualTypeOf<RunningServer>();
+  });
+
+  it('the model object is the schema inferred, with the fields users read', () => {
+    expectTypeOf<ModelObject>().toEqualTypeOf<z.infer<typeof modelSchema>>();
+    expectTypeOf<ModelObject['object']>().toEqualTypeOf<'model'>();
+    expectTypeOf<ModelObject['status']>().toEqualTypeOf<'training' | 'trained' | 'failed'>();
+    expectTypeOf<ModelObject['context_window']>().toEqualTypeOf<number>();
+    expectTypeOf<ModelObject['error']>().toEqualTypeOf<string | undefined>();
+  });
+
+  it('error bodies and predict responses keep their shapes', () => {
+    expectTypeOf<ErrorBody['error']>().toEqualTypeOf<{ message: string; type: string; param: string | null; code: string | null }>();
+    expectTypeOf<Extract<PredictResponse, { label_text: string }>['predictions'][number]['label']>().toEqualTypeOf<boolean>();
+  });
+
+  it('exports the HTTP schemas by name and no internal helper', () => {
+    expectTypeOf(server).toHaveProperty('trainRequestSchema');
+    expectTypeOf(server).toHaveProperty('predictRequestSchema');
+    expectTypeOf(server).not.toHaveProperty('modelParamsSchema');
+    expectTypeOf(server).not.toHaveProperty('toModelObject');
+    expectTypeOf(server).not.toHaveProperty('databaseUrlFromEnv');
+  });
+});
