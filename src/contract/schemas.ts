@@ -6,6 +6,7 @@
 import { z } from 'zod';
 
 import { typeError } from '../parse.js';
+import { explainSchema, kMaxExplain, truncateSchema } from './long-texts.js';
 import { kCvEncoders } from './manifest.js';
 import { kMaxTextLength, kTaskTypes } from './train-request.js';
 
@@ -38,6 +39,10 @@ export const predictRequestSchema = z.strictObject({
     )
     .optional()
     .describe('Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5'),
+  truncate: truncateSchema,
+  explain: explainSchema.describe(
+    `Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to ${kMaxExplain}`,
+  ),
 });
 
 export const modelParamsSchema = z.strictObject({ model_id: z.string() });
@@ -102,6 +107,21 @@ const truncatedSchema = z
   .describe("true when the input had more tokens than the model's context_window and only its start was scored");
 const scoresSchema = z.record(z.string(), z.number()).describe("Every label's probability, by label");
 
+const chunksSchema = z.number().int().optional().describe("truncate: 'chunks' only: how many overlapping windows of the text were read (their embeddings averaged)");
+const nearestSchema = z
+  .array(
+    z.object({
+      text: z.string(),
+      label: z.union([z.boolean(), z.string()]).optional().describe('Binary and multi-class: the example\'s label'),
+      labels: z.array(z.string()).optional().describe("Multi-label: the example's labels"),
+      similarity: z.number().describe('Cosine similarity of the example and the text in the encoder\'s space'),
+      supports: z.boolean().optional().describe('Binary and multi-class: the example carries the label answered, so pulled the head toward it'),
+    }),
+  )
+  .optional()
+  .describe('explain: k only: the k training examples nearest the text, most similar first');
+const extras = { chunks: chunksSchema, nearest: nearestSchema };
+
 const binaryPredictResponseSchema = z.object({
   model: z.string(),
   label_text: z.string(),
@@ -110,6 +130,7 @@ const binaryPredictResponseSchema = z.object({
       label: z.boolean(),
       probability: z.number().describe('P(label = true)'),
       truncated: truncatedSchema,
+      ...extras,
     }),
   ),
 });
@@ -123,6 +144,7 @@ const classPredictResponseSchema = z.object({
       probability: z.number().describe("That class's probability"),
       scores: scoresSchema.describe("Every class's probability, by class; they sum to 1"),
       truncated: truncatedSchema,
+      ...extras,
     }),
   ),
 });
@@ -135,6 +157,7 @@ const labelSetPredictResponseSchema = z.object({
       labels: z.array(z.string()).describe('The labels whose probability reaches their threshold'),
       scores: scoresSchema,
       truncated: truncatedSchema,
+      ...extras,
     }),
   ),
 });
@@ -142,21 +165,8 @@ const labelSetPredictResponseSchema = z.object({
 /** A binary model's answer (`label_text`, boolean labels), a multi-class model's or a multi-label model's. */
 export const predictResponseSchema = z.union([binaryPredictResponseSchema, classPredictResponseSchema, labelSetPredictResponseSchema]);
 
+
 const zeroShotSchema = z.boolean().describe('true when no examples were sent: the head was fitted on template sentences built from the label names');
-const chunksSchema = z.number().int().optional().describe("truncate: 'chunks' only: how many overlapping windows of the text were read (their embeddings averaged)");
-const nearestSchema = z
-  .array(
-    z.object({
-      text: z.string(),
-      label: z.union([z.boolean(), z.string()]).optional().describe('Binary and multi-class: the example\'s label'),
-      labels: z.array(z.string()).optional().describe("Multi-label: the example's labels"),
-      similarity: z.number().describe('Cosine similarity of the example and the text in the encoder\'s space'),
-      supports: z.boolean().optional().describe('Binary and multi-class: the example carries the label answered, so pulled the head toward it'),
-    }),
-  )
-  .optional()
-  .describe('explain: k only: the k examples nearest the text, most similar first');
-const extras = { chunks: chunksSchema, nearest: nearestSchema };
 
 /** `/v2/classify`'s answer: predict's shapes, `model` naming the base encoder, `zero_shot`, and `chunks` per text with truncate 'chunks'. */
 export const classifyResponseSchema = z.union([
@@ -164,19 +174,19 @@ export const classifyResponseSchema = z.union([
     model: z.string().describe('The base encoder'),
     label_text: z.string(),
     zero_shot: zeroShotSchema,
-    predictions: z.array(binaryPredictResponseSchema.shape.predictions.element.extend(extras)),
+    predictions: z.array(binaryPredictResponseSchema.shape.predictions.element),
   }),
   z.object({
     model: z.string().describe('The base encoder'),
     task_type: z.literal('multi-class-classification'),
     zero_shot: zeroShotSchema,
-    predictions: z.array(classPredictResponseSchema.shape.predictions.element.extend(extras)),
+    predictions: z.array(classPredictResponseSchema.shape.predictions.element),
   }),
   z.object({
     model: z.string().describe('The base encoder'),
     task_type: z.literal('multi-label-classification'),
     zero_shot: zeroShotSchema,
-    predictions: z.array(labelSetPredictResponseSchema.shape.predictions.element.extend(extras)),
+    predictions: z.array(labelSetPredictResponseSchema.shape.predictions.element),
   }),
 ]);
 

@@ -5,7 +5,8 @@
 // label_text holds a multi-class or multi-label model's label names the same way.
 import type { TrainingExample } from '../store/types.js';
 import { labelNames } from '../train/request.js';
-import type { TaskType, TrainRequest } from '../contract/train-request.js';
+import { type TaskType, type TrainRequest, validateTrainRequest } from '../contract/train-request.js';
+import { checkRequestFits } from '../train/example-windows.js';
 
 /** The request's examples as the store keeps them. */
 export function storedExamples(request: TrainRequest): TrainingExample[] {
@@ -24,6 +25,7 @@ export function storedTrainingOptions(request: TrainRequest): Record<string, unk
   return {
     finetune: request.finetune,
     num_iterations: request.num_iterations,
+    truncate: request.truncate,
     ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight, validation: request.validation }),
   };
 }
@@ -40,7 +42,7 @@ export function storedLabels(taskType: TaskType, labelText: string): string[] | 
 
 /**
  * The train request a stored job stands for: its examples as stored, and the options the job
- * kept (`finetune`, `num_iterations`, `class_weight`, `validation`). The runtime validates it again.
+ * kept (`finetune`, `num_iterations`, `truncate`, `class_weight`, `validation`). The runtime validates it again.
  */
 export function storedTrainRequest(
   baseModel: string,
@@ -48,8 +50,8 @@ export function storedTrainRequest(
   examples: readonly TrainingExample[],
   options: Record<string, unknown>,
 ): TrainRequest {
-  const { finetune, num_iterations, class_weight, validation } = options;
-  const common = { model: baseModel, finetune, num_iterations } as Pick<TrainRequest, 'model' | 'finetune' | 'num_iterations'>;
+  const { finetune, num_iterations, truncate, class_weight, validation } = options;
+  const common = { model: baseModel, finetune, num_iterations, truncate } as Pick<TrainRequest, 'model' | 'finetune' | 'num_iterations' | 'truncate'>;
   switch (taskType) {
     case 'binary-classification':
       return { ...common, task_type: taskType, examples: examples.map(({ text, label, label_text }) => ({ text, label, label_text })) };
@@ -70,4 +72,14 @@ export function storedTrainRequest(
         ...(validation === undefined ? {} : { validation: validation as { text: string; labels: string[] }[] }),
       };
   }
+}
+
+/**
+ * A train body checked as the service accepts it: the schema's checks, then with `truncate: 'none'`
+ * every text measured by the tokenizer (400 naming the first one too long), before a job exists.
+ */
+export async function acceptTrainRequest(body: unknown): Promise<TrainRequest> {
+  const request = validateTrainRequest(body);
+  await checkRequestFits(request);
+  return request;
 }

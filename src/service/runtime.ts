@@ -36,10 +36,11 @@ export interface RuntimePrediction {
 export type AnyRuntimePrediction = RuntimePrediction | ClassPrediction | LabelSetPrediction;
 
 /**
- * Options of {@link ModelRuntime.predict}: a multi-label model's `threshold`, and the `signal` that
- * aborts the call (the client went away: the texts not run yet are dropped).
+ * Options of {@link ModelRuntime.predict}: a multi-label model's `threshold`, `truncate` and `explain`
+ * as the library takes them (`paramOf` names the request's `inputs[t]` in their errors), and the
+ * `signal` that aborts the call (the client went away: the texts not run yet are dropped).
  */
-export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal'>;
+export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal' | 'truncate' | 'explain' | 'paramOf'>;
 
 /**
  * The model runtime the service drives: the only place that knows how models

@@ -6,11 +6,10 @@ import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime, RuntimePrediction } from './runtime.js';
-import { storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
+import { acceptTrainRequest, storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
 import { ClassifierVersions, modelNotFound } from './versions.js';
 import { ModelObjects, toModelObject } from './model-object.js';
 import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
-import { validateTrainRequest } from '../contract/train-request.js';
 import { classifyForOrg } from './classify.js';
 import { parseRequest } from '../parse.js';
 import {
@@ -274,7 +273,7 @@ export class SvcService {
 
   /** Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with `status: "training"`. */
   async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
-    const request = validateTrainRequest(body);
+    const request = await acceptTrainRequest(body);
     const now = Date.now();
     const record: ModelRecord = {
       id: newId(`${request.model}-`),
@@ -357,7 +356,8 @@ export class SvcService {
       });
     }
     const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
-    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, { ...threshold, signal: options.signal });
+    const extras = { truncate: request.truncate, explain: request.explain, paramOf: (t: number) => `inputs[${t}]` };
+    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, { ...threshold, ...extras, signal: options.signal });
     if (record.taskType === 'binary-classification') {
       return { model: name, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
     }

@@ -2,12 +2,11 @@
 // from a train request, promoting, deleting, and their objects. The store keeps each version as a model row of its
 // own (see store/types.ts ModelVersions), so the job runner trains a version as it trains any model.
 import { SvcError } from '../errors.js';
-import { validateTrainRequest } from '../contract/train-request.js';
 import type { ModelObject } from '../contract/schemas.js';
 import { type DeletedVersion, parseModelName, promoteRequestSchema, type VersionList, type VersionObject } from '../contract/versions.js';
 import { parseRequest } from '../parse.js';
 import type { Store, VersionRecord } from '../store/types.js';
-import { storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
+import { acceptTrainRequest, storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
 import type { JobRunner } from './jobs.js';
 import { limitRejection } from './limits.js';
 import type { ModelObjects } from './model-object.js';
@@ -75,7 +74,7 @@ export class ClassifierVersions {
    */
   async add(caller: Caller, id: string, body: unknown, options: Record<string, unknown> = {}): Promise<VersionObject> {
     const first = (await this.all(caller, id))[0];
-    const request = validateTrainRequest(body);
+    const request = await acceptTrainRequest(body);
     const mismatch = (field: string, what: string, theirs: string, ours: string) =>
       new SvcError('invalid_request', `A new version of '${id}' must have its ${what} (${ours}); got ${theirs}`, { param: field });
     if (request.task_type !== first.taskType) throw mismatch('task_type', 'task type', request.task_type, first.taskType);

@@ -5,8 +5,17 @@
 // start; with `start`, its end): the pairs teach the encoder what tells the labels apart, and the
 // head is then fitted on the whole texts' pooled embeddings by that encoder.
 import type { TruncateMode } from '../contract/long-texts.js';
+import type { TrainRequest } from '../contract/train-request.js';
 import { runTask } from '../pool/pool.js';
 import { poolWindows, tooLongError, windowsOf } from '../predict/embed-windows.js';
+
+/** `truncate: 'none'` of a train request: its examples and validation examples checked by {@link checkExamplesFit}. */
+export async function checkRequestFits(request: TrainRequest, signal?: AbortSignal): Promise<void> {
+  if (request.truncate !== 'none') return;
+  const validation = request.task_type === 'binary-classification' ? [] : (request.validation ?? []);
+  const texts = [...request.examples, ...validation].map((example) => example.text);
+  await checkExamplesFit(request.model, texts, request.examples.length, signal);
+}
 
 /** Texts per tokenizer task: a large request is checked on every worker at once. */
 const kFitsChunk = 512;
