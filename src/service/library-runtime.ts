@@ -4,6 +4,7 @@ import { MergedExports } from '../artifacts/merged.js';
 import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
 import type { DirectoryHub, Hub } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
+import { SvcError } from '../errors.js';
 import { Classifier } from '../predict/classifier.js';
 import type { TaskType } from '../contract/train-request.js';
 import { finetuneThreads } from '../train/finetune-stage.js';
@@ -13,6 +14,8 @@ import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, Runtime
 
 /** Loaded classifiers kept in memory (a head is a few kilobytes; the encoder is shared per worker). */
 export const kDefaultCachedModels = 256;
+// Loads of a model whose cached files went away between its load and its predict (see predict).
+const kFetchAttempts = 3;
 
 export interface LibraryRuntimeOptions {
   /** The hub directory: models live in `<hubRoot>/<org>/<model_id>/`; with `artifacts`, this replica's cache of them. */
@@ -93,9 +96,22 @@ export class LibraryRuntime implements ModelRuntime {
   }
 
   async predict(orgId: string, modelId: string, texts: string[], options: RuntimePredictOptions = {}): Promise<AnyRuntimePrediction[]> {
-    const classifier = await this.#classifier(`${orgId}/${modelId}`);
-    // Organizations take turns in the batcher: one's large calls do not hold up another's.
-    return classifier.predict(texts, { ...options, tenant: orgId });
+    const hubId = `${orgId}/${modelId}`;
+    for (let attempt = 1; ; attempt++) {
+      const loading = this.#classifier(hubId);
+      const classifier = await loading;
+      try {
+        // Organizations take turns in the batcher: one's large calls do not hold up another's.
+        return await classifier.predict(texts, { ...options, tenant: orgId });
+      } catch (error) {
+        // With an artifact store, this replica's cache may have evicted the model's folder while its classifier stayed
+        // loaded; a worker that no longer holds the adapter then finds its file gone. The model still exists (the
+        // service checked): load it again, which fetches it again. A few times, as fetching evicts other models.
+        const gone = error instanceof SvcError && error.code === 'not_found';
+        if (!gone || !(this.hub instanceof CachedArtifactHub) || attempt >= kFetchAttempts) throw error;
+        if (this.#loaded.get(hubId) === loading) this.#loaded.delete(hubId);
+      }
+    }
   }
 
   async remove(orgId: string, modelId: string): Promise<void> {
