@@ -68,7 +68,3 @@ export function labelNames(request: MultiClassTrainRequest | MultiLabelTrainRequ
       : request.examples.flatMap((example) => example.labels);
   return [...new Set(names)].sort();
 }
-
-// Until the files still importing these from here, being edited elsewhere right now, are committed;
-// their home is contract/train-request.ts.
-export { kMaxTextLength, type TaskType } from '../contract/train-request.js';
