@@ -70,7 +70,10 @@ export function parseHubId(id: string): HubId {
   return { org, modelId };
 }
 
-/** Where models are published and found by id. Implementations: {@link DirectoryHub}. */
+/**
+ * Where models are published and found by id. Implementations: {@link DirectoryHub} (a local folder), and
+ * the service's `CachedArtifactHub` (artifacts/cached-hub.ts: an artifact store, cached in a local folder).
+ */
 export interface Hub {
   /** A local directory holding the model; rejects with `SvcError('not_found')` if there is none. */
   resolve(id: string): Promise<string>;
