@@ -248,6 +248,12 @@ const binaryRequestSchema = z
     examples: z
       .array(exampleSchema, { error: typeError('an array') })
       .describe(`${kMinExamples} to ${kMaxExamples} examples with both labels and one shared label_text`),
+    validation: z
+      .array(exampleSchema, { error: typeError('an array') })
+      .min(1, { error: 'must hold at least one example' })
+      .max(kMaxExamples, { error: `must hold at most ${kMaxExamples} examples` })
+      .optional()
+      .describe("Held-out examples of the same shape and label_text: GET /v2/models/{id}/evaluation reports the model's scores on them"),
   })
   .strict()
   .superRefine((request, ctx) => {
@@ -260,6 +266,11 @@ const binaryRequestSchema = z
     }
     if (examples.some((example) => example.label_text !== examples[0].label_text)) {
       addWhole(ctx, 'all examples must share one label_text');
+      return;
+    }
+    const other = request.validation?.findIndex((example) => example.label_text !== examples[0].label_text) ?? -1;
+    if (other >= 0) {
+      addWhole(ctx, `validation[${other}].label_text must be the examples' '${examples[0].label_text}'`, ['validation', other]);
       return;
     }
     checkFinetuneOptions(ctx, request);

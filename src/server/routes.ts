@@ -20,6 +20,7 @@ import {
   progressSchema,
   trainRequestSchema,
 } from '../contract/schemas.js';
+import { evaluationQuerySchema, evaluationSchema } from '../contract/evaluation.js';
 import { deletedVersionSchema, promoteRequestSchema, versionListSchema, versionParamsSchema, versionSchema } from '../contract/versions.js';
 import { parseRequest } from '../parse.js';
 import type { ProxyRoutesOptions } from '../proxy/types.js';
@@ -180,6 +181,19 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
         },
       },
       async (request) => service.versions.add(principalOf(request), request.params.model_id, request.body),
+    );
+
+    routes.get(
+      '/models/:model_id/evaluation',
+      {
+        schema: {
+          summary: "A version's evaluation report on its validation set, and beside the live version on the live one's",
+          params: modelParamsSchema,
+          querystring: evaluationQuerySchema,
+          response: { 200: evaluationSchema },
+        },
+      },
+      async (request) => service.evaluations.report(principalOf(request), request.params.model_id, request.query.version),
     );
 
     routes.post(

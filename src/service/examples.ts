@@ -26,7 +26,8 @@ export function storedTrainingOptions(request: TrainRequest): Record<string, unk
     finetune: request.finetune,
     num_iterations: request.num_iterations,
     truncate: request.truncate,
-    ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight, validation: request.validation }),
+    validation: request.validation,
+    ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight }),
   };
 }
 
@@ -54,7 +55,12 @@ export function storedTrainRequest(
   const common = { model: baseModel, finetune, num_iterations, truncate } as Pick<TrainRequest, 'model' | 'finetune' | 'num_iterations' | 'truncate'>;
   switch (taskType) {
     case 'binary-classification':
-      return { ...common, task_type: taskType, examples: examples.map(({ text, label, label_text }) => ({ text, label, label_text })) };
+      return {
+        ...common,
+        task_type: taskType,
+        examples: examples.map(({ text, label, label_text }) => ({ text, label, label_text })),
+        ...(validation === undefined ? {} : { validation: validation as { text: string; label: boolean; label_text: string }[] }),
+      };
     case 'multi-class-classification':
       return {
         ...common,

@@ -8,6 +8,7 @@ import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime, RuntimePrediction } from './runtime.js';
 import { acceptTrainRequest, storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
 import { ClassifierVersions, modelNotFound } from './versions.js';
+import { VersionEvaluations } from './evaluation.js';
 import { ModelObjects, toModelObject } from './model-object.js';
 import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
 import { classifyForOrg } from './classify.js';
@@ -73,6 +74,8 @@ export class SvcService {
   readonly #models: ModelObjects;
   /** The versions of the caller's classifiers: list, add, promote, delete (`/v2/models/{id}/versions`). */
   readonly versions: ClassifierVersions;
+  /** Evaluation reports of the caller's versions on their validation sets (`/v2/models/{id}/evaluation`). */
+  readonly evaluations: VersionEvaluations;
 
   constructor(options: SvcServiceOptions) {
     this.store = options.store;
@@ -84,6 +87,7 @@ export class SvcService {
       store: this.store, runtime: this.runtime, jobs: this.#jobs, models: this.#models,
       maxQueuedJobs: async (orgId) => (await this.orgLimits(orgId)).maxQueuedJobs,
     });
+    this.evaluations = new VersionEvaluations(this.store, this.runtime, this.versions);
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }

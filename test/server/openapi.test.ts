@@ -36,7 +36,7 @@ describe('GET /v2/openapi.json', () => {
       expect(response.statusCode).toBe(200);
       const doc = response.json() as { components: { schemas: Record<string, unknown> }; paths: Record<string, unknown> };
       const named = [
-        'BinaryClassifyRequest', 'BinaryTrainRequest', 'Error', 'Model', 'ModelVersion', 'MultiClassClassifyRequest', 'MultiClassTrainRequest',
+        'BinaryClassifyRequest', 'BinaryTrainRequest', 'Error', 'Model', 'ModelEvaluation', 'ModelVersion', 'MultiClassClassifyRequest', 'MultiClassTrainRequest',
         'MultiLabelClassifyRequest', 'MultiLabelTrainRequest', 'PromoteRequest', 'ProxyModel',
       ];
       expect([...new Set(refsOf(doc))].sort()).toEqual(named.map((id) => `#/components/schemas/${id}`));

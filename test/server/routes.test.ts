@@ -233,7 +233,7 @@ describe('/v2', () => {
     const doc = body as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>> };
     expect(doc.openapi).toBe('3.0.3');
     expect(Object.keys(doc.paths).sort()).toEqual([
-      '/v2/classify', '/v2/models', '/v2/models/{model_id}', '/v2/models/{model_id}/progress', '/v2/models/{model_id}/promote',
+      '/v2/classify', '/v2/models', '/v2/models/{model_id}', '/v2/models/{model_id}/evaluation', '/v2/models/{model_id}/progress', '/v2/models/{model_id}/promote',
       '/v2/models/{model_id}/versions', '/v2/models/{model_id}/versions/{version}', '/v2/openapi.json', '/v2/predict', '/v2/train',
       '/v2/{project_id}/whoami', // the proxy's routes are documented too
     ]);

@@ -79,3 +79,16 @@ it('rolls back by promoting the version before, and refuses a version that is no
     status: 400, message: 'version must be a whole number', param: 'version',
   });
 });
+
+it('takes a binary validation set with the examples\' label_text only, and reports no version before it is trained', async () => {
+  const validation = imdbExamples(40, 2);
+  expect(await refusal(service.train(acme, { ...request(0), validation: [...validation, { text: 'x', label: true, label_text: 'negative' }] }))).toEqual({
+    status: 400, message: "validation[4].label_text must be the examples' 'positive'", param: 'validation[4]',
+  });
+  runtime.gate = new Promise(() => {});
+  const model = await service.train(acme, { ...request(0), validation });
+  expect(await service.store.getJob(model.id).then((job) => job?.options.validation)).toEqual(validation);
+  expect(await refusal(service.evaluations.report(acme, model.id))).toEqual({
+    status: 409, message: `Version 1 of '${model.id}' is training; only a trained version has a report`, param: 'version',
+  });
+});

@@ -1,0 +1,59 @@
+// The evaluation report of a model version over HTTP (`GET /v2/models/{id}/evaluation`).
+import { z } from 'zod';
+
+const averages = z.object({ precision: z.number(), recall: z.number(), f1: z.number() });
+const scores = z.object({ accuracy: z.number(), macro_f1: z.number() });
+
+export const evaluationQuerySchema = z.strictObject({
+  version: z.coerce
+    .number()
+    .int({ error: 'must be a whole number' })
+    .min(1, { error: 'must be at least 1' })
+    .optional()
+    .describe('The version to report on; default the live one'),
+});
+
+export const evaluationSchema = z
+  .object({
+    object: z.literal('model.evaluation'),
+    model: z.string().describe('<model>@<version>'),
+    source: z.literal('validation').describe('The held-out examples the version was trained with (its validation set)'),
+    examples: z.number().int(),
+    labels: z.array(z.string()).describe("Class or label names; a binary model's are 'true' then 'false'"),
+    accuracy: z.number().describe('Multi-label: the whole label set right'),
+    confusion_matrix: z
+      .array(z.array(z.number().int()))
+      .describe('Single-label: rows the true class, columns the predicted one, in labels order. Multi-label: per label [tn, fp, fn, tp]'),
+    per_label: z.array(z.object({ label: z.string(), precision: z.number(), recall: z.number(), f1: z.number(), support: z.number().int() })),
+    macro: averages,
+    micro: averages,
+    hamming_loss: z.number().optional().describe('Multi-label: share of (text, label) pairs wrong'),
+    thresholds: z
+      .array(averages.extend({ threshold: z.number() }))
+      .optional()
+      .describe("Binary: precision, recall and F1 of 'true' at thresholds 0.05 to 0.95"),
+    calibration: z
+      .object({
+        ece: z.number().describe('Expected calibration error over 10 equal-width bins'),
+        bins: z.array(
+          z.object({
+            lower: z.number(), upper: z.number(), count: z.number().int(),
+            mean_probability: z.number().nullable(), fraction_true: z.number().nullable(),
+          }),
+        ),
+      })
+      .optional()
+      .describe('Binary: the reliability table'),
+    compared_with_live: z
+      .object({
+        version: z.number().int().describe('The live version'),
+        examples: z.number().int().describe("The live version's validation set, scored by both"),
+        this: scores,
+        live: scores,
+      })
+      .optional()
+      .describe('When another version is live and was trained with a validation set: both scored on its texts'),
+  })
+  .meta({ id: 'ModelEvaluation' });
+
+export type EvaluationObject = z.infer<typeof evaluationSchema>;
