@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { kManifestFile } from '../src/contract/manifest.js';
-import type { PoolOptions } from '../src/pool/pool.js';
+import { closePool, type PoolOptions } from '../src/pool/pool.js';
 import { startServer } from '../src/server/app.js';
 import { SqliteStore } from '../src/store/sqlite.js';
 
@@ -64,6 +64,7 @@ export async function startHttpService(dirs: readonly string[], count: number, p
   } finally {
     await store.close();
   }
+  await closePool(); // the server configures the pool it runs on
   const server = await startServer({ dataDir, port: 0, host: '127.0.0.1', logLevel: 'silent', proxy: false, pool });
   const { key } = await server.service.createApiKey(kOrg);
   return {

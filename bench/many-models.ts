@@ -255,7 +255,7 @@ export async function run(args: string[]): Promise<void> {
       } finally {
         await service.close();
       }
-      httpCold = await coldOverHttp(dirs, registered, coldCache, 300, cores);
+      httpCold = await coldOverHttp(dirs, registered, coldCache, Math.min(300, registered - 1), cores);
     }
 
     const cold = (m: Measured | undefined) => m && { calls: m.latencies.length, cacheAdapters: coldCache, p50: m.p50, p99: m.p99 };
