@@ -1,4 +1,4 @@
-// `npm run bench -- accuracy [--json] [--seeds 5] [--methods frozen,finetuned,adapter,adapter-r16] [--tasks imdb,yelp,sites,email]`:
+// `npm run bench -- accuracy [--json] [--seeds 5] [--methods frozen,finetuned,adapter,adapter-r16,frozen-words,...] [--tasks imdb,yelp,sites,email]`:
 // few-shot accuracy on data from npm packages, and how close each model's own cross-validated
 // estimate (`metrics.cv_accuracy`) comes to the accuracy it then has on held-out texts.
 //
@@ -14,11 +14,12 @@
 // Methods train through the public API on the same draws: `frozen` is the baseline (base
 // encoder, logistic head); `finetuned` is the library's default (SetFit: the encoder fine-tuned on
 // pairs, then the head); `adapter` and `adapter-r16` train a LoRA adapter (rank 8 and 16) on the
-// frozen base instead of the whole encoder.
+// frozen base instead of the whole encoder. `frozen-words`, `finetuned-words` and `adapter-words` are
+// the same with the label's own words as weighted examples for the head (train's options.labelWords).
 import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
-import type { TrainRequest } from '../src/index.js';
+import type { TrainOptions, TrainRequest } from '../src/index.js';
 import { intOption } from './_common.js';
 import { kTasks } from './_accuracy-tasks.js';
 import type { Task } from './_accuracy-tasks.js';
@@ -26,7 +27,12 @@ import type { Task } from './_accuracy-tasks.js';
 interface Method {
   name: string;
   finetune: TrainRequest['finetune'];
+  /** train()'s options.labelWords (the label's own words for the head); absent: the default. */
+  labelWords?: TrainOptions['labelWords'];
 }
+
+/** The label-word lever that won on the levers bench (docs/benchmarks.md, "The label's own words"). */
+const kWords: TrainOptions['labelWords'] = { kind: 'examples', weight: 2 };
 
 const kMethods: readonly Method[] = [
   { name: 'frozen', finetune: false },
@@ -34,6 +40,10 @@ const kMethods: readonly Method[] = [
   // A LoRA adapter on the frozen base (docs/adapters.md), at the default rank and at 16.
   { name: 'adapter', finetune: { method: 'adapter' } },
   { name: 'adapter-r16', finetune: { method: 'adapter', rank: 16 } },
+  // The same bodies with the label's own words as weighted examples for the head.
+  { name: 'frozen-words', finetune: false, labelWords: kWords },
+  { name: 'finetuned-words', finetune: true, labelWords: kWords },
+  { name: 'adapter-words', finetune: { method: 'adapter' }, labelWords: kWords },
 ];
 
 const kDefaultSeeds = 5;
@@ -77,7 +87,7 @@ function summarize(outcomes: Outcome[]): Summary {
 async function evaluate(method: Method, task: Task, seed: number): Promise<Outcome> {
   const draw = task.draw(seed);
   const started = performance.now();
-  const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune } as TrainRequest, draw.options);
+  const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune } as TrainRequest, { ...draw.options, ...(method.labelWords ? { labelWords: method.labelWords } : {}) });
   const seconds = (performance.now() - started) / 1000;
   const predictions = (await classifier.predict(draw.testTexts)) as { label: boolean | string }[];
   const correct = predictions.filter((p, i) => p.label === draw.expected[i]).length;

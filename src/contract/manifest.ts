@@ -75,6 +75,12 @@ export interface TrainingSettings {
   C: number;
   /** `balanced` when the examples were weighed by n / (classes x their class's count). */
   class_weight?: 'balanced';
+  /**
+   * How the head used the label's own words in template sentences (`sentences` of them; train's
+   * `options.labelWords`): as examples weighing `weight` per class, or as a direction scaled by `scale`.
+   * Absent: the examples alone.
+   */
+  label_words?: { kind: 'examples'; weight: number; sentences: number } | { kind: 'direction'; scale: number; sentences: number };
   /** Newton's method (binary, one-vs-rest) or L-BFGS (softmax). */
   solver: 'newton-cholesky' | 'lbfgs';
   /** Steps the head took to converge (one-vs-rest: the most any label took). */

@@ -20,6 +20,8 @@ import { packageVersion } from '../version.js';
 import { keptExamples } from '../predict/example-bank.js';
 import { checkExamplesFit, embedExamples, finetuneTexts } from './example-windows.js';
 import { runFinetuneStage } from './finetune-stage.js';
+import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
+import type { LabelWordsLever } from './label-words.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
 import type { ExampleTargets } from './pairs.js';
@@ -72,6 +74,15 @@ export interface TrainOptions {
    * a step and their gradients add up in thread order: the same count gives the same bits.
    */
   threads?: number;
+  /**
+   * How the head uses the label's own words (`label_text`, or the class names, in the zero-shot
+   * templates, embedded by the model's encoder): `{ kind: 'examples', weight }` adds those sentences
+   * to the examples, one class's together weighing `weight` examples (weight 2 won on the accuracy
+   * bench: docs/benchmarks.md, "Beyond SetFit"); `{ kind: 'direction', scale }`
+   * lets the head move along each label's direction nearly unpenalized. Cross-validation uses them in
+   * every fold; the manifest's `training.label_words` records it. Default `{ kind: 'none' }`.
+   */
+  labelWords?: LabelWordsLever;
 }
 
 /** Inverse L2 regularization strength of the head (scikit-learn's default). */
@@ -94,6 +105,7 @@ function checkOptions(options: TrainOptions): void {
   if (options.hub && options.id === undefined) throw new TypeError('options.id is required with options.hub');
   if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');
   if (options.threads !== undefined) is.positiveInteger(options.threads, 'options.threads');
+  if (options.labelWords !== undefined) checkLabelWordsLever(options.labelWords, 'options.labelWords');
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -246,12 +258,19 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     const estimateEmbeddings = encoder
       ? await embedExamples(examples.map((example) => example.text), truncate, dim, (t) => embedAll(model, t, dim, options))
       : null;
+    // The label's own words in template sentences (label-words.ts), when the head uses them: embedded
+    // by the model's encoder for the head and, beside a fine-tuned model's estimate, by the base one.
+    const lever = options.labelWords ?? kDefaultLabelWords;
+    const words = lever.kind === 'none' ? null : labelWordTexts(task_type, labels ?? (examples as BinaryTrainRequest['examples'])[0].label_text);
+    const quiet = { signal: options.signal };
+    const wordEmbeddings = words && (await embedAll(model, words.texts, dim, quiet, encoder?.encoderFile ?? null));
+    const baseWordEmbeddings = words && encoder ? await embedAll(model, words.texts, dim, quiet) : wordEmbeddings;
     throwIfAborted(options.signal);
     options.onProgress?.({ stage: 'fit', done: 0, total: 1 });
     const split = examples.length * dim;
     const headKind = kHeadKinds[task_type];
     const balanced = validated.task_type !== 'binary-classification' && validated.class_weight === 'balanced';
-    const fitTask = (on: Float32Array, validationEmbeddings: Float32Array | null, crossValidate: boolean) =>
+    const fitTask = (on: Float32Array, wordsOn: Float32Array | null, validationEmbeddings: Float32Array | null, crossValidate: boolean) =>
       runTask<FitResult>(
         {
           kind: 'fit',
@@ -263,14 +282,15 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
           balanced,
           validation: validationTargets && validationEmbeddings ? { embeddings: validationEmbeddings, targets: validationTargets } : null,
           crossValidate,
+          labelWords: words && wordsOn ? { embeddings: wordsOn, targets: words.targets, lever } : null,
         },
         options.signal,
       );
     // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones
     // (and none on the trained ones, whose figure would be thrown away).
     const [fit, estimate] = await Promise.all([
-      fitTask(embeddings.subarray(0, split), embeddings.subarray(split), estimateEmbeddings === null),
-      estimateEmbeddings ? fitTask(estimateEmbeddings, null, true) : null,
+      fitTask(embeddings.subarray(0, split), wordEmbeddings, embeddings.subarray(split), estimateEmbeddings === null),
+      estimateEmbeddings ? fitTask(estimateEmbeddings, baseWordEmbeddings, null, true) : null,
     ]);
     const crossValidation = (estimate ?? fit).crossValidation!;
     const seconds = (performance.now() - started) / 1000;
@@ -295,6 +315,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
         ...(headKind === 'logistic' ? {} : { head: headKind === 'softmax' ? 'softmax-regression' : 'one-vs-rest-logistic-regression' }),
         C: kHeadC,
         ...(balanced ? { class_weight: 'balanced' } : {}),
+        ...(words && lever.kind !== 'none' ? { label_words: { ...lever, sentences: words.texts.length } } : {}),
         solver: fit.solver,
         iterations: fit.iterations,
         max_length: base.maxLength,

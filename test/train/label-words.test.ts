@@ -1,8 +1,12 @@
 // The label words as a prior for the head (src/train/label-words.ts): the template sentences each
 // request's names give, the weighted-rows lever equal to fitting those rows by hand, the direction
 // lever folded back into a head of the usual shape, and both used in every cross-validation fold.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
+import { split } from '../../fixtures/draw.js';
+import { uciSentences } from '../../fixtures/corpora.js';
+import { closePool, runTask } from '../../src/pool/pool.js';
+import { train } from '../../src/train/train.js';
 import { fitAndMeasure } from '../../src/train/fit-head.js';
 import { foldDirections, labelDirections, labelWordTexts, withDirectionFeatures } from '../../src/train/label-words.js';
 import type { LabelWords, LabelWordsLever } from '../../src/train/label-words.js';
@@ -93,5 +97,49 @@ describe('label words in the head', () => {
     // overwhelming words every fold's head follows the first one and labels 2 of the 4 held-out rows right.
     expect(none.crossValidation).toEqual({ accuracy: 1, macroF1: 1, folds: 2 });
     expect(withWords.crossValidation!.accuracy).toBe(0.5);
+  });
+});
+
+describe('train with options.labelWords', () => {
+  afterAll(async () => {
+    await closePool();
+  });
+
+  // 10 positive + 10 negative IMDB sentences (UCI), the accuracy bench's first draw.
+  const examples = split(uciSentences('imdb'), 1).trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' }));
+  const request = { model: 'svc-small' as const, task_type: 'binary-classification' as const, finetune: false, examples };
+
+  it('fits the head on the examples and the weighted label words, and records it', async () => {
+    const withWords = await train(request, { labelWords: { kind: 'examples', weight: 2 } });
+    const plain = await train(request);
+    const { texts, targets } = labelWordTexts('binary-classification', 'positive');
+    const embed = (t: string[]) => runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: t });
+    const expected = fitAndMeasure({
+      kind: 'fit',
+      head: 'logistic',
+      embeddings: await embed(examples.map((e) => e.text)),
+      targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => (e.label ? 1 : 0)), count: 2 },
+      dim: 384,
+      C: 1,
+      balanced: false,
+      validation: null,
+      crossValidate: true,
+      labelWords: { embeddings: await embed(texts), targets, lever: { kind: 'examples', weight: 2 } },
+    });
+    // Embedded in other batches than train()'s chunks: equal to the GEMM's rounding at every kernel level.
+    withWords.head.weights.forEach((w, j) => expect(Math.abs(w - expected.weights[j]!)).toBeLessThan(1e-5));
+    expect(Math.abs(withWords.head.bias - expected.biases[0]!)).toBeLessThan(1e-5);
+    expect(withWords.metrics.cv_accuracy).toBe(expected.crossValidation!.accuracy);
+    expect(withWords.manifest.training.label_words).toEqual({ kind: 'examples', weight: 2, sentences: 12 });
+    // Without the option the head is the examples' alone, and the manifest says nothing of label words.
+    expect(Array.from(plain.head.weights)).not.toEqual(Array.from(withWords.head.weights));
+    expect(plain.manifest.training.label_words).toBeUndefined();
+    withWords.dispose();
+    plain.dispose();
+  });
+
+  it('checks the option', async () => {
+    await expect(train(request, { labelWords: { kind: 'examples', weight: 0 } })).rejects.toThrow('options.labelWords.weight must be a positive number');
+    await expect(train(request, { labelWords: { kind: 'prior' } as never })).rejects.toThrow("options.labelWords.kind must be 'none', 'examples' or 'direction'");
   });
 });
