@@ -99,9 +99,9 @@ describe('svc train, predict and pull', () => {
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string };
     expect(model.status).toBe('trained');
-    const predicted = await svc(['predict', '--model', model.id, 'A wonderful, moving film.', 'A boring, clumsy mess.'], env);
+    const predicted = await svc(['predict', '--model', model.id, 'Why was I charged twice this month?', 'The app will not let me log in.'], env);
     const body = JSON.parse(predicted.stdout) as { label_text: string; predictions: { label: boolean }[] };
-    expect([body.label_text, body.predictions.map((p) => p.label)]).toEqual(['positive review', [true, false]]);
+    expect([body.label_text, body.predictions.map((p) => p.label)]).toEqual(['billing question', [true, false]]);
   });
 
   it('train --examples body.json sends the body\'s task_type, finetune and validation (no flags needed)', async () => {

@@ -128,9 +128,9 @@ describe('examples files', () => {
     const examples = join(kRepoRoot, 'examples');
     const jsonl = await readExamplesFile(join(examples, 'train.jsonl'), undefined);
     expect([jsonl.length, jsonl.filter((e) => e.label).length, new Set(jsonl.map((e) => e.label_text))]).toEqual([
-      24, 12, new Set(['positive review']),
+      24, 12, new Set(['billing question']),
     ]);
     expect(await readExamplesFile(join(examples, 'train.json'), undefined)).toEqual(jsonl);
-    expect(await readExamplesFile(join(examples, 'train.csv'), 'positive review')).toEqual(jsonl);
+    expect(await readExamplesFile(join(examples, 'train.csv'), 'billing question')).toEqual(jsonl);
   });
 });

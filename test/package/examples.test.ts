@@ -30,10 +30,40 @@ describe('examples/', () => {
     const result = await runNode([join(kRepoRoot, 'examples', 'library.mjs')]);
     expect(result).toEqual({
       code: 0,
-      stdout: 'true 0.632 A moving story with wonderful acting.\nfalse 0.473 Two hours of my life I will never get back.\n',
+      stdout: 'true 0.673 Why was I charged twice this month?\nfalse 0.299 The app will not let me log in.\n',
       stderr: '',
     });
   });
+
+  it('the samples are sets svc-small is good at: each task type, with the frozen encoder', async () => {
+    // The README's first impression: what training reports (cross-validated) and what it says on new texts.
+    const script = `
+      import { readFileSync } from 'node:fs';
+      import { closePool, train } from 'svc-classify';
+      const runs = [
+        ['train.json', ['Why was I charged twice this month?', 'The app will not let me log in.']],
+        ['support-tickets.json', ['The parcel never arrived.', 'I was billed for a plan I never ordered.', 'The app crashes when I log in.', 'How do I change my username?']],
+        ['review-topics.json', ['Solid and well made.', 'Expensive, and it broke in a week.']],
+      ];
+      for (const [file, texts] of runs) {
+        const body = JSON.parse(readFileSync(${JSON.stringify(join(kRepoRoot, 'examples'))} + '/' + file, 'utf8'));
+        const classifier = await train({ ...body, finetune: false });
+        const { cv_accuracy, cv_macro_f1 } = classifier.metrics;
+        const answers = (await classifier.predict(texts)).map((p) => p.labels ?? p.label);
+        console.log(JSON.stringify({ file, cv_accuracy, cv_macro_f1, answers }));
+      }
+      await closePool();`;
+    const result = await runNode(['--input-type=module', '-e', script]);
+    expect(result.code, result.stderr).toBe(0);
+    const [binary, multiClass, multiLabel] = result.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(binary).toMatchObject({ file: 'train.json', answers: [true, false] });
+    expect(binary.cv_accuracy).toBeGreaterThanOrEqual(0.9);
+    expect(multiClass).toMatchObject({ file: 'support-tickets.json', answers: ['shipping', 'billing', 'technical', 'account'] });
+    expect(multiClass.cv_accuracy).toBeGreaterThanOrEqual(0.9);
+    // Multi-label accuracy needs the whole label set right; macro-F1 scores each label.
+    expect(multiLabel).toMatchObject({ file: 'review-topics.json', answers: [['quality'], ['price', 'quality']] });
+    expect(multiLabel.cv_macro_f1).toBeGreaterThanOrEqual(0.75);
+  }, 300_000);
 
   it('the README shows both programs exactly as they are in examples/', () => {
     const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
