@@ -160,7 +160,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       kHelpOption,
     ],
     examples: [
-      'svc train --examples examples/train.jsonl --label-text "positive review" --wait',
+      'svc train --examples examples/train.jsonl --wait',
       'svc train --examples reviews.csv --label-text spam --frozen',
       'svc train --examples reviews.csv --label-text spam --finetune adapter --rank 8 --wait',
       'svc train --examples train.json --wait        # the JSON body POST /v2/train takes',
