@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { exited, expectFreshBundle, kRepoRoot, runNode, startNode } from '../_support/cli.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const kFastifyApp = join(kRepoRoot, 'examples', 'fastify-app.mjs');
 const kListening = /listening on (http:\/\/\S+)/;
@@ -63,7 +64,7 @@ describe('examples/', () => {
     // Multi-label accuracy needs the whole label set right; macro-F1 scores each label.
     expect(multiLabel).toMatchObject({ file: 'review-topics.json', answers: [['quality'], ['price', 'quality']] });
     expect(multiLabel.cv_macro_f1).toBeGreaterThanOrEqual(0.75);
-  }, 300_000);
+  }, 300_000 * kLevelSlowdown);
 
   it('the README shows both programs exactly as they are in examples/', () => {
     const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { exited, expectFreshBundle, kRepoRoot } from '../_support/cli.js';
+import { kLevelSlowdown } from '../_support/level.js';
 
 const kReadme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
 const kBlocks = [...kReadme.matchAll(/^```(console|sh)\n([\s\S]*?)^```$/gm)].map((m) => ({ kind: m[1], body: m[2] }));
@@ -157,7 +158,7 @@ async function runSession(steps: Step[]): Promise<void> {
         command = command.replace(/ &$/, '').replace(/^svc serve\b/, 'svc serve --port 0');
         const started = bash(command, cwd, { ...env, PORT: '0' });
         servers.push(started.child);
-        const deadline = Date.now() + 120_000;
+        const deadline = Date.now() + 120_000 * kLevelSlowdown;
         while (!matchOutput(step.expected, started.output(), carried, true)) {
           if (started.child.exitCode !== null || Date.now() > deadline) {
             throw new Error(`\`${step.command}\` did not print what the README shows:\n${step.expected.join('\n')}\n--- it printed:\n${started.output()}`);
@@ -217,7 +218,7 @@ describe('README.md', () => {
   for (const steps of sessions) {
     it(`runs ${steps.map((s) => `\`${s.command.slice(0, 40)}\``).join(', ')} and prints what it shows`, async () => {
       await runSession(steps);
-    }, 900_000);
+    }, 900_000 * kLevelSlowdown); // the quick start fine-tunes: minutes on a loaded machine
   }
 });
 
