@@ -69,7 +69,7 @@ function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
 }
 
 export const kTrainUsage =
-  'usage: svc train --examples file.jsonl|csv|json [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]';
+  'usage: svc train --examples file.jsonl|csv|json [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--truncate <mode>] [--wait]';
 
 /** The train command's flags that may override a body file's fields; absent ones are undefined. */
 export interface TrainFlags {
@@ -79,6 +79,7 @@ export interface TrainFlags {
   finetune?: string;
   rank?: string;
   'num-iterations'?: string;
+  truncate?: string;
 }
 
 /** A wrong command line: exit 2 with this reason and the usage line (see `usageProblem` in commands.ts). */
@@ -132,6 +133,7 @@ export function trainBody(file: TrainFile, flags: TrainFlags): Record<string, un
     finetune,
     class_weight: flags.balanced ? 'balanced' : file.fields.class_weight,
     num_iterations: flags['num-iterations'] === undefined ? file.fields.num_iterations : Number(flags['num-iterations']),
+    truncate: flags.truncate ?? file.fields.truncate,
   };
   for (const key of Object.keys(body)) if (body[key] === undefined) delete body[key];
   return body;
@@ -139,7 +141,8 @@ export function trainBody(file: TrainFile, flags: TrainFlags): Record<string, un
 
 /**
  * `svc train --examples file.jsonl|csv|json [--label-text "..."] [--task-type <type>] [--balanced]
- * [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--wait]`: prints the model object.
+ * [--model svc-small] [--frozen | --finetune adapter|full [--rank N]] [--num-iterations N] [--truncate <mode>] [--wait]`: prints the
+ * model object. `--truncate` says how examples past 256 tokens are read (end, start, none, chunks).
  * `--task-type` is binary-classification (default), multi-class-classification or
  * multi-label-classification; `--balanced` sends class_weight 'balanced' (not for binary);
  * `--frozen` skips fine-tuning the encoder; `--finetune adapter` trains a LoRA adapter (`--rank`, default 8)
@@ -161,6 +164,7 @@ export async function trainCommand(args: string[]): Promise<number> {
       'num-iterations': { type: 'string' },
       'task-type': { type: 'string' },
       balanced: { type: 'boolean' },
+      truncate: { type: 'string' },
       'version-of': { type: 'string' },
       wait: { type: 'boolean', default: false },
     },
@@ -194,17 +198,21 @@ async function refetch(conn: Connection, model: ModelObject | VersionObject): Pr
   return versions.data.find((v) => v.version === model.version) ?? model;
 }
 
-/** `svc predict --model <id> "text" ...`: prints the predict response. */
+/** `svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...`: prints the predict response. */
 export async function predictCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { ...kConnection, model: { type: 'string' } },
+    options: { ...kConnection, model: { type: 'string' }, truncate: { type: 'string' }, explain: { type: 'string' } },
     allowPositionals: true,
   });
-  const predictUsage = 'usage: svc predict --model <id> "text" ...';
+  const predictUsage = 'usage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...';
   if (values.model === undefined) throw new RangeError(`--model <id> is required (the id svc train printed)\n${predictUsage}`);
   if (positionals.length === 0) throw new RangeError(`no texts to classify: give them after the flags\n${predictUsage}`);
-  const result = await call<PredictResponse>(connection(values), 'POST', '/v2/predict', { model: values.model, inputs: positionals });
+  const body: Record<string, unknown> = { model: values.model, inputs: positionals };
+  if (values.truncate !== undefined) body.truncate = values.truncate;
+  // The service says what is wrong with a k that is not a whole number ('explain must be an integer').
+  if (values.explain !== undefined) body.explain = Number(values.explain);
+  const result = await call<PredictResponse>(connection(values), 'POST', '/v2/predict', body);
   console.log(JSON.stringify(result, null, 2));
   return 0;
 }

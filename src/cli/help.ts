@@ -142,7 +142,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   train: {
     summary: 'train a classifier from an examples file',
     usage: [
-      'train --examples <file> [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank <r>]] [--num-iterations <n>] [--version-of <id>] [--wait]',
+      'train --examples <file> [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank <r>]] [--num-iterations <n>] [--truncate <mode>] [--version-of <id>] [--wait]',
     ],
     options: [
       ['--examples <file>', 'the labelled examples (formats below)'],
@@ -154,6 +154,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--finetune adapter|full', `adapter: a LoRA adapter on the frozen base (~0.7 MB a model); full: the whole encoder (~90 MB); default ${kDefaultFinetuneMethod}`],
       ['--rank <r>', `with --finetune adapter: the adapter's rank (default ${kDefaultAdapterRank}, at most ${kMaxRequestAdapterRank})`],
       ['--num-iterations <n>', 'fine-tuning pair rounds per example (default 20)'],
+      ['--truncate <mode>', 'examples past 256 tokens: end (default), start, none (refused) or chunks (the head reads them whole)'],
       ['--version-of <id>', 'train the next version of that classifier (not live until svc models promote); prints the version object'],
       ['--wait', 'poll until trained, showing the stage and the loss on stderr'],
       ...kConnectionOptions,
@@ -200,8 +201,14 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   },
   predict: {
     summary: 'classify texts with a trained model',
-    usage: ['predict --model <id> "text" ...'],
-    options: [['--model <id>', 'the model id `svc train` printed'], ...kConnectionOptions, kHelpOption],
+    usage: ['predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...'],
+    options: [
+      ['--model <id>', 'the model id `svc train` printed'],
+      ['--truncate <mode>', 'texts past 256 tokens: end (default), start, none (refused) or chunks (read whole in windows)'],
+      ['--explain <k>', 'add the k training examples nearest each text, with their labels and similarity'],
+      ...kConnectionOptions,
+      kHelpOption,
+    ],
     examples: ['svc predict --model svc-small-5b8257b3efa7 "A moving story." "Two hours I will never get back."'],
     notes:
       'Prints {model, label_text, predictions: [{label, probability}]} (multi-class: label, probability and\n' +

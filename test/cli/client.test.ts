@@ -56,8 +56,8 @@ describe('svc train, predict and pull', () => {
     const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled')], env);
     expect(pulled).toEqual({ code: 0, stdout: `${join(dir, 'pulled')}\n`, stderr: '' });
     expect(readdirSync(join(dir, 'pulled'), { recursive: true }).map(String).sort()).toEqual([
-      'config.json', 'head.json', 'manifest.json', 'model.fp16.safetensors', 'onnx', join('onnx', 'model.onnx'), 'tokenizer.json',
-      'tokenizer_config.json',
+      'config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json', 'model.fp16.safetensors', 'onnx',
+      join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json',
     ]);
     expect(readFileSync(join(dir, 'pulled', 'config.json'), 'utf8')).toBe(
       readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'config.json'), 'utf8'),
@@ -82,15 +82,17 @@ describe('svc train, predict and pull', () => {
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string };
     expect(model.status).toBe('trained');
-    expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'head.json', 'manifest.json']);
+    expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id)).sort()).toEqual([
+      'adapter_config.json', 'adapter_model.safetensors', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json',
+    ]);
     const manifest = JSON.parse(readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'manifest.json'), 'utf8'));
     expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4 });
 
     const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled-adapter')], env);
     expect(pulled.code).toBe(0);
     expect(readdirSync(join(dir, 'pulled-adapter'), { recursive: true }).map(String).sort()).toEqual([
-      'adapter_config.json', 'adapter_model.safetensors', 'config.json', 'head.json', 'manifest.json', 'onnx', join('onnx', 'model.onnx'),
-      'tokenizer.json', 'tokenizer_config.json',
+      'adapter_config.json', 'adapter_model.safetensors', 'config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json',
+      'manifest.json', 'onnx', join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json',
     ]);
   }, 240_000);
 

@@ -18,8 +18,8 @@ describe('svc usage errors say why', () => {
     [['serve', '--port', '99999'], 'serve', "--port must be an integer from 0 to 65535, got '99999'"],
     [['serve', '--port=-1'], 'serve', "--port must be an integer from 0 to 65535, got '-1'"],
     [['serve', '--precision', 'fp16'], 'serve', "--precision must be 'fp32', 'int8' or 'bf16'"],
-    [['predict', 'some text'], 'predict', '--model <id> is required (the id svc train printed)\nusage: svc predict --model <id> "text" ...'],
-    [['predict', '--model', 'svc-small-0123456789ab'], 'predict', 'no texts to classify: give them after the flags\nusage: svc predict --model <id> "text" ...'],
+    [['predict', 'some text'], 'predict', '--model <id> is required (the id svc train printed)\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...'],
+    [['predict', '--model', 'svc-small-0123456789ab'], 'predict', 'no texts to classify: give them after the flags\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...'],
     [['pull', 'nope'], 'pull', "'nope' is not <org>/<model_id> (the hub id, e.g. acme/svc-small-5b8257b3efa7)\nusage: svc pull <org>/<model_id> [--dir <dir>]"],
     [['pull'], 'pull', 'which model? name it as <org>/<model_id>\nusage: svc pull <org>/<model_id> [--dir <dir>]'],
   ])('svc %j', async (args, command, reason) => {

@@ -80,7 +80,7 @@ describe('two svc serve replicas on one database, model files in the database', 
         siblings: { rfilename: string }[];
       };
       const names = info.siblings.map((s) => s.rfilename);
-      expect(names).toEqual(['config.json', 'head.json', 'manifest.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+      expect(names).toEqual(['config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
       for (const name of names) {
         const path = `/hub/acme/${model.id}/resolve/main/${name}`;
         const [a, b] = [await hubFile(one.url, key, path), await hubFile(two.url, key, path)];

@@ -109,12 +109,16 @@ describe('an adapter model in transformers.js from the hub', () => {
     const id = await trained(request);
     const modelDir = join(dir, 'hub', 'acme', id);
     // The model's own files: no encoder, no ONNX graph.
-    expect(readdirSync(modelDir).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'head.json', 'manifest.json']);
+    expect(readdirSync(modelDir).sort()).toEqual([
+      'adapter_config.json', 'adapter_model.safetensors', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json',
+    ]);
     const info = await call('GET', `/hub/api/models/acme/${id}`);
     expect((info.body.siblings as { rfilename: string }[]).map((s) => s.rfilename)).toEqual([
       'adapter_config.json',
       'adapter_model.safetensors',
       'config.json',
+      'example_embeddings.safetensors',
+      'examples.json',
       'head.json',
       'manifest.json',
       'onnx/model.onnx',

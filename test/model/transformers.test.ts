@@ -43,6 +43,8 @@ describe('a saved model directory in transformers.js', () => {
     expect(await hub.files(id)).toEqual(
       [
         'config.json',
+        'example_embeddings.safetensors',
+        'examples.json',
         'head.json',
         'manifest.json',
         'onnx/model.onnx',

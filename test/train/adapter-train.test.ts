@@ -46,7 +46,9 @@ describe("train() with finetune: { method: 'adapter' }", () => {
     expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4, lora_alpha: 8, learning_rate: 5e-4, steps: 5 });
 
     const dir = hub.pathOf(id);
-    expect((await readdir(dir)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'head.json', 'manifest.json']);
+    expect((await readdir(dir)).sort()).toEqual([
+      'adapter_config.json', 'adapter_model.safetensors', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json',
+    ]);
     let bytes = 0;
     for (const name of await readdir(dir)) bytes += (await stat(join(dir, name))).size;
     expect(bytes).toBeLessThan(1_000_000);

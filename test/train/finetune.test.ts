@@ -112,6 +112,8 @@ describe('train with a fine-tuned encoder', () => {
     await classifier.save(dir);
     expect((await readdir(dir)).sort()).toEqual([
       'config.json',
+      'example_embeddings.safetensors',
+      'examples.json',
       'head.json',
       'manifest.json',
       'model.fp16.safetensors',
