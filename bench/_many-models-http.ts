@@ -43,7 +43,17 @@ export async function startHttpService(dirs: readonly string[], count: number, p
     for (let n = 0; n < count; n++) {
       const id = modelId(n);
       await store.createModelWithJob(
-        { id, orgId: kOrg, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive review', status: 'trained', error: null, createdAt: now, updatedAt: now },
+        {
+          id,
+          orgId: kOrg,
+          baseModel: 'svc-small',
+          taskType: 'binary-classification',
+          labelText: 'positive review',
+          status: 'trained',
+          error: null,
+          createdAt: now,
+          updatedAt: now,
+        },
         [],
         {},
       );

@@ -34,7 +34,17 @@ beforeAll(async () => {
     const now = Date.now();
     for (const [n, id] of kIds.entries()) {
       await store.createModelWithJob(
-        { id, orgId: kOrg, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'trained', error: null, createdAt: now, updatedAt: now },
+        {
+          id,
+          orgId: kOrg,
+          baseModel: 'svc-small',
+          taskType: 'binary-classification',
+          labelText: 'positive',
+          status: 'trained',
+          error: null,
+          createdAt: now,
+          updatedAt: now,
+        },
         [],
         {},
       );
@@ -46,7 +56,13 @@ beforeAll(async () => {
     await store.close();
   }
   // Room for two adapters per worker: the four models keep evicting and reading each other's.
-  server = await startServer({ dataDir, port: 0, logLevel: 'silent', proxy: false, pool: { workers: 2, engineThreads: 1, adapterCacheBytes: 1_400_000 } });
+  server = await startServer({
+    dataDir,
+    port: 0,
+    logLevel: 'silent',
+    proxy: false,
+    pool: { workers: 2, engineThreads: 1, adapterCacheBytes: 1_400_000 },
+  });
   key = (await server.service.createApiKey(kOrg)).key;
 }, 120_000);
 
@@ -62,7 +78,7 @@ async function probabilities(id: string): Promise<number[]> {
 }
 
 describe('adapter models deleted and replaced while clients predict', () => {
-  it('fails no predict but the deleted model\'s own, and predicts the replaced one through its new adapter', async () => {
+  it("fails no predict but the deleted model's own, and predicts the replaced one through its new adapter", async () => {
     const before = await Promise.all(kIds.map(probabilities));
     const [deleted, replaced] = [kIds[0]!, kIds[1]!];
     const unexpected: string[] = [];

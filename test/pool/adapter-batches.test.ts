@@ -111,7 +111,7 @@ describe('adapter models in the pool', () => {
     }
   });
 
-  it('keeps a disposed classifier\'s adapter while its file is unchanged, so loading the model again reads nothing', async () => {
+  it("keeps a disposed classifier's adapter while its file is unchanged, so loading the model again reads nothing", async () => {
     const events: AdapterCacheEvent[] = [];
     const listener = (message: unknown): void => void events.push(message as AdapterCacheEvent);
     subscribe(kChannels.adapterCache, listener);
