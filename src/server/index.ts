@@ -42,6 +42,12 @@ export type {
   ProgressObject,
   ErrorBody,
 } from '../contract/schemas.js';
+export { versionSchema, versionListSchema, promoteRequestSchema, deletedVersionSchema, parseModelName } from '../contract/versions.js';
+export type { VersionObject, VersionList, DeletedVersion, PromoteRequest } from '../contract/versions.js';
+export { evaluationSchema } from '../contract/evaluation.js';
+export type { EvaluationObject } from '../contract/evaluation.js';
+export type { Caller, ClassifierVersions } from '../service/versions.js';
+export type { VersionEvaluations } from '../service/evaluation.js';
 export { SvcService } from '../service/service.js';
 export type { Principal, CreatedApiKey, SvcServiceOptions } from '../service/service.js';
 export { LibraryRuntime } from '../service/library-runtime.js';
@@ -51,7 +57,7 @@ export { connectService, openService } from '../service/open.js';
 export type { ServiceLocation } from '../service/open.js';
 export { SqliteStore } from '../store/sqlite.js';
 export { PostgresStore } from '../store/postgres.js';
-export type { JobLease, RequestLogPage, RequestLogPreview, Store } from '../store/types.js';
+export type { JobLease, ModelVersions, PromoteOutcome, RemoveVersionOutcome, RequestLogPage, RequestLogPreview, Store, VersionRecord } from '../store/types.js';
 export { DirectoryArtifacts } from '../artifacts/directory.js';
 export { PostgresArtifacts } from '../artifacts/postgres.js';
 export { CachedArtifactHub } from '../artifacts/cached-hub.js';

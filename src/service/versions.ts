@@ -12,8 +12,8 @@ import { limitRejection } from './limits.js';
 import type { ModelObjects } from './model-object.js';
 import type { ModelRuntime } from './runtime.js';
 
-/** Who is calling (the service's `Principal`). */
-interface Caller {
+/** Who is calling: the organization of the service's `Principal`. */
+export interface Caller {
   orgId: string;
 }
 
