@@ -18,7 +18,7 @@ import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
 import { packageVersion } from '../version.js';
 import { keptExamples } from '../predict/example-bank.js';
-import { checkExamplesFit, embedExamples, finetuneTexts } from './example-windows.js';
+import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
 import type { LabelWordsLever } from './label-words.js';
@@ -217,7 +217,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   // Validation texts ride along: embedded by the same encoder as the examples, never paired.
   const texts = [...examples, ...(validation ?? [])].map((example) => example.text);
   const truncate = validated.truncate ?? 'end';
-  if (truncate === 'none') await checkExamplesFit(model, texts, examples.length, options.signal);
+  await checkRequestFits(validated, options.signal);
   const plan = finetunePlan(validated);
   const iterations = numIterations(validated);
   const seed = options.seed ?? kDefaultSeed;
