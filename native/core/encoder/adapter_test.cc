@@ -8,7 +8,7 @@
 
 #include "encoder/adapter.h"
 #include "tensor/half.h"
-#include "train/test_check.h"
+#include "test_check.h"
 
 namespace {
 

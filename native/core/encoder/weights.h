@@ -13,12 +13,12 @@
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "tensor/aligned_buffer.h"
-#include "train/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 
 namespace svc {
 
 // kBf16: the linear layers' products in bf16 with fp32 sums, the kernels fine-tuning uses
-// (train/gemm_bf16.h); everything else fp32. Only on AMX tiles (cpu_features().amx): elsewhere
+// (kernels/gemm_bf16.h); everything else fp32. Only on AMX tiles (cpu_features().amx): elsewhere
 // a request for bf16 loads (and shares) the fp32 weights.
 enum class Precision { kF32, kInt8, kBf16 };
 

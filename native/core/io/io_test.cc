@@ -11,19 +11,14 @@
 #include <vector>
 
 #include "io/config.h"
+#include "test_check.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAIL: %s\n", what.c_str());
-    ++failures;
-  }
-}
+using svc::test::check;
+using svc::test::failures;
 
 // The message fn throws, or "" when it does not throw.
 std::string error_of(const std::function<void()>& fn) {

@@ -19,11 +19,12 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "test_check.h"
 #include "kernels/ops.h"
 
 namespace {
 
-int failures = 0;
+using svc::test::failures;
 int compared = 0;
 // Outputs are averages of V entries of size ~1; scores of size ~10 put fp32 rounding of the
 // scores (another summation order) at a few 1e-6 of the probabilities.

@@ -78,7 +78,7 @@ void sums(const uint8_t* a, int rows, const int8_t* panel, int kp, int32_t* acc)
   }
   const int whole = kp / kDepth * kDepth;
   constexpr int64_t b_stride = kNr * 4;
-  // Intentionally the loop of train/gemm_bf16_amx_avx512.cc with tdpbusd for tdpbf16ps: tile
+  // Intentionally the loop of gemm_bf16_amx_avx512.cc with tdpbusd for tdpbf16ps: tile
   // instructions take their tile numbers as immediates, so one body cannot take either.
   for (int kk = 0; kk < whole; kk += kDepth) {
     const int8_t* b = panel + static_cast<int64_t>(kk / 4) * kNr * 4;

@@ -15,13 +15,14 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "test_check.h"
 #include "kernels/ops.h"
 #include "kernels/qgemm.h"
 #include "thread_pool.h"
 
 namespace {
 
-int failures = 0;
+using svc::test::failures;
 int compared = 0;
 
 struct Case {

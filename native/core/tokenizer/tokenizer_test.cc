@@ -13,19 +13,14 @@
 #include <vector>
 
 #include "io/json.h"
+#include "test_check.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/trie.h"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAIL: %s\n", what);
-    ++failures;
-  }
-}
+using svc::test::check;
+using svc::test::failures;
 
 const char* kTinyTokenizer = R"({
   "added_tokens": [{"id": 4, "content": "[MASK]", "single_word": false, "lstrip": false, "rstrip": false,

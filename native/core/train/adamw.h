@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/workers.h"
+#include "workers.h"
 
 namespace svc::train {
 

@@ -12,11 +12,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "train/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 #include "train/linalg.h"
 #include "train/rng.h"
 #include "train/vector_ops.h"
-#include "train/workers.h"
+#include "workers.h"
 
 namespace svc::train {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "cpu_features.h"
-#include "train/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 #include "train/gradcheck.h"
-#include "train/test_check.h"
+#include "test_check.h"
 #include "train/linalg.h"
 #include "train/rng.h"
 #include "train/trainer.h"

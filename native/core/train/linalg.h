@@ -10,7 +10,7 @@
 #pragma once
 
 #include "kernels/gemm.h"
-#include "train/workers.h"
+#include "workers.h"
 
 namespace svc::train {
 

@@ -11,7 +11,7 @@
 #include "io/safetensors.h"
 #include "tensor/half.h"
 #include "train/gradcheck.h"
-#include "train/test_check.h"
+#include "test_check.h"
 #include "train/trainer.h"
 
 using namespace svc::train;

@@ -18,7 +18,7 @@
 #include "train/adamw.h"
 #include "train/model.h"
 #include "io/safetensors.h"
-#include "train/workers.h"
+#include "workers.h"
 
 namespace svc::train {
 

@@ -1,4 +1,4 @@
-#include "train/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 
 #include <stdexcept>
 

@@ -18,8 +18,8 @@
 #include <cstring>
 
 #include "kernels/amx_tiles.h"
-#include "train/bf16_pack_avx512.h"
-#include "train/gemm_bf16.h"
+#include "kernels/bf16_pack_avx512.h"
+#include "kernels/gemm_bf16.h"
 
 namespace svc::train::detail {
 namespace {

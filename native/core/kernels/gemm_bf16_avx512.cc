@@ -15,8 +15,8 @@
 #include <array>
 #include <utility>
 
-#include "train/bf16_pack_avx512.h"
-#include "train/gemm_bf16.h"
+#include "kernels/bf16_pack_avx512.h"
+#include "kernels/gemm_bf16.h"
 
 namespace svc::train::detail {
 namespace {
