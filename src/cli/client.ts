@@ -292,7 +292,6 @@ export async function modelsCommand(args: string[]): Promise<number> {
   return 0;
 }
 
-// Like every command, pull opens with its own parseArgs call (the same shape as the operator's).
 /** `svc pull <org>/<model_id> [--dir <dir>]`: downloads a model directory from the service's hub. */
 export async function pullCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
