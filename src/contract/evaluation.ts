@@ -24,7 +24,9 @@ export const evaluationSchema = z
     confusion_matrix: z
       .array(z.array(z.number().int()))
       .describe('Single-label: rows the true class, columns the predicted one, in labels order. Multi-label: per label [tn, fp, fn, tp]'),
-    per_label: z.array(z.object({ label: z.string(), precision: z.number(), recall: z.number(), f1: z.number(), support: z.number().int() })),
+    per_label: z.array(
+      z.object({ label: z.string(), precision: z.number(), recall: z.number(), f1: z.number(), support: z.number().int() }),
+    ),
     macro: averages,
     micro: averages,
     hamming_loss: z.number().optional().describe('Multi-label: share of (text, label) pairs wrong'),
@@ -37,8 +39,11 @@ export const evaluationSchema = z
         ece: z.number().describe('Expected calibration error over 10 equal-width bins'),
         bins: z.array(
           z.object({
-            lower: z.number(), upper: z.number(), count: z.number().int(),
-            mean_probability: z.number().nullable(), fraction_true: z.number().nullable(),
+            lower: z.number(),
+            upper: z.number(),
+            count: z.number().int(),
+            mean_probability: z.number().nullable(),
+            fraction_true: z.number().nullable(),
           }),
         ),
       })

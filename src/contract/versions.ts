@@ -47,7 +47,7 @@ export const versionSchema = z
     object: z.literal('model.version'),
     model: z.string().describe('The classifier'),
     version: z.number().int(),
-    live: z.boolean().describe('Predict answers the classifier\'s id with this version'),
+    live: z.boolean().describe("Predict answers the classifier's id with this version"),
     status: modelSchema.shape.status,
     created_at: z.number().int().describe('Unix seconds'),
     finished_at: z.number().int().nullable().describe('Unix seconds training ended (trained or failed); null while training'),

@@ -26,6 +26,8 @@ import { parseRequest } from '../parse.js';
 import type { ProxyRoutesOptions } from '../proxy/types.js';
 import type { RateLimitOptions } from '../contract/rate-limit.js';
 import { requestLimiter } from './rate-limit.js';
+import { modelsPage } from './models-page.js';
+import { newNonce, pagePolicy } from './security-headers.js';
 
 /** Request bodies above this many bytes get 413 (10,000 examples of a few hundred characters fit easily). */
 export const kDefaultBodyLimit = 16 * 1024 * 1024;
@@ -116,6 +118,13 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
   if (!app.hasRequestDecorator('svcPrincipal')) app.decorateRequest('svcPrincipal', null);
 
   const limiter = await requestLimiter(app, service, options.rateLimit);
+
+  // The models page asks for the key itself and is not part of the JSON API (registered before the OpenAPI collector).
+  app.get('/dashboard/models', { config: { public: true } }, async (_request, reply) => {
+    const nonce = newNonce();
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+    return reply.header('content-security-policy', pagePolicy(nonce)).send(modelsPage(nonce));
+  });
 
   const openapi = new OpenApiCollector();
   app.addHook('onRoute', (route) => openapi.add(route));

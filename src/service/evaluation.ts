@@ -78,15 +78,30 @@ export class VersionEvaluations {
   }
 
   async #evaluate(model: VersionRecord, examples: ValidationExample[]): Promise<EvaluationReport> {
-    const predictions = await this.#runtime.predict(model.orgId, model.id, examples.map((e) => e.text));
+    const predictions = await this.#runtime.predict(
+      model.orgId,
+      model.id,
+      examples.map((e) => e.text),
+    );
     const labels = storedLabels(model.taskType, model.labelText);
     switch (model.taskType) {
       case 'binary-classification':
-        return evaluateBinary(examples.map((e) => e.label === true), (predictions as RuntimePrediction[]).map((p) => p.probability));
+        return evaluateBinary(
+          examples.map((e) => e.label === true),
+          (predictions as RuntimePrediction[]).map((p) => p.probability),
+        );
       case 'multi-class-classification':
-        return evaluateMultiClass(labels!, examples.map((e) => e.label as string), (predictions as ClassPrediction[]).map((p) => p.label));
+        return evaluateMultiClass(
+          labels!,
+          examples.map((e) => e.label as string),
+          (predictions as ClassPrediction[]).map((p) => p.label),
+        );
       case 'multi-label-classification':
-        return evaluateMultiLabel(labels!, examples.map((e) => e.labels ?? []), (predictions as LabelSetPrediction[]).map((p) => p.labels));
+        return evaluateMultiLabel(
+          labels!,
+          examples.map((e) => e.labels ?? []),
+          (predictions as LabelSetPrediction[]).map((p) => p.labels),
+        );
     }
   }
 }

@@ -55,9 +55,13 @@ export class ClassifierVersions {
   async resolve(caller: Caller, name: string, param = 'model'): Promise<VersionRecord> {
     const parsed = parseModelName(name);
     if (parsed === null) {
-      throw new SvcError('invalid_request', `'${name}' names no version: use <model_id>, or <model_id>@<n> with n a version number from 1`, {
-        param,
-      });
+      throw new SvcError(
+        'invalid_request',
+        `'${name}' names no version: use <model_id>, or <model_id>@<n> with n a version number from 1`,
+        {
+          param,
+        },
+      );
     }
     const versions = await this.all(caller, parsed.id);
     const found = versions.find((v) => (parsed.version === null ? v.live : v.version === parsed.version));
@@ -89,7 +93,16 @@ export class ClassifierVersions {
     const maxQueuedJobs = await this.#deps.maxQueuedJobs(caller.orgId);
     const { version, queued } = await this.#deps.store.versions.add(
       id,
-      { orgId: caller.orgId, baseModel: first.baseModel, taskType: first.taskType, labelText, status: 'training', error: null, createdAt: now, updatedAt: now },
+      {
+        orgId: caller.orgId,
+        baseModel: first.baseModel,
+        taskType: first.taskType,
+        labelText,
+        status: 'training',
+        error: null,
+        createdAt: now,
+        updatedAt: now,
+      },
       storedExamples(request),
       { ...options, ...storedTrainingOptions(request) },
       { maxQueuedJobs },

@@ -3,12 +3,21 @@ import type pg from 'pg';
 import { inTransaction } from './postgres-migrations.js';
 import { type VersionRow, toVersion, versionSql } from './rows.js';
 import type {
-  ModelRecord, ModelVersions, PromoteOutcome, QueuedJob, RemoveVersionOutcome, TrainingExample, VersionRecord,
+  ModelRecord,
+  ModelVersions,
+  PromoteOutcome,
+  QueuedJob,
+  RemoveVersionOutcome,
+  TrainingExample,
+  VersionRecord,
 } from './types.js';
 
 /** The store's own insert of a model, its job and examples, on the caller's transaction. */
 export type QueueModelOn = (
-  client: pg.PoolClient, model: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>,
+  client: pg.PoolClient,
+  model: ModelRecord,
+  examples: TrainingExample[],
+  options: Record<string, unknown>,
   limit?: { maxQueuedJobs: number },
 ) => Promise<QueuedJob>;
 

@@ -2,12 +2,21 @@ import type Database from 'better-sqlite3';
 
 import { type VersionRow, toVersion, versionSql } from './rows.js';
 import type {
-  ModelRecord, ModelVersions, PromoteOutcome, QueuedJob, RemoveVersionOutcome, TrainingExample, VersionRecord,
+  ModelRecord,
+  ModelVersions,
+  PromoteOutcome,
+  QueuedJob,
+  RemoveVersionOutcome,
+  TrainingExample,
+  VersionRecord,
 } from './types.js';
 
 /** The store's own insert of a model, its job and examples (inside the caller's transaction). */
 export type QueueModel = (
-  model: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>, limit?: { maxQueuedJobs: number },
+  model: ModelRecord,
+  examples: TrainingExample[],
+  options: Record<string, unknown>,
+  limit?: { maxQueuedJobs: number },
 ) => QueuedJob;
 
 /**
@@ -36,16 +45,18 @@ export class SqliteVersions implements ModelVersions {
     options: Record<string, unknown>,
     limit?: { maxQueuedJobs: number },
   ): Promise<QueuedJob & { version: VersionRecord | null }> {
-    return this.#db.transaction(() => {
-      if (this.#sql.classifier.get({ classifier: classifierId }) === undefined) return { created: false, queued: -1, version: null };
-      const version = (this.#sql.nextVersion.get({ classifier: classifierId }) as { n: number }).n;
-      const key = `${classifierId}.v${version}`;
-      const queued = this.#queue({ ...model, id: key }, examples, options, limit);
-      if (!queued.created) return { ...queued, version: null };
-      this.#sql.setVersion.run({ classifier: classifierId, version, key });
-      this.#sql.setLast.run({ classifier: classifierId, version });
-      return { ...queued, version: { ...model, id: key, classifierId, version, live: false } };
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        if (this.#sql.classifier.get({ classifier: classifierId }) === undefined) return { created: false, queued: -1, version: null };
+        const version = (this.#sql.nextVersion.get({ classifier: classifierId }) as { n: number }).n;
+        const key = `${classifierId}.v${version}`;
+        const queued = this.#queue({ ...model, id: key }, examples, options, limit);
+        if (!queued.created) return { ...queued, version: null };
+        this.#sql.setVersion.run({ classifier: classifierId, version, key });
+        this.#sql.setLast.run({ classifier: classifierId, version });
+        return { ...queued, version: { ...model, id: key, classifierId, version, live: false } };
+      })
+      .immediate();
   }
 
   async list(classifierId: string): Promise<VersionRecord[]> {
@@ -57,23 +68,27 @@ export class SqliteVersions implements ModelVersions {
   }
 
   async promote(classifierId: string, version: number): Promise<PromoteOutcome> {
-    return this.#db.transaction((): PromoteOutcome => {
-      const found = (this.#sql.list.all({ classifier: classifierId }) as VersionRow[]).find((row) => row.version === version);
-      if (found === undefined) return 'not_found';
-      if (found.status !== 'trained') return 'not_trained';
-      this.#sql.setLive.run({ classifier: classifierId, version });
-      return 'promoted';
-    }).immediate();
+    return this.#db
+      .transaction((): PromoteOutcome => {
+        const found = (this.#sql.list.all({ classifier: classifierId }) as VersionRow[]).find((row) => row.version === version);
+        if (found === undefined) return 'not_found';
+        if (found.status !== 'trained') return 'not_trained';
+        this.#sql.setLive.run({ classifier: classifierId, version });
+        return 'promoted';
+      })
+      .immediate();
   }
 
   async remove(classifierId: string, version: number): Promise<RemoveVersionOutcome> {
-    return this.#db.transaction((): RemoveVersionOutcome => {
-      const found = (this.#sql.list.all({ classifier: classifierId }) as VersionRow[]).find((row) => row.version === version);
-      if (found === undefined) return 'not_found';
-      if (version === found.live_version) return 'live';
-      if (version === 1) return 'first';
-      this.#sql.remove.run({ classifier: classifierId, version });
-      return 'deleted';
-    }).immediate();
+    return this.#db
+      .transaction((): RemoveVersionOutcome => {
+        const found = (this.#sql.list.all({ classifier: classifierId }) as VersionRow[]).find((row) => row.version === version);
+        if (found === undefined) return 'not_found';
+        if (version === found.live_version) return 'live';
+        if (version === 1) return 'first';
+        this.#sql.remove.run({ classifier: classifierId, version });
+        return 'deleted';
+      })
+      .immediate();
   }
 }

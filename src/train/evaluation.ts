@@ -67,7 +67,10 @@ function scoresOf(label: string, tp: number, fp: number, fn: number): LabelScore
   return { label, precision, recall, f1: f1Of(precision, recall), support: tp + fn };
 }
 
-function averages(perLabel: readonly LabelScores[], counts: readonly { tp: number; fp: number; fn: number }[]): { macro: Averages; micro: Averages } {
+function averages(
+  perLabel: readonly LabelScores[],
+  counts: readonly { tp: number; fp: number; fn: number }[],
+): { macro: Averages; micro: Averages } {
   const mean = (pick: (s: LabelScores) => number) => perLabel.reduce((sum, s) => sum + pick(s), 0) / perLabel.length;
   const total = counts.reduce((sum, c) => ({ tp: sum.tp + c.tp, fp: sum.fp + c.fp, fn: sum.fn + c.fn }), { tp: 0, fp: 0, fn: 0 });
   const micro = scoresOf('', total.tp, total.fp, total.fn);
@@ -89,8 +92,12 @@ function singleLabel(labels: readonly string[], truth: readonly number[], predic
   const perLabel = counts.map((c, i) => scoresOf(labels[i], c.tp, c.fp, c.fn));
   const correct = truth.filter((t, i) => t === predicted[i]).length;
   return {
-    examples: truth.length, labels: [...labels], accuracy: ratio(correct, truth.length), confusion_matrix: matrix,
-    per_label: perLabel, ...averages(perLabel, counts),
+    examples: truth.length,
+    labels: [...labels],
+    accuracy: ratio(correct, truth.length),
+    confusion_matrix: matrix,
+    per_label: perLabel,
+    ...averages(perLabel, counts),
   };
 }
 
@@ -106,7 +113,11 @@ function singleLabel(labels: readonly string[], truth: readonly number[], predic
  */
 export function evaluateBinary(truth: readonly boolean[], probability: readonly number[]): EvaluationReport {
   const index = (positive: boolean) => (positive ? 0 : 1);
-  const report = singleLabel(['true', 'false'], truth.map(index), probability.map((p) => index(p >= 0.5)));
+  const report = singleLabel(
+    ['true', 'false'],
+    truth.map(index),
+    probability.map((p) => index(p >= 0.5)),
+  );
   report.thresholds = kThresholds.map((threshold) => {
     let tp = 0;
     let fp = 0;
@@ -138,7 +149,13 @@ function calibration(truth: readonly boolean[], probability: readonly number[]):
     const mean = s.count === 0 ? null : s.probability / s.count;
     const fraction = s.count === 0 ? null : s.positives / s.count;
     if (mean !== null && fraction !== null) ece += (s.count / probability.length) * Math.abs(mean - fraction);
-    return { lower: b / kCalibrationBins, upper: (b + 1) / kCalibrationBins, count: s.count, mean_probability: mean, fraction_true: fraction };
+    return {
+      lower: b / kCalibrationBins,
+      upper: (b + 1) / kCalibrationBins,
+      count: s.count,
+      mean_probability: mean,
+      fraction_true: fraction,
+    };
   });
   return { ece, bins };
 }
@@ -150,7 +167,11 @@ export function evaluateMultiClass(labels: readonly string[], truth: readonly st
 }
 
 /** A multi-label model's report from each text's true and predicted label sets. */
-export function evaluateMultiLabel(labels: readonly string[], truth: readonly string[][], predicted: readonly string[][]): EvaluationReport {
+export function evaluateMultiLabel(
+  labels: readonly string[],
+  truth: readonly string[][],
+  predicted: readonly string[][],
+): EvaluationReport {
   const counts = labels.map((label) => {
     const c = { tn: 0, fp: 0, fn: 0, tp: 0 };
     truth.forEach((t, i) => {
@@ -166,8 +187,12 @@ export function evaluateMultiLabel(labels: readonly string[], truth: readonly st
   const exact = truth.filter((t, i) => t.length === predicted[i].length && t.every((label) => predicted[i].includes(label))).length;
   const wrong = counts.reduce((sum, c) => sum + c.fp + c.fn, 0);
   return {
-    examples: truth.length, labels: [...labels], accuracy: ratio(exact, truth.length),
-    confusion_matrix: counts.map((c) => [c.tn, c.fp, c.fn, c.tp]), per_label: perLabel, ...averages(perLabel, counts),
+    examples: truth.length,
+    labels: [...labels],
+    accuracy: ratio(exact, truth.length),
+    confusion_matrix: counts.map((c) => [c.tn, c.fp, c.fn, c.tp]),
+    per_label: perLabel,
+    ...averages(perLabel, counts),
     hamming_loss: ratio(wrong, truth.length * labels.length),
   };
 }

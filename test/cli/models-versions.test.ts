@@ -29,40 +29,74 @@ afterAll(async () => {
 
 const examplesFile = (name: string, from: number) => {
   const file = join(dir, name);
-  writeFileSync(file, imdbExamples(from, 10).map((e) => JSON.stringify({ text: e.text, label: e.label })).join('\n'));
+  writeFileSync(
+    file,
+    imdbExamples(from, 10)
+      .map((e) => JSON.stringify({ text: e.text, label: e.label }))
+      .join('\n'),
+  );
   return file;
 };
 const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>;
 
-it('retrains with --version-of, lists the versions, promotes, rolls back and deletes one', { timeout: 180_000 * kLevelSlowdown }, async () => {
-  const first = await svc(['train', '--examples', examplesFile('one.jsonl', 0), '--label-text', 'positive', '--frozen', '--wait'], env);
-  expect(first.code).toBe(0);
-  const id = json(first.stdout).id as string;
+it(
+  'retrains with --version-of, lists the versions, promotes, rolls back and deletes one',
+  { timeout: 180_000 * kLevelSlowdown },
+  async () => {
+    const first = await svc(['train', '--examples', examplesFile('one.jsonl', 0), '--label-text', 'positive', '--frozen', '--wait'], env);
+    expect(first.code).toBe(0);
+    const id = json(first.stdout).id as string;
 
-  const second = await svc(['train', '--examples', examplesFile('two.jsonl', 10), '--label-text', 'positive', '--frozen', '--version-of', id, '--wait'], env);
-  expect(second.code).toBe(0);
-  expect(json(second.stdout)).toMatchObject({ id: `${id}@2`, object: 'model.version', model: id, version: 2, live: false, status: 'trained' });
+    const second = await svc(
+      ['train', '--examples', examplesFile('two.jsonl', 10), '--label-text', 'positive', '--frozen', '--version-of', id, '--wait'],
+      env,
+    );
+    expect(second.code).toBe(0);
+    expect(json(second.stdout)).toMatchObject({
+      id: `${id}@2`,
+      object: 'model.version',
+      model: id,
+      version: 2,
+      live: false,
+      status: 'trained',
+    });
 
-  const versions = json((await svc(['models', 'versions', id], env)).stdout);
-  expect([versions.live_version, (versions.data as { version: number; live: boolean }[]).map((v) => [v.version, v.live])]).toEqual([
-    1, [[1, true], [2, false]],
-  ]);
-  expect(json((await svc(['models', 'promote', id, '2'], env)).stdout)).toMatchObject({ id: `${id}@2`, live: true });
-  const shown = json((await svc(['models', 'show', `${id}@2`], env)).stdout);
-  expect([shown.id, shown.status]).toEqual([`${id}@2`, 'trained']);
-  const predicted = json((await svc(['predict', '--model', `${id}@1`, 'A wonderful, moving film.'], env)).stdout);
-  expect(predicted.model).toBe(`${id}@1`);
+    const versions = json((await svc(['models', 'versions', id], env)).stdout);
+    expect([versions.live_version, (versions.data as { version: number; live: boolean }[]).map((v) => [v.version, v.live])]).toEqual([
+      1,
+      [
+        [1, true],
+        [2, false],
+      ],
+    ]);
+    expect(json((await svc(['models', 'promote', id, '2'], env)).stdout)).toMatchObject({ id: `${id}@2`, live: true });
+    const shown = json((await svc(['models', 'show', `${id}@2`], env)).stdout);
+    expect([shown.id, shown.status]).toEqual([`${id}@2`, 'trained']);
+    const predicted = json((await svc(['predict', '--model', `${id}@1`, 'A wonderful, moving film.'], env)).stdout);
+    expect(predicted.model).toBe(`${id}@1`);
 
-  // The live version cannot go; after the rollback, version 2 can, with its hub copy.
-  const refused = await svc(['models', 'delete', `${id}@2`], env);
-  expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining(`Version 2 of '${id}' is live; promote another version before deleting it`)]);
-  expect(json((await svc(['models', 'promote', id, '1'], env)).stdout)).toMatchObject({ version: 1, live: true });
-  expect(await svc(['models', 'delete', `${id}@2`], env)).toEqual({
-    code: 0, stdout: `${JSON.stringify({ id: `${id}@2`, object: 'model.version', deleted: true }, null, 2)}\n`, stderr: '',
-  });
-  expect(existsSync(join(dir, 'data', 'hub', 'acme', `${id}.v2`))).toBe(false);
-  expect(existsSync(join(dir, 'data', 'hub', 'acme', id))).toBe(true);
+    // The live version cannot go; after the rollback, version 2 can, with its hub copy.
+    const refused = await svc(['models', 'delete', `${id}@2`], env);
+    expect([refused.code, refused.stderr]).toEqual([
+      1,
+      expect.stringContaining(`Version 2 of '${id}' is live; promote another version before deleting it`),
+    ]);
+    expect(json((await svc(['models', 'promote', id, '1'], env)).stdout)).toMatchObject({ version: 1, live: true });
+    expect(await svc(['models', 'delete', `${id}@2`], env)).toEqual({
+      code: 0,
+      stdout: `${JSON.stringify({ id: `${id}@2`, object: 'model.version', deleted: true }, null, 2)}\n`,
+      stderr: '',
+    });
+    expect(existsSync(join(dir, 'data', 'hub', 'acme', `${id}.v2`))).toBe(false);
+    expect(existsSync(join(dir, 'data', 'hub', 'acme', id))).toBe(true);
 
-  expect(await svc(['models', 'promote', id], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('svc models promote <id> <n>') });
-  expect(await svc(['models', 'delete', `${id}@x`], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('usage: svc models list') });
-});
+    expect(await svc(['models', 'promote', id], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('svc models promote <id> <n>'),
+    });
+    expect(await svc(['models', 'delete', `${id}@x`], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('usage: svc models list'),
+    });
+  },
+);

@@ -19,14 +19,29 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-versions-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const options = (name: string, extra: ServerOptions = {}): ServerOptions => ({
-  dataDir: join(dir, name), port: 0, logLevel: 'silent', proxy: false, pool: { workers: 1, engineThreads: 1 }, ...extra,
+  dataDir: join(dir, name),
+  port: 0,
+  logLevel: 'silent',
+  proxy: false,
+  pool: { workers: 1, engineThreads: 1 },
+  ...extra,
 });
 const train = (from: number, labelText = 'positive') => ({
-  model: 'svc-small', task_type: 'binary-classification', examples: imdbExamples(from, 10, labelText), finetune: false,
+  model: 'svc-small',
+  task_type: 'binary-classification',
+  examples: imdbExamples(from, 10, labelText),
+  finetune: false,
 });
 const texts = ['A wonderful, moving film.', 'Dull and far too long.'];
 
-interface Version { id: string; version: number; live: boolean; status: string; finished_at: number | null; error?: string }
+interface Version {
+  id: string;
+  version: number;
+  live: boolean;
+  status: string;
+  finished_at: number | null;
+  error?: string;
+}
 
 async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<void> {
   const { service } = servers[0];
@@ -56,7 +71,15 @@ async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<v
 
   const added = await call('POST', `/v2/models/${id}/versions`, train(10));
   expect(added.status).toBe(200);
-  expect(added.body).toMatchObject({ id: `${id}@2`, object: 'model.version', model: id, version: 2, live: false, status: 'training', finished_at: null });
+  expect(added.body).toMatchObject({
+    id: `${id}@2`,
+    object: 'model.version',
+    model: id,
+    version: 2,
+    live: false,
+    status: 'training',
+    finished_at: null,
+  });
   // (A version in training, refused by predict and promote, is test/service/versions.test.ts's: here training may end first.)
   await settled(`${id}@2`);
 
@@ -87,7 +110,8 @@ async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<v
   expect(await answers(id)).toEqual(one);
 
   // The hub: 'main' is the live version's files, 'v2' version 2's.
-  const hub = async (revision: string) => (await httpCall(servers[0].url, 'GET', `/hub/acme/${id}/resolve/${revision}/config.json`, key)).status;
+  const hub = async (revision: string) =>
+    (await httpCall(servers[0].url, 'GET', `/hub/acme/${id}/resolve/${revision}/config.json`, key)).status;
   expect([await hub('main'), await hub('v1'), await hub('v2'), await hub('v9'), await hub('latest')]).toEqual([200, 200, 200, 404, 404]);
 
   // Bad input: each a 4xx naming the problem.
@@ -96,20 +120,57 @@ async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<v
     expect({ status: answer.status, message: answer.body.error?.message }).toEqual({ status, message });
   };
   await refused('POST', '/v2/predict', { model: `${id}@7`, inputs: texts }, 404, `The model '${id}' has no version 7 (its versions: 1, 2)`);
-  await refused('POST', '/v2/predict', { model: `${id}@x`, inputs: texts }, 400,
-    `'${id}@x' names no version: use <model_id>, or <model_id>@<n> with n a version number from 1`);
+  await refused(
+    'POST',
+    '/v2/predict',
+    { model: `${id}@x`, inputs: texts },
+    400,
+    `'${id}@x' names no version: use <model_id>, or <model_id>@<n> with n a version number from 1`,
+  );
   await refused('POST', `/v2/models/${id}/promote`, { version: 7 }, 404, `The model '${id}' has no version 7 (its versions: 1, 2)`);
   await refused('POST', `/v2/models/${id}/promote`, { version: 0 }, 400, 'version must be at least 1');
-  await refused('POST', `/v2/models/${id}/versions`, train(0, 'negative'), 400,
-    `A new version of '${id}' must have its label_text ('positive'); got 'negative'`);
-  await refused('POST', `/v2/models/${id}/versions`, {
-    model: 'svc-small', task_type: 'multi-class-classification', finetune: false,
-    examples: imdbExamples(0, 10).map((e) => ({ text: e.text, label: e.label ? 'good' : 'bad' })),
-  }, 400, `A new version of '${id}' must have its task type (binary-classification); got multi-class-classification`);
-  await refused('GET', `/v2/models/${id}/versions`, undefined, 404, `The model '${id}' does not exist or is not visible to this API key`, otherKey);
-  await refused('POST', `/v2/models/${id}/promote`, { version: 2 }, 404, `The model '${id}' does not exist or is not visible to this API key`, otherKey);
-  await refused('DELETE', `/v2/models/${id}/versions/1`, undefined, 409,
-    `Version 1 of '${id}' is live; promote another version before deleting it`);
+  await refused(
+    'POST',
+    `/v2/models/${id}/versions`,
+    train(0, 'negative'),
+    400,
+    `A new version of '${id}' must have its label_text ('positive'); got 'negative'`,
+  );
+  await refused(
+    'POST',
+    `/v2/models/${id}/versions`,
+    {
+      model: 'svc-small',
+      task_type: 'multi-class-classification',
+      finetune: false,
+      examples: imdbExamples(0, 10).map((e) => ({ text: e.text, label: e.label ? 'good' : 'bad' })),
+    },
+    400,
+    `A new version of '${id}' must have its task type (binary-classification); got multi-class-classification`,
+  );
+  await refused(
+    'GET',
+    `/v2/models/${id}/versions`,
+    undefined,
+    404,
+    `The model '${id}' does not exist or is not visible to this API key`,
+    otherKey,
+  );
+  await refused(
+    'POST',
+    `/v2/models/${id}/promote`,
+    { version: 2 },
+    404,
+    `The model '${id}' does not exist or is not visible to this API key`,
+    otherKey,
+  );
+  await refused(
+    'DELETE',
+    `/v2/models/${id}/versions/1`,
+    undefined,
+    409,
+    `Version 1 of '${id}' is live; promote another version before deleting it`,
+  );
 
   // Deleting: version 2 goes with its hub copy; version 1 holds the classifier.
   expect((await call('DELETE', `/v2/models/${id}/versions/2`)).body).toEqual({ id: `${id}@2`, object: 'model.version', deleted: true });
@@ -120,8 +181,13 @@ async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<v
   expect(third.body.version).toBe(3);
   await settled(`${id}@3`);
   await call('POST', `/v2/models/${id}/promote`, { version: 3 });
-  await refused('DELETE', `/v2/models/${id}/versions/1`, undefined, 409,
-    `Version 1 holds the model '${id}' itself; delete the model (DELETE /v2/models/${id}) to remove all its versions`);
+  await refused(
+    'DELETE',
+    `/v2/models/${id}/versions/1`,
+    undefined,
+    409,
+    `Version 1 holds the model '${id}' itself; delete the model (DELETE /v2/models/${id}) to remove all its versions`,
+  );
   // The classifier goes with every version and every hub copy.
   expect((await call('DELETE', `/v2/models/${id}`)).status).toBe(200);
   expect(readdirSync(join(hubFolder, 'acme'))).toEqual([]);
@@ -138,15 +204,19 @@ describe('versions through real servers', () => {
     }
   });
 
-  it('on two PostgreSQL replicas sharing a model folder, each call on the other replica', { timeout: 240_000 * kLevelSlowdown }, async () => {
-    const database = await pgServer.cluster.createDatabase();
-    const artifactsDir = join(dir, 'shared-models');
-    const one = await startServer(options('pg-one', { database, artifactsDir }));
-    const two = await startServer(options('pg-two', { database, artifactsDir }));
-    try {
-      await lifecycle([one, two], artifactsDir);
-    } finally {
-      await Promise.all([one.close(), two.close()]);
-    }
-  });
+  it(
+    'on two PostgreSQL replicas sharing a model folder, each call on the other replica',
+    { timeout: 240_000 * kLevelSlowdown },
+    async () => {
+      const database = await pgServer.cluster.createDatabase();
+      const artifactsDir = join(dir, 'shared-models');
+      const one = await startServer(options('pg-one', { database, artifactsDir }));
+      const two = await startServer(options('pg-two', { database, artifactsDir }));
+      try {
+        await lifecycle([one, two], artifactsDir);
+      } finally {
+        await Promise.all([one.close(), two.close()]);
+      }
+    },
+  );
 });

@@ -47,10 +47,14 @@ it('keeps a version in training out of predict and promote, never live by itself
   expect(added).toMatchObject({ id: `${model.id}@2`, version: 2, live: false, status: 'training', finished_at: null });
 
   expect(await refusal(service.predict(acme, { model: `${model.id}@2`, inputs: ['fine'] }))).toEqual({
-    status: 409, message: `The model '${model.id}@2' is still training; retry when its status is 'trained'`, param: 'model',
+    status: 409,
+    message: `The model '${model.id}@2' is still training; retry when its status is 'trained'`,
+    param: 'model',
   });
   expect(await refusal(service.versions.promote(acme, model.id, { version: 2 }))).toEqual({
-    status: 409, message: `Version 2 of '${model.id}' is training; only a trained version can be promoted`, param: 'version',
+    status: 409,
+    message: `Version 2 of '${model.id}' is training; only a trained version can be promoted`,
+    param: 'version',
   });
   expect(await service.getProgress(acme, `${model.id}@2`)).toMatchObject({ model: `${model.id}@2`, status: 'training' });
   // The live version answers meanwhile.
@@ -59,7 +63,10 @@ it('keeps a version in training out of predict and promote, never live by itself
   open();
   await service.idle();
   const versions = await service.versions.list(acme, model.id);
-  expect(versions.data.map((v) => [v.version, v.status, v.live])).toEqual([[1, 'trained', true], [2, 'trained', false]]);
+  expect(versions.data.map((v) => [v.version, v.status, v.live])).toEqual([
+    [1, 'trained', true],
+    [2, 'trained', false],
+  ]);
   expect(versions.live_version).toBe(1);
   // The classifier is listed once, as its live version.
   expect((await service.listModels(acme)).data.map((m) => m.id)).toEqual([model.id]);
@@ -76,19 +83,27 @@ it('rolls back by promoting the version before, and refuses a version that is no
   expect((await service.versions.promote(acme, model.id, { version: 1 })).live).toBe(true);
   expect((await service.versions.list(acme, model.id)).live_version).toBe(1);
   expect(await refusal(service.versions.promote(acme, model.id, { version: '2' }))).toEqual({
-    status: 400, message: 'version must be a whole number', param: 'version',
+    status: 400,
+    message: 'version must be a whole number',
+    param: 'version',
   });
 });
 
-it('takes a binary validation set with the examples\' label_text only, and reports no version before it is trained', async () => {
+it("takes a binary validation set with the examples' label_text only, and reports no version before it is trained", async () => {
   const validation = imdbExamples(40, 2);
-  expect(await refusal(service.train(acme, { ...request(0), validation: [...validation, { text: 'x', label: true, label_text: 'negative' }] }))).toEqual({
-    status: 400, message: "validation[4].label_text must be the examples' 'positive'", param: 'validation[4]',
+  expect(
+    await refusal(service.train(acme, { ...request(0), validation: [...validation, { text: 'x', label: true, label_text: 'negative' }] })),
+  ).toEqual({
+    status: 400,
+    message: "validation[4].label_text must be the examples' 'positive'",
+    param: 'validation[4]',
   });
   runtime.gate = new Promise(() => {});
   const model = await service.train(acme, { ...request(0), validation });
   expect(await service.store.getJob(model.id).then((job) => job?.options.validation)).toEqual(validation);
   expect(await refusal(service.evaluations.report(acme, model.id))).toEqual({
-    status: 409, message: `Version 1 of '${model.id}' is training; only a trained version has a report`, param: 'version',
+    status: 409,
+    message: `Version 1 of '${model.id}' is training; only a trained version has a report`,
+    param: 'version',
   });
 });

@@ -42,7 +42,8 @@ export function versionsContract(name: string, backend: StoreBackend): void {
       ]);
       const added = await store.versions.add(kClassifier, versionOf(), examples, { finetune: false });
       expect(added).toEqual({
-        created: true, queued: 1,
+        created: true,
+        queued: 1,
         version: { ...versionOf(), id: `${kClassifier}.v2`, classifierId: kClassifier, version: 2, live: false },
       });
       expect(await store.getJobExamples(`${kClassifier}.v2`)).toEqual(examples);
@@ -108,14 +109,21 @@ export function versionsContract(name: string, backend: StoreBackend): void {
       expect(added.map((a) => a.version!.version).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7]);
       const capped = await store.versions.add(kClassifier, versionOf(), examples, {}, { maxQueuedJobs: 6 });
       expect(capped).toEqual({ created: false, queued: 6, version: null });
-      expect(await store.versions.add('svc-small-ffffffffffff', versionOf(), examples, {})).toEqual({ created: false, queued: -1, version: null });
+      expect(await store.versions.add('svc-small-ffffffffffff', versionOf(), examples, {})).toEqual({
+        created: false,
+        queued: -1,
+        version: null,
+      });
     });
 
     it('never lets a promote and a delete of one version both succeed', async () => {
       for (let round = 0; round < 4; round++) {
         const v = (await store.versions.add(kClassifier, versionOf(), examples, {})).version!;
         await train(store, v.id);
-        const [promoted, removed] = await Promise.all([store.versions.promote(kClassifier, v.version), other.versions.remove(kClassifier, v.version)]);
+        const [promoted, removed] = await Promise.all([
+          store.versions.promote(kClassifier, v.version),
+          other.versions.remove(kClassifier, v.version),
+        ]);
         expect([promoted, removed]).toContainEqual(promoted === 'promoted' ? 'live' : 'deleted');
         const live = (await store.versions.list(kClassifier)).find((x) => x.live)!;
         expect(live.status).toBe('trained');

@@ -8,12 +8,19 @@ describe('the evaluation report', () => {
     const probability = [0.95, 0.7, 0.3, 0.6, 0.2, 0.05, 0.1, 0.55];
     const report = evaluateBinary(truth, probability);
     // true: 3 of 4 found (0.95, 0.7, 0.55), one false (0.6) called true.
-    expect(report.confusion_matrix).toEqual([[3, 1], [1, 3]]);
+    expect(report.confusion_matrix).toEqual([
+      [3, 1],
+      [1, 3],
+    ]);
     expect(report.per_label).toEqual([
       { label: 'true', precision: 0.75, recall: 0.75, f1: 0.75, support: 4 },
       { label: 'false', precision: 0.75, recall: 0.75, f1: 0.75, support: 4 },
     ]);
-    expect([report.accuracy, report.macro, report.micro]).toEqual([0.75, { precision: 0.75, recall: 0.75, f1: 0.75 }, { precision: 0.75, recall: 0.75, f1: 0.75 }]);
+    expect([report.accuracy, report.macro, report.micro]).toEqual([
+      0.75,
+      { precision: 0.75, recall: 0.75, f1: 0.75 },
+      { precision: 0.75, recall: 0.75, f1: 0.75 },
+    ]);
     expect(report.thresholds!.map((r) => r.threshold)).toEqual(kThresholds);
     expect(kThresholds[0]).toBe(0.05);
     expect(kThresholds[18]).toBe(0.95);
@@ -32,7 +39,11 @@ describe('the evaluation report', () => {
   it('multi-class: rows are the truth, columns the prediction; macro and micro differ on skewed classes', () => {
     const labels = ['a', 'b', 'c'];
     const report = evaluateMultiClass(labels, ['a', 'a', 'a', 'a', 'b', 'c'], ['a', 'a', 'a', 'b', 'b', 'b']);
-    expect(report.confusion_matrix).toEqual([[3, 1, 0], [0, 1, 0], [0, 1, 0]]);
+    expect(report.confusion_matrix).toEqual([
+      [3, 1, 0],
+      [0, 1, 0],
+      [0, 1, 0],
+    ]);
     expect(report.per_label).toEqual([
       { label: 'a', precision: 1, recall: 0.75, f1: 6 / 7, support: 4 },
       { label: 'b', precision: 1 / 3, recall: 1, f1: 0.5, support: 1 },
@@ -46,7 +57,10 @@ describe('the evaluation report', () => {
 
   it('multi-label: per-label counts, exact-set accuracy and the Hamming loss', () => {
     const report = evaluateMultiLabel(['x', 'y'], [['x'], ['x', 'y'], []], [['x'], ['x'], ['y']]);
-    expect(report.confusion_matrix).toEqual([[1, 0, 0, 2], [1, 1, 1, 0]]);
+    expect(report.confusion_matrix).toEqual([
+      [1, 0, 0, 2],
+      [1, 1, 1, 0],
+    ]);
     expect(report.accuracy).toBeCloseTo(1 / 3, 12);
     // Two of six (text, label) pairs wrong.
     expect(report.hamming_loss).toBeCloseTo(2 / 6, 12);
