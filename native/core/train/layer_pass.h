@@ -45,9 +45,9 @@ struct LayerPass {
 
 // Sizes a buffer whose contents do not matter; one that must grow is freed first, so its old
 // and new blocks are never held together (a longer batch than the last would otherwise hold both).
-template <typename T>
-void fit(std::vector<T>& v, size_t n) {
-  if (n > v.capacity()) std::vector<T>().swap(v);
+template <typename V>
+void fit(V& v, size_t n) {
+  if (n > v.capacity()) V().swap(v);
   v.resize(n);
 }
 

@@ -73,8 +73,8 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   ws.tokens = rows;
   const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, g.text0};
   if (ws.layers.size() < static_cast<size_t>(keep ? cfg.layers : 1)) ws.layers.resize(keep ? cfg.layers : 1);
-  for (std::vector<T>* v : {&ws.x0, &ws.x, &ws.h1, &ws.tmp, &ws.emb_xhat}) fit(*v, th);
-  for (std::vector<T>* v : {&ws.act, &ws.cdf}) fit(*v, tf);
+  for (StepBuffer<T>* v : {&ws.x0, &ws.x, &ws.h1, &ws.tmp, &ws.emb_xhat}) fit(*v, th);
+  for (StepBuffer<T>* v : {&ws.act, &ws.cdf}) fit(*v, tf);
   ws.emb_rstd.resize(rows);
   PairBatch sub;
   sub.ids = g.ids;
@@ -110,7 +110,7 @@ void backward_pass(const EncoderConfig& cfg, const Embeddings<T>& embeddings, co
   const size_t th = static_cast<size_t>(rows) * h, tf = static_cast<size_t>(rows) * f;
   const PackedLayout lay{g.texts, ws.offsets.data(), g.lengths, g.text0};
   ws.dpooled.resize(ws.emb.size());
-  for (std::vector<T>* v : {&ws.dy, &ws.dh, &ws.dctx}) fit(*v, th);
+  for (StepBuffer<T>* v : {&ws.dy, &ws.dh, &ws.dctx}) fit(*v, th);
   fit(ws.dqkv, 3 * th);
   fit(ws.dbig, tf);
   l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());

@@ -13,6 +13,7 @@
 #include "io/config.h"
 #include "train/attention.h"
 #include "train/gemm_bf16.h"
+#include "train/page_buffer.h"
 #include "train/workers.h"
 
 namespace svc::train {
@@ -134,7 +135,8 @@ struct PairBatch {
 // svc-small instead of 31 KB plus the attention probabilities (12 KB at 256 tokens).
 template <typename T>
 struct LayerActivations {
-  std::vector<T> qkv, ctx, xhat1, rstd1, inter, xhat2, rstd2;
+  StepBuffer<T> qkv, ctx, xhat1, inter, xhat2;
+  std::vector<T> rstd1, rstd2;
   // Adapter training: s·x·Aᵀ of each target (rows x r), target t from t·rows·r.
   std::vector<T> lora_u;
 };
@@ -147,10 +149,11 @@ struct Workspace {
   // x0: layer 0's input (the embeddings after dropout), kept. x: forward, the running layer
   // input and output; backward, the input of the layer at hand, recomputed. h1, act, cdf: the
   // layer at hand's FFN input, GELU output and Φ (one layer's worth, reused by every layer).
-  std::vector<T> x0, x, h1, act, cdf;
+  StepBuffer<T> x0, x, h1, act, cdf;
   std::vector<T> pooled, norms, emb;
   // The embedding LayerNorm's x̂ and 1/σ per token, and (backward) d loss / d its input.
-  std::vector<T> emb_xhat, emb_rstd, emb_dsum, emb_dln_g, emb_dln_b;
+  StepBuffer<T> emb_xhat;
+  std::vector<T> emb_rstd, emb_dsum, emb_dln_g, emb_dln_b;
   // When a step runs data-parallel: one workspace and one gradient buffer per text group.
   std::vector<Workspace<T>> parts;
   std::vector<std::vector<T>> part_grads;
@@ -159,7 +162,8 @@ struct Workspace {
   // A training step where the CPU has bf16 products packs these instead (gemm_bf16.h).
   std::vector<PackedBf16> bf16_fwd, bf16_bwd;
   // backward scratch
-  std::vector<T> dy, dh, dbig, dqkv, dctx, demb, dpooled, tmp, lora_g;
+  StepBuffer<T> dy, dh, dbig, dqkv, dctx, tmp;
+  std::vector<T> demb, dpooled, lora_g;
 };
 
 // Dropout is on when `training`; its masks are a function of (seed, step).
