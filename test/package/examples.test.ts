@@ -36,6 +36,14 @@ describe('examples/', () => {
     });
   });
 
+  it('versions.mjs trains two versions, compares them on the same held-out texts and promotes the second when it is as good', async () => {
+    const result = await runNode([join(kRepoRoot, 'examples', 'versions.mjs')]);
+    const [compared, live] = result.stdout.trim().split('\n');
+    const [, candidate, current] = /^version 2: F1 (\d\.\d\d) vs live version 1: (\d\.\d\d)$/.exec(compared)!;
+    expect(live).toBe(`live: version ${Number(candidate) >= Number(current) ? 2 : 1}; "true" for a billing question`);
+    expect([result.code, result.stderr]).toEqual([0, '']);
+  }, 120_000 * kLevelSlowdown);
+
   it('the samples are sets svc-small is good at: each task type, with the frozen encoder', async () => {
     // The README's first impression: what training reports (cross-validated) and what it says on new texts.
     const script = `
