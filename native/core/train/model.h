@@ -12,9 +12,9 @@
 
 #include "io/config.h"
 #include "train/attention.h"
-#include "train/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 #include "train/page_buffer.h"
-#include "train/workers.h"
+#include "workers.h"
 
 namespace svc::train {
 
