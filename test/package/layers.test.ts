@@ -11,6 +11,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const kSrc = fileURLToPath(new URL('../../src', import.meta.url));
+const kNativeCore = fileURLToPath(new URL('../../native/core', import.meta.url));
 
 /**
  * Each unit of src/ (a folder, or a root file by name) and its layer. Distinct folders share a layer
@@ -152,5 +153,18 @@ describe('layers of src/', () => {
     };
     for (const unit of graph.keys()) if (!state.has(unit)) visit(unit);
     expect(cycles).toEqual([]);
+  });
+});
+
+describe('layers of native/core', () => {
+  it('runs inference without the training folder: kernels both use live in native/core/kernels', () => {
+    const inference = ['encoder', 'kernels', 'tokenizer', 'io', 'tensor'].flatMap((folder) =>
+      readdirSync(join(kNativeCore, folder))
+        .filter((file) => /\.(cc|h)$/.test(file) && !file.endsWith('_test.cc'))
+        .map((file) => `${folder}/${file}`),
+    );
+    const reachingTrain = inference.filter((file) => /#include "train\//.test(readFileSync(join(kNativeCore, file), 'utf8')));
+    expect(inference.length).toBeGreaterThan(20);
+    expect(reachingTrain).toEqual([]);
   });
 });
