@@ -29,7 +29,9 @@ function serverPackages(): Plugin {
       const cjs = build.initialOptions.define?.TSUP_FORMAT === JSON.stringify('cjs');
       build.onResolve({ filter: new RegExp(`^(${escaped.join('|')})$`) }, (args) => ({ path: args.path, namespace: 'svc-server-package' }));
       build.onLoad({ filter: /.*/, namespace: 'svc-server-package' }, async (args) => {
-        const names = Object.keys((await import(args.path)) as object).filter((name) => name !== 'default' && /^[A-Za-z_$][\w$]*$/.test(name));
+        const names = Object.keys((await import(args.path)) as object).filter(
+          (name) => name !== 'default' && /^[A-Za-z_$][\w$]*$/.test(name),
+        );
         const name = JSON.stringify(args.path);
         return {
           contents:

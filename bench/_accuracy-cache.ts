@@ -47,7 +47,12 @@ async function embed(texts: string[], encoderFile: string | null): Promise<Float
   const lane = async () => {
     while (next < starts.length) {
       const start = starts[next++]!;
-      const vectors = await runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', encoderFile, texts: texts.slice(start, start + kChunk) });
+      const vectors = await runTask<Float32Array>({
+        kind: 'embed',
+        baseModel: 'svc-small',
+        encoderFile,
+        texts: texts.slice(start, start + kChunk),
+      });
       out.set(vectors, start * kDim);
     }
   };
@@ -69,7 +74,8 @@ async function embedBase(texts: string[]): Promise<Float32Array> {
 
 /** The request train() would validate for this draw and body. */
 function requestOf(draw: Draw, body: Body): TrainRequest {
-  const finetune = body === 'frozen' ? false : body === 'full' ? { method: 'full' as const } : { method: 'adapter' as const, rank: kDefaultAdapterRank };
+  const finetune =
+    body === 'frozen' ? false : body === 'full' ? { method: 'full' as const } : { method: 'adapter' as const, rank: kDefaultAdapterRank };
   return validateTrainRequest({ model: 'svc-small', ...draw.request, finetune } as TrainRequest);
 }
 

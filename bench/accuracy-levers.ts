@@ -32,7 +32,11 @@ const kLevers: readonly LeverConfig[] = [
   { name: 'none', lever: { kind: 'none' }, C: 1 },
   { name: 'C=0.3', lever: { kind: 'none' }, C: 0.3 },
   { name: 'C=3', lever: { kind: 'none' }, C: 3 },
-  ...[1, 2, 4, 8, 16, 32].map((weight) => ({ name: `words-examples w=${weight}`, lever: { kind: 'examples', weight } as LabelWordsLever, C: 1 })),
+  ...[1, 2, 4, 8, 16, 32].map((weight) => ({
+    name: `words-examples w=${weight}`,
+    lever: { kind: 'examples', weight } as LabelWordsLever,
+    C: 1,
+  })),
   ...[1, 3, 10, 30].map((scale) => ({ name: `words-direction s=${scale}`, lever: { kind: 'direction', scale } as LabelWordsLever, C: 1 })),
 ];
 
@@ -105,7 +109,10 @@ export async function run(args: string[]): Promise<void> {
           // Among the candidates, the first with the highest estimate.
           const best = kChoice.reduce((b, k) => (scored[k]!.cv > scored[b]!.cv ? k : b), kChoice[0]!);
           perLever['cv-choice']!.push(scored[best]!);
-          if (!json) console.error(`${task.name} ${body} seed ${seed}: none ${scored[0]!.accuracy.toFixed(4)}, cv-choice ${kLevers[best]!.name} ${scored[best]!.accuracy.toFixed(4)}`);
+          if (!json)
+            console.error(
+              `${task.name} ${body} seed ${seed}: none ${scored[0]!.accuracy.toFixed(4)}, cv-choice ${kLevers[best]!.name} ${scored[best]!.accuracy.toFixed(4)}`,
+            );
         }
         results[task.name]![body] = perLever;
       }
@@ -121,7 +128,12 @@ export async function run(args: string[]): Promise<void> {
         Object.fromEntries(
           Object.entries(byBody).map(([body, byLever]) => [
             body,
-            Object.fromEntries(Object.entries(byLever).map(([lever, xs]) => [lever, { accuracy: mean(xs, 'accuracy'), cv: mean(xs, 'cv'), perSeed: xs.map((x) => x.accuracy) }])),
+            Object.fromEntries(
+              Object.entries(byLever).map(([lever, xs]) => [
+                lever,
+                { accuracy: mean(xs, 'accuracy'), cv: mean(xs, 'cv'), perSeed: xs.map((x) => x.accuracy) },
+              ]),
+            ),
           ]),
         ),
       ]),
@@ -131,8 +143,12 @@ export async function run(args: string[]): Promise<void> {
   }
   const pct = (x: number) => (x * 100).toFixed(1);
   const signed = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}`;
-  console.log(`\n${seeds} seeds; held-out accuracy %, its change against the same body's \`none\`, and the cv estimate on base embeddings\n`);
-  console.log(`| body | lever | ${tasks.map((t) => `${t.name} % (Δ) [cv]`).join(' | ')} | mean Δ vs same body | mean Δ vs full none | mean abs(cv - held-out) |`);
+  console.log(
+    `\n${seeds} seeds; held-out accuracy %, its change against the same body's \`none\`, and the cv estimate on base embeddings\n`,
+  );
+  console.log(
+    `| body | lever | ${tasks.map((t) => `${t.name} % (Δ) [cv]`).join(' | ')} | mean Δ vs same body | mean Δ vs full none | mean abs(cv - held-out) |`,
+  );
   console.log(`|---|---|${tasks.map(() => '---|').join('')}---|---|---|`);
   for (const body of bodies) {
     for (const lever of names) {
@@ -141,15 +157,23 @@ export async function run(args: string[]): Promise<void> {
         const d = mean(xs, 'accuracy') - mean(results[t.name]![body]!['none']!, 'accuracy');
         return `${pct(mean(xs, 'accuracy'))} (${signed(d)}) [${pct(mean(xs, 'cv'))}]`;
       });
-      const delta = average(tasks.map((t) => mean(results[t.name]![body]![lever]!, 'accuracy') - mean(results[t.name]![body]!['none']!, 'accuracy')));
+      const delta = average(
+        tasks.map((t) => mean(results[t.name]![body]![lever]!, 'accuracy') - mean(results[t.name]![body]!['none']!, 'accuracy')),
+      );
       const vsFull = bodies.includes('full')
-        ? signed(average(tasks.map((t) => mean(results[t.name]![body]![lever]!, 'accuracy') - mean(results[t.name]!['full']!['none']!, 'accuracy'))))
+        ? signed(
+            average(
+              tasks.map((t) => mean(results[t.name]![body]![lever]!, 'accuracy') - mean(results[t.name]!['full']!['none']!, 'accuracy')),
+            ),
+          )
         : '-';
       const cvError = average(tasks.map((t) => average(results[t.name]![body]![lever]!.map((x) => Math.abs(x.cv - x.accuracy)))));
       console.log(`| ${body} | ${lever} | ${cells.join(' | ')} | ${signed(delta)} | ${vsFull} | ${pct(cvError)} |`);
     }
   }
   for (const body of bodies.filter((b) => b !== 'frozen')) {
-    console.log(`\n${body} body, fine-tuning s per draw: ${tasks.map((t) => `${t.name} ${average(bodySeconds[t.name]![body]!).toFixed(1)}`).join(', ')}`);
+    console.log(
+      `\n${body} body, fine-tuning s per draw: ${tasks.map((t) => `${t.name} ${average(bodySeconds[t.name]![body]!).toFixed(1)}`).join(', ')}`,
+    );
   }
 }

@@ -87,7 +87,10 @@ function summarize(outcomes: Outcome[]): Summary {
 async function evaluate(method: Method, task: Task, seed: number): Promise<Outcome> {
   const draw = task.draw(seed);
   const started = performance.now();
-  const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune } as TrainRequest, { ...draw.options, ...(method.labelWords ? { labelWords: method.labelWords } : {}) });
+  const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune } as TrainRequest, {
+    ...draw.options,
+    ...(method.labelWords ? { labelWords: method.labelWords } : {}),
+  });
   const seconds = (performance.now() - started) / 1000;
   const predictions = (await classifier.predict(draw.testTexts)) as { label: boolean | string }[];
   const correct = predictions.filter((p, i) => p.label === draw.expected[i]).length;
@@ -108,7 +111,11 @@ export function listOption(args: readonly string[], flag: string, names: readonl
 export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
   const seeds = intOption(args, 'seeds', kDefaultSeeds);
-  const methodNames = listOption(args, 'methods', kMethods.map((m) => m.name));
+  const methodNames = listOption(
+    args,
+    'methods',
+    kMethods.map((m) => m.name),
+  );
   const methods = kMethods.filter((m) => methodNames.includes(m.name));
   const tasks = listOption(args, 'tasks', Object.keys(kTasks)).map((name) => kTasks[name]!());
   const results: Record<string, Record<string, Summary>> = {};
@@ -123,7 +130,9 @@ export async function run(args: string[]): Promise<void> {
           const o = await evaluate(method, task, seed);
           outcomes.push(o);
           if (!json) {
-            console.error(`${task.name} ${method.name} seed ${seed}: accuracy ${o.accuracy.toFixed(4)}, cv ${o.cv.toFixed(4)} (${o.cvEncoder}), train ${o.seconds.toFixed(2)} s`);
+            console.error(
+              `${task.name} ${method.name} seed ${seed}: accuracy ${o.accuracy.toFixed(4)}, cv ${o.cv.toFixed(4)} (${o.cvEncoder}), train ${o.seconds.toFixed(2)} s`,
+            );
           }
         }
         results[task.name]![method.name] = summarize(outcomes);
@@ -136,7 +145,7 @@ export async function run(args: string[]): Promise<void> {
   // Each later method against the first, in accuracy points, averaged over the tasks.
   const gains = methods.slice(1).map((m) => ({
     method: m.name,
-    points: (100 * average(tasks.map((t) => results[t.name]![m.name]!.mean - results[t.name]![methods[0]!.name]!.mean))),
+    points: 100 * average(tasks.map((t) => results[t.name]![m.name]!.mean - results[t.name]![methods[0]!.name]!.mean)),
   }));
   if (json) {
     console.log(JSON.stringify({ seeds, tasks: results, gains, peakRssMB }, null, 2));
@@ -145,15 +154,21 @@ export async function run(args: string[]): Promise<void> {
   const pct = (x: number) => (x * 100).toFixed(1);
   const sizes = tasks.map((t) => `${t.name} ${t.perClass} x ${t.classes}`).join(', ');
   console.log(`\n${seeds} seeds; training examples: ${sizes}; the rest of each task as test set\n`);
-  console.log('| task | method | held-out accuracy % (mean ± std) | cv estimate % (encoder) | mean abs(cv - held-out), points | training s |');
+  console.log(
+    '| task | method | held-out accuracy % (mean ± std) | cv estimate % (encoder) | mean abs(cv - held-out), points | training s |',
+  );
   console.log('|---|---|---|---|---|---|');
   for (const task of tasks) {
     for (const [name, m] of Object.entries(results[task.name]!)) {
-      console.log(`| ${task.name} | ${name} | ${pct(m.mean)} ± ${pct(m.std)} | ${pct(m.cvMean)} (${m.cvEncoder}) | ${pct(m.cvError)} | ${m.trainSeconds.toFixed(2)} |`);
+      console.log(
+        `| ${task.name} | ${name} | ${pct(m.mean)} ± ${pct(m.std)} | ${pct(m.cvMean)} (${m.cvEncoder}) | ${pct(m.cvError)} | ${m.trainSeconds.toFixed(2)} |`,
+      );
     }
   }
   for (const gain of gains) {
-    console.log(`\n${gain.method} vs ${methods[0]!.name}: ${gain.points >= 0 ? '+' : ''}${gain.points.toFixed(2)} points averaged over the tasks`);
+    console.log(
+      `\n${gain.method} vs ${methods[0]!.name}: ${gain.points >= 0 ? '+' : ''}${gain.points.toFixed(2)} points averaged over the tasks`,
+    );
   }
   console.log(`peak resident memory of the process: ${peakRssMB} MB`);
 }

@@ -47,7 +47,7 @@ async function drain(store: ArtifactStore, id: string): Promise<void> {
 }
 
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-const rate = (bytes: number, ms: number): string => `${((bytes / 2 ** 20) * 1000 / ms).toFixed(0)} MiB/s`;
+const rate = (bytes: number, ms: number): string => `${(((bytes / 2 ** 20) * 1000) / ms).toFixed(0)} MiB/s`;
 
 async function storedBytes(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
@@ -83,8 +83,10 @@ async function chunker(file: string, bytes: number): Promise<void> {
   const hashed = await timed(async () => {
     for await (const chunk of cdcChunks(file, sizes)) createHash('sha256').update(chunk).digest();
   });
-  console.log(`chunker   ${mib(bytes)} in ${chunks} chunks: cut ${cut.toFixed(0)} ms (${rate(bytes, cut)}), ` +
-    `cut + SHA-256 ${hashed.toFixed(0)} ms (${rate(bytes, hashed)})`);
+  console.log(
+    `chunker   ${mib(bytes)} in ${chunks} chunks: cut ${cut.toFixed(0)} ms (${rate(bytes, cut)}), ` +
+      `cut + SHA-256 ${hashed.toFixed(0)} ms (${rate(bytes, hashed)})`,
+  );
 }
 
 async function oneBase(dir: string, url: string): Promise<void> {
@@ -94,7 +96,12 @@ async function oneBase(dir: string, url: string): Promise<void> {
   }));
   const models = heads.map((head, k) => ({ id: `bench/svc-small-00000000000${k + 3}`, dir: join(dir, `base-${k}`), head }));
   for (const model of models) {
-    await writeTransformersJsModelDir(model.dir, { baseModel: 'svc-small', task: 'text-classification', labelText: 'positive', head: model.head });
+    await writeTransformersJsModelDir(model.dir, {
+      baseModel: 'svc-small',
+      task: 'text-classification',
+      labelText: 'positive',
+      head: model.head,
+    });
   }
   const files = await Promise.all(models.map(async (m) => (await modelFileNames(m.dir)).map((name) => join(m.dir, ...name.split('/')))));
   const onnx = statSync(join(models[0].dir, 'onnx', 'model.onnx')).size;
@@ -105,11 +112,15 @@ async function oneBase(dir: string, url: string): Promise<void> {
       const put = await timed(() => store.put(model.id, model.dir));
       const read = await timed(() => drain(store, model.id));
       stored.push(await storedBytes(url));
-      console.log(`postgres  model ${stored.length} of svc-small (ONNX ${mib(onnx)}): put ${put.toFixed(0)} ms, ` +
-        `read the ONNX ${read.toFixed(0)} ms (${rate(onnx, read)})`);
+      console.log(
+        `postgres  model ${stored.length} of svc-small (ONNX ${mib(onnx)}): put ${put.toFixed(0)} ms, ` +
+          `read the ONNX ${read.toFixed(0)} ms (${rate(onnx, read)})`,
+      );
     }
-    console.log(`postgres  stored for 1 model ${mib(stored[0])}, for 2 models ${mib(stored[1])} (x${(stored[1] / stored[0]).toFixed(3)}); ` +
-      `each different file once would store ${mib(await wholeFileBytes(files[0]))} and ${mib(await wholeFileBytes(files.flat()))}`);
+    console.log(
+      `postgres  stored for 1 model ${mib(stored[0])}, for 2 models ${mib(stored[1])} (x${(stored[1] / stored[0]).toFixed(3)}); ` +
+        `each different file once would store ${mib(await wholeFileBytes(files[0]))} and ${mib(await wholeFileBytes(files.flat()))}`,
+    );
   } finally {
     await store.close();
   }
@@ -125,18 +136,35 @@ async function adapterModel(dir: string, seed: number): Promise<void> {
     for (const module of kLoraModules) {
       const inF = module === 'output.dense' ? config.intermediateSize : config.hiddenSize;
       const outF = module === 'intermediate.dense' ? config.intermediateSize : config.hiddenSize;
-      tensors.push({ name: loraTensorName(layer, module, 'A'), shape: [8, inF] as [number, number], data: Float32Array.from({ length: 8 * inF }, (_, i) => value(i + layer)) });
-      tensors.push({ name: loraTensorName(layer, module, 'B'), shape: [outF, 8] as [number, number], data: Float32Array.from({ length: 8 * outF }, (_, i) => value(i - layer)) });
+      tensors.push({
+        name: loraTensorName(layer, module, 'A'),
+        shape: [8, inF] as [number, number],
+        data: Float32Array.from({ length: 8 * inF }, (_, i) => value(i + layer)),
+      });
+      tensors.push({
+        name: loraTensorName(layer, module, 'B'),
+        shape: [outF, 8] as [number, number],
+        data: Float32Array.from({ length: 8 * outF }, (_, i) => value(i - layer)),
+      });
     }
   }
   await writeAdapter(dir, tensors, { rank: 8, alpha: 16, modules: kLoraModules }, base, config);
   await writeManifestAndHead(
     dir,
     {
-      format_version: kManifestFormatVersion, id: `svc-small-bench${seed}`, created_at: 0, task_type: 'binary-classification', base_model: 'svc-small',
-      label_text: 'positive', body: 'adapter', adapter_file: kAdapterFile, adapter_config_file: kAdapterConfigFile, head_file: kHeadFile,
+      format_version: kManifestFormatVersion,
+      id: `svc-small-bench${seed}`,
+      created_at: 0,
+      task_type: 'binary-classification',
+      base_model: 'svc-small',
+      label_text: 'positive',
+      body: 'adapter',
+      adapter_file: kAdapterFile,
+      adapter_config_file: kAdapterConfigFile,
+      head_file: kHeadFile,
       training: { method: 'setfit', C: 1, solver: 'newton-cholesky', iterations: 7, max_length: 256, examples: 20 },
-      metrics: { train_accuracy: 1, train_seconds: 1 }, library_version: 'bench',
+      metrics: { train_accuracy: 1, train_seconds: 1 },
+      library_version: 'bench',
     },
     { weights: Float64Array.from({ length: 384 }, (_, i) => Math.cos(seed + i)), bias: seed / 10 },
   );
@@ -145,24 +173,32 @@ async function adapterModel(dir: string, seed: number): Promise<void> {
 async function adapters(dir: string, url: string): Promise<void> {
   const models = [1, 2, 3].map((seed) => ({ id: `bench/svc-small-adapter${seed}`, dir: join(dir, `adapter-${seed}`), seed }));
   for (const model of models) await adapterModel(model.dir, model.seed);
-  const sizes = await Promise.all(models.map(async (m) => (await modelFileNames(m.dir)).reduce((sum, name) => sum + statSync(join(m.dir, name)).size, 0)));
+  const sizes = await Promise.all(
+    models.map(async (m) => (await modelFileNames(m.dir)).reduce((sum, name) => sum + statSync(join(m.dir, name)).size, 0)),
+  );
   const adapterBytes = statSync(join(models[0].dir, kAdapterFile)).size;
-  console.log(`adapter   model directory ${(sizes[0] / 1e6).toFixed(3)} MB (${sizes[0]} bytes; adapter_model.safetensors ${adapterBytes} bytes, fp16)`);
+  console.log(
+    `adapter   model directory ${(sizes[0] / 1e6).toFixed(3)} MB (${sizes[0]} bytes; adapter_model.safetensors ${adapterBytes} bytes, fp16)`,
+  );
   const store = await PostgresArtifacts.open(url);
   try {
     let before = await storedBytes(url);
     for (const model of models) {
       const put = await timed(() => store.put(model.id, model.dir));
       const now = await storedBytes(url);
-      console.log(`postgres  adapter model ${model.seed}: adds ${((now - before) / 1e6).toFixed(3)} MB (${now - before} bytes), put ${put.toFixed(0)} ms`);
+      console.log(
+        `postgres  adapter model ${model.seed}: adds ${((now - before) / 1e6).toFixed(3)} MB (${now - before} bytes), put ${put.toFixed(0)} ms`,
+      );
       before = now;
     }
     const merged = join(dir, 'merged');
     const build = await timed(() => writeMergedTransformersDir(models[0].dir, merged));
     const put = await timed(() => store.put('_merged/bench', merged));
     const now = await storedBytes(url);
-    console.log(`postgres  its merged transformers.js export (built once, on the first download): built in ${build.toFixed(0)} ms, ` +
-      `adds ${mib(now - before)}, put ${put.toFixed(0)} ms`);
+    console.log(
+      `postgres  its merged transformers.js export (built once, on the first download): built in ${build.toFixed(0)} ms, ` +
+        `adds ${mib(now - before)}, put ${put.toFixed(0)} ms`,
+    );
   } finally {
     await store.close();
   }
@@ -198,11 +234,15 @@ export async function run(args: string[]): Promise<void> {
       const put = await timed(() => store.put('bench/svc-small-000000000001', model));
       const read = await timed(() => drain(store, 'bench/svc-small-000000000001'));
       const again = await timed(() => store.put('bench/svc-small-000000000002', model));
-      console.log(`${name.padEnd(9)} put ${mb} MiB ${put.toFixed(0)} ms (${rate(mb * 2 ** 20, put)}), read ${read.toFixed(0)} ms ` +
-        `(${rate(mb * 2 ** 20, read)}), same bytes under a second model ${again.toFixed(0)} ms`);
+      console.log(
+        `${name.padEnd(9)} put ${mb} MiB ${put.toFixed(0)} ms (${rate(mb * 2 ** 20, put)}), read ${read.toFixed(0)} ms ` +
+          `(${rate(mb * 2 ** 20, read)}), same bytes under a second model ${again.toFixed(0)} ms`,
+      );
       await store.close();
     }
-    console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (before the puts: ${(rssBefore / 2 ** 20).toFixed(0)} MiB)`);
+    console.log(
+      `peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (before the puts: ${(rssBefore / 2 ** 20).toFixed(0)} MiB)`,
+    );
     await oneBase(dir, await cluster.createDatabase());
     await adapters(dir, await cluster.createDatabase());
   } finally {

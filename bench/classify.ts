@@ -42,7 +42,10 @@ const kTestTexts = 480;
 const kBatch = 96;
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 async function latency(runs: number, json: boolean): Promise<void> {
   const { trainSet, testSet } = split(uciSentences('imdb'), 0);
@@ -72,9 +75,19 @@ async function latency(runs: number, json: boolean): Promise<void> {
   const predict = { p50: percentile(predictMs, 0.5), p90: percentile(predictMs, 0.9) };
   const cached = await time(false);
   const uncached = await time(true);
-  const result = { inputs: kInputs, examples: examples.length, runs, predict, cached, uncached, loadavg: { before: loadBefore, after: load() } };
+  const result = {
+    inputs: kInputs,
+    examples: examples.length,
+    runs,
+    predict,
+    cached,
+    uncached,
+    loadavg: { before: loadBefore, after: load() },
+  };
   if (json) return console.log(JSON.stringify(result, null, 2));
-  console.log(`\n${kInputs} inputs, ${examples.length} examples, ${runs} calls each; load average (1, 5, 15 min) ${loadBefore} before, ${load()} after\n`);
+  console.log(
+    `\n${kInputs} inputs, ${examples.length} examples, ${runs} calls each; load average (1, 5, 15 min) ${loadBefore} before, ${load()} after\n`,
+  );
   console.log('| head | p50 ms | p90 ms |\n| --- | ---: | ---: |');
   console.log(`| predict path, same texts (no classify) | ${predict.p50.toFixed(1)} | ${predict.p90.toFixed(1)} |`);
   console.log(`| cached | ${cached.p50.toFixed(1)} | ${cached.p90.toFixed(1)} |`);
@@ -85,7 +98,12 @@ type Examples = Parameters<typeof classify>[1];
 type Options = Parameters<typeof classify>[2];
 
 /** Accuracy of `examples` + `options` on test texts, classified `kBatch` at a time; and the milliseconds per text. */
-async function accuracyOf(texts: string[], expected: (string | boolean)[], examples: Examples, options: Options): Promise<{ accuracy: number; msPerText: number }> {
+async function accuracyOf(
+  texts: string[],
+  expected: (string | boolean)[],
+  examples: Examples,
+  options: Options,
+): Promise<{ accuracy: number; msPerText: number }> {
   let right = 0;
   const start = performance.now();
   for (let at = 0; at < texts.length; at += kBatch) {
@@ -105,14 +123,28 @@ async function zeroShot(seeds: number, json: boolean): Promise<void> {
   for (const task of ['imdb', 'yelp'] as const) {
     const all = uciSentences(task);
     const zs = split(all, 0).testSet.slice(0, kTestTexts);
-    const zero = await accuracyOf(zs.map((r) => r.text), zs.map((r) => r.label), [], { taskType: 'binary-classification', labelText: 'positive review' });
+    const zero = await accuracyOf(
+      zs.map((r) => r.text),
+      zs.map((r) => r.label),
+      [],
+      { taskType: 'binary-classification', labelText: 'positive review' },
+    );
     rows.push({ task, method: "zero-shot (label_text 'positive review')", accuracy: zero.accuracy });
     const few: number[] = [];
     for (let seed = 0; seed < seeds; seed++) {
       const { trainSet, testSet } = split(all, seed);
       const test = testSet.slice(0, kTestTexts);
       const examples = trainSet.map((r) => ({ text: r.text, label: r.label, label_text: 'positive' }));
-      few.push((await accuracyOf(test.map((r) => r.text), test.map((r) => r.label), examples, {})).accuracy);
+      few.push(
+        (
+          await accuracyOf(
+            test.map((r) => r.text),
+            test.map((r) => r.label),
+            examples,
+            {},
+          )
+        ).accuracy,
+      );
     }
     rows.push({ task, method: `20 examples, frozen head (mean of ${seeds} draws)`, accuracy: mean(few) });
   }
@@ -120,15 +152,30 @@ async function zeroShot(seeds: number, json: boolean): Promise<void> {
   // Every other row: the test rows of the three sites alike.
   const spread = (rows_: typeof sites) => rows_.filter((_, i) => i % Math.floor(rows_.length / kTestTexts) === 0).slice(0, kTestTexts);
   const zsTest = spread(splitClasses(sites, 0, 8).testSet);
-  const zero = await accuracyOf(zsTest.map((r) => r.text), zsTest.map((r) => kSiteNames[r.label]!), [], {
-    taskType: 'multi-class-classification', labels: Object.values(kSiteNames),
-  });
+  const zero = await accuracyOf(
+    zsTest.map((r) => r.text),
+    zsTest.map((r) => kSiteNames[r.label]!),
+    [],
+    {
+      taskType: 'multi-class-classification',
+      labels: Object.values(kSiteNames),
+    },
+  );
   rows.push({ task: 'sites', method: "zero-shot (labels 'movie', 'restaurant', 'product')", accuracy: zero.accuracy });
   const few: number[] = [];
   for (let seed = 0; seed < seeds; seed++) {
     const { trainSet, testSet } = splitClasses(sites, seed, 8);
     const test = spread(testSet);
-    few.push((await accuracyOf(test.map((r) => r.text), test.map((r) => r.label), trainSet, {})).accuracy);
+    few.push(
+      (
+        await accuracyOf(
+          test.map((r) => r.text),
+          test.map((r) => r.label),
+          trainSet,
+          {},
+        )
+      ).accuracy,
+    );
   }
   rows.push({ task: 'sites', method: `24 examples (8 per class), frozen head (mean of ${seeds} draws)`, accuracy: mean(few) });
   if (json) return console.log(JSON.stringify(rows, null, 2));
@@ -182,8 +229,24 @@ async function chunks(seeds: number, json: boolean, maxChars: number): Promise<v
     const expected = test.map((r) => labels.indexOf(r.label));
     const embed = async (texts: string[]) => (await embedThroughBatcher('svc-small', texts, {})).embeddings;
     const fit = async (embeddings: Float32Array) =>
-      packHeads([headOf('softmax', await runTask<FitResult>({ kind: 'fit', head: 'softmax', embeddings, targets, dim, C: kHeadC, balanced: false, validation: null, crossValidate: false }))]);
-    const score = (table: ReturnType<typeof packHeads>, e: Float32Array) => scoreSegments(e, dim, Int32Array.of(e.length / dim), Int32Array.of(0), table);
+      packHeads([
+        headOf(
+          'softmax',
+          await runTask<FitResult>({
+            kind: 'fit',
+            head: 'softmax',
+            embeddings,
+            targets,
+            dim,
+            C: kHeadC,
+            balanced: false,
+            validation: null,
+            crossValidate: false,
+          }),
+        ),
+      ]);
+    const score = (table: ReturnType<typeof packHeads>, e: Float32Array) =>
+      scoreSegments(e, dim, Int32Array.of(e.length / dim), Int32Array.of(0), table);
     const accuracy = (p: Float32Array) => argmaxRows(p, labels.length).filter((k, i) => k === expected[i]).length / test.length;
 
     const trainWhole = await embed(trainSet.map((r) => r.text));
@@ -192,8 +255,14 @@ async function chunks(seeds: number, json: boolean, maxChars: number): Promise<v
     ms.end.push((performance.now() - start) / test.length);
     right.get('end')!.push(accuracy(score(await fit(trainWhole), testWhole)));
 
-    const trainWindows = windowsOf(trainSet.map((r) => r.text), 'chunks').windows;
-    const testWindows = windowsOf(test.map((r) => r.text), 'chunks').windows;
+    const trainWindows = windowsOf(
+      trainSet.map((r) => r.text),
+      'chunks',
+    ).windows;
+    const testWindows = windowsOf(
+      test.map((r) => r.text),
+      'chunks',
+    ).windows;
     windowsPerText += testWindows.flat().length / test.length / seeds;
     const trainRows = await embed(trainWindows.flat());
     start = performance.now();
@@ -201,13 +270,16 @@ async function chunks(seeds: number, json: boolean, maxChars: number): Promise<v
     ms.chunks.push((performance.now() - start) / test.length);
     const meanHead = await fit(poolWindows(trainWindows, trainRows, dim));
     right.get('chunks: mean of embeddings')!.push(accuracy(score(meanHead, poolWindows(testWindows, testRows, dim))));
-    right.get('chunks: max of embeddings')!.push(accuracy(score(await fit(poolMax(trainWindows, trainRows, dim)), poolMax(testWindows, testRows, dim))));
+    right
+      .get('chunks: max of embeddings')!
+      .push(accuracy(score(await fit(poolMax(trainWindows, trainRows, dim)), poolMax(testWindows, testRows, dim))));
     // Each window scored alone, its text's probabilities the mean of its windows'.
     const perWindow = score(meanHead, testRows);
     const averaged = new Float32Array(test.length * labels.length);
     let row = 0;
     testWindows.forEach((parts, t) => {
-      for (let w = 0; w < parts.length; w++, row++) for (let k = 0; k < labels.length; k++) averaged[t * labels.length + k]! += perWindow[row * labels.length + k]! / parts.length;
+      for (let w = 0; w < parts.length; w++, row++)
+        for (let k = 0; k < labels.length; k++) averaged[t * labels.length + k]! += perWindow[row * labels.length + k]! / parts.length;
     });
     right.get('chunks: mean of window probabilities')!.push(accuracy(averaged));
   }
@@ -217,10 +289,15 @@ async function chunks(seeds: number, json: boolean, maxChars: number): Promise<v
     msPerText: mean(method === 'end' ? ms.end : ms.chunks),
   }));
   if (json) return console.log(JSON.stringify({ maxChars, seeds, windowsPerText, rows }, null, 2));
-  console.log(`\nSpamAssassin e-mails up to ${maxChars} characters, 8 examples per class, 192 test texts, ${seeds} draws; ` +
-    `${windowsPerText.toFixed(2)} windows per test text; load average ${load()}\n`);
+  console.log(
+    `\nSpamAssassin e-mails up to ${maxChars} characters, 8 examples per class, 192 test texts, ${seeds} draws; ` +
+      `${windowsPerText.toFixed(2)} windows per test text; load average ${load()}\n`,
+  );
   console.log('| reading | accuracy % | embedding ms per test text | cost vs end |\n| --- | ---: | ---: | ---: |');
-  for (const r of rows) console.log(`| ${r.method} | ${(100 * r.accuracy).toFixed(1)} | ${r.msPerText.toFixed(1)} | ${(r.msPerText / rows[0]!.msPerText).toFixed(2)}x |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.method} | ${(100 * r.accuracy).toFixed(1)} | ${r.msPerText.toFixed(1)} | ${(r.msPerText / rows[0]!.msPerText).toFixed(2)}x |`,
+    );
 }
 
 /**
@@ -234,7 +311,12 @@ async function explainCost(runs: number, examplesCount: number, json: boolean): 
   const all = uciSentences('imdb');
   const rows = [...all.filter((r) => r.label).slice(0, examplesCount / 2), ...all.filter((r) => !r.label).slice(0, examplesCount / 2)];
   const inputs = all.slice(-kInputs).map((r) => r.text);
-  const trained = await train({ model: 'svc-small', task_type: 'binary-classification', finetune: false, examples: rows.map((r) => ({ text: r.text, label: r.label, label_text: 'positive' })) });
+  const trained = await train({
+    model: 'svc-small',
+    task_type: 'binary-classification',
+    finetune: false,
+    examples: rows.map((r) => ({ text: r.text, label: r.label, label_text: 'positive' })),
+  });
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-explain-'));
   try {
     await trained.save(dir);
@@ -252,13 +334,21 @@ async function explainCost(runs: number, examplesCount: number, json: boolean): 
     };
     const plain = await time(() => model.predict(inputs));
     const explained = await time(() => model.predict(inputs, { explain: 3 }));
-    const reembed = await time(() => embedThroughBatcher('svc-small', rows.map((r) => r.text), {}));
+    const reembed = await time(() =>
+      embedThroughBatcher(
+        'svc-small',
+        rows.map((r) => r.text),
+        {},
+      ),
+    );
     const result = { examples: rows.length, inputs: kInputs, runs, plain, explained, reembed, loadavg: load() };
     if (json) return console.log(JSON.stringify(result, null, 2));
     console.log(`\n${kInputs} inputs, a model of ${rows.length} examples, ${runs} calls each; load average ${load()}\n`);
     console.log('| call | p50 ms | p90 ms |\n| --- | ---: | ---: |');
     console.log(`| predict | ${plain.p50.toFixed(1)} | ${plain.p90.toFixed(1)} |`);
-    console.log(`| predict, explain: 3 (examples read from the model's files) | ${explained.p50.toFixed(1)} | ${explained.p90.toFixed(1)} |`);
+    console.log(
+      `| predict, explain: 3 (examples read from the model's files) | ${explained.p50.toFixed(1)} | ${explained.p90.toFixed(1)} |`,
+    );
     console.log(`| embedding the ${rows.length} examples again (not stored) | ${reembed.p50.toFixed(1)} | ${reembed.p90.toFixed(1)} |`);
   } finally {
     await rm(dir, { recursive: true, force: true });

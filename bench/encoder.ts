@@ -93,9 +93,7 @@ export async function run(args: string[]): Promise<void> {
   const corpora: Corpus[] = [];
   for (const name of corpusNames) {
     const texts =
-      name === 'uci'
-        ? allUciTexts().slice(0, intOption(args, 'uci-texts', 256))
-        : emailBodies(intOption(args, 'email-texts', 48), 4000);
+      name === 'uci' ? allUciTexts().slice(0, intOption(args, 'uci-texts', 256)) : emailBodies(intOption(args, 'email-texts', 48), 4000);
     corpora.push({ name, texts, rows: await hfTokenize(texts) });
   }
 
@@ -107,7 +105,9 @@ export async function run(args: string[]): Promise<void> {
   const jsFp32 = await transformersJsEmbedder('fp32', threads);
   const jsQ8 = await transformersJsEmbedder('q8', threads);
 
-  log(`svc-small encoder, ${threads} threads, kernels ${cpuInfo().level}, ${cpus()[0]?.model ?? 'unknown CPU'} (${availableParallelism()} cores)`);
+  log(
+    `svc-small encoder, ${threads} threads, kernels ${cpuInfo().level}, ${cpus()[0]?.model ?? 'unknown CPU'} (${availableParallelism()} cores)`,
+  );
   // SVC_ISA caps only our kernels; onnxruntime and transformers.js pick theirs from the CPU.
   if (process.env.SVC_ISA) log(`SVC_ISA=${process.env.SVC_ISA} caps svc-classify's kernels only; the peers use the CPU's best`);
   const results: ThroughputResult[] = [];
@@ -205,7 +205,12 @@ export async function run(args: string[]): Promise<void> {
   }
   log(`\nsingle-text latency ("${text}", ${row!.length} tokens), ${latencyRuns} runs each`);
   log('impl                     precision     p50 ms     p99 ms  ours fp32 p50 ÷');
-  const p50 = times.map((t) => percentile(t.sort((a, b) => a - b), 0.5));
+  const p50 = times.map((t) =>
+    percentile(
+      t.sort((a, b) => a - b),
+      0.5,
+    ),
+  );
   for (const [p, peer] of single.entries()) {
     log(
       `${peer.impl.padEnd(24)} ${peer.precision.padEnd(9)} ${p50[p]!.toFixed(3).padStart(10)} ${percentile(times[p]!, 0.99)

@@ -31,7 +31,9 @@ interface Phase {
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive review',
+  text: r.text,
+  label: r.label,
+  label_text: 'positive review',
 }));
 const kTextsPerCall = 8;
 const kScenarios = ['training', 'big-call'] as const;
@@ -60,7 +62,8 @@ export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
   const at = args.indexOf('--scenario');
   const chosen = at < 0 ? 'all' : args[at + 1];
-  if (chosen !== 'all' && !kScenarios.includes(chosen as Scenario)) throw new RangeError(`--scenario must be one of ${kScenarios.join(', ')}, all`);
+  if (chosen !== 'all' && !kScenarios.includes(chosen as Scenario))
+    throw new RangeError(`--scenario must be one of ${kScenarios.join(', ')}, all`);
   const scenarios: readonly Scenario[] = chosen === 'all' ? kScenarios : [chosen as Scenario];
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-fairness-'));
   const keys: Record<string, string> = {};
@@ -89,7 +92,9 @@ export async function run(args: string[]): Promise<void> {
   const status = async (org: string, id: string) => (await call(org, 'GET', `/v2/models/${id}`)).body.status as string;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   try {
-    const model = (await call('a', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).body.id as string;
+    const model = (
+      await call('a', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })
+    ).body.id as string;
     while ((await status('a', model)) === 'training') await sleep(100);
     // Warm-up: the model's head and encoder are loaded in every worker before anything is timed.
     // Calls sent one at a time would all go to the first free worker, and the other worker would
@@ -117,12 +122,27 @@ export async function run(args: string[]): Promise<void> {
       }
       await Promise.all(calls);
       latencies.sort((x, y) => x - y);
-      return { phase, calls: calls.length, failed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: latencies.at(-1) ?? Number.NaN };
+      return {
+        phase,
+        calls: calls.length,
+        failed,
+        p50Ms: percentile(latencies, 50),
+        p99Ms: percentile(latencies, 99),
+        maxMs: latencies.at(-1) ?? Number.NaN,
+      };
     };
 
     const underTraining = async () => {
       // B keeps two fine-tuning jobs in training for the whole phase.
-      const train = async () => (await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, num_iterations: iterations })).body.id as string;
+      const train = async () =>
+        (
+          await call('b', 'POST', '/v2/train', {
+            model: 'svc-small',
+            task_type: 'binary-classification',
+            examples,
+            num_iterations: iterations,
+          })
+        ).body.id as string;
       const jobs = [await train(), await train()];
       let stop = false;
       let finished = 0;
@@ -158,7 +178,9 @@ export async function run(args: string[]): Promise<void> {
     };
 
     const underBigCalls = async () => {
-      const bModel = (await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).body.id as string;
+      const bModel = (
+        await call('b', 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })
+      ).body.id as string;
       while ((await status('b', bModel)) === 'training') await sleep(100);
       const flood: Record<string, Record<string, number>> = { '~1 kB-text': {}, sentence: {} };
       let stop = false;
@@ -203,7 +225,12 @@ export async function run(args: string[]): Promise<void> {
           `big-call  (org B floods calls of ${kBigCallTexts} texts from 2 clients, each giving up after ${kBigCallGiveUpMs} ms)`,
           row(loaded),
           `p99 under big calls / idle: ${(loaded.p99Ms / idle.p99Ms).toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`,
-          ...Object.entries(flood).map(([kind, outcomes]) => `B's ${kind} calls: ${Object.entries(outcomes).map(([what, n]) => `${n} ${what}`).join(', ')}`),
+          ...Object.entries(flood).map(
+            ([kind, outcomes]) =>
+              `B's ${kind} calls: ${Object.entries(outcomes)
+                .map(([what, n]) => `${n} ${what}`)
+                .join(', ')}`,
+          ),
         );
       }
     }

@@ -101,7 +101,14 @@ async function measure(predict: Predict, models: number, texts: number, concurre
   await Promise.all(Array.from({ length: concurrency }, lane));
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), textsPerSec: (calls * texts) / seconds, latencies, texts: calls * texts, seconds };
+  return {
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    textsPerSec: (calls * texts) / seconds,
+    latencies,
+    texts: calls * texts,
+    seconds,
+  };
 }
 
 /** The trained model's adapter with every value scaled by 1 + 5% noise: a derived model, not a trained one. */
@@ -120,13 +127,20 @@ function perturbed(pairs: Awaited<ReturnType<typeof readAdapter>>['pairs'], seed
 }
 
 async function makeModels(root: string, count: number): Promise<string[]> {
-  const examples = uciSentences('yelp').slice(0, 24).map((row) => ({ text: row.text, label: row.label, label_text: 'positive review' }));
+  const examples = uciSentences('yelp')
+    .slice(0, 24)
+    .map((row) => ({ text: row.text, label: row.label, label_text: 'positive review' }));
   const t0 = performance.now();
-  const trained = await train({ task_type: 'binary-classification', model: 'svc-small', examples, finetune: { method: 'adapter' } }, { seed: 1 });
+  const trained = await train(
+    { task_type: 'binary-classification', model: 'svc-small', examples, finetune: { method: 'adapter' } },
+    { seed: 1 },
+  );
   const first = join(root, 'm0');
   await trained.save(first);
   trained.dispose();
-  console.error(`trained 1 adapter model in ${((performance.now() - t0) / 1000).toFixed(1)} s; deriving ${count - 1} by random perturbation`);
+  console.error(
+    `trained 1 adapter model in ${((performance.now() - t0) / 1000).toFixed(1)} s; deriving ${count - 1} by random perturbation`,
+  );
   const base = resolveBaseModel('svc-small');
   const config = parseBertConfig(JSON.parse(readFileSync(base.configFile, 'utf8')) as Record<string, unknown>);
   const { manifest, head, encoderFile } = await readModelDir(first);
@@ -161,8 +175,15 @@ async function compare(via: Row['via'], one: Predict, many: Predict, count: numb
       const single = combine(singles);
       const multi = combine(manys);
       rows.push({
-        via, texts, concurrency, oneP50: single.p50, oneP99: single.p99, manyP50: multi.p50, manyP99: multi.p99,
-        oneTextsPerSec: single.textsPerSec, manyTextsPerSec: multi.textsPerSec,
+        via,
+        texts,
+        concurrency,
+        oneP50: single.p50,
+        oneP99: single.p99,
+        manyP50: multi.p50,
+        manyP99: multi.p99,
+        oneTextsPerSec: single.textsPerSec,
+        manyTextsPerSec: multi.textsPerSec,
       });
     }
   }
@@ -176,7 +197,11 @@ async function compare(via: Row['via'], one: Predict, many: Predict, count: numb
  */
 async function coldOverHttp(dirs: string[], registered: number, cacheAdapters: number, calls: number, cores: number) {
   const t0 = performance.now();
-  const service = await startHttpService(dirs, registered, { workers: 1, engineThreads: cores, adapterCacheBytes: cacheAdapters * kAdapterBytesRank8 });
+  const service = await startHttpService(dirs, registered, {
+    workers: 1,
+    engineThreads: cores,
+    adapterCacheBytes: cacheAdapters * kAdapterBytesRank8,
+  });
   console.error(`registered ${registered} models in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   try {
     const predict = httpPredict(service, service.ids);
@@ -225,8 +250,11 @@ export async function run(args: string[]): Promise<void> {
       console.error(`read ${count} adapters in ${((performance.now() - warm0) / 1000).toFixed(1)} s`);
       const held = cache!;
       memory = {
-        adapters: count, cacheBytes: held.bytes, bytesPerAdapter: held.bytes / count,
-        rssGrowthMiB: rssAll - rssOne, rssPerAdapterMiB: (rssAll - rssOne) / count,
+        adapters: count,
+        cacheBytes: held.bytes,
+        bytesPerAdapter: held.bytes / count,
+        rssGrowthMiB: rssAll - rssOne,
+        rssPerAdapterMiB: (rssAll - rssOne) / count,
       };
       rows.push(...(await compare('library', one, predict, count, calls)));
       for (const m of models) m.dispose();
@@ -259,14 +287,26 @@ export async function run(args: string[]): Promise<void> {
     }
 
     const cold = (m: Measured | undefined) => m && { calls: m.latencies.length, cacheAdapters: coldCache, p50: m.p50, p99: m.p99 };
-    const result = { models: count, trained: 1, derived: count - 1, rows, cold: cold(libraryCold), httpCold: cold(httpCold) && { ...cold(httpCold), registered }, memory };
+    const result = {
+      models: count,
+      trained: 1,
+      derived: count - 1,
+      rows,
+      cold: cold(libraryCold),
+      httpCold: cold(httpCold) && { ...cold(httpCold), registered },
+      memory,
+    };
     if (json) {
       console.log(JSON.stringify(result));
       return;
     }
     const f = (x: number) => x.toFixed(1);
-    console.log(`${count} adapter models of svc-small (1 trained, ${count - 1} derived by random perturbation), 1 worker x ${cores} threads, fp32`);
-    console.log('via | texts/call | conc. | one p50 / p99 ms | many p50 / p99 ms | p50 ratio | p99 ratio | one texts/s | many texts/s | throughput ratio');
+    console.log(
+      `${count} adapter models of svc-small (1 trained, ${count - 1} derived by random perturbation), 1 worker x ${cores} threads, fp32`,
+    );
+    console.log(
+      'via | texts/call | conc. | one p50 / p99 ms | many p50 / p99 ms | p50 ratio | p99 ratio | one texts/s | many texts/s | throughput ratio',
+    );
     for (const r of rows) {
       console.log(
         `${r.via} | ${r.texts} | ${r.concurrency} | ${f(r.oneP50)} / ${f(r.oneP99)} | ${f(r.manyP50)} / ${f(r.manyP99)} | ${(r.manyP50 / r.oneP50).toFixed(2)}x | ` +
@@ -274,10 +314,14 @@ export async function run(args: string[]): Promise<void> {
       );
     }
     if (libraryCold) {
-      console.log(`library: first predict after its adapter left the cache (${libraryCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(libraryCold.p50)} ms, p99 ${f(libraryCold.p99)} ms`);
+      console.log(
+        `library: first predict after its adapter left the cache (${libraryCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(libraryCold.p50)} ms, p99 ${f(libraryCold.p99)} ms`,
+      );
     }
     if (httpCold) {
-      console.log(`http, ${registered} models registered: first predict after its adapter left the cache (${httpCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(httpCold.p50)} ms, p99 ${f(httpCold.p99)} ms`);
+      console.log(
+        `http, ${registered} models registered: first predict after its adapter left the cache (${httpCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(httpCold.p50)} ms, p99 ${f(httpCold.p99)} ms`,
+      );
     }
     if (memory) {
       console.log(

@@ -95,7 +95,9 @@ export async function run(args: string[]): Promise<void> {
   }
   const base = rows[0];
   console.log(`\n${cores} cores; 1,000 UCI sentences; best of ${rounds} alternating rounds; ratios against ${base.layout}\n`);
-  console.log('| workers x engine threads | 1,000 concurrent calls (texts/s) | one 1,000-text call (texts/s) | lone call (ms, median) | engine batches for the 1,000 calls |');
+  console.log(
+    '| workers x engine threads | 1,000 concurrent calls (texts/s) | one 1,000-text call (texts/s) | lone call (ms, median) | engine batches for the 1,000 calls |',
+  );
   console.log('|---|---|---|---|---|');
   for (const row of rows) {
     const ratio = (value: number, of: number) => `${value.toFixed(0)} (${(value / of).toFixed(2)}x)`;

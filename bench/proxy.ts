@@ -186,7 +186,9 @@ export async function run(args: string[]): Promise<void> {
     `proxy vs direct: ${count} requests per side at ${rate}/s each, at most ${concurrency} in flight; ` +
       `throughput with ${concurrency} clients; median of ${rounds} rounds; ${logged} request-log rows written`,
   );
-  console.log('| mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 / p99 ms | direct req/s | proxied req/s | throughput ratio |');
+  console.log(
+    '| mode | direct p50 / p99 ms | proxied p50 / p99 ms | added p50 / p99 ms | direct req/s | proxied req/s | throughput ratio |',
+  );
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(

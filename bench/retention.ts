@@ -28,8 +28,19 @@ export async function run(args: string[]): Promise<void> {
       for (let i = 0; i < rowsPerProject; i += 1) {
         const old = i < rowsPerProject / 10;
         await store.insertRequestLog({
-          projectId: `proj_bench${p}`, keyId: 'key_bench', provider: 'provider-a', model: 'provider-a:gpt-4o-mini', stream: false,
-          status: 200, ttfbMs: 120, totalMs: 480, tokensIn: 120, tokensOut: 150, error: null, requestBody, responseBody,
+          projectId: `proj_bench${p}`,
+          keyId: 'key_bench',
+          provider: 'provider-a',
+          model: 'provider-a:gpt-4o-mini',
+          stream: false,
+          status: 200,
+          ttfbMs: 120,
+          totalMs: 480,
+          tokensIn: 120,
+          tokensOut: 150,
+          error: null,
+          requestBody,
+          responseBody,
           createdAt: old ? now - (kDefaultRetention.days + 5) * kDayMs + i : now - rowsPerProject + i,
         });
       }

@@ -35,10 +35,21 @@ async function fill(store: Store, jobs: number): Promise<void> {
   }
   const examples = Array.from({ length: 20 }, (_, i) => ({ text: `example ${i}`, label: i % 2 === 0, label_text: 'positive' }));
   for (let n = 0; n < jobs; n += 1) {
-    await store.createModelWithJob({
-      id: kModel(n), orgId: `org-${n % kOrgs}`, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive',
-      status: 'training', error: null, createdAt: n, updatedAt: n,
-    }, examples, {});
+    await store.createModelWithJob(
+      {
+        id: kModel(n),
+        orgId: `org-${n % kOrgs}`,
+        baseModel: 'svc-small',
+        taskType: 'binary-classification',
+        labelText: 'positive',
+        status: 'training',
+        error: null,
+        createdAt: n,
+        updatedAt: n,
+      },
+      examples,
+      {},
+    );
   }
 }
 
@@ -65,14 +76,16 @@ async function timed(call: (n: number) => Promise<unknown>, requests: number, co
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < requests) {
-      const n = next++;
-      const start = performance.now();
-      await call(n);
-      latencies.push(performance.now() - start);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < requests) {
+        const n = next++;
+        const start = performance.now();
+        await call(n);
+        latencies.push(performance.now() - start);
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   latencies.sort((a, b) => a - b);
   return { perSec: requests / seconds, p50: latencies[latencies.length >> 1], p99: latencies[Math.floor(latencies.length * 0.99)] };
@@ -147,7 +160,14 @@ export async function run(args: string[]): Promise<void> {
       `postgres / sqlite: ${(postgresRow.one / sqlite.one).toFixed(2)}x at concurrency 1, ${(postgresRow.many / sqlite.many).toFixed(2)}x at ${concurrency}, ` +
         `${(postgresRow.claims / sqlite.claims).toFixed(2)}x claims`,
     );
-    await countRoundTrips([['postgres', postgres.requestCounter], ['redis', redis]], requests, concurrency);
+    await countRoundTrips(
+      [
+        ['postgres', postgres.requestCounter],
+        ['redis', redis],
+      ],
+      requests,
+      concurrency,
+    );
   } finally {
     for (const [, store] of stores) await store.close();
     await redis.close();

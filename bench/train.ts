@@ -85,10 +85,16 @@ export async function run(args: string[]): Promise<void> {
     runJob(corpus, chosen, method, adapter, threads, iterations, json);
     return;
   }
-  const encoded = Tokenizer.fromPretrained('svc-small').encodeBatch(chosen.map((r) => r.text), { maxLength: base.maxLength });
+  const encoded = Tokenizer.fromPretrained('svc-small').encodeBatch(
+    chosen.map((r) => r.text),
+    { maxLength: base.maxLength },
+  );
   let offset = 0;
   const tokens = Array.from(encoded.lengths, (n) => encoded.ids.slice(offset, (offset += n)));
-  const pairs = samplePairs(chosen.map((r) => r.label), { iterations, seed: 42 });
+  const pairs = samplePairs(
+    chosen.map((r) => r.label),
+    { iterations, seed: 42 },
+  );
   const totalSteps = Math.ceil(pairs.a.length / kBatchPairs);
   const steps = Math.min(totalSteps, Number(option(args, 'steps', String(totalSteps))));
 
@@ -138,18 +144,33 @@ export async function run(args: string[]): Promise<void> {
   }
   const peakRssMB = process.resourceUsage().maxRSS / 1024;
   if (json) {
-    console.log(JSON.stringify({ corpus, task, examples, method, ...(adapter ? { rank } : {}), pairs: pairs.a.length, totalSteps, peakRssMB, results }));
+    console.log(
+      JSON.stringify({
+        corpus,
+        task,
+        examples,
+        method,
+        ...(adapter ? { rank } : {}),
+        pairs: pairs.a.length,
+        totalSteps,
+        peakRssMB,
+        results,
+      }),
+    );
     return;
   }
   const what = adapter ? `LoRA adapter rank ${rank} on every linear layer` : 'the whole encoder';
-  console.log(`fine-tuning svc-small (${what}) on ${corpus === 'email' ? 'SpamAssassin e-mails' : `UCI ${task}`}: ${examples} examples, ${pairs.a.length} pairs, ${totalSteps} steps of ${kBatchPairs} pairs, ${threads} threads`);
+  console.log(
+    `fine-tuning svc-small (${what}) on ${corpus === 'email' ? 'SpamAssassin e-mails' : `UCI ${task}`}: ${examples} examples, ${pairs.a.length} pairs, ${totalSteps} steps of ${kBatchPairs} pairs, ${threads} threads`,
+  );
   for (const r of results) {
     console.log(
       `${r.impl.padEnd(20)} ${r.textsPerStep.toFixed(1).padStart(5)} texts/step ${r.tokensPerStep.toFixed(0).padStart(5)} tokens/step ` +
         `${(r.secondsPerStep * 1000).toFixed(0).padStart(6)} ms/step ${(r.cpuSecondsPerStep * 1000).toFixed(0).padStart(6)} cpu-ms/step  ${totalSteps} steps (with load): ${r.projectedSeconds.toFixed(1)} s  loss after ${r.steps}: ${r.finalLoss.toFixed(4)}`,
     );
   }
-  if (results[1]) console.log(`distinct texts speed over two texts per pair: ${(results[1].secondsPerStep / results[0]!.secondsPerStep).toFixed(2)}x`);
+  if (results[1])
+    console.log(`distinct texts speed over two texts per pair: ${(results[1].secondsPerStep / results[0]!.secondsPerStep).toFixed(2)}x`);
   console.log(`peak RSS ${peakRssMB.toFixed(0)} MB`);
 }
 
@@ -176,7 +197,9 @@ async function runLibrary(corpus: string, chosen: LabelledText[], json: boolean)
     console.log(JSON.stringify({ corpus, examples: chosen.length, library: rows }));
     return;
   }
-  console.log(`train() on ${corpus === 'email' ? 'SpamAssassin e-mails' : 'UCI sentences'}: ${chosen.length} examples, from the call to the classifier`);
+  console.log(
+    `train() on ${corpus === 'email' ? 'SpamAssassin e-mails' : 'UCI sentences'}: ${chosen.length} examples, from the call to the classifier`,
+  );
   for (const r of rows) {
     console.log(
       `fine-tuning threads ${r.threads}: ${r.seconds.toFixed(1).padStart(6)} s  ${r.cpuSeconds.toFixed(1).padStart(6)} CPU s  ${r.steps} steps  loss ${r.finalLoss.toFixed(4)}`,
@@ -213,7 +236,15 @@ function runJob(
     })!;
     const seconds = (performance.now() - start) / 1000;
     const peakRssMB = process.resourceUsage().maxRSS / 1024;
-    const row = { corpus, method, steps: result.steps, seconds, secondsPerStep: seconds / result.steps, peakRssMB, finalLoss: result.finalLoss };
+    const row = {
+      corpus,
+      method,
+      steps: result.steps,
+      seconds,
+      secondsPerStep: seconds / result.steps,
+      peakRssMB,
+      finalLoss: result.finalLoss,
+    };
     if (json) console.log(JSON.stringify(row));
     else
       console.log(

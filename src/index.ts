@@ -53,7 +53,15 @@ export {
 export type { ClassifyRequest, TruncateMode } from './contract/classify-request.js';
 export { kZeroShotTemplates } from './train/zero-shot.js';
 export { Classifier, kDefaultThreshold } from './predict/classifier.js';
-export type { Prediction, ClassPrediction, LabelSetPrediction, PredictionExtras, PredictionOf, PredictOptions, LoadOptions } from './predict/classifier.js';
+export type {
+  Prediction,
+  ClassPrediction,
+  LabelSetPrediction,
+  PredictionExtras,
+  PredictionOf,
+  PredictOptions,
+  LoadOptions,
+} from './predict/classifier.js';
 export type { Neighbour } from './predict/nearest.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';
 export type { Hub, HubId } from './model/hub.js';

@@ -24,7 +24,12 @@ export const kOptionalPackages: Readonly<Record<string, string>> = Object.freeze
 const kRequire = createRequire(import.meta.url);
 
 /** The HTTP server's packages (svc serve, `svc-classify/server`): checked together, so that one message names them all. */
-export const kServerPackages: readonly string[] = Object.freeze(['fastify', '@fastify/rate-limit', 'fastify-type-provider-zod', 'prom-client']);
+export const kServerPackages: readonly string[] = Object.freeze([
+  'fastify',
+  '@fastify/rate-limit',
+  'fastify-type-provider-zod',
+  'prom-client',
+]);
 
 /** The version range svc-classify asks for (its package.json), so that the install command gets a matching one. */
 export function optionalPackageRange(name: string): string | undefined {
@@ -40,10 +45,12 @@ export function optionalPackageRange(name: string): string | undefined {
 
 /** `npm install a@^1 b@^2` for the packages named. */
 export function installCommand(names: readonly string[]): string {
-  return `npm install ${names.map((name) => {
-    const range = optionalPackageRange(name);
-    return range === undefined ? name : `${name}@${range}`;
-  }).join(' ')}`;
+  return `npm install ${names
+    .map((name) => {
+      const range = optionalPackageRange(name);
+      return range === undefined ? name : `${name}@${range}`;
+    })
+    .join(' ')}`;
 }
 
 /** The optional packages among `names` that cannot be resolved from svc-classify's own folder. */

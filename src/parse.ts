@@ -34,8 +34,7 @@ export function describeIssue(issue: z.core.$ZodIssue): { message: string; param
 }
 
 /** A type error that says "is required" when the field is missing altogether. */
-export const typeError = (what: string) => (issue: { input?: unknown }) =>
-  issue.input === undefined ? 'is required' : `must be ${what}`;
+export const typeError = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'is required' : `must be ${what}`);
 
 /**
  * Parses `input` with `schema`; throws `SvcError('invalid_request')` for the first issue.

@@ -22,9 +22,9 @@ namespace {
 class AdapterWrap : public Napi::ObjectWrap<AdapterWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Adapter",
-                       {InstanceMethod<&AdapterWrap::Dispose>("dispose"),
-                        InstanceAccessor<&AdapterWrap::Bytes>("bytes")});
+    return DefineClass(
+        env, "Adapter",
+        {InstanceMethod<&AdapterWrap::Dispose>("dispose"), InstanceAccessor<&AdapterWrap::Bytes>("bytes")});
   }
 
   explicit AdapterWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<AdapterWrap>(info) {
@@ -36,9 +36,8 @@ class AdapterWrap : public Napi::ObjectWrap<AdapterWrap> {
     spec.rank = info[2].As<Napi::Number>().Int32Value();
     spec.scale = info[3].As<Napi::Number>().FloatValue();
     const std::string config = info[0].As<Napi::String>().Utf8Value();
-    adapter_ = call_native(env, [&] {
-      return std::make_shared<const svc::LoraAdapter>(spec, svc::read_encoder_config(config));
-    });
+    adapter_ = call_native(
+        env, [&] { return std::make_shared<const svc::LoraAdapter>(spec, svc::read_encoder_config(config)); });
   }
 
   // The adapter, or a TypeError naming the segment when it was disposed.
@@ -62,14 +61,12 @@ class AdapterWrap : public Napi::ObjectWrap<AdapterWrap> {
 class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Encoder",
-                       {InstanceMethod<&EncoderWrap::Embed>("embed"),
-                        InstanceMethod<&EncoderWrap::HiddenStates>("hiddenStates"),
-                        InstanceMethod<&EncoderWrap::Dispose>("dispose"),
-                        InstanceAccessor<&EncoderWrap::Dim>("dim"),
-                        InstanceAccessor<&EncoderWrap::Threads>("threads"),
-                        InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes"),
-                        InstanceAccessor<&EncoderWrap::PrecisionInUse>("precision")});
+    return DefineClass(
+        env, "Encoder",
+        {InstanceMethod<&EncoderWrap::Embed>("embed"), InstanceMethod<&EncoderWrap::HiddenStates>("hiddenStates"),
+         InstanceMethod<&EncoderWrap::Dispose>("dispose"), InstanceAccessor<&EncoderWrap::Dim>("dim"),
+         InstanceAccessor<&EncoderWrap::Threads>("threads"), InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes"),
+         InstanceAccessor<&EncoderWrap::PrecisionInUse>("precision")});
   }
 
   // new Encoder(configPath: string, weightsPath: string, precision: 'fp32' | 'int8' | 'bf16', threads: number
@@ -78,8 +75,7 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
     Napi::Env env = info.Env();
     const bool with_adapter = info.Length() == 7;
     if ((info.Length() != 4 && !with_adapter) || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
-        !info[3].IsNumber() ||
-        (with_adapter && (!info[4].IsString() || !info[5].IsNumber() || !info[6].IsNumber())))
+        !info[3].IsNumber() || (with_adapter && (!info[4].IsString() || !info[5].IsNumber() || !info[6].IsNumber())))
       throw Napi::TypeError::New(
           env, "Encoder(configPath, weightsPath, precision, threads[, adapterPath, adapterRank, adapterScale])");
     const std::string precision = info[2].As<Napi::String>().Utf8Value();
@@ -164,7 +160,9 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
   // The precision the weights were loaded in: "fp32" for a bf16 request on a CPU without AMX.
   Napi::Value PrecisionInUse(const Napi::CallbackInfo& info) {
     const svc::Precision p = live(info.Env()).weights().precision;
-    return Napi::String::New(info.Env(), p == svc::Precision::kInt8 ? "int8" : p == svc::Precision::kBf16 ? "bf16" : "fp32");
+    return Napi::String::New(info.Env(), p == svc::Precision::kInt8   ? "int8"
+                                         : p == svc::Precision::kBf16 ? "bf16"
+                                                                      : "fp32");
   }
 
   std::unique_ptr<svc::Encoder> encoder_;

@@ -31,12 +31,15 @@ inline Napi::Error disposed(Napi::Env env, const char* what) {
 }
 
 namespace detail {
-template <typename Array> struct ElementType;
-template <> struct ElementType<Napi::Int32Array> {
+template <typename Array>
+struct ElementType;
+template <>
+struct ElementType<Napi::Int32Array> {
   static constexpr napi_typedarray_type kType = napi_int32_array;
   static constexpr const char* kName = "an Int32Array";
 };
-template <> struct ElementType<Napi::Float32Array> {
+template <>
+struct ElementType<Napi::Float32Array> {
   static constexpr napi_typedarray_type kType = napi_float32_array;
   static constexpr const char* kName = "a Float32Array";
 };

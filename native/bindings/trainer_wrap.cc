@@ -20,13 +20,13 @@ namespace {
 class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Trainer",
-                       {InstanceMethod<&TrainerWrap::Step>("step"), InstanceMethod<&TrainerWrap::Evaluate>("evaluate"),
-                        InstanceMethod<&TrainerWrap::Embed>("embed"), InstanceMethod<&TrainerWrap::Save>("save"),
-                        InstanceMethod<&TrainerWrap::Dispose>("dispose"),
-                        InstanceMethod<&TrainerWrap::AdapterTensors>("adapterTensors"),
-                        InstanceAccessor<&TrainerWrap::StepsDone>("stepsDone"),
-                        InstanceAccessor<&TrainerWrap::Dim>("dim")});
+    return DefineClass(
+        env, "Trainer",
+        {InstanceMethod<&TrainerWrap::Step>("step"), InstanceMethod<&TrainerWrap::Evaluate>("evaluate"),
+         InstanceMethod<&TrainerWrap::Embed>("embed"), InstanceMethod<&TrainerWrap::Save>("save"),
+         InstanceMethod<&TrainerWrap::Dispose>("dispose"),
+         InstanceMethod<&TrainerWrap::AdapterTensors>("adapterTensors"),
+         InstanceAccessor<&TrainerWrap::StepsDone>("stepsDone"), InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
 
   // new Trainer(configFile, weightsFile, { dropout?, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed,
@@ -97,8 +97,8 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
       throw Napi::RangeError::New(info.Env(), "lengths must add up to ids.length");
     if (pb.ElementLength() != pa.ElementLength() || labels.ElementLength() != pa.ElementLength())
       throw Napi::RangeError::New(info.Env(), "pairA, pairB and labels must have the same length");
-    return {ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), pa.Data(), pb.Data(),
-            labels.Data(), static_cast<int>(pa.ElementLength())};
+    return {ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), pa.Data(),
+            pb.Data(),  labels.Data(),  static_cast<int>(pa.ElementLength())};
   }
 
   // step(ids, lengths, pairA, pairB, labels) -> Float64Array [loss, lr, stepsDone, gradNorm]
@@ -132,7 +132,9 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
       throw Napi::RangeError::New(info.Env(), "lengths must add up to ids.length");
     if (out.ElementLength() != lengths.ElementLength() * static_cast<size_t>(trainer.config().hidden))
       throw Napi::RangeError::New(info.Env(), "out must hold lengths.length x dim floats");
-    call_native(info.Env(), [&] { trainer.embed(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), out.Data()); });
+    call_native(info.Env(), [&] {
+      trainer.embed(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), out.Data());
+    });
     return info.Env().Undefined();
   }
 

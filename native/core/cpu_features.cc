@@ -52,12 +52,12 @@ CpuFeatures detect() {
   const bool f16c = ecx & bit_F16C;
   if (!osxsave) return f;
   const unsigned long long xcr0 = read_xcr0();
-  const bool ymm_state = (xcr0 & 0x6) == 0x6;     // SSE + AVX registers saved by the OS
-  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;   // plus opmask and ZMM
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;    // SSE + AVX registers saved by the OS
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;  // plus opmask and ZMM
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return f;
   f.avx2 = ymm_state && fma && f16c && (ebx & bit_AVX2);
-  f.avx512 = f.avx2 && zmm_state && (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) &&
-             (ebx & bit_AVX512DQ) && (ebx & bit_AVX512VL);
+  f.avx512 = f.avx2 && zmm_state && (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512DQ) &&
+             (ebx & bit_AVX512VL);
   f.avx512vnni = f.avx512 && (ecx & bit_AVX512VNNI);
   // Leaf 7, sub-leaf 0, EDX: bit 22 AMX-BF16, bit 24 AMX-TILE, bit 25 AMX-INT8; XCR0 bits 17 and
   // 18: the OS saves the tile configuration and data.
@@ -79,12 +79,18 @@ CpuFeatures detect() {
 #endif
   // An explicit cap lets tests run every code path on one machine.
   if (const char* cap = std::getenv("SVC_ISA")) {
-    if (std::strcmp(cap, "scalar") == 0) f = CpuFeatures{};
-    else if (std::strcmp(cap, "avx2") == 0) f.avx512 = f.avx512vnni = f.avx512bf16 = f.avxvnni = f.amx = false;
-    else if (std::strcmp(cap, "avx2-vnni") == 0) f.avx512 = f.avx512vnni = f.avx512bf16 = f.amx = false;
-    else if (std::strcmp(cap, "avx512") == 0) f.avx512vnni = f.avx512bf16 = f.amx = false;
-    else if (std::strcmp(cap, "avx512-vnni") == 0) f.amx = false;
-    else if (std::strcmp(cap, "neon") == 0) f.neon_dotprod = false;
+    if (std::strcmp(cap, "scalar") == 0)
+      f = CpuFeatures{};
+    else if (std::strcmp(cap, "avx2") == 0)
+      f.avx512 = f.avx512vnni = f.avx512bf16 = f.avxvnni = f.amx = false;
+    else if (std::strcmp(cap, "avx2-vnni") == 0)
+      f.avx512 = f.avx512vnni = f.avx512bf16 = f.amx = false;
+    else if (std::strcmp(cap, "avx512") == 0)
+      f.avx512vnni = f.avx512bf16 = f.amx = false;
+    else if (std::strcmp(cap, "avx512-vnni") == 0)
+      f.amx = false;
+    else if (std::strcmp(cap, "neon") == 0)
+      f.neon_dotprod = false;
   }
 #ifdef SVC_X86
   // Asked for only when a kernel will use it, and after the cap (a capped run leaves the

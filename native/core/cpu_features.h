@@ -14,11 +14,11 @@
 namespace svc {
 
 struct CpuFeatures {
-  bool avx2 = false;      // with FMA and F16C
-  bool avxvnni = false;   // AVX-VNNI: vpdpbusd on ymm (VEX), for the AVX2 int8 kernel; SVC_ISA=avx2 caps it away
-  bool avx512 = false;    // F, BW, DQ, VL
+  bool avx2 = false;     // with FMA and F16C
+  bool avxvnni = false;  // AVX-VNNI: vpdpbusd on ymm (VEX), for the AVX2 int8 kernel; SVC_ISA=avx2 caps it away
+  bool avx512 = false;   // F, BW, DQ, VL
   bool avx512vnni = false;
-  bool avx512bf16 = false;    // vdpbf16ps (training's bf16 products); SVC_ISA=avx512 caps it away like VNNI
+  bool avx512bf16 = false;  // vdpbf16ps (training's bf16 products); SVC_ISA=avx512 caps it away like VNNI
   // AMX (tiles with bf16 and int8 products), with the OS's permission to use the tile state
   // granted to this process; SVC_ISA=avx512-vnni or lower caps it away.
   bool amx = false;

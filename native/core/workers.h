@@ -1,7 +1,6 @@
-// The training core and the bf16 products (kernels/gemm_bf16.h) run on the engine's thread pool. parallel_for cuts [0, n)
-// into contiguous chunks (a few per thread, so uneven work balances); every
-// caller writes disjoint outputs per index, so results never depend on which
-// thread ran which chunk.
+// The training core and the bf16 products (kernels/gemm_bf16.h) run on the engine's thread pool. parallel_for cuts [0,
+// n) into contiguous chunks (a few per thread, so uneven work balances); every caller writes disjoint outputs per
+// index, so results never depend on which thread ran which chunk.
 #pragma once
 
 #include <algorithm>

@@ -29,7 +29,15 @@ export async function mergedKey(modelDir: string): Promise<string> {
   }
   const hash = createHash('sha256');
   const part = (bytes: string | Uint8Array) => hash.update(`${bytes.length}:`).update(bytes);
-  part(JSON.stringify({ v: kMergedExportVersion, base: manifest.base_model, task: manifest.task_type, label: manifest.label_text, labels: manifest.labels }));
+  part(
+    JSON.stringify({
+      v: kMergedExportVersion,
+      base: manifest.base_model,
+      task: manifest.task_type,
+      label: manifest.label_text,
+      labels: manifest.labels,
+    }),
+  );
   for (const name of [manifest.adapter_file, manifest.adapter_config_file, manifest.head_file]) part(await readFile(join(modelDir, name)));
   return hash.digest('hex');
 }
@@ -93,7 +101,10 @@ export class MergedExports {
   /** Drops the model's merged export, if it has one (a later download builds it again). */
   async forget(id: string): Promise<void> {
     // Only an adapter model has one; asking first spares fetching a full model into the cache just to delete it.
-    const names = await this.#store.list(id).then((files) => files.map((f) => f.name), () => [] as string[]);
+    const names = await this.#store.list(id).then(
+      (files) => files.map((f) => f.name),
+      () => [] as string[],
+    );
     if (!names.includes(kAdapterConfigFile)) return;
     const dir = await this.#localDir(id).catch(() => null);
     const key = dir === null ? null : await mergedKey(dir).catch(() => null);

@@ -197,15 +197,19 @@ export class PostgresArtifacts implements ArtifactStore {
       // A blob found stored keeps its chunks referenced: nothing of it is read or sent.
       if (rows[0].inserted) inserted.push(upload);
     }
-    const orphans = candidates.length === 0 ? [] : (await client.query<{ sha256: string }>(kSql.unreferencedBlobs, [candidates])).rows.map((r) => r.sha256);
+    const orphans =
+      candidates.length === 0
+        ? []
+        : (await client.query<{ sha256: string }>(kSql.unreferencedBlobs, [candidates])).rows.map((r) => r.sha256);
 
     const wanted = new Map<string, { path: string; chunk: ChunkRef }>();
     for (const upload of inserted) {
       for (const chunk of upload.chunks) if (!wanted.has(chunk.sha256)) wanted.set(chunk.sha256, { path: upload.path, chunk });
     }
-    const doomed = orphans.length === 0
-      ? []
-      : (await client.query<{ chunk: string }>(kSql.chunksOf, [orphans])).rows.map((r) => r.chunk).filter((hash) => !wanted.has(hash));
+    const doomed =
+      orphans.length === 0
+        ? []
+        : (await client.query<{ chunk: string }>(kSql.chunksOf, [orphans])).rows.map((r) => r.chunk).filter((hash) => !wanted.has(hash));
     for (const hash of byHash([...wanted.keys(), ...doomed])) {
       const source = wanted.get(hash);
       if (source === undefined) await client.query(kSql.lockChunk, [hash]);

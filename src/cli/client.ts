@@ -95,12 +95,13 @@ function checkTrainFlags(values: TrainFlags & { examples?: string; 'task-type'?:
     throw usage(`--task-type must be one of ${kTaskTypes.join(', ')}; got '${taskType}'`);
   }
   const iterations = values['num-iterations'];
-  if (iterations !== undefined && !/^[1-9]\d*$/.test(iterations)) throw usage(`--num-iterations must be a positive integer; got '${iterations}'`);
+  if (iterations !== undefined && !/^[1-9]\d*$/.test(iterations))
+    throw usage(`--num-iterations must be a positive integer; got '${iterations}'`);
   if (values.finetune !== undefined && !kFinetuneMethods.includes(values.finetune as FinetuneMethod)) {
     throw usage(`--finetune must be ${kFinetuneMethods.join(' or ')}; got '${values.finetune}'`);
   }
   if (values.finetune !== undefined && values.frozen) throw usage('--frozen and --finetune contradict each other: pick one');
-  if (values.rank !== undefined && values.finetune !== 'adapter') throw usage('--rank is the adapter\'s rank: it needs --finetune adapter');
+  if (values.rank !== undefined && values.finetune !== 'adapter') throw usage("--rank is the adapter's rank: it needs --finetune adapter");
   if (values.rank !== undefined && !/^[1-9]\d*$/.test(values.rank)) throw usage(`--rank must be a positive integer; got '${values.rank}'`);
 }
 
@@ -247,7 +248,11 @@ export async function classifyCommand(args: string[]): Promise<number> {
     const file = await readTrainFile(values.examples, values['label-text'], taskType);
     body = { task_type: file.taskType, examples: file.examples };
   } else if (values.labels !== undefined) {
-    body = { task_type: taskType ?? 'multi-class-classification', examples: [], labels: values.labels.split(',').map((label) => label.trim()) };
+    body = {
+      task_type: taskType ?? 'multi-class-classification',
+      examples: [],
+      labels: values.labels.split(',').map((label) => label.trim()),
+    };
   } else if (values['label-text'] !== undefined) {
     body = { task_type: taskType ?? 'binary-classification', examples: [], label_text: values['label-text'] };
   } else {

@@ -42,7 +42,13 @@ function parseLabel(value: unknown, where: string): boolean {
 
 /** The header's column names, split by `delimiter`, unquoted and lower-cased. */
 function headerNames(headerLine: string, delimiter: string): string[] {
-  return headerLine.split(delimiter).map((name) => name.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase());
+  return headerLine.split(delimiter).map((name) =>
+    name
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .trim()
+      .toLowerCase(),
+  );
 }
 
 /**
@@ -129,7 +135,10 @@ function fromCsv(source: string, path: string): RawExample[] {
 
 function splitLabels(cell: string | undefined): string[] | undefined {
   if (cell === undefined) return undefined;
-  return cell.split(kCsvLabelSeparator).map((label) => label.trim()).filter((label) => label.length > 0);
+  return cell
+    .split(kCsvLabelSeparator)
+    .map((label) => label.trim())
+    .filter((label) => label.length > 0);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -255,10 +264,13 @@ export async function readTrainFile(path: string, labelText: string | undefined,
   }
   const type = taskType ?? (bodyTask as TaskType | undefined) ?? 'binary-classification';
   if (type !== 'binary-classification' && labelText !== undefined) {
-    throw invalid(`--label-text is for binary classifiers; ${type} examples name their ${type === 'multi-class-classification' ? 'class' : 'labels'}`);
+    throw invalid(
+      `--label-text is for binary classifiers; ${type} examples name their ${type === 'multi-class-classification' ? 'class' : 'labels'}`,
+    );
   }
   const examples = typedExamples(rows, labelText, type);
-  const validation = bodyValidation === undefined ? undefined : typedExamples(fromJsonArray(bodyValidation, path, 'validation'), labelText, type);
+  const validation =
+    bodyValidation === undefined ? undefined : typedExamples(fromJsonArray(bodyValidation, path, 'validation'), labelText, type);
   return { taskType: type, examples, ...(validation === undefined ? {} : { validation }), fields };
 }
 

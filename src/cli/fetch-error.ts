@@ -20,9 +20,8 @@ export async function fetchService(url: string, init: RequestInit): Promise<Resp
   try {
     return await fetch(url, init);
   } catch (error) {
-    throw new Error(
-      `cannot reach the service at ${origin} (${rootCause(error)}); is 'svc serve' running there? (--url or SVC_URL)`,
-      { cause: error },
-    );
+    throw new Error(`cannot reach the service at ${origin} (${rootCause(error)}); is 'svc serve' running there? (--url or SVC_URL)`, {
+      cause: error,
+    });
   }
 }

@@ -34,7 +34,10 @@ const kHelpOption: [string, string] = ['-h, --help', 'show this help'];
 
 const kGroups: readonly { title: string; commands: readonly string[] }[] = [
   { title: 'service', commands: ['serve'] },
-  { title: 'operator (work on the data directory or the database, also while `svc serve` runs)', commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'] },
+  {
+    title: 'operator (work on the data directory or the database, also while `svc serve` runs)',
+    commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'],
+  },
   { title: 'client (talk to a running service)', commands: ['train', 'predict', 'classify', 'models', 'pull'] },
   { title: 'other', commands: ['info', 'help'] },
 ];
@@ -48,26 +51,59 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--host <host>', 'the address to bind (default 127.0.0.1)'],
       kDataOption,
       kDatabaseOption,
-      ['--redis <url>', 'a Redis server for the request counts (rpm per key and per organization, failed logins), shared by replicas, redis://host:port (default $SVC_REDIS_URL; else in the database, or in memory on SQLite)'],
-      ['--artifacts <dir>', 'the folder of model files, shared by replicas on one database (default <data>/hub; with --database: in the database)'],
-      ['--model-cache-mb <n>', `with --database and no --artifacts: MiB of model files cached in <data>/model-cache (default ${kDefaultModelCacheBytes / 2 ** 20})`],
+      [
+        '--redis <url>',
+        'a Redis server for the request counts (rpm per key and per organization, failed logins), shared by replicas, redis://host:port (default $SVC_REDIS_URL; else in the database, or in memory on SQLite)',
+      ],
+      [
+        '--artifacts <dir>',
+        'the folder of model files, shared by replicas on one database (default <data>/hub; with --database: in the database)',
+      ],
+      [
+        '--model-cache-mb <n>',
+        `with --database and no --artifacts: MiB of model files cached in <data>/model-cache (default ${kDefaultModelCacheBytes / 2 ** 20})`,
+      ],
       ['--workers <n>', 'prediction and training worker threads (default min(2, cores))'],
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
-      ['--precision <p>', 'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with AMX, probabilities within ~0.001; fp32 elsewhere) for predictions (or SVC_PRECISION)'],
-      ['--adapter-cache-mb <n>', `MiB of LoRA adapters each pool worker keeps in memory, least recently used evicted first (default ${kDefaultAdapterCacheBytes / 2 ** 20}: about 190 rank-8 adapter models)`],
-      ['--predict-queue <texts>', `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`],
-      ['--predict-queue-per-org <texts>', `predict texts one organization may have waiting; beyond, 429 rate_limited (default ${kServicePredictQueue.maxTenantTexts})`],
-      ['--predict-deadline-ms <ms>', `how long a predict may take: refused at once (503 overloaded) when the measured speed says it would not end in time, and dropped when its texts have not started by then (default ${kServicePredictQueue.deadlineMs})`],
+      [
+        '--precision <p>',
+        'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with AMX, probabilities within ~0.001; fp32 elsewhere) for predictions (or SVC_PRECISION)',
+      ],
+      [
+        '--adapter-cache-mb <n>',
+        `MiB of LoRA adapters each pool worker keeps in memory, least recently used evicted first (default ${kDefaultAdapterCacheBytes / 2 ** 20}: about 190 rank-8 adapter models)`,
+      ],
+      [
+        '--predict-queue <texts>',
+        `predict texts that may wait for a worker; beyond, 503 overloaded (default ${kServicePredictQueue.maxWaitingTexts})`,
+      ],
+      [
+        '--predict-queue-per-org <texts>',
+        `predict texts one organization may have waiting; beyond, 429 rate_limited (default ${kServicePredictQueue.maxTenantTexts})`,
+      ],
+      [
+        '--predict-deadline-ms <ms>',
+        `how long a predict may take: refused at once (503 overloaded) when the measured speed says it would not end in time, and dropped when its texts have not started by then (default ${kServicePredictQueue.deadlineMs})`,
+      ],
       ['--proxy-models <list>', 'provider models GET /v2/models lists (or SVC_PROXY_MODELS), e.g. provider-a:gpt-4o-mini'],
       ['--provider-a-url <url>', 'provider A base URL (or SVC_PROVIDER_A_URL); b and c likewise'],
       ['--provider-a-key <key>', 'provider A key (better: SVC_PROVIDER_A_KEY, which `ps` does not show)'],
       ['--log-level <level>', 'fatal, error, warn, info (default: one JSON line per request), debug, trace or silent (or SVC_LOG_LEVEL)'],
-      ['--log-format <f>', 'pretty (short human lines; a line per request only at debug) or json (or SVC_LOG_FORMAT); default pretty on a terminal, json elsewhere'],
+      [
+        '--log-format <f>',
+        'pretty (short human lines; a line per request only at debug) or json (or SVC_LOG_FORMAT); default pretty on a terminal, json elsewhere',
+      ],
       ['--metrics-token <t>', 'serve GET /metrics to scrapers sending this bearer token (better: SVC_METRICS_TOKEN); off without one'],
       ['--request-log-days <n>', `days the proxy request log keeps a row (default ${kDefaultRetention.days})`],
       ['--request-log-max-rows <n>', `request-log rows kept per project, newest first (default ${kDefaultRetention.maxRowsPerProject})`],
-      ['--failed-auth-limit <n>', `failed authentications (wrong keys or metrics tokens) one client address may make per minute; then 429 for its wrong keys, never for a valid one (default ${kDefaultRateLimits.failedAuthPerWindow})`],
-      ['--trust-proxy <p>', 'behind a proxy or load balancer: whose X-Forwarded-For names the client address, true (any), a hop count, or the proxies\' addresses and CIDR ranges, comma-separated (or SVC_TRUST_PROXY; default: none)'],
+      [
+        '--failed-auth-limit <n>',
+        `failed authentications (wrong keys or metrics tokens) one client address may make per minute; then 429 for its wrong keys, never for a valid one (default ${kDefaultRateLimits.failedAuthPerWindow})`,
+      ],
+      [
+        '--trust-proxy <p>',
+        "behind a proxy or load balancer: whose X-Forwarded-For names the client address, true (any), a hop count, or the proxies' addresses and CIDR ranges, comma-separated (or SVC_TRUST_PROXY; default: none)",
+      ],
       kHelpOption,
     ],
     examples: [
@@ -78,7 +114,8 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'svc serve --host 0.0.0.0 --trust-proxy 10.0.0.0/8',
       'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini',
     ],
-    notes: 'SIGINT or SIGTERM stops taking requests, lets in-flight ones finish and leaves unfinished\ntraining jobs queued for the next start.',
+    notes:
+      'SIGINT or SIGTERM stops taking requests, lets in-flight ones finish and leaves unfinished\ntraining jobs queued for the next start.',
   },
   orgs: {
     summary: 'create and list organizations, show and set their limits',
@@ -91,12 +128,19 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--running <n>', `training jobs that may run at once (default ${kDefaultOrgLimits.maxRunningJobs})`],
       ['--queued <n>', `training jobs that may wait in the queue (default ${kDefaultOrgLimits.maxQueuedJobs})`],
       ['--rpm <n>', `requests per minute per API key, /v2 and proxy (default ${kDefaultOrgLimits.requestsPerMinute})`],
-      ['--org-rpm <n>', 'requests per minute of all the organization\'s keys together (default: --rpm, one key\'s allowance)'],
+      ['--org-rpm <n>', "requests per minute of all the organization's keys together (default: --rpm, one key's allowance)"],
       kDataOption,
       kDatabaseOption,
       kHelpOption,
     ],
-    examples: ['svc orgs create acme', 'svc orgs list', 'svc orgs limits acme', 'svc orgs limits acme --running 2 --rpm 1200', 'svc orgs limits acme --rpm 600 --org-rpm 1800', 'svc orgs limits acme --rpm default'],
+    examples: [
+      'svc orgs create acme',
+      'svc orgs list',
+      'svc orgs limits acme',
+      'svc orgs limits acme --running 2 --rpm 1200',
+      'svc orgs limits acme --rpm 600 --org-rpm 1800',
+      'svc orgs limits acme --rpm default',
+    ],
     notes: '`orgs limits` prints every limit; `default` in place of a number gives a limit back to the service default.',
   },
   keys: {
@@ -121,7 +165,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     notes: '`projects create` prints the new project id.',
   },
   proxy: {
-    summary: 'grant or revoke an organization\'s use of the provider proxy',
+    summary: "grant or revoke an organization's use of the provider proxy",
     usage: ['proxy grant --org <org> [--data <dir>]', 'proxy revoke --org <org> [--data <dir>]'],
     options: [['--org <org>', 'the organization'], kDataOption, kDatabaseOption, kHelpOption],
     examples: ['svc proxy grant --org acme', 'svc proxy revoke --org acme'],
@@ -151,7 +195,10 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--balanced', "multi-class and multi-label: class_weight 'balanced', for skewed examples"],
       ['--model <name>', 'the base model (default svc-small)'],
       ['--frozen', 'fit the head on the frozen encoder only; no fine-tuning'],
-      ['--finetune adapter|full', `adapter: a LoRA adapter on the frozen base (~0.7 MB a model); full: the whole encoder (~90 MB); default ${kDefaultFinetuneMethod}`],
+      [
+        '--finetune adapter|full',
+        `adapter: a LoRA adapter on the frozen base (~0.7 MB a model); full: the whole encoder (~90 MB); default ${kDefaultFinetuneMethod}`,
+      ],
       ['--rank <r>', `with --finetune adapter: the adapter's rank (default ${kDefaultAdapterRank}, at most ${kMaxRequestAdapterRank})`],
       ['--num-iterations <n>', 'fine-tuning pair rounds per example (default 20)'],
       ['--truncate <mode>', 'examples past 256 tokens: end (default), start, none (refused) or chunks (the head reads them whole)'],
@@ -216,23 +263,28 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   },
   classify: {
     summary: 'classify texts by examples sent with them, or by label names, with no model trained',
-    usage: ['classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--truncate <mode>] [--explain <k>] "text" ...'],
+    usage: [
+      'classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--truncate <mode>] [--explain <k>] "text" ...',
+    ],
     options: [
       ['--examples <file>', 'labelled examples, in any format svc train reads (at least 2 per label, at most 2,500)'],
       ['--labels <a,b,...>', 'no examples: zero-shot from these class names (multi-class, or multi-label with --task-type)'],
       ['--label-text <text>', 'no examples: zero-shot binary, what label true means; with --examples, as for svc train'],
       ['--task-type <type>', 'binary-classification, multi-class-classification or multi-label-classification'],
       ['--model <name>', 'base encoder (default svc-small)'],
-      ['--truncate <mode>', "texts past 256 tokens: end (default), start, none (refused) or chunks (read whole in windows)"],
+      ['--truncate <mode>', 'texts past 256 tokens: end (default), start, none (refused) or chunks (read whole in windows)'],
       ['--explain <k>', 'add the k examples nearest each text, with their labels and similarity'],
       ...kConnectionOptions,
       kHelpOption,
     ],
-    examples: ['svc classify --examples reviews.jsonl "A moving story."', 'svc classify --labels sports,economy "The striker scored twice."'],
-    notes: 'Prints the /v2/classify answer: predict\'s shape, with zero_shot (docs/classify.md). At most 96 texts.',
+    examples: [
+      'svc classify --examples reviews.jsonl "A moving story."',
+      'svc classify --labels sports,economy "The striker scored twice."',
+    ],
+    notes: "Prints the /v2/classify answer: predict's shape, with zero_shot (docs/classify.md). At most 96 texts.",
   },
   pull: {
-    summary: 'download a model directory from the service\'s hub',
+    summary: "download a model directory from the service's hub",
     usage: ['pull <org>/<model_id> [--dir <dir>]'],
     options: [['--dir <dir>', 'where to write it (default ./<model_id>)'], ...kConnectionOptions, kHelpOption],
     examples: ['svc pull acme/svc-small-5b8257b3efa7 --dir ./model'],
@@ -245,7 +297,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     examples: ['svc info', 'SVC_ISA=avx2 svc info'],
   },
   help: {
-    summary: 'list the commands, or show one command\'s help',
+    summary: "list the commands, or show one command's help",
     usage: ['help [command]'],
     options: [],
     examples: ['svc help', 'svc help train'],
@@ -267,14 +319,24 @@ export function usageLines(command: string): string {
 
 /** `svc --help` / `svc help`. */
 export function overview(version: string): string {
-  const groups = kGroups.map(({ title, commands }) =>
-    `${title}:\n${table(commands.map((name) => [name, kHelp[name].summary]), '  ')}`,
+  const groups = kGroups.map(
+    ({ title, commands }) =>
+      `${title}:\n${table(
+        commands.map((name) => [name, kHelp[name].summary]),
+        '  ',
+      )}`,
   );
   return [
     `svc ${version}: train few-shot text classifiers, serve them, proxy chat models`,
     'usage: svc <command> [options]',
     ...groups,
-    `options:\n${table([['-h, --help', 'show this help'], ['-v, --version', 'print the version']], '  ')}`,
+    `options:\n${table(
+      [
+        ['-h, --help', 'show this help'],
+        ['-v, --version', 'print the version'],
+      ],
+      '  ',
+    )}`,
     "Run 'svc <command> --help' (or 'svc help <command>') for a command's options and examples.",
   ].join('\n\n');
 }

@@ -5,7 +5,14 @@ import { Writable } from 'node:stream';
 export const kLogFormats = Object.freeze(['pretty', 'json'] as const);
 export type LogFormat = (typeof kLogFormats)[number];
 
-const kLevelNames: Readonly<Record<number, string>> = Object.freeze({ 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' });
+const kLevelNames: Readonly<Record<number, string>> = Object.freeze({
+  10: 'TRACE',
+  20: 'DEBUG',
+  30: 'INFO',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+});
 /** pino's fields every line has; the rest are shown as key=value. */
 const kBaseFields = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId']);
 

@@ -67,7 +67,13 @@ function printLimits(orgId: string, limits: ResolvedOrgLimits, own: OrgLimits): 
 export async function orgsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { ...kDataOption, running: { type: 'string' }, queued: { type: 'string' }, rpm: { type: 'string' }, 'org-rpm': { type: 'string' } },
+    options: {
+      ...kDataOption,
+      running: { type: 'string' },
+      queued: { type: 'string' },
+      rpm: { type: 'string' },
+      'org-rpm': { type: 'string' },
+    },
     allowPositionals: true,
   });
   const [action, name] = positionals;
@@ -84,10 +90,14 @@ export async function orgsCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (action === 'create' && name !== undefined && positionals.length === 2) {
-    await withService(values, async (service) => {
-      await service.createOrganization(name);
-      console.log(name);
-    }, { create: true });
+    await withService(
+      values,
+      async (service) => {
+        await service.createOrganization(name);
+        console.log(name);
+      },
+      { create: true },
+    );
     return 0;
   }
   if (action === 'list' && positionals.length === 1) {

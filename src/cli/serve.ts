@@ -144,7 +144,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     logStream: logStreamOf(values['log-format'], values['log-level']),
     metricsToken: values['metrics-token'],
     trustProxy: values['trust-proxy'] === undefined ? undefined : parseTrustProxy(values['trust-proxy'], '--trust-proxy'),
-    proxyModels: values['proxy-models']?.split(',').map((s) => s.trim()).filter((s) => s.length > 0),
+    proxyModels: values['proxy-models']
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
   });
   const where =
     (database === undefined ? '' : `, database: ${redactDatabaseUrl(database)}`) +

@@ -67,7 +67,10 @@ function checkPerLabel(ctx: Issues, counts: ReadonlyMap<string, number>, what: s
   }
   for (const [label, count] of counts) {
     if (count < kMinClassifyExamplesPerLabel) {
-      addWhole(ctx, `the ${what} '${label}' has ${count} example${count === 1 ? '' : 's'}; each needs at least ${kMinClassifyExamplesPerLabel}`);
+      addWhole(
+        ctx,
+        `the ${what} '${label}' has ${count} example${count === 1 ? '' : 's'}; each needs at least ${kMinClassifyExamplesPerLabel}`,
+      );
       return;
     }
   }
@@ -98,16 +101,26 @@ const binarySchema = z
   .object({
     ...commonFields,
     task_type: z.literal('binary-classification'),
-    examples: z.array(exampleSchema, { error: typeError('an array') }).describe('Labelled examples, at least 2 true and 2 false; [] for zero-shot'),
+    examples: z
+      .array(exampleSchema, { error: typeError('an array') })
+      .describe('Labelled examples, at least 2 true and 2 false; [] for zero-shot'),
     label_text: labelNameSchema.optional().describe("Zero-shot only (examples: []): what label true means, e.g. 'positive review'"),
   })
   .strict()
   .superRefine((request, ctx) => {
     const { examples } = request;
     if (!checkSize(ctx, examples) || !checkNames(ctx, examples, request.label_text, 'label_text')) return;
-    if (examples.some((example) => example.label_text !== examples[0].label_text)) return addWhole(ctx, 'all examples must share one label_text');
+    if (examples.some((example) => example.label_text !== examples[0].label_text))
+      return addWhole(ctx, 'all examples must share one label_text');
     const positives = examples.filter((example) => example.label).length;
-    checkPerLabel(ctx, new Map([['true', positives], ['false', examples.length - positives]]), 'label');
+    checkPerLabel(
+      ctx,
+      new Map([
+        ['true', positives],
+        ['false', examples.length - positives],
+      ]),
+      'label',
+    );
   })
   .meta({ id: 'BinaryClassifyRequest' });
 
@@ -132,7 +145,9 @@ const multiLabelSchema = z
   .object({
     ...commonFields,
     task_type: z.literal('multi-label-classification'),
-    examples: z.array(labelSetExampleSchema, { error: typeError('an array') }).describe('Each label on at least 2 examples and missing from one; [] for zero-shot'),
+    examples: z
+      .array(labelSetExampleSchema, { error: typeError('an array') })
+      .describe('Each label on at least 2 examples and missing from one; [] for zero-shot'),
     labels: labelListSchema,
   })
   .strict()
@@ -144,7 +159,8 @@ const multiLabelSchema = z
     checkPerLabel(ctx, counts, 'label');
     // A label on every example leaves its one-vs-rest regression nothing to tell it from.
     const everywhere = [...counts].find(([, count]) => count === examples.length);
-    if (everywhere !== undefined) addWhole(ctx, `the label '${everywhere[0]}' is on every example; each label must be missing from at least one`);
+    if (everywhere !== undefined)
+      addWhole(ctx, `the label '${everywhere[0]}' is on every example; each label must be missing from at least one`);
   })
   .meta({ id: 'MultiLabelClassifyRequest' });
 

@@ -27,4 +27,6 @@ export const explainSchema = z
   .min(1, { error: 'must be at least 1' })
   .max(kMaxExplain, { error: `must be at most ${kMaxExplain}` })
   .optional()
-  .describe(`Per text, the k training examples nearest to it (cosine similarity of the embeddings), with their labels; 1 to ${kMaxExplain}`);
+  .describe(
+    `Per text, the k training examples nearest to it (cosine similarity of the embeddings), with their labels; 1 to ${kMaxExplain}`,
+  );

@@ -161,9 +161,7 @@ export interface Manifest {
 
 // Upgrades from each old format version to the next, applied in order on load.
 // Version 1 is the first format, so none exist yet; version 2 adds `2: (v1) => v2` here.
-const kUpgrades: Readonly<Record<number, (old: Record<string, unknown>) => Record<string, unknown>>> = Object.freeze(
-  {},
-);
+const kUpgrades: Readonly<Record<number, (old: Record<string, unknown>) => Record<string, unknown>>> = Object.freeze({});
 
 function invalid(dir: string, message: string): SvcError {
   return new SvcError('invalid_request', `${dir}/${kManifestFile}: ${message}`);
@@ -213,10 +211,7 @@ export function parseManifest(text: string, dir: string): Manifest {
     throw invalid(dir, `format_version ${JSON.stringify(version) ?? 'is missing'}: not a svc-classify model format`);
   }
   if ((version as number) > kManifestFormatVersion) {
-    throw invalid(
-      dir,
-      `format_version ${version} is newer than this svc-classify reads (${kManifestFormatVersion}); upgrade svc-classify`,
-    );
+    throw invalid(dir, `format_version ${version} is newer than this svc-classify reads (${kManifestFormatVersion}); upgrade svc-classify`);
   }
   for (let v = version as number; v < kManifestFormatVersion; v++) manifest = kUpgrades[v + 1](manifest);
 

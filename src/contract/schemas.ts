@@ -33,12 +33,20 @@ export const predictRequestSchema = z.strictObject({
     .union(
       [
         z.number().min(0).max(1),
-        z.record(z.string(), z.number({ error: typeError('a number from 0 to 1') }).min(0, { error: 'must be a number from 0 to 1' }).max(1, { error: 'must be a number from 0 to 1' })),
+        z.record(
+          z.string(),
+          z
+            .number({ error: typeError('a number from 0 to 1') })
+            .min(0, { error: 'must be a number from 0 to 1' })
+            .max(1, { error: 'must be a number from 0 to 1' }),
+        ),
       ],
       { error: 'must be a number from 0 to 1, or an object of such numbers by label' },
     )
     .optional()
-    .describe('Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5'),
+    .describe(
+      'Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5',
+    ),
   truncate: truncateSchema,
   explain: explainSchema.describe(
     `Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to ${kMaxExplain}`,
@@ -63,7 +71,9 @@ export const modelSchema = z
         cv_accuracy: z
           .number()
           .optional()
-          .describe('Accuracy estimated by stratified k-fold cross-validation of the head on the training examples, embedded by the encoder cv_encoder names'),
+          .describe(
+            'Accuracy estimated by stratified k-fold cross-validation of the head on the training examples, embedded by the encoder cv_encoder names',
+          ),
         cv_macro_f1: z.number().optional().describe('Macro-averaged F1 of that cross-validation (multi-label: over the labels)'),
         cv_folds: z.number().int().optional(),
         cv_encoder: z
@@ -107,15 +117,22 @@ const truncatedSchema = z
   .describe("true when the input had more tokens than the model's context_window and only its start was scored");
 const scoresSchema = z.record(z.string(), z.number()).describe("Every label's probability, by label");
 
-const chunksSchema = z.number().int().optional().describe("truncate: 'chunks' only: how many overlapping windows of the text were read (their embeddings averaged)");
+const chunksSchema = z
+  .number()
+  .int()
+  .optional()
+  .describe("truncate: 'chunks' only: how many overlapping windows of the text were read (their embeddings averaged)");
 const nearestSchema = z
   .array(
     z.object({
       text: z.string(),
-      label: z.union([z.boolean(), z.string()]).optional().describe('Binary and multi-class: the example\'s label'),
+      label: z.union([z.boolean(), z.string()]).optional().describe("Binary and multi-class: the example's label"),
       labels: z.array(z.string()).optional().describe("Multi-label: the example's labels"),
-      similarity: z.number().describe('Cosine similarity of the example and the text in the encoder\'s space'),
-      supports: z.boolean().optional().describe('Binary and multi-class: the example carries the label answered, so pulled the head toward it'),
+      similarity: z.number().describe("Cosine similarity of the example and the text in the encoder's space"),
+      supports: z
+        .boolean()
+        .optional()
+        .describe('Binary and multi-class: the example carries the label answered, so pulled the head toward it'),
     }),
   )
   .optional()
@@ -165,8 +182,9 @@ const labelSetPredictResponseSchema = z.object({
 /** A binary model's answer (`label_text`, boolean labels), a multi-class model's or a multi-label model's. */
 export const predictResponseSchema = z.union([binaryPredictResponseSchema, classPredictResponseSchema, labelSetPredictResponseSchema]);
 
-
-const zeroShotSchema = z.boolean().describe('true when no examples were sent: the head was fitted on template sentences built from the label names');
+const zeroShotSchema = z
+  .boolean()
+  .describe('true when no examples were sent: the head was fitted on template sentences built from the label names');
 
 /** `/v2/classify`'s answer: predict's shapes, `model` naming the base encoder, `zero_shot`, and `chunks` per text with truncate 'chunks'. */
 export const classifyResponseSchema = z.union([

@@ -129,7 +129,9 @@ const commonFields = {
               .refine((value) => kFinetuneMethods.includes(value as FinetuneMethod), {
                 error: (issue) => `must be 'adapter' or 'full' (got ${JSON.stringify(issue.input)})`,
               })
-              .describe("'adapter': a low-rank adapter on the frozen base (PEFT LoRA, about 0.7 MB); 'full': every encoder weight") as unknown as z.ZodType<FinetuneMethod>,
+              .describe(
+                "'adapter': a low-rank adapter on the frozen base (PEFT LoRA, about 0.7 MB); 'full': every encoder weight",
+              ) as unknown as z.ZodType<FinetuneMethod>,
             rank: z
               .number()
               .refine(Number.isInteger, { error: 'must be an integer' })
@@ -294,7 +296,11 @@ const multiClassRequestSchema = multiTaskObject(
         return;
       }
     }
-    checkValidationLabels(ctx, new Set(counts.keys()), request.validation?.map((example) => [example.label]));
+    checkValidationLabels(
+      ctx,
+      new Set(counts.keys()),
+      request.validation?.map((example) => [example.label]),
+    );
     checkFinetuneOptions(ctx, request);
   })
   .meta({ id: 'MultiClassTrainRequest' });
@@ -309,7 +315,11 @@ const multiLabelRequestSchema = multiTaskObject(
     if (!checkCounts(ctx, examples, kMinExamples)) return;
     const labels = new Set(examples.flatMap((example) => example.labels));
     if (!checkLabelCount(ctx, labels, 'distinct labels')) return;
-    checkValidationLabels(ctx, labels, request.validation?.map((example) => example.labels));
+    checkValidationLabels(
+      ctx,
+      labels,
+      request.validation?.map((example) => example.labels),
+    );
     checkFinetuneOptions(ctx, request);
   })
   .meta({ id: 'MultiLabelTrainRequest' });
@@ -326,14 +336,18 @@ const multiLabelRequestSchema = multiTaskObject(
  * result.error.issues[0].message;  // 'at least 20 examples are required (got 0)'
  * ```
  */
-export const trainRequestSchema = z.discriminatedUnion('task_type', [binaryRequestSchema, multiClassRequestSchema, multiLabelRequestSchema], {
-  error: (issue) => {
-    const input = issue.input as Record<string, unknown> | undefined;
-    if (input === null || typeof input !== 'object' || Array.isArray(input)) return 'the request must be an object';
-    if (input.task_type === undefined) return 'is required';
-    return `must be one of ${kTaskTypes.map((type) => `'${type}'`).join(', ')} (got ${JSON.stringify(input.task_type)})`;
+export const trainRequestSchema = z.discriminatedUnion(
+  'task_type',
+  [binaryRequestSchema, multiClassRequestSchema, multiLabelRequestSchema],
+  {
+    error: (issue) => {
+      const input = issue.input as Record<string, unknown> | undefined;
+      if (input === null || typeof input !== 'object' || Array.isArray(input)) return 'the request must be an object';
+      if (input.task_type === undefined) return 'is required';
+      return `must be one of ${kTaskTypes.map((type) => `'${type}'`).join(', ')} (got ${JSON.stringify(input.task_type)})`;
+    },
   },
-});
+);
 
 /** A binary train request. */
 export type BinaryTrainRequest = z.infer<typeof binaryRequestSchema>;

@@ -12,7 +12,15 @@ import type { TensorToWrite } from './safetensors.js';
  * W + scale B A for every adapted linear layer, in place on `w` (out x in, row-major, fp32), summed in fp32 as the
  * native encoder sums it.
  */
-export function mergeLora(w: Float32Array, a: Float32Array, b: Float32Array, rank: number, out: number, inFeatures: number, scale: number): void {
+export function mergeLora(
+  w: Float32Array,
+  a: Float32Array,
+  b: Float32Array,
+  rank: number,
+  out: number,
+  inFeatures: number,
+  scale: number,
+): void {
   const row = new Float32Array(inFeatures);
   for (let o = 0; o < out; o++) {
     row.fill(0);

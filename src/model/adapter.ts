@@ -81,10 +81,15 @@ function moduleShape(module: LoraModule, config: Pick<BertConfig, 'hiddenSize' |
  */
 function targetModules(modules: readonly LoraModule[]): string[] | string {
   const wanted = new Set(modules);
-  const list = kLoraModules.filter((m) => wanted.has(m)).map((m) => (m.startsWith('attention.self.') ? m.slice('attention.self.'.length) : m));
+  const list = kLoraModules
+    .filter((m) => wanted.has(m))
+    .map((m) => (m.startsWith('attention.self.') ? m.slice('attention.self.'.length) : m));
   const matched = kLoraModules.filter((m) => list.some((t) => matchesSuffix(`encoder.layer.0.${m}`, t)));
   if (matched.length === wanted.size) return list;
-  return `encoder\\.layer\\.\\d+\\.(${kLoraModules.filter((m) => wanted.has(m)).map((m) => m.replaceAll('.', '\\.')).join('|')})`;
+  return `encoder\\.layer\\.\\d+\\.(${kLoraModules
+    .filter((m) => wanted.has(m))
+    .map((m) => m.replaceAll('.', '\\.'))
+    .join('|')})`;
 }
 
 const matchesSuffix = (path: string, target: string) => path === target || path.endsWith(`.${target}`);
@@ -315,10 +320,17 @@ export async function writeAdapter(
   const parsed = parseAdapterConfig(configJson, kAdapterConfigFile);
   const byName = new Map(tensors.map((t) => [t.name, t]));
   if (byName.size !== tensors.length) throw new SvcError('internal', 'the adapter names a tensor twice');
-  checkAdapterTensors([...byName.keys()], (name) => ({ shape: byName.get(name)!.shape, values: () => byName.get(name)!.data }), parsed, config, 'the trained adapter');
+  checkAdapterTensors(
+    [...byName.keys()],
+    (name) => ({ shape: byName.get(name)!.shape, values: () => byName.get(name)!.data }),
+    parsed,
+    config,
+    'the trained adapter',
+  );
   const ordered: AdapterTensor[] = [];
   for (let layer = 0; layer < config.numLayers; layer++) {
-    for (const module of parsed.modules) for (const which of ['A', 'B'] as const) ordered.push(byName.get(loraTensorName(layer, module, which))!);
+    for (const module of parsed.modules)
+      for (const which of ['A', 'B'] as const) ordered.push(byName.get(loraTensorName(layer, module, which))!);
   }
   // A value past fp16's range would read back as infinity, which every reader refuses: such an adapter keeps fp32.
   const fits = ordered.every((t) => t.data.every((v) => Math.abs(v) <= kMaxFloat16));

@@ -107,7 +107,11 @@ function parseMultiHead(raw: Partial<MultiHeadFile>, file: string, labels: numbe
     finite(raw.biases) &&
     raw.biases.length === labels;
   if (!ok) throw new SvcError('invalid_request', `${file} is not a head of ${labels} labels`);
-  return Object.freeze({ kind, weights: Float64Array.from((raw.weights as number[][]).flat()), biases: Float64Array.from(raw.biases as number[]) });
+  return Object.freeze({
+    kind,
+    weights: Float64Array.from((raw.weights as number[][]).flat()),
+    biases: Float64Array.from(raw.biases as number[]),
+  });
 }
 
 /**
@@ -188,12 +192,14 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
 /** Writes manifest.json and the head into `dir` (created if missing). */
 export async function writeManifestAndHead(dir: string, manifest: Manifest, head: Head): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const headFile: HeadFile | MultiHeadFile = isMultiHead(head) ? multiHeadFile(head) : {
-    kind: 'logistic-regression',
-    dim: head.weights.length,
-    weights: Array.from(head.weights),
-    bias: head.bias,
-  };
+  const headFile: HeadFile | MultiHeadFile = isMultiHead(head)
+    ? multiHeadFile(head)
+    : {
+        kind: 'logistic-regression',
+        dim: head.weights.length,
+        weights: Array.from(head.weights),
+        bias: head.bias,
+      };
   // Doubles print with enough digits to read back bit for bit.
   await writeFileDurably(join(dir, manifest.head_file), `${JSON.stringify(headFile)}\n`);
   await writeFileDurably(join(dir, kManifestFile), `${JSON.stringify(manifest, null, 2)}\n`);

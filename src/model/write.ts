@@ -18,12 +18,7 @@ import type { TransformersJsDirOptions } from './onnx/index.js';
  * a fine-tuned model's own encoder weights (copied from `encoderFile`), then head.json and,
  * last, manifest.json: a directory with a manifest is complete.
  */
-export async function writeModelDir(
-  dir: string,
-  manifest: Manifest,
-  head: Head,
-  encoderFile: string | null = null,
-): Promise<void> {
+export async function writeModelDir(dir: string, manifest: Manifest, head: Head, encoderFile: string | null = null): Promise<void> {
   if (manifest.body === 'adapter') return writeAdapterModelDir(dir, manifest, head, encoderFile as string);
   const base = resolveBaseModel(manifest.base_model);
   // Classifier guarantees that a 'finetuned' manifest comes with its encoder file, and only then.

@@ -163,7 +163,15 @@ export class Encoder {
     return callNative(() => {
       const { adapter } = resolved;
       const native = adapter
-        ? new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads, adapter.file, adapter.rank, adapter.scale)
+        ? new NativeEncoderClass(
+            files.configFile,
+            files.weightsFile,
+            resolved.precision,
+            resolved.threads,
+            adapter.file,
+            adapter.rank,
+            adapter.scale,
+          )
         : new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
       return new Encoder(native, native.precision, files);
     });

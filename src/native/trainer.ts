@@ -114,7 +114,6 @@ interface ResolvedTrainerOptions {
 const kDefaults = Object.freeze({ threads: 1, seed: kDefaultSeed, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
 const kAdam = Object.freeze({ beta1: 0.9, beta2: 0.999, eps: 1e-6 });
 
-
 function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
   is.object(options, 'options');
   const number = (key: 'lr' | 'weightDecay' | 'warmupRatio' | 'dropout' | 'eps' | 'maxGradNorm', min: number, max: number) =>
@@ -138,7 +137,8 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
 function resolveAdapter(adapter: AdapterOptions, trainEmbeddings: boolean): AdapterOptions {
   is.object(adapter, 'options.adapter');
   const rank = is.positiveInteger(adapter.rank, 'options.adapter.rank');
-  if (typeof adapter.alpha !== 'number' || !Number.isFinite(adapter.alpha)) throw new TypeError('options.adapter.alpha must be a positive number');
+  if (typeof adapter.alpha !== 'number' || !Number.isFinite(adapter.alpha))
+    throw new TypeError('options.adapter.alpha must be a positive number');
   if (!(adapter.alpha > 0)) throw new RangeError('options.adapter.alpha must be a positive number');
   const names = kAdapterTargets.map((t) => `'${t}'`).join(', ');
   const targets = adapter.targets;
@@ -253,7 +253,8 @@ export class EncoderTrainer {
    * adapter trainer has no encoder of its own to write: take {@link adapterTensors} instead.
    */
   save(path: string): void {
-    if (this.#adapter) throw new SvcError('invalid_request', 'an adapter trainer keeps the base encoder as loaded: take adapterTensors(), not save()');
+    if (this.#adapter)
+      throw new SvcError('invalid_request', 'an adapter trainer keeps the base encoder as loaded: take adapterTensors(), not save()');
     this.#call(() => this.#native.save(path));
   }
 

@@ -19,11 +19,7 @@ import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.
 /** Steps the reported loss is averaged over. */
 const kLossWindow = 10;
 
-function tokenize(
-  baseModel: string,
-  maxLength: number,
-  texts: string[],
-): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
+function tokenize(baseModel: string, maxLength: number, texts: string[]): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
   const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength });
   let offset = 0;
   const rows = Array.from(lengths, (n) => ids.subarray(offset, (offset += n)));

@@ -56,7 +56,12 @@ export type ResolvedPoolOptions = Required<PoolOptions>;
 function defaultPoolOptions(): ResolvedPoolOptions {
   const cores = availableParallelism();
   const workers = Math.min(2, cores);
-  return { workers, engineThreads: Math.max(1, Math.floor(cores / workers)), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes };
+  return {
+    workers,
+    engineThreads: Math.max(1, Math.floor(cores / workers)),
+    precision: 'fp32',
+    adapterCacheBytes: kDefaultAdapterCacheBytes,
+  };
 }
 
 /** Workers run a little below normal priority: native work yields the CPU to the host's event loop. */

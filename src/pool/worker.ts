@@ -21,16 +21,7 @@ import { AdapterCache } from './adapter-cache.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
-import type {
-  EmbedTask,
-  FitsTask,
-  PingResult,
-  PoolTask,
-  PredictResult,
-  PredictTask,
-  SaveTask,
-  WorkerSettings,
-} from './tasks.js';
+import type { EmbedTask, FitsTask, PingResult, PoolTask, PredictResult, PredictTask, SaveTask, WorkerSettings } from './tasks.js';
 
 const settings = workerData as WorkerSettings;
 

@@ -45,7 +45,11 @@ export const kServicePredictQueue: ResolvedPredictQueueOptions = Object.freeze({
 });
 
 // The library's own callers await their work: no bound unless asked.
-const kUnbounded: ResolvedPredictQueueOptions = Object.freeze({ maxWaitingTexts: Infinity, maxTenantTexts: Infinity, deadlineMs: Infinity });
+const kUnbounded: ResolvedPredictQueueOptions = Object.freeze({
+  maxWaitingTexts: Infinity,
+  maxTenantTexts: Infinity,
+  deadlineMs: Infinity,
+});
 let bounds = kUnbounded;
 
 /**

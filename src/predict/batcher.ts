@@ -335,10 +335,11 @@ export function scoreTexts(
   }
   const owner = queue;
   // Still waiting: leave the queue. Parts already in a batch run on; the caller stops waiting.
-  if (signal) call.onAbort(() => {
-    owner.remove(call);
-    call.fail(abortError());
-  });
+  if (signal)
+    call.onAbort(() => {
+      owner.remove(call);
+      call.fail(abortError());
+    });
   queue.add(call);
   // Parts may have gone out already (a full batch); the rest wait at most the deadline. Waiting calls
   // wait for running tasks, which keep the process alive; the deadline need not.

@@ -40,7 +40,14 @@ export class Call {
   readonly #signal: AbortSignal | undefined;
   #onAbort: (() => void) | undefined;
 
-  constructor(texts: readonly string[], head: Head, tenant: string, signal: AbortSignal | undefined, resolve: (r: PredictResult) => void, reject: (e: unknown) => void) {
+  constructor(
+    texts: readonly string[],
+    head: Head,
+    tenant: string,
+    signal: AbortSignal | undefined,
+    resolve: (r: PredictResult) => void,
+    reject: (e: unknown) => void,
+  ) {
     this.texts = texts;
     this.tokens = Uint16Array.from(texts, estimateTokens);
     for (const t of this.tokens) this.unsentTokens += t;

@@ -271,9 +271,13 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
    * The head's coefficients (a copy): a binary model's weights and bias; a multi-class or
    * multi-label model's `kind`, its labels x dim `weights` and a bias per label.
    */
-  get head(): T extends 'binary-classification' ? { weights: Float64Array; bias: number } : { kind: 'softmax' | 'one-vs-rest'; weights: Float64Array; biases: Float64Array } {
+  get head(): T extends 'binary-classification'
+    ? { weights: Float64Array; bias: number }
+    : { kind: 'softmax' | 'one-vs-rest'; weights: Float64Array; biases: Float64Array } {
     const head = this.#head;
-    const copy = isMultiHead(head) ? { kind: head.kind, weights: head.weights.slice(), biases: head.biases.slice() } : { weights: head.weights.slice(), bias: head.bias };
+    const copy = isMultiHead(head)
+      ? { kind: head.kind, weights: head.weights.slice(), biases: head.biases.slice() }
+      : { weights: head.weights.slice(), bias: head.bias };
     return copy as never;
   }
 
@@ -287,7 +291,9 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     const taskType = this.#manifest.task_type;
     const labels = this.#manifest.labels ?? [];
     if (options.threshold !== undefined && taskType !== 'multi-label-classification') {
-      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${this.id} is ${taskType}`, { param: 'threshold' });
+      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${this.id} is ${taskType}`, {
+        param: 'threshold',
+      });
     }
     const cut = thresholds(options.threshold, labels);
     const { truncate, explain } = parsePredictExtras(options);
@@ -322,7 +328,9 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
   /** The training examples and their embeddings (for `explain`). */
   async #exampleBank(): Promise<ExampleBank> {
     if (this.#examples === null) {
-      throw new SvcError('conflict', `explain needs the training examples kept with the model, and ${this.id} has none`, { param: 'explain' });
+      throw new SvcError('conflict', `explain needs the training examples kept with the model, and ${this.id} has none`, {
+        param: 'explain',
+      });
     }
     return typeof this.#examples === 'function' ? this.#examples() : this.#examples;
   }

@@ -28,7 +28,12 @@ export interface ExampleBank {
 
 /** The examples of a train request in the form a model keeps them (a binary example's label_text is the model's). */
 export function keptExamples(examples: readonly (KeptExample & { label_text?: string })[]): KeptExample[] {
-  return examples.map((example) => ('labels' in example ? { text: example.text, labels: [...example.labels] } : { text: example.text, label: example.label }) as KeptExample);
+  return examples.map(
+    (example) =>
+      ('labels' in example
+        ? { text: example.text, labels: [...example.labels] }
+        : { text: example.text, label: example.label }) as KeptExample,
+  );
 }
 
 /** Writes the bank's two files into a model directory. */
@@ -57,13 +62,20 @@ export async function readExampleBank(dir: string, modelId: string, taskType: Ta
   let examplesText: string;
   let embeddingsBytes: Uint8Array;
   try {
-    [examplesText, embeddingsBytes] = await Promise.all([readFile(join(dir, kExamplesFile), 'utf8'), readFile(join(dir, kExampleEmbeddingsFile))]);
+    [examplesText, embeddingsBytes] = await Promise.all([
+      readFile(join(dir, kExamplesFile), 'utf8'),
+      readFile(join(dir, kExampleEmbeddingsFile)),
+    ]);
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
-    throw new SvcError('conflict', `explain needs the training examples kept with the model, and ${modelId} was saved without them; train it again to explain its answers`, {
-      param: 'explain',
-      cause,
-    });
+    throw new SvcError(
+      'conflict',
+      `explain needs the training examples kept with the model, and ${modelId} was saved without them; train it again to explain its answers`,
+      {
+        param: 'explain',
+        cause,
+      },
+    );
   }
   const examples = JSON.parse(examplesText) as unknown;
   const file = SafetensorsFile.parse(embeddingsBytes, join(dir, kExampleEmbeddingsFile));
@@ -74,6 +86,10 @@ export async function readExampleBank(dir: string, modelId: string, taskType: Ta
     shape.length === 2 &&
     shape[0] === examples.length &&
     shape[1] === dim;
-  if (!ok) throw new SvcError('internal', `${join(dir, kExamplesFile)} and ${kExampleEmbeddingsFile} do not describe the same ${dim}-dimension examples`);
+  if (!ok)
+    throw new SvcError(
+      'internal',
+      `${join(dir, kExamplesFile)} and ${kExampleEmbeddingsFile} do not describe the same ${dim}-dimension examples`,
+    );
   return Object.freeze({ examples: examples as KeptExample[], embeddings: file.float32('embeddings'), dim });
 }

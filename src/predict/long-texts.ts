@@ -53,7 +53,10 @@ let extrasSchema: z.ZodType<{ truncate?: TruncateMode; explain?: number }> | und
  * A predict call's `truncate` (default 'end') and `explain`, checked by the same schemas as the
  * HTTP bodies: `SvcError('invalid_request')` naming the field (`explain must be an integer`).
  */
-export function parsePredictExtras(options: { truncate?: unknown; explain?: unknown }): { truncate: TruncateMode; explain: number | undefined } {
+export function parsePredictExtras(options: { truncate?: unknown; explain?: unknown }): {
+  truncate: TruncateMode;
+  explain: number | undefined;
+} {
   if (options.truncate === undefined && options.explain === undefined) return { truncate: 'end', explain: undefined };
   extrasSchema ??= z.object({ truncate: truncateSchema, explain: explainSchema });
   const { truncate, explain } = parseRequest(extrasSchema, { truncate: options.truncate, explain: options.explain });
@@ -66,7 +69,13 @@ export async function scoreLongTexts(model: ModelParts, texts: readonly string[]
   const call = { signal: options.signal, tenant: options.tenant };
   if (truncate !== 'chunks' && explain === undefined) {
     const sent = truncate === 'start' ? windowsOf(texts, 'start') : null;
-    const { probabilities, truncated } = await scoreTexts(model.baseModel, model.encoderFile, model.head, sent ? sent.windows.map(([text]) => text) : texts, call);
+    const { probabilities, truncated } = await scoreTexts(
+      model.baseModel,
+      model.encoderFile,
+      model.head,
+      sent ? sent.windows.map(([text]) => text) : texts,
+      call,
+    );
     if (truncate === 'none') {
       const first = truncated.indexOf(1);
       if (first >= 0) throw tooLongError(model.baseModel, paramOf(first));

@@ -38,7 +38,15 @@ export class BudgetHold {
   readonly usedBefore: number;
   #granted: number;
 
-  private constructor(ledger: TokenLedger, project: Project & { monthlyTokenBudget: number }, ttlMs: number, id: number, month: string, usedBefore: number, granted: number) {
+  private constructor(
+    ledger: TokenLedger,
+    project: Project & { monthlyTokenBudget: number },
+    ttlMs: number,
+    id: number,
+    month: string,
+    usedBefore: number,
+    granted: number,
+  ) {
     this.#ledger = ledger;
     this.#project = project;
     this.#ttlMs = ttlMs;

@@ -1,6 +1,11 @@
 import { SvcService } from '../service/service.js';
 import type {
-  ProviderConfig, ProviderName, ProviderOptions, ProxyRoutesOptions, RequestLogOptions, ResolvedProxyOptions,
+  ProviderConfig,
+  ProviderName,
+  ProviderOptions,
+  ProxyRoutesOptions,
+  RequestLogOptions,
+  ResolvedProxyOptions,
 } from './types.js';
 import * as is from '../is.js';
 

@@ -169,7 +169,14 @@ class ForwardedCall {
     const call = this.#call;
     const usage = call.meter.final(this.#charge);
     const totalMs = performance.now() - this.#t0;
-    publishProxyCall({ provider: call.provider, status: this.#statusSent, seconds: totalMs / 1000, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, error });
+    publishProxyCall({
+      provider: call.provider,
+      status: this.#statusSent,
+      seconds: totalMs / 1000,
+      tokensIn: usage.tokensIn,
+      tokensOut: usage.tokensOut,
+      error,
+    });
     this.#settings.log.push({
       projectId: call.projectId,
       keyId: call.keyId,
@@ -307,7 +314,14 @@ class ForwardedCall {
     );
   }
 
-  #afterGrowth(grown: boolean, upstream: IncomingMessage, budget: BudgetHold, running: number, onData: (chunk: Buffer) => void, onEnd: () => void): void {
+  #afterGrowth(
+    grown: boolean,
+    upstream: IncomingMessage,
+    budget: BudgetHold,
+    running: number,
+    onData: (chunk: Buffer) => void,
+    onEnd: () => void,
+  ): void {
     const held = this.#held ?? [];
     this.#held = null;
     if (this.#phase === 'done') return;
@@ -387,7 +401,9 @@ class ForwardedCall {
       }
       this.#res.end();
       const provider = this.#call.provider;
-      this.#finish(status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(this.#captured).toString('utf8'))}` : null);
+      this.#finish(
+        status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(this.#captured).toString('utf8'))}` : null,
+      );
     });
   }
 }

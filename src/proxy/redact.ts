@@ -21,10 +21,7 @@ const kKeyLike = /\b(?:svc_|sk-ant-|sk-|key-)[A-Za-z0-9_-]{8,}/g;
  * ```
  */
 export function redactSecrets(text: string): string {
-  return text
-    .replace(kSecretFields, `$1"${kRedacted}"`)
-    .replace(kBearer, `$1${kRedacted}`)
-    .replace(kKeyLike, kRedacted);
+  return text.replace(kSecretFields, `$1"${kRedacted}"`).replace(kBearer, `$1${kRedacted}`).replace(kKeyLike, kRedacted);
 }
 
 /**

@@ -111,8 +111,7 @@ export class RequestLogQueue {
     for (const row of rows) {
       try {
         const { reservationId, ...fields } = row;
-        const responseText =
-          typeof row.responseBody === 'string' ? row.responseBody : Buffer.concat(row.responseBody).toString('utf8');
+        const responseText = typeof row.responseBody === 'string' ? row.responseBody : Buffer.concat(row.responseBody).toString('utf8');
         // Rejected: it failed and costs nothing (an upstream 4xx or 5xx, an unreachable or silent upstream).
         const rejected = row.error !== null && rowTokens(row) === 0;
         const limit = rejected ? Math.min(kRejectedBodyBytes, this.#limits.maxBodyBytes) : this.#limits.maxBodyBytes;

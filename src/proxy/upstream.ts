@@ -41,8 +41,7 @@ const kErrorMessageLimit = 500;
 export function upstreamMessage(text: string): string {
   try {
     const body = JSON.parse(text) as { message?: unknown; error?: { message?: unknown } | string };
-    const message =
-      typeof body.error === 'object' && body.error !== null ? body.error.message : body.message ?? body.error;
+    const message = typeof body.error === 'object' && body.error !== null ? body.error.message : (body.message ?? body.error);
     if (typeof message === 'string') return shorten(message, kErrorMessageLimit);
   } catch {
     // not JSON

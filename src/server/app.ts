@@ -89,7 +89,8 @@ export const kServerDefaults = Object.freeze({ dataDir: './svc-data', port: 8080
 
 /** A log level as given (`options.logLevel`, `--log-level`), checked. */
 export function logLevel(value: string, name: string): LogLevel {
-  if (!(kLogLevels as readonly string[]).includes(value)) throw new RangeError(`${name} must be one of ${kLogLevels.join(', ')}; got '${value}'`);
+  if (!(kLogLevels as readonly string[]).includes(value))
+    throw new RangeError(`${name} must be one of ${kLogLevels.join(', ')}; got '${value}'`);
   return value as LogLevel;
 }
 
@@ -126,7 +127,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const trustProxy =
     options.trustProxy !== undefined
       ? checkTrustProxy(options.trustProxy, 'options.trustProxy')
-      : checkTrustProxy(process.env.SVC_TRUST_PROXY ? parseTrustProxy(process.env.SVC_TRUST_PROXY, 'SVC_TRUST_PROXY') : false, 'SVC_TRUST_PROXY');
+      : checkTrustProxy(
+          process.env.SVC_TRUST_PROXY ? parseTrustProxy(process.env.SVC_TRUST_PROXY, 'SVC_TRUST_PROXY') : false,
+          'SVC_TRUST_PROXY',
+        );
   // A shared service answers an overloaded queue at once instead of late.
   configurePredictQueue({
     maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,
@@ -143,11 +147,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const modelCacheBytes = options.modelCacheMb === undefined ? undefined : options.modelCacheMb * 1024 * 1024;
     const location = { dataDir, database, artifactsDir: options.artifactsDir, modelCacheBytes };
     await (database === undefined ? sweepLeftovers(artifactsDirOf(location)) : sweepFinetuneFolders());
-    service = await connectService(
-      location,
-      options.proxyModels ?? proxyModelsFromEnv(),
-      options.retention,
-    );
+    service = await connectService(location, options.proxyModels ?? proxyModelsFromEnv(), options.retention);
   } catch (error) {
     release();
     throw error;

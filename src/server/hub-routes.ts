@@ -48,15 +48,21 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
   app.get<{ Params: { org: string; model_id: string; revision: string; '*': string } }>(
     '/:org/:model_id/resolve/:revision/*',
     async (request, reply) => {
-      const principal = (request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization)));
+      const principal = (request.svcPrincipal = await limiter.admit(request, reply, () =>
+        service.authenticate(request.headers.authorization),
+      ));
       const { org, model_id: modelId, revision } = request.params;
       const file = request.params['*'];
       // 'main' is the live version, 'v<n>' version n (transformers.js: `{ revision: 'v2' }`).
       const version = /^v([1-9][0-9]{0,8})$/.exec(revision)?.[1];
       if (revision !== 'main' && version === undefined) {
-        throw new SvcError('not_found', `Revision '${revision}' does not exist; a model has 'main' (its live version) and 'v<n>' (version n)`, {
-          param: 'revision',
-        });
+        throw new SvcError(
+          'not_found',
+          `Revision '${revision}' does not exist; a model has 'main' (its live version) and 'v<n>' (version n)`,
+          {
+            param: 'revision',
+          },
+        );
       }
       const name = version === undefined ? modelId : `${modelId}@${version}`;
       const { size, stream } = await service.hubFile(principal, org, name, file);
@@ -71,7 +77,9 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
 
   // The Hugging Face model-info call, so that clients can list a model's files (`svc pull` uses it).
   app.get<{ Params: { org: string; model_id: string } }>('/api/models/:org/:model_id', async (request, reply) => {
-    const principal = (request.svcPrincipal = await limiter.admit(request, reply, () => service.authenticate(request.headers.authorization)));
+    const principal = (request.svcPrincipal = await limiter.admit(request, reply, () =>
+      service.authenticate(request.headers.authorization),
+    ));
     const { org, model_id: modelId } = request.params;
     const files = await service.hubFiles(principal, org, modelId);
     return { id: `${org}/${modelId}`, modelId: `${org}/${modelId}`, siblings: files.map((rfilename) => ({ rfilename })) };

@@ -57,7 +57,16 @@ export { connectService, openService } from '../service/open.js';
 export type { ServiceLocation } from '../service/open.js';
 export { SqliteStore } from '../store/sqlite.js';
 export { PostgresStore } from '../store/postgres.js';
-export type { JobLease, ModelVersions, PromoteOutcome, RemoveVersionOutcome, RequestLogPage, RequestLogPreview, Store, VersionRecord } from '../store/types.js';
+export type {
+  JobLease,
+  ModelVersions,
+  PromoteOutcome,
+  RemoveVersionOutcome,
+  RequestLogPage,
+  RequestLogPreview,
+  Store,
+  VersionRecord,
+} from '../store/types.js';
 export { DirectoryArtifacts } from '../artifacts/directory.js';
 export { PostgresArtifacts } from '../artifacts/postgres.js';
 export { CachedArtifactHub } from '../artifacts/cached-hub.js';

@@ -6,7 +6,14 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 import { poolStats } from '../pool/pool.js';
 import type { SvcService } from '../service/service.js';
-import { kChannels, type AdapterCacheEvent, type PredictBatchEvent, type ProxyCallEvent, type RateLimitedEvent, type TrainingJobEvent } from '../telemetry.js';
+import {
+  kChannels,
+  type AdapterCacheEvent,
+  type PredictBatchEvent,
+  type ProxyCallEvent,
+  type RateLimitedEvent,
+  type TrainingJobEvent,
+} from '../telemetry.js';
 import { SvcError } from '../errors.js';
 import { svcErrorHandler } from './errors.js';
 import type { RateLimitOptions } from '../contract/rate-limit.js';
@@ -57,34 +64,97 @@ export class SvcMetrics {
     const registers = [this.registry];
     if (options.processMetrics === true) collectDefaultMetrics({ register: this.registry });
     const labels = ['method', 'route', 'status'] as const;
-    this.#requests = new Counter({ name: 'svc_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: labels, registers });
-    this.#requestSeconds = new Histogram({
-      name: 'svc_http_request_duration_seconds', help: 'Time from request to response, by route pattern and status',
-      labelNames: labels, buckets: kHttpBuckets, registers,
+    this.#requests = new Counter({
+      name: 'svc_http_requests_total',
+      help: 'HTTP requests answered, by route pattern and status',
+      labelNames: labels,
+      registers,
     });
-    new Gauge({ name: 'svc_pool_workers', help: 'Worker threads in the native pool', registers, collect() { this.set(poolStats().workers); } });
-    new Gauge({ name: 'svc_pool_busy_workers', help: 'Pool workers running a task', registers, collect() { this.set(poolStats().busy); } });
-    new Gauge({ name: 'svc_pool_queue_depth', help: 'Pool tasks waiting for a free worker', registers, collect() { this.set(poolStats().queued); } });
+    this.#requestSeconds = new Histogram({
+      name: 'svc_http_request_duration_seconds',
+      help: 'Time from request to response, by route pattern and status',
+      labelNames: labels,
+      buckets: kHttpBuckets,
+      registers,
+    });
+    new Gauge({
+      name: 'svc_pool_workers',
+      help: 'Worker threads in the native pool',
+      registers,
+      collect() {
+        this.set(poolStats().workers);
+      },
+    });
+    new Gauge({
+      name: 'svc_pool_busy_workers',
+      help: 'Pool workers running a task',
+      registers,
+      collect() {
+        this.set(poolStats().busy);
+      },
+    });
+    new Gauge({
+      name: 'svc_pool_queue_depth',
+      help: 'Pool tasks waiting for a free worker',
+      registers,
+      collect() {
+        this.set(poolStats().queued);
+      },
+    });
     const store = options.service.store;
     new Gauge({
-      name: 'svc_training_jobs', help: 'Training jobs in the store, by state', labelNames: ['state'], registers,
+      name: 'svc_training_jobs',
+      help: 'Training jobs in the store, by state',
+      labelNames: ['state'],
+      registers,
       async collect() {
         for (const [state, count] of Object.entries(await store.countJobs())) this.set({ state }, count);
       },
     });
     const jobSeconds = new Histogram({
-      name: 'svc_training_job_duration_seconds', help: 'Training runs, by how they ended (done, failed, released, cancelled)',
-      labelNames: ['outcome'], buckets: kJobBuckets, registers,
+      name: 'svc_training_job_duration_seconds',
+      help: 'Training runs, by how they ended (done, failed, released, cancelled)',
+      labelNames: ['outcome'],
+      buckets: kJobBuckets,
+      registers,
     });
-    const batchTexts = new Histogram({ name: 'svc_predict_batch_texts', help: 'Texts per engine batch sent to the pool', buckets: kBatchBuckets, registers });
-    const proxyRequests = new Counter({ name: 'svc_proxy_requests_total', help: 'Proxied calls, by provider and status sent', labelNames: ['provider', 'status'], registers });
+    const batchTexts = new Histogram({
+      name: 'svc_predict_batch_texts',
+      help: 'Texts per engine batch sent to the pool',
+      buckets: kBatchBuckets,
+      registers,
+    });
+    const proxyRequests = new Counter({
+      name: 'svc_proxy_requests_total',
+      help: 'Proxied calls, by provider and status sent',
+      labelNames: ['provider', 'status'],
+      registers,
+    });
     const upstreamSeconds = new Histogram({
-      name: 'svc_proxy_upstream_duration_seconds', help: 'Proxied calls from start to last byte, by provider',
-      labelNames: ['provider'], buckets: kUpstreamBuckets, registers,
+      name: 'svc_proxy_upstream_duration_seconds',
+      help: 'Proxied calls from start to last byte, by provider',
+      labelNames: ['provider'],
+      buckets: kUpstreamBuckets,
+      registers,
     });
-    const tokens = new Counter({ name: 'svc_proxy_tokens_total', help: 'Tokens the providers reported, by direction (input, output)', labelNames: ['provider', 'direction'], registers });
-    const proxyErrors = new Counter({ name: 'svc_proxy_errors_total', help: 'Proxied calls that failed (upstream error status, unreachable, timeout, cut short)', labelNames: ['provider'], registers });
-    const rateLimited = new Counter({ name: 'svc_rate_limited_total', help: 'Requests turned away by a limit, by kind', labelNames: ['kind'], registers });
+    const tokens = new Counter({
+      name: 'svc_proxy_tokens_total',
+      help: 'Tokens the providers reported, by direction (input, output)',
+      labelNames: ['provider', 'direction'],
+      registers,
+    });
+    const proxyErrors = new Counter({
+      name: 'svc_proxy_errors_total',
+      help: 'Proxied calls that failed (upstream error status, unreachable, timeout, cut short)',
+      labelNames: ['provider'],
+      registers,
+    });
+    const rateLimited = new Counter({
+      name: 'svc_rate_limited_total',
+      help: 'Requests turned away by a limit, by kind',
+      labelNames: ['kind'],
+      registers,
+    });
 
     this.#listen<PredictBatchEvent>(kChannels.predictBatch, (event) => batchTexts.observe(event.texts));
     this.#listen<TrainingJobEvent>(kChannels.trainingJob, (event) => jobSeconds.observe({ outcome: event.outcome }, event.seconds));
@@ -103,13 +173,17 @@ export class SvcMetrics {
   // Workers report their cache's counters since they started: the counters here go up by the difference.
   #adapterCacheMetrics(registers: Registry[]): void {
     const counter = (what: string, help: string) => new Counter({ name: `svc_adapter_cache_${what}_total`, help, registers });
-    const hits = counter('hits', 'Adapter lookups of predict batches that found the adapter in the worker\'s memory');
+    const hits = counter('hits', "Adapter lookups of predict batches that found the adapter in the worker's memory");
     const misses = counter('misses', 'Adapter lookups that read the adapter from its file (first use, evicted, or the model saved again)');
-    const evictions = counter('evictions', 'Adapters dropped from a worker\'s memory to keep its cache within its bytes');
+    const evictions = counter('evictions', "Adapters dropped from a worker's memory to keep its cache within its bytes");
     const last = new Map<number, AdapterCacheEvent>();
     new Gauge({
-      name: 'svc_adapter_cache_bytes', help: 'Bytes of LoRA adapters the pool workers hold (fp32), all workers together', registers,
-      collect() { this.set([...last.values()].reduce((sum, event) => sum + event.bytes, 0)); },
+      name: 'svc_adapter_cache_bytes',
+      help: 'Bytes of LoRA adapters the pool workers hold (fp32), all workers together',
+      registers,
+      collect() {
+        this.set([...last.values()].reduce((sum, event) => sum + event.bytes, 0));
+      },
     });
     this.#listen<AdapterCacheEvent>(kChannels.adapterCache, (event) => {
       const before = last.get(event.worker);

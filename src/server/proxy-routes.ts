@@ -221,11 +221,9 @@ function routeModel(
     );
   }
   if (!known.includes(prefix as ProviderName) || upstreamModel === '') {
-    throw new SvcError(
-      'invalid_request',
-      `model '${model}' has no known provider prefix; known prefixes: ${knownList}`,
-      { param: 'model' },
-    );
+    throw new SvcError('invalid_request', `model '${model}' has no known provider prefix; known prefixes: ${knownList}`, {
+      param: 'model',
+    });
   }
   return { provider: prefix as ProviderName, upstreamModel };
 }

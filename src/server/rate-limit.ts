@@ -67,7 +67,9 @@ async function createLimiter(app: FastifyInstance, service: SvcService, options:
     options.store ??
     (options.redis !== undefined
       ? counterStore(await connectRedis(app, options.redis), 'Redis')
-      : shared === undefined ? undefined : counterStore(shared, 'the database'));
+      : shared === undefined
+        ? undefined
+        : counterStore(shared, 'the database'));
   await app.register(fastifyRateLimit, { global: false, ...(store === undefined ? {} : { store }) });
 
   // The key generators and the limits read the principal of a request that has just authenticated, and its
@@ -158,10 +160,12 @@ export function counterStore(counter: RequestCounter, where: string): FastifyRat
     counting.then(
       (counted) => callback(null, { current: counted.count, ttl: counted.resetInMs }),
       (error: unknown) =>
-        callback(new SvcError('overloaded', `The request limits could not be checked: ${where} did not answer; retry shortly`, {
-          cause: error,
-          retryAfterSeconds: kCountRetrySeconds,
-        })),
+        callback(
+          new SvcError('overloaded', `The request limits could not be checked: ${where} did not answer; retry shortly`, {
+            cause: error,
+            retryAfterSeconds: kCountRetrySeconds,
+          }),
+        ),
     );
   return class CounterStore implements FastifyRateLimitStore {
     incr(key: string, callback: Callback, timeWindow: number): void {

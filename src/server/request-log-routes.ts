@@ -57,7 +57,10 @@ export function requestLogRoutes(app: FastifyInstance, store: Store, caller: Pro
     const limit = integerParam(request.query.limit, 'limit', kDefaultListLimit, kMaxListLimit);
     const before = integerParam(request.query.before, 'before', undefined, Number.MAX_SAFE_INTEGER);
     const { rows, more } = await store.listRequestLogPreviews(request.params.project_id, {
-      limit, before, previewChars: kListBodyPreviewChars, maxBodyBytes: kMaxListBodyBytesRead,
+      limit,
+      before,
+      previewChars: kListBodyPreviewChars,
+      maxBodyBytes: kMaxListBodyBytesRead,
     });
     const parts: string[] = [];
     let bytes = 0;

@@ -148,10 +148,8 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
 
     // One declaration per route, alike by design: each names its schemas (validation and OpenAPI)
     // and the one service call that answers it.
-    routes.get(
-      '/models',
-      { schema: { summary: 'Models that accept requests', response: { 200: modelListSchema } } },
-      async (request) => service.listModels(principalOf(request)),
+    routes.get('/models', { schema: { summary: 'Models that accept requests', response: { 200: modelListSchema } } }, async (request) =>
+      service.listModels(principalOf(request)),
     );
 
     routes.get(
@@ -174,7 +172,9 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
 
     routes.get(
       '/models/:model_id/versions',
-      { schema: { summary: 'The versions of a classifier, oldest first', params: modelParamsSchema, response: { 200: versionListSchema } } },
+      {
+        schema: { summary: 'The versions of a classifier, oldest first', params: modelParamsSchema, response: { 200: versionListSchema } },
+      },
       async (request) => service.versions.list(principalOf(request), request.params.model_id),
     );
 
@@ -240,7 +240,11 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
       '/classify',
       {
         bodyLimit,
-        schema: { summary: 'Classify texts by examples sent with them (or label names), with no stored model', body: classifyRequestSchema, response: { 200: classifyResponseSchema } },
+        schema: {
+          summary: 'Classify texts by examples sent with them (or label names), with no stored model',
+          body: classifyRequestSchema,
+          response: { 200: classifyResponseSchema },
+        },
       },
       async (request, reply) => service.classify(principalOf(request), request.body, { signal: clientGone(reply) }),
     );

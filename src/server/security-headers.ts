@@ -52,5 +52,8 @@ const kFrameworkErrors: Readonly<Record<string, { status: number; message: strin
 export function answerFrameworkError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
   const known = kFrameworkErrors[error.code ?? ''] ?? { status: 400, message: 'The request could not be routed' };
   setSecurityHeaders(request, reply, () => {});
-  void reply.code(known.status).type('application/json; charset=utf-8').send(errorBody(known.status, known.message, 'invalid_request'));
+  void reply
+    .code(known.status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(known.status, known.message, 'invalid_request'));
 }

@@ -29,7 +29,8 @@ const kRangeNames = new Set(['loopback', 'linklocal', 'uniquelocal']);
 export function checkTrustProxy(value: TrustProxy, name: string): FastifyTrustProxy {
   if (typeof value === 'boolean') return value;
   if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be true, false, a hop count (an integer >= 0) or addresses; got ${value}`);
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new RangeError(`${name} must be true, false, a hop count (an integer >= 0) or addresses; got ${value}`);
     // Hop 0 is the peer's own address, 1 the last one it forwarded for, and so on: the nearest `value` are proxies.
     return value === 0 ? false : (_address: string, hop: number) => hop < value;
   }
@@ -57,7 +58,12 @@ export function checkTrustProxy(value: TrustProxy, name: string): FastifyTrustPr
 export function parseTrustProxy(text: string, name: string): TrustProxy {
   const trimmed = text.trim();
   if (trimmed === 'true' || trimmed === 'false') return trimmed === 'true';
-  const value = /^\d+$/.test(trimmed) ? Number(trimmed) : trimmed.split(',').map((entry) => entry.trim()).filter((entry) => entry.length > 0);
+  const value = /^\d+$/.test(trimmed)
+    ? Number(trimmed)
+    : trimmed
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry.length > 0);
   checkTrustProxy(value, name);
   return value;
 }

@@ -52,7 +52,10 @@ export function storedTrainRequest(
   options: Record<string, unknown>,
 ): TrainRequest {
   const { finetune, num_iterations, truncate, class_weight, validation } = options;
-  const common = { model: baseModel, finetune, num_iterations, truncate } as Pick<TrainRequest, 'model' | 'finetune' | 'num_iterations' | 'truncate'>;
+  const common = { model: baseModel, finetune, num_iterations, truncate } as Pick<
+    TrainRequest,
+    'model' | 'finetune' | 'num_iterations' | 'truncate'
+  >;
   switch (taskType) {
     case 'binary-classification':
       return {

@@ -119,15 +119,17 @@ export class JobRunner {
       return;
     }
     // A store that cannot be reached right now leaves the queue where it is: the next poll or kick looks again.
-    this.#pumping = this.#pump().catch((error: unknown) => debug('job queue not read: %s', messageOf(error))).finally(() => {
-      this.#pumping = null;
-      if (this.#pumpAgain) {
-        this.#pumpAgain = false;
-        this.kick();
-      } else {
-        this.#notifyIfIdle();
-      }
-    });
+    this.#pumping = this.#pump()
+      .catch((error: unknown) => debug('job queue not read: %s', messageOf(error)))
+      .finally(() => {
+        this.#pumping = null;
+        if (this.#pumpAgain) {
+          this.#pumpAgain = false;
+          this.kick();
+        } else {
+          this.#notifyIfIdle();
+        }
+      });
   }
 
   /**
@@ -172,22 +174,30 @@ export class JobRunner {
   async #pump(): Promise<void> {
     while (!this.#closed && this.#running.size < this.#runtime.trainingSlots) {
       const job = await this.#store.claimNextJob(this.#now(), {
-        maxRunningJobs: kDefaultOrgLimits.maxRunningJobs, holder: this.#holder, leaseMs: this.#leaseMs,
+        maxRunningJobs: kDefaultOrgLimits.maxRunningJobs,
+        holder: this.#holder,
+        leaseMs: this.#leaseMs,
       });
       if (job === null) return;
       const entry: RunningJob = {
         lease: { holder: this.#holder, token: job.leaseToken },
-        controller: new AbortController(), progress: null, progressWrite: undefined, progressWrittenAt: -Infinity,
-        done: Promise.resolve(), abortedFor: null,
+        controller: new AbortController(),
+        progress: null,
+        progressWrite: undefined,
+        progressWrittenAt: -Infinity,
+        done: Promise.resolve(),
+        abortedFor: null,
       };
       this.#running.set(job.modelId, entry);
       // A job whose end could not be written (the store went away) stays claimed until its lease lapses, then runs again.
-      entry.done = this.#run(job.modelId, job.attempts, job.options, entry).catch((error: unknown) => {
-        debug('the end of %s was not recorded: %s', job.modelId, messageOf(error));
-      }).finally(() => {
-        this.#running.delete(job.modelId);
-        this.kick();
-      });
+      entry.done = this.#run(job.modelId, job.attempts, job.options, entry)
+        .catch((error: unknown) => {
+          debug('the end of %s was not recorded: %s', job.modelId, messageOf(error));
+        })
+        .finally(() => {
+          this.#running.delete(job.modelId);
+          this.kick();
+        });
     }
   }
 

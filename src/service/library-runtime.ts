@@ -118,13 +118,20 @@ export class LibraryRuntime implements ModelRuntime {
     const hubId = `${orgId}/${modelId}`;
     const loading = this.#loaded.get(hubId);
     this.#loaded.delete(hubId);
-    loading?.then((c) => c.dispose(), () => {});
+    loading?.then(
+      (c) => c.dispose(),
+      () => {},
+    );
     await this.#files.forget(hubId);
     await this.hub.remove(hubId);
   }
 
   async close(): Promise<void> {
-    for (const loading of this.#loaded.values()) loading.then((c) => c.dispose(), () => {});
+    for (const loading of this.#loaded.values())
+      loading.then(
+        (c) => c.dispose(),
+        () => {},
+      );
     this.#loaded.clear();
     await this.#artifacts.close();
     if (this.#closePool) await closePool();
@@ -143,7 +150,10 @@ export class LibraryRuntime implements ModelRuntime {
     if (this.#loaded.size > this.#maxCached) {
       const [oldest, evicted] = this.#loaded.entries().next().value as [string, Promise<Classifier<TaskType>>];
       this.#loaded.delete(oldest);
-      evicted.then((c) => c.dispose(), () => {});
+      evicted.then(
+        (c) => c.dispose(),
+        () => {},
+      );
     }
     return loading;
   }

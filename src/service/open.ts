@@ -19,7 +19,10 @@ import { SvcService } from './service.js';
  * ```
  */
 export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.SVC_PROXY_MODELS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  return (env.SVC_PROXY_MODELS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 /**
@@ -116,9 +119,7 @@ export function artifactsDirOf(location: ServiceLocation): string {
 
 /** The store for a location: PostgreSQL (connected and migrated) when it names a database, else SQLite in `dataDir`. */
 export async function openStore(location: ServiceLocation): Promise<Store> {
-  return location.database === undefined
-    ? SqliteStore.open(location.dataDir)
-    : PostgresStore.open(checkDatabaseUrl(location.database));
+  return location.database === undefined ? SqliteStore.open(location.dataDir) : PostgresStore.open(checkDatabaseUrl(location.database));
 }
 
 function serviceOn(store: Store, runtime: LibraryRuntime, proxyModels: readonly string[], retention: RetentionOptions): SvcService {

@@ -50,7 +50,11 @@ export async function pruneRequestLog(store: Store, retention: ResolvedRetention
   let removed = 0;
   for (const projectId of await store.listRequestLogProjects()) {
     for (;;) {
-      const batch = await store.pruneRequestLog(projectId, { olderThan, keepNewest: retention.maxRowsPerProject, limit: kRetentionBatchRows });
+      const batch = await store.pruneRequestLog(projectId, {
+        olderThan,
+        keepNewest: retention.maxRowsPerProject,
+        limit: kRetentionBatchRows,
+      });
       removed += batch;
       if (batch < kRetentionBatchRows) break;
       await new Promise<void>((resolve) => setImmediate(resolve));

@@ -1,6 +1,14 @@
 import type { ArtifactReader } from '../artifacts/types.js';
 import { SvcError } from '../errors.js';
-import { type ApiKeyRecord, type ModelRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
+import {
+  type ApiKeyRecord,
+  type ModelRecord,
+  type OrgLimits,
+  type Organization,
+  type Project,
+  type Store,
+  usageMonth,
+} from '../store/types.js';
 import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
@@ -84,7 +92,10 @@ export class SvcService {
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
     this.#models = new ModelObjects(options.runtime);
     this.versions = new ClassifierVersions({
-      store: this.store, runtime: this.runtime, jobs: this.#jobs, models: this.#models,
+      store: this.store,
+      runtime: this.runtime,
+      jobs: this.#jobs,
+      models: this.#models,
       maxQueuedJobs: async (orgId) => (await this.orgLimits(orgId)).maxQueuedJobs,
     });
     this.evaluations = new VersionEvaluations(this.store, this.runtime, this.versions);
@@ -238,10 +249,7 @@ export class SvcService {
   async authorizeProxy(principal: Principal, projectId: string): Promise<Project> {
     const project = await this.ownProject(principal, projectId);
     if (!(await this.hasProxyAccess(principal.orgId))) {
-      throw new SvcError(
-        'permission',
-        `The organization '${principal.orgId}' has no proxy access; request access from the operator`,
-      );
+      throw new SvcError('permission', `The organization '${principal.orgId}' has no proxy access; request access from the operator`);
     }
     await this.#checkBudget(project);
     return project;
@@ -322,7 +330,13 @@ export class SvcService {
       const total = progress?.total ?? 1;
       return { ...base, stage: progress?.stage ?? 'done', done: total, total, loss: progress?.loss ?? null };
     }
-    return { ...base, stage: progress?.stage ?? null, done: progress?.done ?? 0, total: progress?.total ?? 0, loss: progress?.loss ?? null };
+    return {
+      ...base,
+      stage: progress?.stage ?? null,
+      done: progress?.done ?? 0,
+      total: progress?.total ?? 0,
+      loss: progress?.loss ?? null,
+    };
   }
 
   /** The models that accept requests (live version trained), then the proxy models when the organization may use the proxy. */
@@ -361,7 +375,11 @@ export class SvcService {
     }
     const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
     const extras = { truncate: request.truncate, explain: request.explain, paramOf: (t: number) => `inputs[${t}]` };
-    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, { ...threshold, ...extras, signal: options.signal });
+    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, {
+      ...threshold,
+      ...extras,
+      signal: options.signal,
+    });
     if (record.taskType === 'binary-classification') {
       return { model: name, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
     }

@@ -239,9 +239,7 @@ export function migrate(db: Database.Database): number {
     if (row === undefined) db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
     let version = row?.version ?? 0;
     if (version > kMigrations.length) {
-      throw new Error(
-        `the data directory was written by a newer svc-classify (schema ${version}, this build knows ${kMigrations.length})`,
-      );
+      throw new Error(`the data directory was written by a newer svc-classify (schema ${version}, this build knows ${kMigrations.length})`);
     }
     const bump = db.prepare('UPDATE schema_version SET version = ?');
     for (; version < kMigrations.length; version += 1) {

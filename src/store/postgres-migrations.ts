@@ -50,9 +50,7 @@ export async function migratePostgres(client: pg.ClientBase, migrations: readonl
     if (rows.length === 0) await client.query('INSERT INTO schema_version (version) VALUES (0)');
     let version = rows[0]?.version ?? 0;
     if (version > migrations.length) {
-      throw new Error(
-        `the database was written by a newer svc-classify (schema ${version}, this build knows ${migrations.length})`,
-      );
+      throw new Error(`the database was written by a newer svc-classify (schema ${version}, this build knows ${migrations.length})`);
     }
     for (; version < migrations.length; version += 1) {
       await client.query('BEGIN');
@@ -76,7 +74,9 @@ export async function migratePostgres(client: pg.ClientBase, migrations: readonl
 function typesOf(driver: typeof pg): { getTypeParser: typeof pg.types.getTypeParser } {
   return {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-      oid === driver.types.builtins.INT8 ? (value: string) => Number(value) : driver.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      oid === driver.types.builtins.INT8
+        ? (value: string) => Number(value)
+        : driver.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
   };
 }
 

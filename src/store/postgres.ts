@@ -6,14 +6,47 @@ import { PostgresProxyLedger } from './postgres-proxy-ledger.js';
 import { PostgresVersions } from './postgres-versions.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import {
-  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogPreviewRow, type LogRow, type ModelRow, type OrgRow,
-  type ProjectRow, logPageSql, toExample, toJob, toJobProgress, toKey, toLimits, toLog, toLogPage, toModel, toOrg,
-  toProject, toProgressColumn,
+  type ExampleRow,
+  type JobRow,
+  type KeyRow,
+  type LimitsRow,
+  type LogPreviewRow,
+  type LogRow,
+  type ModelRow,
+  type OrgRow,
+  type ProjectRow,
+  logPageSql,
+  toExample,
+  toJob,
+  toJobProgress,
+  toKey,
+  toLimits,
+  toLog,
+  toLogPage,
+  toModel,
+  toOrg,
+  toProject,
+  toProgressColumn,
 } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
-  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogPage, RequestLogRow,
-  JobClaim, JobLease, JobProgress, Store, TrainingExample, TrainingJob,
+  ApiKeyRecord,
+  JobState,
+  Millis,
+  ModelRecord,
+  ModelStatus,
+  OrgLimits,
+  Organization,
+  Project,
+  QueuedJob,
+  RequestLogPage,
+  RequestLogRow,
+  JobClaim,
+  JobLease,
+  JobProgress,
+  Store,
+  TrainingExample,
+  TrainingJob,
 } from './types.js';
 
 /** Connections per replica: a few requests and the job runner at once; PostgreSQL's default cap is 100 in all. */
@@ -54,8 +87,7 @@ const kSql = Object.freeze({
   getJob: 'SELECT * FROM training_jobs WHERE model_id = $1',
   examples: 'SELECT text, label, label_text FROM training_examples WHERE model_id = $1 ORDER BY position',
   setJobState: 'UPDATE training_jobs SET state = $1, updated_at = $2, locked_by = NULL, locked_until = NULL WHERE model_id = $3',
-  countQueued:
-    "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = $1",
+  countQueued: "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = $1",
   countRunning: `SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id
     WHERE j.state = 'running' AND COALESCE(j.locked_until, 0) >= $2 AND m.org_id = $1`,
   // The SQLite store's fair order (round robin by organization, oldest job first, live running jobs under the cap,
@@ -78,9 +110,11 @@ const kSql = Object.freeze({
   markRunning: `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = $1, locked_by = $2,
     locked_until = $3, progress = NULL, lease_token = lease_token + 1 WHERE model_id = $4`,
   // A holder's writes: only while the job is running under its claim (its name and its claim's token).
-  recordProgress: "UPDATE training_jobs SET progress = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3 AND lease_token = $4",
+  recordProgress:
+    "UPDATE training_jobs SET progress = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3 AND lease_token = $4",
   jobProgress: 'SELECT progress FROM training_jobs WHERE model_id = $1',
-  renewLease: "UPDATE training_jobs SET locked_until = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3 AND lease_token = $4",
+  renewLease:
+    "UPDATE training_jobs SET locked_until = $1 WHERE model_id = $2 AND state = 'running' AND locked_by = $3 AND lease_token = $4",
   requeue: `UPDATE training_jobs SET state = 'queued', updated_at = $1, locked_by = NULL, locked_until = NULL, progress = NULL
     WHERE state = 'running' AND COALESCE(locked_until, 0) < $1`,
   release: `UPDATE training_jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), updated_at = $1,
@@ -135,7 +169,9 @@ export class PostgresStore implements Store {
     this.#pool = pool;
     this.proxyLedger = new PostgresProxyLedger(pool);
     this.requestCounter = new PostgresRequestCounter(pool);
-    this.versions = new PostgresVersions(pool, (client, m, examples, options, limit) => this.#queueModel(client, m, examples, options, limit));
+    this.versions = new PostgresVersions(pool, (client, m, examples, options, limit) =>
+      this.#queueModel(client, m, examples, options, limit),
+    );
   }
 
   /** Connects to `url` and migrates the database to the newest schema (one replica at a time). */
@@ -194,7 +230,13 @@ export class PostgresStore implements Store {
       // The organization's row lock orders two operators' changes; a missing organization fails on the insert.
       await client.query(kSql.lockOrg, [orgId]);
       const merged = { ...toLimits(await this.#one<LimitsRow>(kSql.getLimits, [orgId], client)), ...limits };
-      await client.query(kSql.putLimits, [orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute, merged.orgRequestsPerMinute]);
+      await client.query(kSql.putLimits, [
+        orgId,
+        merged.maxRunningJobs,
+        merged.maxQueuedJobs,
+        merged.requestsPerMinute,
+        merged.orgRequestsPerMinute,
+      ]);
     });
   }
 
@@ -243,16 +285,33 @@ export class PostgresStore implements Store {
 
   /** On the caller's transaction: the queue cap's check, then the model, its job and its examples. */
   async #queueModel(
-    client: pg.PoolClient, m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>, limit?: { maxQueuedJobs: number },
+    client: pg.PoolClient,
+    m: ModelRecord,
+    examples: TrainingExample[],
+    options: Record<string, unknown>,
+    limit?: { maxQueuedJobs: number },
   ): Promise<QueuedJob> {
     // The organization's row lock: two replicas queueing for one organization count one after the other.
     await client.query(kSql.lockOrg, [m.orgId]);
     const queued = await this.#count(kSql.countQueued, [m.orgId], client);
     if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
-    await client.query(kSql.insertModel, [m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt]);
+    await client.query(kSql.insertModel, [
+      m.id,
+      m.orgId,
+      m.baseModel,
+      m.taskType,
+      m.labelText,
+      m.status,
+      m.error,
+      m.createdAt,
+      m.updatedAt,
+    ]);
     await client.query(kSql.insertJob, [m.id, JSON.stringify(options), m.createdAt]);
     await client.query(kSql.insertExamples, [
-      m.id, examples.map((e) => e.text), examples.map((e) => (e.label ? 1 : 0)), examples.map((e) => e.label_text),
+      m.id,
+      examples.map((e) => e.text),
+      examples.map((e) => (e.label ? 1 : 0)),
+      examples.map((e) => e.label_text),
     ]);
     return { created: true, queued: queued + 1 };
   }
@@ -302,7 +361,12 @@ export class PostgresStore implements Store {
         await client.query(kSql.markRunning, [at, claim.holder, until, row.model_id]);
         await client.query(kSql.markOrgServed, [at, orgId]);
         return toJob({
-          ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until,
+          ...row,
+          state: 'running',
+          attempts: row.attempts + 1,
+          updated_at: at,
+          locked_by: claim.holder,
+          locked_until: until,
           lease_token: row.lease_token + 1,
         });
       }
@@ -352,10 +416,27 @@ export class PostgresStore implements Store {
     // reservation is given back in the same step that counts its tokens.
     return this.#tx(async (client) => {
       const kept = await this.proxyLedger.keepBodies(client, r.projectId, r.requestBody, r.responseBody, write.maxProjectBodyBytes);
-      const { id } = (await this.#one<{ id: number }>(kSql.insertLog, [
-        r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
-        r.tokensIn, r.tokensOut, r.error, kept.requestBody, kept.responseBody, r.createdAt, kept.bytes,
-      ], client))!;
+      const { id } = (await this.#one<{ id: number }>(
+        kSql.insertLog,
+        [
+          r.projectId,
+          r.keyId,
+          r.provider,
+          r.model,
+          r.stream ? 1 : 0,
+          r.status,
+          r.ttfbMs,
+          r.totalMs,
+          r.tokensIn,
+          r.tokensOut,
+          r.error,
+          kept.requestBody,
+          kept.responseBody,
+          r.createdAt,
+          kept.bytes,
+        ],
+        client,
+      ))!;
       const tokens = rowTokens(r);
       if (tokens > 0) await client.query(kSql.addUsage, [r.projectId, usageMonth(r.createdAt), tokens]);
       await this.proxyLedger.releaseInTransaction(client, write.reservationId);
@@ -392,8 +473,16 @@ export class PostgresStore implements Store {
   async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
     const nth = await this.#one<{ id: number }>(kSql.nthNewestLog, [projectId, options.keepNewest]);
     return this.#tx(async (client) => {
-      const gone = await this.#rows<{ body_bytes: number }>(kSql.pruneLog, [projectId, options.olderThan, nth?.id ?? 0, options.limit], client);
-      await this.proxyLedger.forgetBodies(client, projectId, gone.reduce((sum, row) => sum + Number(row.body_bytes), 0));
+      const gone = await this.#rows<{ body_bytes: number }>(
+        kSql.pruneLog,
+        [projectId, options.olderThan, nth?.id ?? 0, options.limit],
+        client,
+      );
+      await this.proxyLedger.forgetBodies(
+        client,
+        projectId,
+        gone.reduce((sum, row) => sum + Number(row.body_bytes), 0),
+      );
       return gone.length;
     });
   }

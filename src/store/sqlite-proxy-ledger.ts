@@ -30,28 +30,32 @@ export class SqliteProxyLedger implements TokenLedger {
   }
 
   async reserve(r: TokenReservationRequest): Promise<TokenReservation> {
-    return this.#db.transaction((): TokenReservation => {
-      this.#sql.dropLapsed.run(r.projectId, r.at);
-      const used = (this.#sql.usage.get(r.projectId, r.month) as { tokens: number } | undefined)?.tokens ?? 0;
-      const held = (this.#sql.held.get(r.projectId, r.month, r.at) as { n: number }).n;
-      const granted = grantable(r.want, r.budget, used, held);
-      if (granted === 0) return { id: null, granted, used, held };
-      const id = Number(this.#sql.insert.run(r.projectId, r.month, granted, r.expiresAt).lastInsertRowid);
-      return { id, granted, used, held };
-    }).immediate();
+    return this.#db
+      .transaction((): TokenReservation => {
+        this.#sql.dropLapsed.run(r.projectId, r.at);
+        const used = (this.#sql.usage.get(r.projectId, r.month) as { tokens: number } | undefined)?.tokens ?? 0;
+        const held = (this.#sql.held.get(r.projectId, r.month, r.at) as { n: number }).n;
+        const granted = grantable(r.want, r.budget, used, held);
+        if (granted === 0) return { id: null, granted, used, held };
+        const id = Number(this.#sql.insert.run(r.projectId, r.month, granted, r.expiresAt).lastInsertRowid);
+        return { id, granted, used, held };
+      })
+      .immediate();
   }
 
   async extend(id: number, r: Omit<TokenReservationRequest, 'projectId' | 'month'>): Promise<number> {
-    return this.#db.transaction((): number => {
-      const own = this.#sql.get.get(id, r.at) as { project_id: string; month: string; tokens: number } | undefined;
-      if (own === undefined) return 0;
-      const used = (this.#sql.usage.get(own.project_id, own.month) as { tokens: number } | undefined)?.tokens ?? 0;
-      // `held` includes this reservation's own tokens: they are already its.
-      const held = (this.#sql.held.get(own.project_id, own.month, r.at) as { n: number }).n;
-      const granted = grantable(r.want, r.budget, used, held);
-      this.#sql.grow.run(granted, r.expiresAt, id);
-      return granted;
-    }).immediate();
+    return this.#db
+      .transaction((): number => {
+        const own = this.#sql.get.get(id, r.at) as { project_id: string; month: string; tokens: number } | undefined;
+        if (own === undefined) return 0;
+        const used = (this.#sql.usage.get(own.project_id, own.month) as { tokens: number } | undefined)?.tokens ?? 0;
+        // `held` includes this reservation's own tokens: they are already its.
+        const held = (this.#sql.held.get(own.project_id, own.month, r.at) as { n: number }).n;
+        const granted = grantable(r.want, r.budget, used, held);
+        this.#sql.grow.run(granted, r.expiresAt, id);
+        return granted;
+      })
+      .immediate();
   }
 
   async release(id: number): Promise<void> {

@@ -9,14 +9,47 @@ import type { RequestLogWrite } from './proxy-ledger.js';
 import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import { SqliteVersions } from './sqlite-versions.js';
 import {
-  type ExampleRow, type JobRow, type KeyRow, type LimitsRow, type LogPreviewRow, type LogRow, type ModelRow, type OrgRow,
-  type ProjectRow, logPageSql, toExample, toJob, toJobProgress, toKey, toLimits, toLog, toLogPage, toModel, toOrg,
-  toProject, toProgressColumn,
+  type ExampleRow,
+  type JobRow,
+  type KeyRow,
+  type LimitsRow,
+  type LogPreviewRow,
+  type LogRow,
+  type ModelRow,
+  type OrgRow,
+  type ProjectRow,
+  logPageSql,
+  toExample,
+  toJob,
+  toJobProgress,
+  toKey,
+  toLimits,
+  toLog,
+  toLogPage,
+  toModel,
+  toOrg,
+  toProject,
+  toProgressColumn,
 } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
 import type {
-  ApiKeyRecord, JobState, Millis, ModelRecord, ModelStatus, OrgLimits, Organization, Project, QueuedJob, RequestLogPage, RequestLogRow,
-  JobClaim, JobLease, JobProgress, Store, TrainingExample, TrainingJob,
+  ApiKeyRecord,
+  JobState,
+  Millis,
+  ModelRecord,
+  ModelStatus,
+  OrgLimits,
+  Organization,
+  Project,
+  QueuedJob,
+  RequestLogPage,
+  RequestLogRow,
+  JobClaim,
+  JobLease,
+  JobProgress,
+  Store,
+  TrainingExample,
+  TrainingJob,
 } from './types.js';
 
 /**
@@ -62,7 +95,9 @@ export class SqliteStore implements Store {
       getOrg: p('SELECT * FROM organizations WHERE id = ?'),
       listOrgs: p('SELECT * FROM organizations ORDER BY created_at, id'),
       setProxy: p('UPDATE organizations SET proxy_access = ? WHERE id = ?'),
-      getLimits: p('SELECT max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute FROM org_limits WHERE org_id = ?'),
+      getLimits: p(
+        'SELECT max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute FROM org_limits WHERE org_id = ?',
+      ),
       putLimits: p(
         `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (org_id) DO UPDATE SET max_running_jobs = excluded.max_running_jobs,
@@ -117,9 +152,13 @@ export class SqliteStore implements Store {
            progress = NULL, lease_token = lease_token + 1 WHERE model_id = ?`,
       ),
       // A holder's writes: only while the job is running under its claim (its name and its claim's token).
-      recordProgress: p("UPDATE training_jobs SET progress = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?"),
+      recordProgress: p(
+        "UPDATE training_jobs SET progress = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?",
+      ),
       jobProgress: p('SELECT progress FROM training_jobs WHERE model_id = ?'),
-      renewLease: p("UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?"),
+      renewLease: p(
+        "UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?",
+      ),
       requeue: p(
         `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL, progress = NULL
          WHERE state = 'running' AND COALESCE(locked_until, 0) < ?`,
@@ -197,10 +236,12 @@ export class SqliteStore implements Store {
   }
 
   async setOrgLimits(orgId: string, limits: Partial<OrgLimits>): Promise<void> {
-    this.#db.transaction(() => {
-      const merged = { ...toLimits(this.#sql.getLimits.get(orgId) as LimitsRow | undefined), ...limits };
-      this.#sql.putLimits.run(orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute, merged.orgRequestsPerMinute);
-    }).immediate();
+    this.#db
+      .transaction(() => {
+        const merged = { ...toLimits(this.#sql.getLimits.get(orgId) as LimitsRow | undefined), ...limits };
+        this.#sql.putLimits.run(orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute, merged.orgRequestsPerMinute);
+      })
+      .immediate();
   }
 
   async insertApiKey(r: ApiKeyRecord): Promise<void> {
@@ -291,18 +332,25 @@ export class SqliteStore implements Store {
 
   async claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null> {
     // One IMMEDIATE transaction, so two runners on one file never claim the same job.
-    return this.#db.transaction(() => {
-      const found = this.#sql.nextFair.get({ at, cap: claim.maxRunningJobs }) as (JobRow & { org_id: string }) | undefined;
-      if (found === undefined) return null;
-      const { org_id: orgId, ...row } = found;
-      const until = at + claim.leaseMs;
-      this.#sql.markRunning.run(at, claim.holder, until, row.model_id);
-      this.#sql.markOrgServed.run(at, orgId);
-      return toJob({
-        ...row, state: 'running', attempts: row.attempts + 1, updated_at: at, locked_by: claim.holder, locked_until: until,
-        lease_token: row.lease_token + 1,
-      });
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        const found = this.#sql.nextFair.get({ at, cap: claim.maxRunningJobs }) as (JobRow & { org_id: string }) | undefined;
+        if (found === undefined) return null;
+        const { org_id: orgId, ...row } = found;
+        const until = at + claim.leaseMs;
+        this.#sql.markRunning.run(at, claim.holder, until, row.model_id);
+        this.#sql.markOrgServed.run(at, orgId);
+        return toJob({
+          ...row,
+          state: 'running',
+          attempts: row.attempts + 1,
+          updated_at: at,
+          locked_by: claim.holder,
+          locked_until: until,
+          lease_token: row.lease_token + 1,
+        });
+      })
+      .immediate();
   }
 
   async renewLease(modelId: string, lease: JobLease, until: Millis): Promise<boolean> {
@@ -327,11 +375,13 @@ export class SqliteStore implements Store {
   }
 
   async finishJob(modelId: string, lease: JobLease, at: Millis, failure: string | null): Promise<boolean> {
-    return this.#db.transaction(() => {
-      if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, lease.holder, lease.token).changes === 0) return false;
-      this.#sql.setModelStatus.run(failure === null ? 'trained' : 'failed', failure, at, modelId);
-      return true;
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, lease.holder, lease.token).changes === 0) return false;
+        this.#sql.setModelStatus.run(failure === null ? 'trained' : 'failed', failure, at, modelId);
+        return true;
+      })
+      .immediate();
   }
 
   async countJobs(): Promise<Record<JobState, number>> {
@@ -343,17 +393,32 @@ export class SqliteStore implements Store {
   async insertRequestLog(r: Omit<RequestLogRow, 'id'>, write: RequestLogWrite = {}): Promise<number> {
     // One transaction: the usage counter never misses a logged call, nor counts one twice, and the call's
     // reservation is given back in the same step that counts its tokens.
-    return this.#db.transaction(() => {
-      const kept = this.proxyLedger.keepBodies(r.projectId, r.requestBody, r.responseBody, write.maxProjectBodyBytes);
-      const info = this.#sql.insertLog.run(
-        r.projectId, r.keyId, r.provider, r.model, r.stream ? 1 : 0, r.status, r.ttfbMs, r.totalMs,
-        r.tokensIn, r.tokensOut, r.error, kept.requestBody, kept.responseBody, r.createdAt, kept.bytes,
-      );
-      const tokens = rowTokens(r);
-      if (tokens > 0) this.#sql.addUsage.run(r.projectId, usageMonth(r.createdAt), tokens);
-      this.proxyLedger.releaseInTransaction(write.reservationId);
-      return Number(info.lastInsertRowid);
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        const kept = this.proxyLedger.keepBodies(r.projectId, r.requestBody, r.responseBody, write.maxProjectBodyBytes);
+        const info = this.#sql.insertLog.run(
+          r.projectId,
+          r.keyId,
+          r.provider,
+          r.model,
+          r.stream ? 1 : 0,
+          r.status,
+          r.ttfbMs,
+          r.totalMs,
+          r.tokensIn,
+          r.tokensOut,
+          r.error,
+          kept.requestBody,
+          kept.responseBody,
+          r.createdAt,
+          kept.bytes,
+        );
+        const tokens = rowTokens(r);
+        if (tokens > 0) this.#sql.addUsage.run(r.projectId, usageMonth(r.createdAt), tokens);
+        this.proxyLedger.releaseInTransaction(write.reservationId);
+        return Number(info.lastInsertRowid);
+      })
+      .immediate();
   }
 
   async getProjectUsage(projectId: string, month: string): Promise<number> {
@@ -370,8 +435,11 @@ export class SqliteStore implements Store {
     options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
   ): Promise<RequestLogPage> {
     const query = {
-      project: projectId, before: options.before ?? Number.MAX_SAFE_INTEGER, limit: options.limit + 1,
-      maxBytes: options.maxBodyBytes, chars: options.previewChars,
+      project: projectId,
+      before: options.before ?? Number.MAX_SAFE_INTEGER,
+      limit: options.limit + 1,
+      maxBytes: options.maxBodyBytes,
+      chars: options.previewChars,
     };
     return toLogPage(this.#sql.listLogPage.all(query) as LogPreviewRow[], options.limit);
   }
@@ -388,11 +456,18 @@ export class SqliteStore implements Store {
   async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
     const nth = this.#sql.nthNewestLog.get(projectId, options.keepNewest) as { id: number } | undefined;
     // Both halves walk an index on (project_id, ...); UNION counts a row in both once, so a short batch means done.
-    return this.#db.transaction(() => {
-      const gone = this.#sql.pruneLog.all(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit) as { body_bytes: number }[];
-      this.proxyLedger.forgetBodies(projectId, gone.reduce((sum, row) => sum + row.body_bytes, 0));
-      return gone.length;
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        const gone = this.#sql.pruneLog.all(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit) as {
+          body_bytes: number;
+        }[];
+        this.proxyLedger.forgetBodies(
+          projectId,
+          gone.reduce((sum, row) => sum + row.body_bytes, 0),
+        );
+        return gone.length;
+      })
+      .immediate();
   }
 
   async close(): Promise<void> {

@@ -28,6 +28,7 @@ export function isUnreachable(error: unknown): boolean {
 export function asUnreachable(error: unknown): unknown {
   if (!isUnreachable(error) || error instanceof SvcError) return error;
   return new SvcError('overloaded', 'The database is unavailable; retry shortly', {
-    cause: error, retryAfterSeconds: kUnreachableRetrySeconds,
+    cause: error,
+    retryAfterSeconds: kUnreachableRetrySeconds,
   });
 }

@@ -103,16 +103,26 @@ function fitExamples(request: ClassifyRequest): { examples: AnyExample[]; labels
   }
   if (request.task_type === 'multi-class-classification') {
     const labels = request.labels ?? request.examples.map((example) => example.label);
-    return { examples: request.examples.length > 0 ? request.examples : classZeroShot(labels), labels: [...new Set(labels)].sort(), labelText: null };
+    return {
+      examples: request.examples.length > 0 ? request.examples : classZeroShot(labels),
+      labels: [...new Set(labels)].sort(),
+      labelText: null,
+    };
   }
   const labels = request.labels ?? request.examples.flatMap((example) => example.labels);
-  return { examples: request.examples.length > 0 ? request.examples : labelSetZeroShot(labels), labels: [...new Set(labels)].sort(), labelText: null };
+  return {
+    examples: request.examples.length > 0 ? request.examples : labelSetZeroShot(labels),
+    labels: [...new Set(labels)].sort(),
+    labelText: null,
+  };
 }
 
 /** The cache key: everything the head depends on, hashed (the examples in the order given). */
 function headKey(request: ClassifyRequest, examples: readonly AnyExample[]): string {
   const truncate = request.truncate ?? kDefaultTruncate;
-  return createHash('sha256').update(JSON.stringify([request.model, request.task_type, truncate, examples])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([request.model, request.task_type, truncate, examples]))
+    .digest('hex');
 }
 
 function forget(key: string): void {
@@ -128,10 +138,17 @@ function remember(key: string, fitting: Promise<Fitted>, examples: number): void
   cachedExamples += examples;
   // A failed fit is not kept: the next call tries again.
   fitting.catch(() => heads.get(key) === entry && forget(key));
-  while (heads.size > kClassifyCachedHeads || (cachedExamples > kClassifyCachedExamples && heads.size > 1)) forget(heads.keys().next().value as string);
+  while (heads.size > kClassifyCachedHeads || (cachedExamples > kClassifyCachedExamples && heads.size > 1))
+    forget(heads.keys().next().value as string);
 }
 
-function toPredictions(request: ClassifyRequest, labels: readonly string[], probabilities: Float32Array, truncated: boolean[], chunks: number[]) {
+function toPredictions(
+  request: ClassifyRequest,
+  labels: readonly string[],
+  probabilities: Float32Array,
+  truncated: boolean[],
+  chunks: number[],
+) {
   const rows = request.task_type === 'binary-classification' ? 1 : labels.length;
   const withChunks = request.truncate === 'chunks';
   return truncated.map((cut, i) => {
@@ -156,7 +173,10 @@ function toPredictions(request: ClassifyRequest, labels: readonly string[], prob
  * Answers a validated classify request: the cached head for its examples, or one fitted now (the
  * examples and the inputs then go to the batcher as one call), applied to the inputs' embeddings.
  */
-export async function classifyRequest(request: ClassifyRequest, options: { signal?: AbortSignal; tenant?: string } = {}): Promise<ClassifyResponse> {
+export async function classifyRequest(
+  request: ClassifyRequest,
+  options: { signal?: AbortSignal; tenant?: string } = {},
+): Promise<ClassifyResponse> {
   const { examples, labels, labelText } = fitExamples(request);
   const mode = request.truncate ?? kDefaultTruncate;
   const key = headKey(request, examples);
@@ -178,7 +198,17 @@ export async function classifyRequest(request: ClassifyRequest, options: { signa
     fitting = embedded.then(async ({ embeddings }) => {
       const dim = embeddings.length / (n + request.inputs.length);
       const own = embeddings.slice(0, n * dim);
-      const task = { kind: 'fit' as const, head: kind, embeddings: own, targets: targetsOf(request.task_type, examples, labels), dim, C: kHeadC, balanced: false, validation: null, crossValidate: false };
+      const task = {
+        kind: 'fit' as const,
+        head: kind,
+        embeddings: own,
+        targets: targetsOf(request.task_type, examples, labels),
+        dim,
+        C: kHeadC,
+        balanced: false,
+        validation: null,
+        crossValidate: false,
+      };
       // Not aborted with this call: another call with the same examples may be waiting on the same fit.
       return { head: headOf(kind, await runTask<FitResult>(task)), embeddings: own };
     });
@@ -189,7 +219,13 @@ export async function classifyRequest(request: ClassifyRequest, options: { signa
   }
   const fitted = await fitting;
   const dim = inputs.embeddings.length / request.inputs.length;
-  const probabilities = scoreSegments(inputs.embeddings, dim, Int32Array.of(request.inputs.length), Int32Array.of(0), packHeads([fitted.head]));
+  const probabilities = scoreSegments(
+    inputs.embeddings,
+    dim,
+    Int32Array.of(request.inputs.length),
+    Int32Array.of(0),
+    packHeads([fitted.head]),
+  );
   const predictions = toPredictions(request, labels, probabilities, inputs.truncated, inputs.chunks);
   if (request.explain !== undefined) {
     const answers = predictions.map((p) => ('label' in p ? p.label : null));
@@ -198,12 +234,27 @@ export async function classifyRequest(request: ClassifyRequest, options: { signa
   }
   const zeroShot = request.examples.length === 0;
   if (request.task_type === 'binary-classification') {
-    return { model: request.model, label_text: labelText as string, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<Prediction>[] };
+    return {
+      model: request.model,
+      label_text: labelText as string,
+      zero_shot: zeroShot,
+      predictions: predictions as ClassifyPrediction<Prediction>[],
+    };
   }
   if (request.task_type === 'multi-class-classification') {
-    return { model: request.model, task_type: request.task_type, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<ClassPrediction>[] };
+    return {
+      model: request.model,
+      task_type: request.task_type,
+      zero_shot: zeroShot,
+      predictions: predictions as ClassifyPrediction<ClassPrediction>[],
+    };
   }
-  return { model: request.model, task_type: request.task_type, zero_shot: zeroShot, predictions: predictions as ClassifyPrediction<LabelSetPrediction>[] };
+  return {
+    model: request.model,
+    task_type: request.task_type,
+    zero_shot: zeroShot,
+    predictions: predictions as ClassifyPrediction<LabelSetPrediction>[],
+  };
 }
 
 /**

@@ -21,7 +21,12 @@ export interface CrossValidation {
  * turn, so every fold holds about the same share of each class. `folds` is capped by the rarest
  * class's count (at least 2).
  */
-export function stratifiedFolds(y: ArrayLike<number>, classes: number, maxFolds = kMaxFolds, seed = kDefaultSeed): { fold: Int32Array; folds: number } {
+export function stratifiedFolds(
+  y: ArrayLike<number>,
+  classes: number,
+  maxFolds = kMaxFolds,
+  seed = kDefaultSeed,
+): { fold: Int32Array; folds: number } {
   const members: number[][] = Array.from({ length: classes }, () => []);
   for (let i = 0; i < y.length; i++) members[y[i]].push(i);
   const rarest = Math.min(...members.map((m) => m.length).filter((count) => count > 0));
@@ -58,7 +63,11 @@ function f1(truePositive: number, falsePositive: number, falseNegative: number):
 }
 
 /** Accuracy and macro-F1 of single-label predictions (class indices). */
-export function singleLabelScores(truth: ArrayLike<number>, predicted: ArrayLike<number>, classes: number): { accuracy: number; macroF1: number } {
+export function singleLabelScores(
+  truth: ArrayLike<number>,
+  predicted: ArrayLike<number>,
+  classes: number,
+): { accuracy: number; macroF1: number } {
   const tp = new Float64Array(classes);
   const fp = new Float64Array(classes);
   const fn = new Float64Array(classes);

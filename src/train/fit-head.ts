@@ -57,7 +57,12 @@ function fitHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSet
     // Class balancing is the examples' (the templates are balanced by construction).
     const balancing = settings.balanced && targets.kind === 'classes' ? balancedWeights(targets.classes, targets.count) : undefined;
     const joined = withLabelWordExamples(x, targets, words, lever.weight, balancing);
-    return fitPlainHead(joined.x, joined.targets, { ...settings, balanced: settings.balanced && targets.kind !== 'classes' }, joined.sampleWeights);
+    return fitPlainHead(
+      joined.x,
+      joined.targets,
+      { ...settings, balanced: settings.balanced && targets.kind !== 'classes' },
+      joined.sampleWeights,
+    );
   }
   const directions = labelDirections(words, settings.dim);
   const wide = withDirectionFeatures(x, settings.dim, directions, lever.scale);
@@ -66,7 +71,12 @@ function fitHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSet
 }
 
 /** The head on `x` alone; `sampleWeights`, when given, multiply any class balancing. */
-function fitPlainHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSettings, sampleWeights: ArrayLike<number> | undefined): FittedHead {
+function fitPlainHead(
+  x: ArrayLike<number>,
+  targets: ExampleTargets,
+  settings: FitSettings,
+  sampleWeights: ArrayLike<number> | undefined,
+): FittedHead {
   const { dim, C, balanced } = settings;
   if (targets.kind === 'classes') {
     if (settings.head === 'logistic') {
@@ -113,7 +123,13 @@ function logits(head: FittedHead, x: ArrayLike<number>, dim: number, row: number
  * Hard labels for examples `rows` of `x`: a class index each (binary: P(true) >= 0.5; softmax: the
  * most probable class), or for one-vs-rest a 0/1 row per example (P(label) >= 0.5).
  */
-function predictTargets(head: FittedHead, kind: HeadKind, x: ArrayLike<number>, dim: number, rows: ArrayLike<number>): Int32Array | Uint8Array {
+function predictTargets(
+  head: FittedHead,
+  kind: HeadKind,
+  x: ArrayLike<number>,
+  dim: number,
+  rows: ArrayLike<number>,
+): Int32Array | Uint8Array {
   if (kind === 'one-vs-rest') {
     const labels = head.biases.length;
     const out = new Uint8Array(rows.length * labels);
@@ -204,7 +220,10 @@ export function fitAndMeasure(task: FitTask): FitResult {
   const n = targetCount(targets);
   const trainScores = score(targets, predictTargets(head, kind, embeddings, dim, allRows(n)));
   const validation = task.validation
-    ? score(task.validation.targets, predictTargets(head, kind, task.validation.embeddings, dim, allRows(targetCount(task.validation.targets))))
+    ? score(
+        task.validation.targets,
+        predictTargets(head, kind, task.validation.embeddings, dim, allRows(targetCount(task.validation.targets))),
+      )
     : null;
   return {
     weights: head.weights,

@@ -27,11 +27,13 @@ export function checkLabelWordsLever(value: unknown, name: string): LabelWordsLe
   if (typeof value !== 'object' || value === null) throw new TypeError(`${name} must be an object`);
   if (lever.kind === 'none') return lever;
   if (lever.kind === 'examples') {
-    if (typeof lever.weight !== 'number' || !(lever.weight > 0) || !Number.isFinite(lever.weight)) throw new RangeError(`${name}.weight must be a positive number`);
+    if (typeof lever.weight !== 'number' || !(lever.weight > 0) || !Number.isFinite(lever.weight))
+      throw new RangeError(`${name}.weight must be a positive number`);
     return lever;
   }
   if (lever.kind === 'direction') {
-    if (typeof lever.scale !== 'number' || !(lever.scale > 0) || !Number.isFinite(lever.scale)) throw new RangeError(`${name}.scale must be a positive number`);
+    if (typeof lever.scale !== 'number' || !(lever.scale > 0) || !Number.isFinite(lever.scale))
+      throw new RangeError(`${name}.scale must be a positive number`);
     return lever;
   }
   throw new TypeError(`${name}.kind must be 'none', 'examples' or 'direction'`);
@@ -60,13 +62,19 @@ export function labelWordTexts(
 ): { texts: string[]; targets: ExampleTargets } {
   if (taskType === 'binary-classification') {
     const examples = binaryZeroShot(names as string);
-    return { texts: examples.map((e) => e.text), targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => (e.label ? 1 : 0)), count: 2 } };
+    return {
+      texts: examples.map((e) => e.text),
+      targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => (e.label ? 1 : 0)), count: 2 },
+    };
   }
   const labels = names as readonly string[];
   const index = new Map(labels.map((label, k) => [label, k]));
   if (taskType === 'multi-class-classification') {
     const examples = classZeroShot(labels);
-    return { texts: examples.map((e) => e.text), targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => index.get(e.label)!), count: labels.length } };
+    return {
+      texts: examples.map((e) => e.text),
+      targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => index.get(e.label)!), count: labels.length },
+    };
   }
   const examples = labelSetZeroShot(labels);
   const sets = new Uint8Array(examples.length * labels.length);

@@ -180,11 +180,17 @@ export function choleskySolve(a: Float64Array, b: Float64Array, m: number): void
  * M⁻¹v = v − XᵀS·K⁻¹·SXv; the bias comes out through its Schur complement Σw − cᵀM⁻¹c.
  * `gram` is XXᵀ (n x n), computed once per fit.
  */
-function lowRankStep(x: ArrayLike<number>, n: number, d: number, gram: Float64Array, w: Float64Array, gradient: Float64Array): Float64Array {
+function lowRankStep(
+  x: ArrayLike<number>,
+  n: number,
+  d: number,
+  gram: Float64Array,
+  w: Float64Array,
+  gradient: Float64Array,
+): Float64Array {
   const root = w.map(Math.sqrt);
   const kernel = new Float64Array(n * n);
-  for (let i = 0; i < n; i++)
-    for (let k = 0; k < n; k++) kernel[i * n + k] = (i === k ? 1 : 0) + root[i] * gram[i * n + k] * root[k];
+  for (let i = 0; i < n; i++) for (let k = 0; k < n; k++) kernel[i * n + k] = (i === k ? 1 : 0) + root[i] * gram[i * n + k] * root[k];
   const inverseM = (v: Float64Array): Float64Array => {
     const r = new Float64Array(n);
     for (let i = 0; i < n; i++) {

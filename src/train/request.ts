@@ -33,7 +33,6 @@ export function finetunePlan(request: Pick<TrainRequest, 'finetune'>): FinetuneP
   return { method, rank: (typeof finetune === 'object' ? finetune.rank : undefined) ?? kDefaultAdapterRank };
 }
 
-
 /**
  * Pair rounds per example for a fine-tuning request: `num_iterations` when given, else 20,
  * lowered for large example sets so that the pairs stay within {@link kDefaultMaxPairs}.

@@ -256,12 +256,18 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     // conservative side (fine-tuning mostly helps), and embedding the examples once more costs a
     // small fraction of fine-tuning.
     const estimateEmbeddings = encoder
-      ? await embedExamples(examples.map((example) => example.text), truncate, dim, (t) => embedAll(model, t, dim, options))
+      ? await embedExamples(
+          examples.map((example) => example.text),
+          truncate,
+          dim,
+          (t) => embedAll(model, t, dim, options),
+        )
       : null;
     // The label's own words in template sentences (label-words.ts), when the head uses them: embedded
     // by the model's encoder for the head and, beside a fine-tuned model's estimate, by the base one.
     const lever = options.labelWords ?? kDefaultLabelWords;
-    const words = lever.kind === 'none' ? null : labelWordTexts(task_type, labels ?? (examples as BinaryTrainRequest['examples'])[0].label_text);
+    const words =
+      lever.kind === 'none' ? null : labelWordTexts(task_type, labels ?? (examples as BinaryTrainRequest['examples'])[0].label_text);
     const quiet = { signal: options.signal };
     const wordEmbeddings = words && (await embedAll(model, words.texts, dim, quiet, encoder?.encoderFile ?? null));
     const baseWordEmbeddings = words && encoder ? await embedAll(model, words.texts, dim, quiet) : wordEmbeddings;
@@ -320,9 +326,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
         iterations: fit.iterations,
         max_length: base.maxLength,
         examples: examples.length,
-        ...(counts === null
-          ? { true_examples: trueExamples, false_examples: examples.length - trueExamples }
-          : { label_examples: counts }),
+        ...(counts === null ? { true_examples: trueExamples, false_examples: examples.length - trueExamples } : { label_examples: counts }),
       },
       metrics: {
         train_accuracy: fit.trainAccuracy,
@@ -386,7 +390,11 @@ export function targetsOf(taskType: TaskType, examples: readonly AnyExample[], l
   }
   const index = new Map((labels as string[]).map((label, k) => [label, k]));
   if (taskType === 'multi-class-classification') {
-    return { kind: 'classes', classes: Int32Array.from(examples, (example) => index.get((example as ClassExample).label) as number), count: index.size };
+    return {
+      kind: 'classes',
+      classes: Int32Array.from(examples, (example) => index.get((example as ClassExample).label) as number),
+      count: index.size,
+    };
   }
   const sets = new Uint8Array(examples.length * index.size);
   examples.forEach((example, i) => {

@@ -52,13 +52,23 @@ export async function writeAdapterModel(
   const config = parseBertConfig(JSON.parse(readFileSync(base.configFile, 'utf8')) as Record<string, unknown>);
   const scratch = mkdtempSync(join(tmpdir(), 'svc-adapter-src-'));
   try {
-    await writeAdapter(scratch, randomAdapter(kSmallShape, { rank, seed, scaleB }), { rank, alpha: 2 * rank, modules: kLoraModules }, base, config);
+    await writeAdapter(
+      scratch,
+      randomAdapter(kSmallShape, { rank, seed, scaleB }),
+      { rank, alpha: 2 * rank, modules: kLoraModules },
+      base,
+      config,
+    );
     const random = seededRandom(seed + 1);
     const labels = taskType === 'binary-classification' ? null : ['film', 'food', 'site'];
     const rows = labels?.length ?? 1;
     const weights = Float64Array.from({ length: rows * 384 }, () => (random() - 0.5) * 8);
     const head: Head = labels
-      ? Object.freeze({ kind: taskType === 'multi-class-classification' ? ('softmax' as const) : ('one-vs-rest' as const), weights, biases: Float64Array.from(labels, () => random() - 0.5) })
+      ? Object.freeze({
+          kind: taskType === 'multi-class-classification' ? ('softmax' as const) : ('one-vs-rest' as const),
+          weights,
+          biases: Float64Array.from(labels, () => random() - 0.5),
+        })
       : Object.freeze({ weights, bias: random() - 0.5 });
     const manifest: Manifest = {
       format_version: kManifestFormatVersion,

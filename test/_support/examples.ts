@@ -6,6 +6,8 @@ import type { TrainingExample } from '../../src/store/types.js';
 export function imdbExamples(from: number, each: number, labelText = 'positive'): TrainingExample[] {
   const imdb = uciSentences('imdb');
   return [...imdb.filter((r) => r.label).slice(from, from + each), ...imdb.filter((r) => !r.label).slice(from, from + each)].map((r) => ({
-    text: r.text, label: r.label, label_text: labelText,
+    text: r.text,
+    label: r.label,
+    label_text: labelText,
   }));
 }

@@ -22,7 +22,9 @@ export interface FuzzContext {
 
 /** Every UTF-8 byte that is not a letter or digit as %XX (encodeURIComponent throws on lone surrogates). */
 function percentEncoded(text: string): string {
-  return [...Buffer.from(text, 'utf8')].map((b) => (/[A-Za-z0-9]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('');
+  return [...Buffer.from(text, 'utf8')]
+    .map((b) => (/[A-Za-z0-9]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`))
+    .join('');
 }
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -30,7 +32,10 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export class HostileRequests {
   readonly #random: () => number;
 
-  constructor(seed: number, readonly context: FuzzContext) {
+  constructor(
+    seed: number,
+    readonly context: FuzzContext,
+  ) {
     this.#random = seededRandom(seed);
   }
 
@@ -74,14 +79,21 @@ export class HostileRequests {
     if (depth < 4) {
       choices.push(
         () => Array.from({ length: this.#int(4) }, () => this.value(depth + 1)),
-        () => Object.fromEntries(Array.from({ length: this.#int(4) }, () => [this.#pick(['__proto__', 'constructor', 'text', 'a', '']), this.value(depth + 1)])),
+        () =>
+          Object.fromEntries(
+            Array.from({ length: this.#int(4) }, () => [this.#pick(['__proto__', 'constructor', 'text', 'a', '']), this.value(depth + 1)]),
+          ),
       );
     }
     return this.#pick(choices)();
   }
 
   #examples(): Json[] {
-    return Array.from({ length: 20 }, (_, i) => ({ text: `example number ${i} ${i % 2 ? 'good' : 'bad'}`, label: i % 2 === 1, label_text: 'good' }));
+    return Array.from({ length: 20 }, (_, i) => ({
+      text: `example number ${i} ${i % 2 ? 'good' : 'bad'}`,
+      label: i % 2 === 1,
+      label_text: 'good',
+    }));
   }
 
   /** A valid body with one to three mutations (never turning fine-tuning on: the suite would wait on training). */
@@ -126,7 +138,12 @@ export class HostileRequests {
     return this.#pick([
       () => Buffer.alloc(0),
       () => Buffer.from('{"model": "svc-small", "inputs": ["abc'),
-      () => Buffer.concat([Buffer.from('{"model":"x","inputs":["'), Buffer.from([0xff, 0xfe, 0xc0, 0x80, 0xed, 0xa0, 0x80]), Buffer.from('"]}')]),
+      () =>
+        Buffer.concat([
+          Buffer.from('{"model":"x","inputs":["'),
+          Buffer.from([0xff, 0xfe, 0xc0, 0x80, 0xed, 0xa0, 0x80]),
+          Buffer.from('"]}'),
+        ]),
       () => Buffer.from(`${'['.repeat(this.#pick([1000, 100_000]))}${']'.repeat(1000)}`),
       () => Buffer.from(`{"a":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_001)}`),
       () => Buffer.from('{"model":1e999999,"inputs":[123456789012345678901234567890e99999]}'),
@@ -141,12 +158,29 @@ export class HostileRequests {
   #headers(json: boolean): Record<string, string> {
     const { key, otherKey } = this.context;
     const headers: Record<string, string> = {};
-    const auth = this.#pick([`Bearer ${key}`, `Bearer ${key}`, `Bearer ${otherKey}`, 'Bearer svc_nope', 'Basic YTpi', '', `Bearer ${'k'.repeat(4000)}`, 'Bearer \u00ff']);
+    const auth = this.#pick([
+      `Bearer ${key}`,
+      `Bearer ${key}`,
+      `Bearer ${otherKey}`,
+      'Bearer svc_nope',
+      'Basic YTpi',
+      '',
+      `Bearer ${'k'.repeat(4000)}`,
+      'Bearer \u00ff',
+    ]);
     if (auth !== '') headers[this.#chance(0.2) ? 'x-api-key' : 'authorization'] = auth.replace(/[^\x20-\xff]/g, '?');
     if (json || this.#chance(0.5)) {
       headers['content-type'] = this.#pick([
-        'application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded',
-        'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'application/jsonx', '*/*', '',
+        'application/json',
+        'application/json',
+        'application/json; charset=utf-8',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/json; charset=latin1',
+        'application/jsonx',
+        '*/*',
+        '',
       ]);
     }
     return headers;
@@ -159,19 +193,47 @@ export class HostileRequests {
     const model = () => this.#id(modelId, 'svc-small-');
     const predict = { model: modelId, inputs: [this.text(), 'a fine film'] };
     const train = { model: 'svc-small', task_type: 'binary-classification', examples: this.#examples(), finetune: false };
-    const chat = { model: this.#pick(['provider-a:gpt-fake', 'provider-b:mistral-fake', 'provider-c:claude-fake', 'gpt', '']), max_tokens: 8, messages: [{ role: 'user', content: this.text() }] };
-    const hubFile = () => this.#pick(['config.json', 'manifest.json', '..%2f..%2fsvc.sqlite', '%2e%2e/%2e%2e/serve.pid', 'onnx%2fmodel.onnx', '..%2f..%2f..%2fetc%2fpasswd', '%00', 'a'.repeat(3000), '.%2e/head.json']);
+    const chat = {
+      model: this.#pick(['provider-a:gpt-fake', 'provider-b:mistral-fake', 'provider-c:claude-fake', 'gpt', '']),
+      max_tokens: 8,
+      messages: [{ role: 'user', content: this.text() }],
+    };
+    const hubFile = () =>
+      this.#pick([
+        'config.json',
+        'manifest.json',
+        '..%2f..%2fsvc.sqlite',
+        '%2e%2e/%2e%2e/serve.pid',
+        'onnx%2fmodel.onnx',
+        '..%2f..%2f..%2fetc%2fpasswd',
+        '%00',
+        'a'.repeat(3000),
+        '.%2e/head.json',
+      ]);
     const routes: (() => HostileRequest)[] = [
       () => ({ method: 'POST', path: '/v2/predict', headers: {}, body: this.#json(this.#mutate(predict, [])) }),
       () => ({ method: 'POST', path: '/v2/train', headers: {}, body: this.#json(this.#mutate(train, ['finetune'])) }),
       () => ({ method: this.#pick(['GET', 'DELETE', 'POST']), path: `/v2/models/${model()}`, headers: {} }),
       () => ({ method: 'GET', path: `/v2/models/${model()}/progress`, headers: {} }),
       () => ({ method: 'GET', path: this.#pick(['/v2/models', '/v2/openapi.json', '/health', '/v2/nowhere', '/', '/v2']), headers: {} }),
-      () => ({ method: 'POST', path: `/v2/${project()}/${this.#pick(['chat/completions', 'v1/chat/completions', 'v1/messages'])}`, headers: {}, body: this.#json(this.#mutate(chat, [])) }),
-      () => ({ method: 'GET', path: `/v2/${project()}/requests?limit=${this.#pick(['1', '0', '-1', '1e3', 'abc', '500', '99999999999999999999'])}&before=${this.#pick(['', '1', 'x', '9'.repeat(30)])}`, headers: {} }),
+      () => ({
+        method: 'POST',
+        path: `/v2/${project()}/${this.#pick(['chat/completions', 'v1/chat/completions', 'v1/messages'])}`,
+        headers: {},
+        body: this.#json(this.#mutate(chat, [])),
+      }),
+      () => ({
+        method: 'GET',
+        path: `/v2/${project()}/requests?limit=${this.#pick(['1', '0', '-1', '1e3', 'abc', '500', '99999999999999999999'])}&before=${this.#pick(['', '1', 'x', '9'.repeat(30)])}`,
+        headers: {},
+      }),
       () => ({ method: 'GET', path: `/v2/${project()}/dashboard`, headers: {} }),
       () => ({ method: 'GET', path: `/hub/acme/${model()}/resolve/${this.#pick(['main', 'dev', '..%2f'])}/${hubFile()}`, headers: {} }),
-      () => ({ method: 'GET', path: `/hub/api/models/${this.#pick(['acme', 'globex', '..%2f', 'a'.repeat(500)])}/${model()}`, headers: {} }),
+      () => ({
+        method: 'GET',
+        path: `/hub/api/models/${this.#pick(['acme', 'globex', '..%2f', 'a'.repeat(500)])}/${model()}`,
+        headers: {},
+      }),
     ];
     const request = this.#pick(routes)();
     if (request.method !== 'GET' && this.#chance(0.3)) request.body = this.#brokenBody();

@@ -47,7 +47,11 @@ export async function call(base: string, key: string, method: string, path: stri
 }
 
 /** `concurrency` clients go round `calls` until `durationMs` has passed; every outcome, in order of completion. */
-export async function loadFor(calls: readonly Call[], key: string, options: { concurrency: number; durationMs: number }): Promise<Answer[]> {
+export async function loadFor(
+  calls: readonly Call[],
+  key: string,
+  options: { concurrency: number; durationMs: number },
+): Promise<Answer[]> {
   const answers: Answer[] = [];
   const end = Date.now() + options.durationMs;
   const client = async (offset: number) => {

@@ -22,11 +22,54 @@ const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.lengt
 const int = (n: number) => Math.floor(random() * n);
 
 const kHostile: readonly unknown[] = [
-  0, -1, 1, 2, 3, 4, 7, 8, 9, 16, 17, 40, 41, 0.5, -0.5, 1e308, -1e308, 2 ** 31, 2 ** 32 + 8, 2 ** 53, 2 ** 53 + 2,
-  2 ** 64, 1e-320, '', 'x', '8', 'F16', null, true, false, [], {}, [8, 8], [-1], [0, 0], { a: 1 },
+  0,
+  -1,
+  1,
+  2,
+  3,
+  4,
+  7,
+  8,
+  9,
+  16,
+  17,
+  40,
+  41,
+  0.5,
+  -0.5,
+  1e308,
+  -1e308,
+  2 ** 31,
+  2 ** 32 + 8,
+  2 ** 53,
+  2 ** 53 + 2,
+  2 ** 64,
+  1e-320,
+  '',
+  'x',
+  '8',
+  'F16',
+  null,
+  true,
+  false,
+  [],
+  {},
+  [8, 8],
+  [-1],
+  [0, 0],
+  { a: 1 },
 ];
 // Text-level hostility the JSON writer cannot produce.
-const kRawValues = ['NaN', 'Infinity', '-0', '1e999', '01', '"\\ud800"', '"\\u0000"', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'];
+const kRawValues = [
+  'NaN',
+  'Infinity',
+  '-0',
+  '1e999',
+  '01',
+  '"\\ud800"',
+  '"\\u0000"',
+  '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+];
 
 type Json = Record<string, unknown> | unknown[];
 
@@ -128,7 +171,16 @@ function manifest(): Record<string, unknown> {
     body: 'finetuned',
     encoder_file: 'model.safetensors',
     head_file: 'head.json',
-    training: { method: 'setfit', C: 1, solver: 'newton-cholesky', iterations: 7, max_length: 16, examples: 20, true_examples: 10, false_examples: 10 },
+    training: {
+      method: 'setfit',
+      C: 1,
+      solver: 'newton-cholesky',
+      iterations: 7,
+      max_length: 16,
+      examples: 20,
+      true_examples: 10,
+      false_examples: 10,
+    },
     metrics: { train_accuracy: 1, train_seconds: 0.25 },
     library_version: '0.1.0',
   };
@@ -145,8 +197,18 @@ function mutateSafetensors(dir: string): string {
   let length: bigint | undefined;
   if (roll < 0.15) {
     const text = JSON.stringify(header);
-    length = pick([0n, 1n, 2n, BigInt(text.length - 1), BigInt(text.length + 1), BigInt(text.length + data.length),
-      BigInt(text.length + data.length + 1), 2n ** 32n, 2n ** 63n, 2n ** 64n - 1n]);
+    length = pick([
+      0n,
+      1n,
+      2n,
+      BigInt(text.length - 1),
+      BigInt(text.length + 1),
+      BigInt(text.length + data.length),
+      BigInt(text.length + data.length + 1),
+      2n ** 32n,
+      2n ** 63n,
+      2n ** 64n - 1n,
+    ]);
     what = `header length ${length}`;
   } else if (roll < 0.5) {
     const name = pick(names);
@@ -160,7 +222,8 @@ function mutateSafetensors(dir: string): string {
     else if (choice === 3) entry.data_offsets = [end, begin];
     else if (choice === 4) entry.data_offsets = [data.length, data.length + end! - begin!];
     else if (choice === 5) (entry.shape as unknown[])[int(entry.shape.length)] = pick(kHostile);
-    else if (choice === 6) entry.shape = pick([[], [1], [...entry.shape, 1], [...entry.shape].reverse(), (entry.shape as number[]).map((d) => d * 2)]);
+    else if (choice === 6)
+      entry.shape = pick([[], [1], [...entry.shape, 1], [...entry.shape].reverse(), (entry.shape as number[]).map((d) => d * 2)]);
     else if (choice === 7) entry.data_offsets[int(2)] = pick(kHostile);
     else delete (entry as Record<string, unknown>)[pick(['dtype', 'shape', 'data_offsets'])];
     what = `${name}: ${JSON.stringify(entry)}`;

@@ -38,10 +38,14 @@ export function value(families: Family[], name: string, labels: Record<string, s
  */
 export function histogram(text: string, name: string, labels: Record<string, string> = {}): { count: number; sum: number } {
   const pairs = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  const series = text.split('\n').filter((line) =>
-    line.startsWith(`# HELP ${name} `) || line.startsWith(`# TYPE ${name} `) ||
-    (/^\w+/.exec(line)?.[0].replace(/_(bucket|sum|count)$/, '') === name && pairs.every((pair) => line.includes(pair))),
-  );
+  const series = text
+    .split('\n')
+    .filter(
+      (line) =>
+        line.startsWith(`# HELP ${name} `) ||
+        line.startsWith(`# TYPE ${name} `) ||
+        (/^\w+/.exec(line)?.[0].replace(/_(bucket|sum|count)$/, '') === name && pairs.every((pair) => line.includes(pair))),
+    );
   const [family] = parseMetrics(`${series.join('\n')}\n`);
   const sample = family?.metrics[0];
   if (sample === undefined) return { count: 0, sum: 0 };

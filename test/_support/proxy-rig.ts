@@ -32,8 +32,12 @@ export async function startProxyRig(
     await store.setProxyAccess('acme', true);
     key = `svc_${randomBytes(18).toString('hex')}`;
     await store.insertApiKey({
-      id: `key_${randomBytes(6).toString('hex')}`, orgId: 'acme', hash: createHash('sha256').update(key).digest('hex'),
-      prefix: key.slice(0, 8), createdAt: Date.now(), revokedAt: null,
+      id: `key_${randomBytes(6).toString('hex')}`,
+      orgId: 'acme',
+      hash: createHash('sha256').update(key).digest('hex'),
+      prefix: key.slice(0, 8),
+      createdAt: Date.now(),
+      revokedAt: null,
     });
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-proxy-rig-'));

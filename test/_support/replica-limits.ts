@@ -28,7 +28,9 @@ export async function expectFourthRejected(one: { url: string }, two: { url: str
   expect(await rejected.json()).toEqual({
     error: {
       message: `Rate limit reached: an API key of '${org}' may send 3 requests per minute; retry in ${retryAfter} s`,
-      type: 'rate_limit_error', param: null, code: 'rate_limited',
+      type: 'rate_limit_error',
+      param: null,
+      code: 'rate_limited',
     },
   });
 }
@@ -66,7 +68,9 @@ export async function expectCountsUnavailable(refused: Response, where: string):
   expect(await refused.json()).toEqual({
     error: {
       message: `The request limits could not be checked: ${where} did not answer; retry shortly`,
-      type: 'overloaded_error', param: null, code: 'overloaded',
+      type: 'overloaded_error',
+      param: null,
+      code: 'overloaded',
     },
   });
 }

@@ -62,9 +62,14 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
 
     it('gives back a multi-MiB file byte for byte, and lists every file with its size', async () => {
       const weights = randomBytes(3 * 1024 * 1024 + 12_345);
-      await store.put('acme/svc-small-000000000001', await dir({
-        'config.json': '{"a":1}\n', 'onnx/model.onnx': weights, 'tokenizer.json': '{}',
-      }));
+      await store.put(
+        'acme/svc-small-000000000001',
+        await dir({
+          'config.json': '{"a":1}\n',
+          'onnx/model.onnx': weights,
+          'tokenizer.json': '{}',
+        }),
+      );
       expect(await store.list('acme/svc-small-000000000001')).toEqual([
         { name: 'config.json', size: 8 },
         { name: 'onnx/model.onnx', size: weights.length },
@@ -86,7 +91,7 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
       expect(Buffer.concat(got).equals(bytes)).toBe(true);
     });
 
-    it('replaces a model\'s files as a whole: no file of the old set stays', async () => {
+    it("replaces a model's files as a whole: no file of the old set stays", async () => {
       await store.put('acme/svc-small-000000000003', await dir({ 'head.json': 'old', 'extra.bin': 'x' }));
       await store.put('acme/svc-small-000000000003', await dir({ 'head.json': 'new!' }));
       expect(await store.list('acme/svc-small-000000000003')).toEqual([{ name: 'head.json', size: 4 }]);

@@ -66,11 +66,18 @@ describe('adapter models in PostgreSQL', () => {
       await expect(store.list(`${kMergedOrg}/${key}`)).rejects.toMatchObject({ code: 'not_found' });
       const onnx = await drain(await files.open(id, 'onnx/model.onnx'));
       expect(onnx).toBeGreaterThan(80_000_000);
-      expect((await store.list(`${kMergedOrg}/${key}`)).map((f) => f.name)).toEqual(['config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
-      const config = JSON.parse((await drain2text(await files.open(id, 'config.json'))));
+      expect((await store.list(`${kMergedOrg}/${key}`)).map((f) => f.name)).toEqual([
+        'config.json',
+        'onnx/model.onnx',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ]);
+      const config = JSON.parse(await drain2text(await files.open(id, 'config.json')));
       expect(config.id2label).toEqual({ 0: 'false', 1: 'positive review' });
       // The model's own files come from the model, untouched.
-      expect(await drain(await files.open(id, 'adapter_model.safetensors'))).toBe((await store.list(id)).find((f) => f.name === 'adapter_model.safetensors')!.size);
+      expect(await drain(await files.open(id, 'adapter_model.safetensors'))).toBe(
+        (await store.list(id)).find((f) => f.name === 'adapter_model.safetensors')!.size,
+      );
 
       await files.forget(id);
       await expect(store.list(`${kMergedOrg}/${key}`)).rejects.toMatchObject({ code: 'not_found' });

@@ -88,7 +88,16 @@ describe('PostgresArtifacts with trained models', () => {
 
     for (const { id, dir } of models) {
       const names = await modelFileNames(dir);
-      expect(names).toEqual(['config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+      expect(names).toEqual([
+        'config.json',
+        'example_embeddings.safetensors',
+        'examples.json',
+        'head.json',
+        'manifest.json',
+        'onnx/model.onnx',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ]);
       for (const name of names) {
         const { stream } = await artifacts.open(id, name);
         expect(await digest(stream)).toEqual(await digest(fileChunks(join(dir, ...name.split('/')), 1 << 20)));

@@ -83,7 +83,10 @@ describe('PostgresArtifacts on its database', () => {
     // Only the chunks at either end differ: 2 new chunks, 165,131 bytes for a 1,050,581-byte file.
     expect(two.length).toBe(1_050_581);
     expect(await counts(url)).toEqual({ blobs: 2, chunks: 17, positions: 30, files: 2, bytes: one.length + 165_131 });
-    for (const [id, bytes] of [['acme/svc-small-000000000003', one], ['acme/svc-small-000000000004', two]] as const) {
+    for (const [id, bytes] of [
+      ['acme/svc-small-000000000003', one],
+      ['acme/svc-small-000000000004', two],
+    ] as const) {
       const { size, stream } = await artifacts.open(id, 'onnx/model.onnx');
       expect(size).toBe(bytes.length);
       expect(Buffer.concat(await pieces(stream)).equals(bytes)).toBe(true);
@@ -136,9 +139,7 @@ describe('PostgresArtifacts on its database', () => {
     const shared = [seededBytes(14, 512 * 1024), seededBytes(15, 512 * 1024)];
     // Each replica's file holds both runs, in its own order and with its own head: the puts claim the same chunks
     // from different files, in different file orders.
-    const files = replicas.map((_, k) =>
-      Buffer.concat([...(k % 2 === 0 ? shared : [...shared].reverse()), Buffer.from(`head ${k}`)]),
-    );
+    const files = replicas.map((_, k) => Buffer.concat([...(k % 2 === 0 ? shared : [...shared].reverse()), Buffer.from(`head ${k}`)]));
     const dirs = await Promise.all(files.map((bytes) => dir({ 'onnx/model.onnx': bytes })));
     await Promise.all(replicas.map((r, k) => r.put(`acme/svc-small-00000000030${k}`, dirs[k])));
     for (const [k, bytes] of files.entries()) {
@@ -183,7 +184,13 @@ describe('PostgresArtifacts on its database', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     // Every migration before the one that cuts files by content.
-    await migratePostgres(client, kPgMigrations.slice(0, kPgMigrations.findIndex((sql) => sql.includes('artifact_chunks_fixed'))));
+    await migratePostgres(
+      client,
+      kPgMigrations.slice(
+        0,
+        kPgMigrations.findIndex((sql) => sql.includes('artifact_chunks_fixed')),
+      ),
+    );
     // Rows as the fixed-size store wrote them: a blob's 1 MiB pieces by position, here two equal ones and a tail.
     const piece = seededBytes(13, kChunkBytes);
     const bytes = Buffer.concat([piece, piece, Buffer.from('tail')]);

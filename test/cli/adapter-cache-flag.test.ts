@@ -17,7 +17,8 @@ describe('svc serve --adapter-cache-mb', () => {
     expect(await svc(['serve', '--adapter-cache-mb', 'lots'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: "svc serve: --adapter-cache-mb must be a positive integer, got 'lots'\nRun 'svc serve --help' for its options and examples.\n",
+      stderr:
+        "svc serve: --adapter-cache-mb must be a positive integer, got 'lots'\nRun 'svc serve --help' for its options and examples.\n",
     });
   });
 });

@@ -30,17 +30,34 @@ describe('svc classify', () => {
   it('labels texts by a file of examples, and zero-shot by names, printing the /v2/classify answer', async () => {
     const file = join(dir, 'examples.csv');
     const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
-    writeFileSync(file, `text,label\n${imdbExamples(0, 10).map((r) => `${quote(r.text)},${r.label ? 1 : 0}`).join('\n')}\n`);
+    writeFileSync(
+      file,
+      `text,label\n${imdbExamples(0, 10)
+        .map((r) => `${quote(r.text)},${r.label ? 1 : 0}`)
+        .join('\n')}\n`,
+    );
     const texts = ['An absolutely wonderful, moving film. I loved every minute.', 'Terrible, boring and a complete waste of time.'];
     const labelled = await svc(['classify', '--examples', file, '--label-text', 'positive', '--explain', '1', ...texts], env);
     expect(labelled.code).toBe(0);
-    const answer = JSON.parse(labelled.stdout) as { model: string; label_text: string; zero_shot: boolean; predictions: { label: boolean; nearest: unknown[] }[] };
+    const answer = JSON.parse(labelled.stdout) as {
+      model: string;
+      label_text: string;
+      zero_shot: boolean;
+      predictions: { label: boolean; nearest: unknown[] }[];
+    };
     expect([answer.model, answer.label_text, answer.zero_shot]).toEqual(['svc-small', 'positive', false]);
-    expect(answer.predictions.map((p) => [p.label, p.nearest.length])).toEqual([[true, 1], [false, 1]]);
+    expect(answer.predictions.map((p) => [p.label, p.nearest.length])).toEqual([
+      [true, 1],
+      [false, 1],
+    ]);
 
     const zero = await svc(['classify', '--labels', 'sports,economy', 'The striker scored twice in the final.'], env);
     expect(zero.code).toBe(0);
-    expect(JSON.parse(zero.stdout)).toMatchObject({ task_type: 'multi-class-classification', zero_shot: true, predictions: [{ label: 'sports' }] });
+    expect(JSON.parse(zero.stdout)).toMatchObject({
+      task_type: 'multi-class-classification',
+      zero_shot: true,
+      predictions: [{ label: 'sports' }],
+    });
   });
 
   it('says what is missing (exit 2) and passes on the service refusal (exit 1)', async () => {

@@ -50,24 +50,40 @@ describe('svc train, predict and pull', () => {
 
     const predicted = await svc(['predict', '--model', model.id, 'The food was superb.', 'Cold and bland.'], env);
     expect(predicted.code).toBe(0);
-    const body = JSON.parse(predicted.stdout) as { model: string; label_text: string; predictions: { label: boolean; probability: number }[] };
+    const body = JSON.parse(predicted.stdout) as {
+      model: string;
+      label_text: string;
+      predictions: { label: boolean; probability: number }[];
+    };
     expect([body.model, body.label_text, body.predictions.length]).toEqual([model.id, 'positive', 2]);
 
     const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled')], env);
     expect(pulled).toEqual({ code: 0, stdout: `${join(dir, 'pulled')}\n`, stderr: '' });
     expect(readdirSync(join(dir, 'pulled'), { recursive: true }).map(String).sort()).toEqual([
-      'config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json', 'model.fp16.safetensors', 'onnx',
-      join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json',
+      'config.json',
+      'example_embeddings.safetensors',
+      'examples.json',
+      'head.json',
+      'manifest.json',
+      'model.fp16.safetensors',
+      'onnx',
+      join('onnx', 'model.onnx'),
+      'tokenizer.json',
+      'tokenizer_config.json',
     ]);
     expect(readFileSync(join(dir, 'pulled', 'config.json'), 'utf8')).toBe(
       readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'config.json'), 'utf8'),
     );
 
     expect(await svc(['predict', '--model', 'svc-small-0123456789ab', 'x'], env)).toEqual({
-      code: 1, stdout: '', stderr: "svc predict: 404: The model 'svc-small-0123456789ab' does not exist or is not visible to this API key\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc predict: 404: The model 'svc-small-0123456789ab' does not exist or is not visible to this API key\n",
     });
     expect(await svc(['predict', '--model', model.id, 'x'], { ...env, SVC_KEY: '' })).toEqual({
-      code: 1, stdout: '', stderr: 'svc predict: no API key: pass --key or set SVC_KEY\n',
+      code: 1,
+      stdout: '',
+      stderr: 'svc predict: no API key: pass --key or set SVC_KEY\n',
     });
   });
 
@@ -75,15 +91,32 @@ describe('svc train, predict and pull', () => {
     const file = join(dir, 'adapter-examples.csv');
     const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
     writeFileSync(file, `text,label\n${rows.map((r) => `${quote(r.text)},${r.label ? 1 : 0}`).join('\n')}\n`);
-    for (const bad of [['--frozen', '--finetune', 'adapter'], ['--finetune', 'lora'], ['--rank', '4'], ['--finetune', 'full', '--rank', '4'], ['--finetune', 'adapter', '--rank', 'x']]) {
-      expect(await svc(['train', '--examples', file, ...bad], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('--finetune adapter|full [--rank N]') });
+    for (const bad of [
+      ['--frozen', '--finetune', 'adapter'],
+      ['--finetune', 'lora'],
+      ['--rank', '4'],
+      ['--finetune', 'full', '--rank', '4'],
+      ['--finetune', 'adapter', '--rank', 'x'],
+    ]) {
+      expect(await svc(['train', '--examples', file, ...bad], env)).toMatchObject({
+        code: 2,
+        stderr: expect.stringContaining('--finetune adapter|full [--rank N]'),
+      });
     }
-    const trained = await svc(['train', '--examples', file, '--label-text', 'positive', '--finetune', 'adapter', '--rank', '4', '--num-iterations', '2', '--wait'], env);
+    const trained = await svc(
+      ['train', '--examples', file, '--label-text', 'positive', '--finetune', 'adapter', '--rank', '4', '--num-iterations', '2', '--wait'],
+      env,
+    );
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string };
     expect(model.status).toBe('trained');
     expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id)).sort()).toEqual([
-      'adapter_config.json', 'adapter_model.safetensors', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json',
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'example_embeddings.safetensors',
+      'examples.json',
+      'head.json',
+      'manifest.json',
     ]);
     const manifest = JSON.parse(readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'manifest.json'), 'utf8'));
     expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4 });
@@ -91,8 +124,17 @@ describe('svc train, predict and pull', () => {
     const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled-adapter')], env);
     expect(pulled.code).toBe(0);
     expect(readdirSync(join(dir, 'pulled-adapter'), { recursive: true }).map(String).sort()).toEqual([
-      'adapter_config.json', 'adapter_model.safetensors', 'config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json',
-      'manifest.json', 'onnx', join('onnx', 'model.onnx'), 'tokenizer.json', 'tokenizer_config.json',
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'config.json',
+      'example_embeddings.safetensors',
+      'examples.json',
+      'head.json',
+      'manifest.json',
+      'onnx',
+      join('onnx', 'model.onnx'),
+      'tokenizer.json',
+      'tokenizer_config.json',
     ]);
   }, 240_000);
 
@@ -101,21 +143,27 @@ describe('svc train, predict and pull', () => {
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string };
     expect(model.status).toBe('trained');
-    const predicted = await svc(['predict', '--model', model.id, 'Why was I charged twice this month?', 'The app will not let me log in.'], env);
+    const predicted = await svc(
+      ['predict', '--model', model.id, 'Why was I charged twice this month?', 'The app will not let me log in.'],
+      env,
+    );
     const body = JSON.parse(predicted.stdout) as { label_text: string; predictions: { label: boolean }[] };
     expect([body.label_text, body.predictions.map((p) => p.label)]).toEqual(['billing question', [true, false]]);
   });
 
-  it('train --examples body.json sends the body\'s task_type, finetune and validation (no flags needed)', async () => {
+  it("train --examples body.json sends the body's task_type, finetune and validation (no flags needed)", async () => {
     const file = join(dir, 'sites-body.json');
     const byTask = uciTasks.map((task) => uciSentences(task));
-    writeFileSync(file, JSON.stringify({
-      model: 'svc-small',
-      task_type: 'multi-class-classification',
-      finetune: false,
-      examples: byTask.flatMap((sentences, t) => sentences.slice(0, 8).map((r) => ({ text: r.text, label: uciTasks[t] }))),
-      validation: byTask.flatMap((sentences, t) => sentences.slice(8, 10).map((r) => ({ text: r.text, label: uciTasks[t] }))),
-    }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        model: 'svc-small',
+        task_type: 'multi-class-classification',
+        finetune: false,
+        examples: byTask.flatMap((sentences, t) => sentences.slice(0, 8).map((r) => ({ text: r.text, label: uciTasks[t] }))),
+        validation: byTask.flatMap((sentences, t) => sentences.slice(8, 10).map((r) => ({ text: r.text, label: uciTasks[t] }))),
+      }),
+    );
     const trained = await svc(['train', '--examples', file, '--wait'], env);
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string; task_type: string; metrics: Record<string, unknown> };
@@ -128,7 +176,9 @@ describe('svc train, predict and pull', () => {
 
     // svc models delete removes it; it is gone from the service and its hub.
     expect(await svc(['models', 'delete', model.id], env)).toEqual({
-      code: 0, stdout: `${JSON.stringify({ id: model.id, object: 'model', deleted: true }, null, 2)}\n`, stderr: '',
+      code: 0,
+      stdout: `${JSON.stringify({ id: model.id, object: 'model', deleted: true }, null, 2)}\n`,
+      stderr: '',
     });
     expect(await svc(['models', 'show', model.id], env)).toMatchObject({ code: 1, stderr: expect.stringContaining('404') });
     expect(existsSync(join(dir, 'data', 'hub', 'acme', model.id))).toBe(false);
@@ -137,11 +187,21 @@ describe('svc train, predict and pull', () => {
   it('trains a multi-class model from a CSV label column; models show prints its labels and metrics; predict prints every score', async () => {
     const file = join(dir, 'sites.csv');
     const quote = (text: string) => `"${text.replaceAll('"', '""')}"`;
-    const sites = uciTasks.flatMap((task) => uciSentences(task).slice(0, 8).map((r) => `${quote(r.text)},${task}`));
+    const sites = uciTasks.flatMap((task) =>
+      uciSentences(task)
+        .slice(0, 8)
+        .map((r) => `${quote(r.text)},${task}`),
+    );
     writeFileSync(file, `text,label\n${sites.join('\n')}\n`);
     const trained = await svc(['train', '--examples', file, '--task-type', 'multi-class-classification', '--frozen', '--wait'], env);
     expect(trained.code).toBe(0);
-    const model = JSON.parse(trained.stdout) as { id: string; status: string; task_type: string; labels: string[]; metrics: Record<string, number | string> };
+    const model = JSON.parse(trained.stdout) as {
+      id: string;
+      status: string;
+      task_type: string;
+      labels: string[];
+      metrics: Record<string, number | string>;
+    };
     expect([model.status, model.task_type, model.labels]).toEqual(['trained', 'multi-class-classification', ['amazon', 'imdb', 'yelp']]);
 
     const shown = await svc(['models', 'show', model.id], env);
@@ -158,7 +218,10 @@ describe('svc train, predict and pull', () => {
     });
     const listed = JSON.parse((await svc(['models', 'list'], env)).stdout) as { data: { id: string }[] };
     expect(listed.data.map((m) => m.id)).toContain(model.id);
-    expect(await svc(['models', 'show'], env)).toMatchObject({ code: 2, stderr: expect.stringContaining('usage: svc models list | svc models show <id>') });
+    expect(await svc(['models', 'show'], env)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('usage: svc models list | svc models show <id>'),
+    });
 
     const predicted = await svc(['predict', '--model', model.id, 'The pasta was cold.'], env);
     const body = JSON.parse(predicted.stdout) as { task_type: string; predictions: { label: string; scores: Record<string, number> }[] };

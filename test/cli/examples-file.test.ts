@@ -68,7 +68,9 @@ describe('examples files', () => {
 
   it('names the line of a quote that never closes instead of swallowing the rest of the file', async () => {
     const path = file('open.csv', 'text,label\n"fine",1\n\n"She said ""hi"" and left,0\nnext,1\nlast,0\n');
-    await expect(readExamplesFile(path, 'p')).rejects.toThrow(`${path}:4: this row opens a quoted field that never closes (a missing '"'?)`);
+    await expect(readExamplesFile(path, 'p')).rejects.toThrow(
+      `${path}:4: this row opens a quoted field that never closes (a missing '"'?)`,
+    );
     // After a multi-line field, the error still names the line the broken row starts on.
     const later = file('later.csv', 'text,label\n"two\nlines",1\n"oops,0\n');
     await expect(readExamplesFile(later, 'p')).rejects.toThrow(`${later}:4: this row opens a quoted field`);
@@ -109,9 +111,12 @@ describe('examples files', () => {
       ],
     };
     expect(await readExamplesFile(file('train.json', JSON.stringify(body, null, 2)), undefined)).toEqual(body.examples);
-    expect(await readExamplesFile(file('array.json', JSON.stringify(body.examples.map(({ text, label }) => ({ text, label })))), 'positive review')).toEqual(
-      body.examples,
-    );
+    expect(
+      await readExamplesFile(
+        file('array.json', JSON.stringify(body.examples.map(({ text, label }) => ({ text, label })))),
+        'positive review',
+      ),
+    ).toEqual(body.examples);
     const notArray = file('bad.json', '{"examples": {"text": "x"}}');
     await expect(readExamplesFile(notArray, 'p')).rejects.toThrow(`${notArray}: examples must be an array of { "text", "label" } objects`);
     const badItem = file('item.json', '[{"text": "x", "label": 1}, "y"]');
@@ -128,7 +133,9 @@ describe('examples files', () => {
     const examples = join(kRepoRoot, 'examples');
     const jsonl = await readExamplesFile(join(examples, 'train.jsonl'), undefined);
     expect([jsonl.length, jsonl.filter((e) => e.label).length, new Set(jsonl.map((e) => e.label_text))]).toEqual([
-      24, 12, new Set(['billing question']),
+      24,
+      12,
+      new Set(['billing question']),
     ]);
     expect(await readExamplesFile(join(examples, 'train.json'), undefined)).toEqual(jsonl);
     expect(await readExamplesFile(join(examples, 'train.csv'), 'billing question')).toEqual(jsonl);

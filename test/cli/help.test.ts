@@ -28,7 +28,21 @@ describe('svc help', () => {
     expect([overview.code, overview.stderr]).toEqual([0, '']);
     expect(overview.stdout.split('\n')[0]).toBe(`svc ${kVersion}: train few-shot text classifiers, serve them, proxy chat models`);
     const listed = [...overview.stdout.matchAll(/^ {2}([a-z]+) {2,}\S/gm)].map((m) => m[1]);
-    expect(listed).toEqual(['serve', 'orgs', 'keys', 'projects', 'proxy', 'logs', 'train', 'predict', 'classify', 'models', 'pull', 'info', 'help']);
+    expect(listed).toEqual([
+      'serve',
+      'orgs',
+      'keys',
+      'projects',
+      'proxy',
+      'logs',
+      'train',
+      'predict',
+      'classify',
+      'models',
+      'pull',
+      'info',
+      'help',
+    ]);
     expect(await svcBin(['-h'])).toEqual(overview);
     expect(await svcBin(['help'])).toEqual(overview);
 
@@ -62,7 +76,23 @@ describe('svc help', () => {
       expect(train).toContain(word);
     }
     const serve = (await svcBin(['serve', '--help'])).stdout;
-    for (const flag of ['--port', '--host', '--data', '--database', '--redis', '--artifacts', '--workers', '--engine-threads', '--precision', '--predict-queue', '--predict-queue-per-org', '--predict-deadline-ms', '--proxy-models', '--provider-a-url', '--provider-a-key']) {
+    for (const flag of [
+      '--port',
+      '--host',
+      '--data',
+      '--database',
+      '--redis',
+      '--artifacts',
+      '--workers',
+      '--engine-threads',
+      '--precision',
+      '--predict-queue',
+      '--predict-queue-per-org',
+      '--predict-deadline-ms',
+      '--proxy-models',
+      '--provider-a-url',
+      '--provider-a-key',
+    ]) {
       expect(serve).toContain(`  ${flag} `);
     }
     for (const command of ['orgs', 'keys', 'projects', 'proxy', 'logs']) {
@@ -74,45 +104,71 @@ describe('svc help', () => {
 describe('a wrong command line', () => {
   it('says what is wrong and where the help is, with exit code 2', async () => {
     expect(await svcBin(['trian'])).toEqual({
-      code: 2, stdout: '', stderr: "svc: unknown command 'trian' (did you mean 'train'?)\nRun 'svc --help' for the list of commands.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc: unknown command 'trian' (did you mean 'train'?)\nRun 'svc --help' for the list of commands.\n",
     });
     expect(await svcBin(['frobnicate'])).toEqual({
-      code: 2, stdout: '', stderr: "svc: unknown command 'frobnicate'\nRun 'svc --help' for the list of commands.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc: unknown command 'frobnicate'\nRun 'svc --help' for the list of commands.\n",
     });
     expect(await svcBin(['help', 'frobnicate'])).toEqual({
-      code: 2, stdout: '', stderr: "svc: unknown command 'frobnicate'\nRun 'svc --help' for the list of commands.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc: unknown command 'frobnicate'\nRun 'svc --help' for the list of commands.\n",
     });
     expect(await svcBin(['--verbose'])).toEqual({
-      code: 2, stdout: '', stderr: "svc: unknown option '--verbose'\nRun 'svc --help' for the commands and options.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc: unknown option '--verbose'\nRun 'svc --help' for the commands and options.\n",
     });
     expect(await svcBin(['train', '--example', 'x.jsonl'])).toEqual({
-      code: 2, stdout: '', stderr: "svc train: unknown option '--example'\nRun 'svc train --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc train: unknown option '--example'\nRun 'svc train --help' for its options and examples.\n",
     });
     expect(await svcBin(['predict', '--model'])).toEqual({
-      code: 2, stdout: '', stderr: "svc predict: option '--model <value>' argument missing\nRun 'svc predict --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc predict: option '--model <value>' argument missing\nRun 'svc predict --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', 'now'])).toEqual({
-      code: 2, stdout: '', stderr: "svc serve: unexpected argument 'now'\nRun 'svc serve --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: unexpected argument 'now'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--port', 'http'])).toEqual({
-      code: 2, stdout: '', stderr: "svc serve: --port must be an integer from 0 to 65535, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: --port must be an integer from 0 to 65535, got 'http'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--log-level', 'loud'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: "svc serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent; got 'loud'\nRun 'svc serve --help' for its options and examples.\n",
+      stderr:
+        "svc serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent; got 'loud'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--predict-queue', 'many'])).toEqual({
-      code: 2, stdout: '', stderr: "svc serve: --predict-queue must be a positive integer, got 'many'\nRun 'svc serve --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: --predict-queue must be a positive integer, got 'many'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--predict-queue-per-org', 'half'])).toEqual({
-      code: 2, stdout: '', stderr: "svc serve: --predict-queue-per-org must be a positive integer, got 'half'\nRun 'svc serve --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr:
+        "svc serve: --predict-queue-per-org must be a positive integer, got 'half'\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['serve', '--predict-deadline-ms', '0'])).toEqual({
-      code: 2, stdout: '', stderr: "svc serve: --predict-deadline-ms must be a positive integer\nRun 'svc serve --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc serve: --predict-deadline-ms must be a positive integer\nRun 'svc serve --help' for its options and examples.\n",
     });
     expect(await svcBin(['info', 'now'])).toEqual({
-      code: 2, stdout: '', stderr: "svc info: unexpected argument 'now'\nRun 'svc info --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc info: unexpected argument 'now'\nRun 'svc info --help' for its options and examples.\n",
     });
     expect(await svcBin(['logs', 'purge'])).toEqual({
       code: 2,
@@ -122,7 +178,8 @@ describe('a wrong command line', () => {
     expect(await svcBin(['orgs', 'rename', 'acme'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: "usage: svc orgs create <name> [--data <dir>]\n       svc orgs list [--data <dir>]\n       svc orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--data <dir>]\nRun 'svc orgs --help' for its options and examples.\n",
+      stderr:
+        "usage: svc orgs create <name> [--data <dir>]\n       svc orgs list [--data <dir>]\n       svc orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--data <dir>]\nRun 'svc orgs --help' for its options and examples.\n",
     });
   });
 

@@ -16,15 +16,26 @@ const clock = new Date(time).toTimeString().slice(0, 8); // the machine's time z
 
 describe('prettyLine', () => {
   it('writes time, level, message and the other fields', () => {
-    const line = JSON.stringify({ level: 40, time, pid: 7, hostname: 'h', msg: 'slow upstream', ms: 812, route: '/v2/predict', note: 'two words' });
+    const line = JSON.stringify({
+      level: 40,
+      time,
+      pid: 7,
+      hostname: 'h',
+      msg: 'slow upstream',
+      ms: 812,
+      route: '/v2/predict',
+      note: 'two words',
+    });
     expect(prettyLine(line, { requests: false })).toBe(`${clock} WARN  slow upstream ms=812 route=/v2/predict note="two words"`);
   });
 
-  it('leaves out request lines unless asked, and Fastify\'s listening lines always', () => {
+  it("leaves out request lines unless asked, and Fastify's listening lines always", () => {
     const request = JSON.stringify({ level: 30, time, msg: 'request', method: 'GET', route: '/health', status: 200, ms: 1.5, org: null });
     expect(prettyLine(request, { requests: false })).toBeUndefined();
     expect(prettyLine(request, { requests: true })).toBe(`${clock} INFO  request method=GET route=/health status=200 ms=1.5`);
-    expect(prettyLine(JSON.stringify({ level: 30, time, msg: 'Server listening at http://127.0.0.1:8080' }), { requests: true })).toBeUndefined();
+    expect(
+      prettyLine(JSON.stringify({ level: 30, time, msg: 'Server listening at http://127.0.0.1:8080' }), { requests: true }),
+    ).toBeUndefined();
     expect(prettyLine('not json', { requests: false })).toBe('not json');
   });
 
@@ -43,7 +54,9 @@ describe('svc serve --log-format pretty', () => {
     server.child.kill('SIGTERM');
     await exited(server.child);
     const lines = server.output().trim().split('\n');
-    expect(lines.filter((line) => line.includes('listening'))).toEqual([expect.stringMatching(/^svc listening on http:\/\/127\.0\.0\.1:\d+ /)]);
+    expect(lines.filter((line) => line.includes('listening'))).toEqual([
+      expect.stringMatching(/^svc listening on http:\/\/127\.0\.0\.1:\d+ /),
+    ]);
     expect(lines.filter((line) => line.startsWith('{') || / request /.test(line))).toEqual([]);
   });
 });

@@ -37,7 +37,12 @@ describe('svc operator commands on a database', () => {
     const store = await PostgresStore.open(url);
     const [stored] = await store.listApiKeys('acme');
     expect(stored.hash).toBe(hashApiKey(key));
-    expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: null, requestsPerMinute: null, orgRequestsPerMinute: null });
+    expect(await store.getOrgLimits('acme')).toEqual({
+      maxRunningJobs: 2,
+      maxQueuedJobs: null,
+      requestsPerMinute: null,
+      orgRequestsPerMinute: null,
+    });
     expect((await store.getProject(project.stdout.trim()))?.name).toBe('bot');
     await store.close();
     // Nothing went to SQLite: the data directory holds no database file.
@@ -46,7 +51,9 @@ describe('svc operator commands on a database', () => {
 
   it('refuses a database that is not a postgres:// URL, without printing its password', async () => {
     expect(await svc(['orgs', 'list', '--database', 'mysql://svc:s3cret@db/svc'])).toEqual({
-      code: 1, stdout: '', stderr: "svc orgs: --database must be a postgres:// URL; got 'mysql://svc:***@db/svc'\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc orgs: --database must be a postgres:// URL; got 'mysql://svc:***@db/svc'\n",
     });
   });
 });

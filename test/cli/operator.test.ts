@@ -17,7 +17,9 @@ describe('svc operator commands', () => {
   it('create organizations, keys (shown once), projects and proxy grants, and revoke them', async () => {
     expect(await svc(['orgs', 'create', 'acme', '--data', dir])).toEqual({ code: 0, stdout: 'acme\n', stderr: '' });
     expect(await svc(['orgs', 'create', 'acme', '--data', dir])).toEqual({
-      code: 1, stdout: '', stderr: "svc orgs: The organization 'acme' already exists\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc orgs: The organization 'acme' already exists\n",
     });
 
     const created = await svc(['keys', 'create', '--org', 'acme', '--data', dir]);
@@ -47,7 +49,7 @@ describe('svc operator commands', () => {
     await store.close();
   });
 
-  it('show and set an organization\'s limits and a project\'s token budget', async () => {
+  it("show and set an organization's limits and a project's token budget", async () => {
     await svc(['orgs', 'create', 'limited', '--data', dir]);
     expect(await svc(['orgs', 'limits', 'limited', '--data', dir])).toEqual({
       code: 0,
@@ -64,19 +66,29 @@ describe('svc operator commands', () => {
       'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=1800\n',
     );
     expect(await svc(['orgs', 'limits', 'limited', '--queued', '0', '--data', dir])).toEqual({
-      code: 1, stdout: '', stderr: "svc orgs: --queued must be a positive integer or 'default'; got '0'\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc orgs: --queued must be a positive integer or 'default'; got '0'\n",
     });
     expect(await svc(['orgs', 'limits', 'ghost', '--data', dir])).toEqual({
-      code: 1, stdout: '', stderr: "svc orgs: The organization 'ghost' does not exist\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc orgs: The organization 'ghost' does not exist\n",
     });
 
     const projectId = (await svc(['projects', 'create', '--org', 'limited', '--name', 'bot', '--data', dir])).stdout.trim();
     expect(await svc(['projects', 'budget', projectId, '--tokens', '2000000', '--data', dir])).toEqual({
-      code: 0, stdout: `${projectId}\tmonthly_tokens=2000000\n`, stderr: '',
+      code: 0,
+      stdout: `${projectId}\tmonthly_tokens=2000000\n`,
+      stderr: '',
     });
-    expect((await svc(['projects', 'budget', projectId, '--tokens', 'none', '--data', dir])).stdout).toBe(`${projectId}\tmonthly_tokens=none\n`);
+    expect((await svc(['projects', 'budget', projectId, '--tokens', 'none', '--data', dir])).stdout).toBe(
+      `${projectId}\tmonthly_tokens=none\n`,
+    );
     expect(await svc(['projects', 'budget', projectId, '--tokens', 'lots', '--data', dir])).toEqual({
-      code: 1, stdout: '', stderr: "svc projects: --tokens must be a whole number of tokens or 'none'; got 'lots'\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc projects: --tokens must be a whole number of tokens or 'none'; got 'lots'\n",
     });
   });
 
@@ -85,8 +97,19 @@ describe('svc operator commands', () => {
     const store = SqliteStore.open(logs);
     const day = 24 * 60 * 60 * 1000;
     const row = {
-      projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}',
+      projectId: 'proj_1',
+      keyId: 'key_1',
+      provider: 'provider-a' as const,
+      model: 'provider-a:m',
+      stream: false,
+      status: 200,
+      ttfbMs: 1,
+      totalMs: 2,
+      tokensIn: 1,
+      tokensOut: 1,
+      error: null,
+      requestBody: '{}',
+      responseBody: '{}',
     };
     // Six rows 40, 20, 10, 3, 2 and 1 days old.
     for (const age of [40, 20, 10, 3, 2, 1]) await store.insertRequestLog({ ...row, createdAt: Date.now() - age * day });
@@ -94,14 +117,18 @@ describe('svc operator commands', () => {
     // Default 30 days: the 40-day-old row.
     expect(await svc(['logs', 'prune', '--data', logs])).toEqual({ code: 0, stdout: 'pruned 1 request-log row\n', stderr: '' });
     expect(await svc(['logs', 'prune', '--days', '15', '--max-rows', '2', '--data', logs])).toEqual({
-      code: 0, stdout: 'pruned 3 request-log rows\n', stderr: '',
+      code: 0,
+      stdout: 'pruned 3 request-log rows\n',
+      stderr: '',
     });
     const after = SqliteStore.open(logs);
     const ages = (await after.listRequestLog('proj_1', { limit: 10 })).map((r) => Math.round((Date.now() - r.createdAt) / day));
     await after.close();
     expect(ages).toEqual([1, 2]);
     expect(await svc(['logs', 'prune', '--days', '0', '--data', logs])).toEqual({
-      code: 1, stdout: '', stderr: "svc logs: --days must be a positive integer; got '0'\n",
+      code: 1,
+      stdout: '',
+      stderr: "svc logs: --days must be a positive integer; got '0'\n",
     });
   });
 
@@ -116,7 +143,9 @@ describe('svc operator commands', () => {
         "Run 'svc keys --help' for its options and examples.\n",
     });
     expect(await svc(['orgs', 'create', 'x', '--colour', 'red'])).toEqual({
-      code: 2, stdout: '', stderr: "svc orgs: unknown option '--colour'\nRun 'svc orgs --help' for its options and examples.\n",
+      code: 2,
+      stdout: '',
+      stderr: "svc orgs: unknown option '--colour'\nRun 'svc orgs --help' for its options and examples.\n",
     });
     const nope = await svc(['frobnicate']);
     expect([nope.code, nope.stderr.split('\n')[0]]).toEqual([2, "svc: unknown command 'frobnicate'"]);

@@ -12,7 +12,13 @@ import { exited, serve, svc } from '../_support/cli.js';
 const imdb = uciSentences('imdb');
 const rows = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)];
 // About 400 words of reviews: three windows of 160 words, more than the 256 tokens read.
-const long = imdb.slice(300, 400).map((r) => r.text).join(' ').split(' ').slice(0, 400).join(' ');
+const long = imdb
+  .slice(300, 400)
+  .map((r) => r.text)
+  .join(' ')
+  .split(' ')
+  .slice(0, 400)
+  .join(' ');
 const dir = mkdtempSync(join(tmpdir(), 'svc-cli-long-'));
 let server: Awaited<ReturnType<typeof serve>>;
 let env: Record<string, string>;
@@ -46,8 +52,13 @@ describe('svc train --truncate, svc predict --truncate --explain', () => {
 
     const predicted = await svc(['predict', '--model', model.id, '--truncate', 'chunks', '--explain', '2', 'A wonderful film.', long], env);
     expect(predicted.code).toBe(0);
-    const body = JSON.parse(predicted.stdout) as { predictions: { label: boolean; chunks: number; nearest: { text: string; similarity: number }[] }[] };
-    expect(body.predictions.map((p) => [p.chunks, p.nearest.length])).toEqual([[1, 2], [3, 2]]);
+    const body = JSON.parse(predicted.stdout) as {
+      predictions: { label: boolean; chunks: number; nearest: { text: string; similarity: number }[] }[];
+    };
+    expect(body.predictions.map((p) => [p.chunks, p.nearest.length])).toEqual([
+      [1, 2],
+      [3, 2],
+    ]);
     expect(body.predictions[1].nearest[0].text).toBe(long);
 
     const bad = await svc(['predict', '--model', model.id, '--explain', '1.5', 'A wonderful film.'], env);

@@ -19,7 +19,15 @@ const validation = classes.map((label) => ({ text: `${label} held out`, label })
 const bodyFile = join(dir, 'body.json');
 writeFileSync(
   bodyFile,
-  JSON.stringify({ model: 'svc-small', task_type: 'multi-class-classification', finetune: false, num_iterations: 5, class_weight: 'balanced', examples, validation }),
+  JSON.stringify({
+    model: 'svc-small',
+    task_type: 'multi-class-classification',
+    finetune: false,
+    num_iterations: 5,
+    class_weight: 'balanced',
+    examples,
+    validation,
+  }),
 );
 
 describe('svc train body files', () => {
@@ -67,14 +75,19 @@ describe('svc train body files', () => {
 describe('svc train command lines', () => {
   const pointer = "Run 'svc train --help' for its options and examples.\n";
   it.each([
-    [['--examples', bodyFile, '--task-type', 'bogus'], "--task-type must be one of binary-classification, multi-class-classification, multi-label-classification; got 'bogus'"],
+    [
+      ['--examples', bodyFile, '--task-type', 'bogus'],
+      "--task-type must be one of binary-classification, multi-class-classification, multi-label-classification; got 'bogus'",
+    ],
     [['--examples', bodyFile, '--finetune', 'half'], "--finetune must be adapter or full; got 'half'"],
     [['--examples', bodyFile, '--rank', '4'], "--rank is the adapter's rank: it needs --finetune adapter"],
     [['--examples', bodyFile, '--num-iterations', '0'], "--num-iterations must be a positive integer; got '0'"],
     [['--examples', bodyFile, '--frozen', '--finetune', 'full'], '--frozen and --finetune contradict each other: pick one'],
   ])('svc train %j exits 2 with its reason', async (args, reason) => {
     expect(await svc(['train', ...args], { SVC_KEY: 'svc_x', SVC_URL: 'http://127.0.0.1:9' })).toEqual({
-      code: 2, stdout: '', stderr: `svc train: ${reason}\n${kTrainUsage}\n${pointer}`,
+      code: 2,
+      stdout: '',
+      stderr: `svc train: ${reason}\n${kTrainUsage}\n${pointer}`,
     });
   });
 
@@ -82,10 +95,14 @@ describe('svc train command lines', () => {
     const env = { SVC_KEY: 'svc_x', SVC_URL: 'http://127.0.0.1:9' };
     const missing = join(dir, 'nope.jsonl');
     expect(await svc(['train', '--examples', missing], env)).toEqual({
-      code: 1, stdout: '', stderr: `svc train: ${missing}: no such file (--examples takes a JSONL, CSV or JSON file)\n`,
+      code: 1,
+      stdout: '',
+      stderr: `svc train: ${missing}: no such file (--examples takes a JSONL, CSV or JSON file)\n`,
     });
     expect(await svc(['train', '--examples', dir], env)).toEqual({
-      code: 1, stdout: '', stderr: `svc train: ${dir} is a folder; --examples takes a file (JSONL, CSV or JSON)\n`,
+      code: 1,
+      stdout: '',
+      stderr: `svc train: ${dir} is a folder; --examples takes a file (JSONL, CSV or JSON)\n`,
     });
   });
 

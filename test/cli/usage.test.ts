@@ -18,9 +18,21 @@ describe('svc usage errors say why', () => {
     [['serve', '--port', '99999'], 'serve', "--port must be an integer from 0 to 65535, got '99999'"],
     [['serve', '--port=-1'], 'serve', "--port must be an integer from 0 to 65535, got '-1'"],
     [['serve', '--precision', 'fp16'], 'serve', "--precision must be 'fp32', 'int8' or 'bf16'"],
-    [['predict', 'some text'], 'predict', '--model <id> is required (the id svc train printed)\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...'],
-    [['predict', '--model', 'svc-small-0123456789ab'], 'predict', 'no texts to classify: give them after the flags\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...'],
-    [['pull', 'nope'], 'pull', "'nope' is not <org>/<model_id> (the hub id, e.g. acme/svc-small-5b8257b3efa7)\nusage: svc pull <org>/<model_id> [--dir <dir>]"],
+    [
+      ['predict', 'some text'],
+      'predict',
+      '--model <id> is required (the id svc train printed)\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...',
+    ],
+    [
+      ['predict', '--model', 'svc-small-0123456789ab'],
+      'predict',
+      'no texts to classify: give them after the flags\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...',
+    ],
+    [
+      ['pull', 'nope'],
+      'pull',
+      "'nope' is not <org>/<model_id> (the hub id, e.g. acme/svc-small-5b8257b3efa7)\nusage: svc pull <org>/<model_id> [--dir <dir>]",
+    ],
     [['pull'], 'pull', 'which model? name it as <org>/<model_id>\nusage: svc pull <org>/<model_id> [--dir <dir>]'],
   ])('svc %j', async (args, command, reason) => {
     expect(await svc(args, client)).toEqual({ code: 2, stdout: '', stderr: `svc ${command}: ${reason}\n${pointer(command)}` });
@@ -51,7 +63,9 @@ describe('operator commands and the data directory', () => {
   it('orgs create makes a new one and says so', async () => {
     const fresh = join(dir, 'fresh');
     expect(await svc(['orgs', 'create', 'acme', '--data', fresh])).toEqual({
-      code: 0, stdout: 'acme\n', stderr: `svc: created the data directory ${fresh}\n`,
+      code: 0,
+      stdout: 'acme\n',
+      stderr: `svc: created the data directory ${fresh}\n`,
     });
     expect(await svc(['orgs', 'list', '--data', fresh])).toMatchObject({ code: 0, stdout: 'acme\tproxy=no\n', stderr: '' });
   });

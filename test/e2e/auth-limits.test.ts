@@ -123,7 +123,9 @@ async function message(response: Response): Promise<string> {
 
 // Whole seconds left in a one-minute window that began a few seconds ago at most, on a loaded machine.
 const kRetryAfter = /^(5\d|60)$/;
-const kFailedMessage = new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per minute\\); retry in (5\\d|60) s$`);
+const kFailedMessage = new RegExp(
+  `^Too many failed authentications from this address \\(${kFailedAuthLimit} per minute\\); retry in (5\\d|60) s$`,
+);
 
 describe.each([
   ['SQLite, one server', sqliteAlone],
@@ -207,13 +209,17 @@ describe.each([
     expect(firsts.map((r) => r.status)).toEqual([200, 200, 200, 429]);
     // The headers tell the nearer limit: the key's, then the organization's once it is closer.
     expect(firsts.map((r) => r.headers.get('x-ratelimit-remaining-requests'))).toEqual(['2', '1', '0', '0']);
-    expect(await message(firsts[3])).toMatch(/^Rate limit reached: an API key of 'org-rpm' may send 3 requests per minute; retry in (5\d|60) s$/);
+    expect(await message(firsts[3])).toMatch(
+      /^Rate limit reached: an API key of 'org-rpm' may send 3 requests per minute; retry in (5\d|60) s$/,
+    );
     // The key refused for its own rate spent none of the organization's: the second key has 5 - 3 left.
     const seconds = [];
     for (let i = 0; i < 3; i += 1) seconds.push(await get(at(i + 1), '/v2/models', second, client));
     expect(seconds.map((r) => r.status)).toEqual([200, 200, 429]);
     expect(seconds.map((r) => [r.headers.get('x-ratelimit-limit-requests'), r.headers.get('x-ratelimit-remaining-requests')])).toEqual([
-      ['5', '1'], ['5', '0'], ['5', '0'],
+      ['5', '1'],
+      ['5', '0'],
+      ['5', '0'],
     ]);
     expect(await message(seconds[2])).toMatch(
       /^Rate limit reached: the API keys of 'org-rpm' together may send 5 requests per minute; retry in (5\d|60) s$/,

@@ -27,8 +27,14 @@ const imdb = uciSentences('imdb');
 const inputs = [
   'An absolutely wonderful, moving film. I loved every minute.',
   'Terrible, boring and a complete waste of time.',
-  ...imdb.filter((r) => r.label).slice(200, 203).map((r) => r.text),
-  ...imdb.filter((r) => !r.label).slice(200, 203).map((r) => r.text),
+  ...imdb
+    .filter((r) => r.label)
+    .slice(200, 203)
+    .map((r) => r.text),
+  ...imdb
+    .filter((r) => !r.label)
+    .slice(200, 203)
+    .map((r) => r.text),
 ];
 
 beforeAll(async () => {
@@ -63,7 +69,10 @@ describe('POST /v2/classify', () => {
 
   it('answers multi-class zero-shot from class names, saying so', async () => {
     const answer = await call({
-      model: 'svc-small', task_type: 'multi-class-classification', examples: [], labels: ['sports', 'economy'],
+      model: 'svc-small',
+      task_type: 'multi-class-classification',
+      examples: [],
+      labels: ['sports', 'economy'],
       inputs: ['The striker scored twice in the final.', 'The central bank raised interest rates.'],
     });
     expect(answer.status).toBe(200);
@@ -71,18 +80,31 @@ describe('POST /v2/classify', () => {
     expect(answer.body.zero_shot).toBe(true);
     const predictions = answer.body.predictions as { label: string; scores: Record<string, number> }[];
     expect(predictions.map((p) => p.label)).toEqual(['sports', 'economy']);
-    expect(predictions.map((p) => Object.keys(p.scores))).toEqual([['economy', 'sports'], ['economy', 'sports']]);
+    expect(predictions.map((p) => Object.keys(p.scores))).toEqual([
+      ['economy', 'sports'],
+      ['economy', 'sports'],
+    ]);
   });
 
   it('explains answers with the nearest examples and reads long texts in chunks when asked', async () => {
     const long = `${Array(40).fill('The story follows a family through a year in a small town.').join(' ')} A wonderful film.`;
-    const answer = await call({ model: 'svc-small', task_type: 'binary-classification', inputs: [long], examples, explain: 2, truncate: 'chunks' });
+    const answer = await call({
+      model: 'svc-small',
+      task_type: 'binary-classification',
+      inputs: [long],
+      examples,
+      explain: 2,
+      truncate: 'chunks',
+    });
     expect({ status: answer.status, error: answer.body.error }).toEqual({ status: 200, error: undefined });
     const [p] = answer.body.predictions as Record<string, unknown>[];
     expect(Object.keys(p)).toEqual(['label', 'probability', 'truncated', 'chunks', 'nearest']);
     expect(p).toMatchObject({ truncated: false, chunks: 4 });
     const nearest = p.nearest as Record<string, unknown>[];
-    expect(nearest.map((n) => Object.keys(n))).toEqual([['text', 'label', 'similarity', 'supports'], ['text', 'label', 'similarity', 'supports']]);
+    expect(nearest.map((n) => Object.keys(n))).toEqual([
+      ['text', 'label', 'similarity', 'supports'],
+      ['text', 'label', 'similarity', 'supports'],
+    ]);
     expect((await call({ model: 'svc-small', task_type: 'binary-classification', inputs: ['x'], examples, explain: 1.5 })).body).toEqual({
       error: { message: 'explain must be an integer', type: 'invalid_request_error', param: 'explain', code: 'invalid_request' },
     });
@@ -90,18 +112,24 @@ describe('POST /v2/classify', () => {
 
   it('refuses bad bodies with a 400 that names the field, and unknown keys with a 401', async () => {
     const base = { model: 'svc-small', task_type: 'binary-classification', inputs: ['x'], examples };
-    const error = (message: string, param: string) => ({ error: { message, type: 'invalid_request_error', param, code: 'invalid_request' } });
+    const error = (message: string, param: string) => ({
+      error: { message, type: 'invalid_request_error', param, code: 'invalid_request' },
+    });
     expect(await call({ ...base, inputs: Array(97).fill('x') })).toEqual({
-      status: 400, body: error('inputs holds more than 96 texts, the limit per classify request', 'inputs'),
+      status: 400,
+      body: error('inputs holds more than 96 texts, the limit per classify request', 'inputs'),
     });
     expect(await call({ ...base, examples: examples.slice(9, 20) })).toEqual({
-      status: 400, body: error("the label 'true' has 1 example; each needs at least 2", 'examples'),
+      status: 400,
+      body: error("the label 'true' has 1 example; each needs at least 2", 'examples'),
     });
     expect(await call({ ...base, truncate: 'middle' })).toEqual({
-      status: 400, body: error(`truncate must be one of 'end', 'start', 'none', 'chunks' (got "middle")`, 'truncate'),
+      status: 400,
+      body: error(`truncate must be one of 'end', 'start', 'none', 'chunks' (got "middle")`, 'truncate'),
     });
     expect(await call({ ...base, examples: [], label_text: undefined })).toEqual({
-      status: 400, body: error('with no examples (zero-shot), label_text is required: the classes are told apart by their names', 'label_text'),
+      status: 400,
+      body: error('with no examples (zero-shot), label_text is required: the classes are told apart by their names', 'label_text'),
     });
     expect((await call(base, 'svc_unknown')).status).toBe(401);
   });
@@ -120,7 +148,9 @@ describe('POST /v2/classify', () => {
   it('is documented in the OpenAPI document', async () => {
     const answer = await httpCall(server.url, 'GET', '/v2/openapi.json', null);
     const document = JSON.parse(answer.text) as { paths: Record<string, Record<string, { requestBody?: unknown; summary?: string }>> };
-    expect(document.paths['/v2/classify'].post.summary).toBe('Classify texts by examples sent with them (or label names), with no stored model');
+    expect(document.paths['/v2/classify'].post.summary).toBe(
+      'Classify texts by examples sent with them (or label names), with no stored model',
+    );
     expect(document.paths['/v2/classify'].post.requestBody).toBeDefined();
   });
 });

@@ -14,7 +14,15 @@ beforeAll(async () => {
   h = await startProxyHarness();
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 });
 afterAll(async () => {
@@ -27,7 +35,12 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   const anthropic = new Anthropic({ baseURL: h.sdkBase, apiKey: h.acmeKey, maxRetries: 0 });
   await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'first question' }] });
   await openai.chat.completions.create({ model: 'provider-a:fail-429', messages: [{ role: 'user', content: 'too many' }] }).catch(() => {});
-  const stream = await anthropic.messages.create({ model: 'provider-c:claude-fake', max_tokens: 16, messages: [{ role: 'user', content: 'streamed question' }], stream: true });
+  const stream = await anthropic.messages.create({
+    model: 'provider-c:claude-fake',
+    max_tokens: 16,
+    messages: [{ role: 'user', content: 'streamed question' }],
+    stream: true,
+  });
   for await (const _ of stream);
   await h.logRows(3);
 
@@ -72,7 +85,10 @@ it('asks for the key, lists the requests, filters them, shows bodies and charts 
   expect(responseBody.choices[0].message.content).toBe('Echo: first question');
 
   // Two panels, each on its own scale with labelled axes: a point per request in latency, none for the 429 in tokens.
-  for (const [panel, title, dots] of [['#chart-latency', 'latency (ms)', 3], ['#chart-tokens', 'tokens (in + out)', 2]] as const) {
+  for (const [panel, title, dots] of [
+    ['#chart-latency', 'latency (ms)', 3],
+    ['#chart-tokens', 'tokens (in + out)', 2],
+  ] as const) {
     expect(await page.$$eval(`${panel} polyline`, (lines) => lines.length)).toBe(1);
     expect(await page.$$eval(`${panel} circle`, (circles) => circles.length)).toBe(dots);
     expect(await page.textContent(`${panel} .y-title`)).toBe(title);
@@ -138,9 +154,20 @@ it('answers 404 to an id that is not a project id, and no script of the attacker
 it("shows a picked call's whole bodies when the list held only their start", async () => {
   const long = (side: string) => JSON.stringify({ side, text: `${side} `.repeat(3_000) });
   const id = await h.store.insertRequestLog({
-    projectId: h.projectId, keyId: h.acmeKeyId, provider: 'provider-a', model: 'provider-a:long-bodies', stream: false,
-    status: 200, ttfbMs: 3, totalMs: 7, tokensIn: 3_000, tokensOut: 3_000, error: null,
-    requestBody: long('question'), responseBody: long('answer'), createdAt: Date.now(),
+    projectId: h.projectId,
+    keyId: h.acmeKeyId,
+    provider: 'provider-a',
+    model: 'provider-a:long-bodies',
+    stream: false,
+    status: 200,
+    ttfbMs: 3,
+    totalMs: 7,
+    tokensIn: 3_000,
+    tokensOut: 3_000,
+    error: null,
+    requestBody: long('question'),
+    responseBody: long('answer'),
+    createdAt: Date.now(),
   });
   const page = await browser.newPage();
   const wholeReads: string[] = [];

@@ -39,7 +39,10 @@ beforeAll(async () => {
   one = await serve(flags('one'), kEnv);
   two = await serve(flags('two'), kEnv);
   const created = await call(one.url, key, 'POST', '/v2/train', {
-    model: 'svc-small', task_type: 'binary-classification', examples: imdbExamples(0, 10), finetune: false,
+    model: 'svc-small',
+    task_type: 'binary-classification',
+    examples: imdbExamples(0, 10),
+    finetune: false,
   });
   expect(created.status).toBe(200);
   model = created.body.id as string;
@@ -58,79 +61,90 @@ afterAll(async () => {
 });
 
 describe('PostgreSQL stopped and started again under load', () => {
-  it('answers 200 or 503 with retry-after throughout, loses nothing, and resumes by itself', { timeout: 240_000 * kLevelSlowdown }, async () => {
-    const predict = { model, inputs: ['a wonderful, moving film', 'dull and far too long'] };
-    // Accepted before the outage: it must reach `trained` however the outage lands on it.
-    const queued = await call(one.url, key, 'POST', '/v2/train', {
-      model: 'svc-small', task_type: 'binary-classification', examples: imdbExamples(20, 10), finetune: false,
-    });
-    expect(queued.status).toBe(200);
-    const calls: Call[] = [
-      [one.url, 'POST', '/v2/predict', predict],
-      [one.url, 'GET', '/v2/models', undefined],
-      [two.url, 'GET', `/v2/models/${model}`, undefined],
-    ];
-    const load = loadFor(calls, key, { concurrency: 4, durationMs: kOutageMs + 4_000 });
-    await new Promise((resolve) => setTimeout(resolve, 800));
-    await pgServer.cluster.halt();
-    // Replica two never loaded the model: its files are in the stopped database.
-    const unreachable = await call(two.url, key, 'POST', '/v2/predict', predict);
-    await new Promise((resolve) => setTimeout(resolve, kOutageMs));
-    await pgServer.cluster.resume();
-    const answers = await load;
-    const tally = tallyOf(answers);
-    console.log(`faults: postgres outage of ${kOutageMs} ms: ${JSON.stringify(tally)}`);
-
-    expect(unreachable.status).toBe(503);
-    expect(unreachable.retryAfter).toMatch(/^\d+$/);
-    expect(tally.lost).toBe(0);
-    expect(tally.byStatus['500']).toBeUndefined();
-    expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
-    expect(tally.byStatus['200']).toBeGreaterThan(0);
-    expect(tally.byStatus['503']).toBeGreaterThan(0);
-    for (const answer of answers.filter((a) => a.status === 503)) expect(answer.retryAfter).toMatch(/^\d+$/);
-
-    // Resumed by itself: both replicas answer again, replica two now predicts from the store's files, and the job
-    // accepted before the outage ends trained.
-    const after = await untilOk(two.url, key, 'POST', '/v2/predict', predict, 30_000);
-    expect(after.status).toBe(200);
-    expect((await untilOk(one.url, key, 'GET', '/v2/models', undefined, 30_000)).status).toBe(200);
-    expect(await finalStatus(one.url, key, queued.body.id as string, 200_000 * kLevelSlowdown)).toBe('trained');
-  });
-});
-
-describe('Redis stopped and started again under load', () => {
-  it('answers 200 or 503 with retry-after while it is away, never an unlimited request, and resumes by itself', { timeout: 120_000 * kLevelSlowdown }, async () => {
-    const data = join(dir, 'redis');
-    expect((await svc(['orgs', 'create', 'acme', '--data', data], kEnv)).code).toBe(0);
-    // A rate the loop never reaches: every 429 here would be a real limit, not the outage.
-    expect((await svc(['orgs', 'limits', 'acme', '--rpm', '1000000', '--org-rpm', '1000000', '--data', data], kEnv)).code).toBe(0);
-    const redisKey = (await svc(['keys', 'create', '--org', 'acme', '--data', data], kEnv)).stdout.trim();
-    const counted = await serve(['--data', data, '--redis', redisServer.server.url, '--workers', '1', '--engine-threads', '1'], kEnv);
-    try {
-      const load = loadFor([[counted.url, 'GET', '/v2/models']], redisKey, { concurrency: 4, durationMs: kOutageMs + 3_000 });
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      await redisServer.server.halt();
-      const away = Date.now();
+  it(
+    'answers 200 or 503 with retry-after throughout, loses nothing, and resumes by itself',
+    { timeout: 240_000 * kLevelSlowdown },
+    async () => {
+      const predict = { model, inputs: ['a wonderful, moving film', 'dull and far too long'] };
+      // Accepted before the outage: it must reach `trained` however the outage lands on it.
+      const queued = await call(one.url, key, 'POST', '/v2/train', {
+        model: 'svc-small',
+        task_type: 'binary-classification',
+        examples: imdbExamples(20, 10),
+        finetune: false,
+      });
+      expect(queued.status).toBe(200);
+      const calls: Call[] = [
+        [one.url, 'POST', '/v2/predict', predict],
+        [one.url, 'GET', '/v2/models', undefined],
+        [two.url, 'GET', `/v2/models/${model}`, undefined],
+      ];
+      const load = loadFor(calls, key, { concurrency: 4, durationMs: kOutageMs + 4_000 });
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      await pgServer.cluster.halt();
+      // Replica two never loaded the model: its files are in the stopped database.
+      const unreachable = await call(two.url, key, 'POST', '/v2/predict', predict);
       await new Promise((resolve) => setTimeout(resolve, kOutageMs));
-      const back = Date.now();
-      await redisServer.server.restart();
+      await pgServer.cluster.resume();
       const answers = await load;
       const tally = tallyOf(answers);
-      console.log(`faults: redis outage of ${kOutageMs} ms: ${JSON.stringify(tally)}`);
+      console.log(`faults: postgres outage of ${kOutageMs} ms: ${JSON.stringify(tally)}`);
+
+      expect(unreachable.status).toBe(503);
+      expect(unreachable.retryAfter).toMatch(/^\d+$/);
       expect(tally.lost).toBe(0);
+      expect(tally.byStatus['500']).toBeUndefined();
       expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
       expect(tally.byStatus['200']).toBeGreaterThan(0);
       expect(tally.byStatus['503']).toBeGreaterThan(0);
       for (const answer of answers.filter((a) => a.status === 503)) expect(answer.retryAfter).toMatch(/^\d+$/);
-      // Sent and answered while Redis was away: not one let through uncounted.
-      const uncounted = answers.filter((a) => a.status === 200 && a.sentAt > away && a.endedAt < back);
-      expect(uncounted).toEqual([]);
-      expect(answers.filter((a) => a.sentAt > away && a.endedAt < back).length).toBeGreaterThan(0);
-      expect((await untilOk(counted.url, redisKey, 'GET', '/v2/models', undefined, 30_000)).status).toBe(200);
-    } finally {
-      counted.child.kill('SIGTERM');
-      await exited(counted.child);
-    }
-  });
+
+      // Resumed by itself: both replicas answer again, replica two now predicts from the store's files, and the job
+      // accepted before the outage ends trained.
+      const after = await untilOk(two.url, key, 'POST', '/v2/predict', predict, 30_000);
+      expect(after.status).toBe(200);
+      expect((await untilOk(one.url, key, 'GET', '/v2/models', undefined, 30_000)).status).toBe(200);
+      expect(await finalStatus(one.url, key, queued.body.id as string, 200_000 * kLevelSlowdown)).toBe('trained');
+    },
+  );
+});
+
+describe('Redis stopped and started again under load', () => {
+  it(
+    'answers 200 or 503 with retry-after while it is away, never an unlimited request, and resumes by itself',
+    { timeout: 120_000 * kLevelSlowdown },
+    async () => {
+      const data = join(dir, 'redis');
+      expect((await svc(['orgs', 'create', 'acme', '--data', data], kEnv)).code).toBe(0);
+      // A rate the loop never reaches: every 429 here would be a real limit, not the outage.
+      expect((await svc(['orgs', 'limits', 'acme', '--rpm', '1000000', '--org-rpm', '1000000', '--data', data], kEnv)).code).toBe(0);
+      const redisKey = (await svc(['keys', 'create', '--org', 'acme', '--data', data], kEnv)).stdout.trim();
+      const counted = await serve(['--data', data, '--redis', redisServer.server.url, '--workers', '1', '--engine-threads', '1'], kEnv);
+      try {
+        const load = loadFor([[counted.url, 'GET', '/v2/models']], redisKey, { concurrency: 4, durationMs: kOutageMs + 3_000 });
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await redisServer.server.halt();
+        const away = Date.now();
+        await new Promise((resolve) => setTimeout(resolve, kOutageMs));
+        const back = Date.now();
+        await redisServer.server.restart();
+        const answers = await load;
+        const tally = tallyOf(answers);
+        console.log(`faults: redis outage of ${kOutageMs} ms: ${JSON.stringify(tally)}`);
+        expect(tally.lost).toBe(0);
+        expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
+        expect(tally.byStatus['200']).toBeGreaterThan(0);
+        expect(tally.byStatus['503']).toBeGreaterThan(0);
+        for (const answer of answers.filter((a) => a.status === 503)) expect(answer.retryAfter).toMatch(/^\d+$/);
+        // Sent and answered while Redis was away: not one let through uncounted.
+        const uncounted = answers.filter((a) => a.status === 200 && a.sentAt > away && a.endedAt < back);
+        expect(uncounted).toEqual([]);
+        expect(answers.filter((a) => a.sentAt > away && a.endedAt < back).length).toBeGreaterThan(0);
+        expect((await untilOk(counted.url, redisKey, 'GET', '/v2/models', undefined, 30_000)).status).toBe(200);
+      } finally {
+        counted.child.kill('SIGTERM');
+        await exited(counted.child);
+      }
+    },
+  );
 });

@@ -58,22 +58,41 @@ describe('svc serve: multi-class and multi-label models', () => {
     expect(started.status).toBe(200);
     const id = started.body.id as string;
     const model = {
-      id, object: 'model', created_at: started.body.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'multi-class-classification', labels: ['amazon', 'imdb', 'yelp'], context_window: 256,
+      id,
+      object: 'model',
+      created_at: started.body.created_at,
+      status: 'training',
+      owned_by: 'acme',
+      task_type: 'multi-class-classification',
+      labels: ['amazon', 'imdb', 'yelp'],
+      context_window: 256,
     };
     expect(started.body).toEqual(model);
     const done = await trained(id);
     const loaded = await Classifier.load<'multi-class-classification'>(`acme/${id}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     expect(done).toEqual({ ...model, status: 'trained', metrics: loaded.metrics });
     expect(Object.keys(loaded.metrics).sort()).toEqual([
-      'cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds', 'validation_accuracy', 'validation_examples', 'validation_macro_f1',
+      'cv_accuracy',
+      'cv_encoder',
+      'cv_folds',
+      'cv_macro_f1',
+      'train_accuracy',
+      'train_seconds',
+      'validation_accuracy',
+      'validation_examples',
+      'validation_macro_f1',
     ]);
 
     const texts = heldOut.map((row) => row.text);
     const predicted = await call('POST', '/v2/predict', { model: id, inputs: texts });
     expect(predicted.status).toBe(200);
     expect(Object.keys(predicted.body)).toEqual(['model', 'task_type', 'predictions']);
-    const predictions = predicted.body.predictions as { label: string; probability: number; scores: Record<string, number>; truncated: boolean }[];
+    const predictions = predicted.body.predictions as {
+      label: string;
+      probability: number;
+      scores: Record<string, number>;
+      truncated: boolean;
+    }[];
     expect(predictions).toEqual(await loaded.predict(texts));
     for (const p of predictions) {
       expect(Object.keys(p)).toEqual(['label', 'probability', 'scores', 'truncated']);
@@ -83,14 +102,27 @@ describe('svc serve: multi-class and multi-label models', () => {
     expect((done.metrics as Record<string, number>).validation_accuracy).toBe(right / heldOut.length);
     expect(await call('POST', '/v2/predict', { model: id, inputs: texts, threshold: 0.2 })).toEqual({
       status: 400,
-      body: { error: { message: `threshold is only used by multi-label models; ${id} is multi-class-classification`, type: 'invalid_request_error', param: 'threshold', code: 'invalid_request' } },
+      body: {
+        error: {
+          message: `threshold is only used by multi-label models; ${id} is multi-class-classification`,
+          type: 'invalid_request_error',
+          param: 'threshold',
+          code: 'invalid_request',
+        },
+      },
     });
     loaded.dispose();
   });
 
   it('trains a multi-label model and predicts the labels over a threshold, default or sent', async () => {
     const examples = trainSet.map((row) => ({ text: row.text, labels: tags[row.label] }));
-    const started = await call('POST', '/v2/train', { model: 'svc-small', task_type: 'multi-label-classification', finetune: false, examples, class_weight: 'balanced' });
+    const started = await call('POST', '/v2/train', {
+      model: 'svc-small',
+      task_type: 'multi-label-classification',
+      finetune: false,
+      examples,
+      class_weight: 'balanced',
+    });
     expect(started.status).toBe(200);
     const id = started.body.id as string;
     const done = await trained(id);
@@ -107,11 +139,25 @@ describe('svc serve: multi-class and multi-label models', () => {
     for (const p of film.body.predictions as { labels: string[] }[]) expect(p.labels[0]).toBe('film');
     expect(await call('POST', '/v2/predict', { model: id, inputs: texts, threshold: { film: 2 } })).toEqual({
       status: 400,
-      body: { error: { message: 'threshold.film must be a number from 0 to 1', type: 'invalid_request_error', param: 'threshold.film', code: 'invalid_request' } },
+      body: {
+        error: {
+          message: 'threshold.film must be a number from 0 to 1',
+          type: 'invalid_request_error',
+          param: 'threshold.film',
+          code: 'invalid_request',
+        },
+      },
     });
     expect(await call('POST', '/v2/predict', { model: id, inputs: texts, threshold: { colour: 0.5 } })).toEqual({
       status: 400,
-      body: { error: { message: "threshold names the label 'colour', which the model does not have (film, food)", type: 'invalid_request_error', param: 'threshold.colour', code: 'invalid_request' } },
+      body: {
+        error: {
+          message: "threshold names the label 'colour', which the model does not have (film, food)",
+          type: 'invalid_request_error',
+          param: 'threshold.colour',
+          code: 'invalid_request',
+        },
+      },
     });
     loaded.dispose();
   });
@@ -120,7 +166,14 @@ describe('svc serve: multi-class and multi-label models', () => {
     const examples = [...trainSet.filter((row) => row.label !== 'yelp'), ...trainSet.filter((row) => row.label === 'yelp').slice(0, 5)];
     expect(await call('POST', '/v2/train', { model: 'svc-small', task_type: 'multi-class-classification', examples })).toEqual({
       status: 400,
-      body: { error: { message: "the class 'yelp' has 5 examples; each class needs at least 8", type: 'invalid_request_error', param: 'examples', code: 'invalid_request' } },
+      body: {
+        error: {
+          message: "the class 'yelp' has 5 examples; each class needs at least 8",
+          type: 'invalid_request_error',
+          param: 'examples',
+          code: 'invalid_request',
+        },
+      },
     });
   });
 });

@@ -19,7 +19,9 @@ import { type Family, histogram, parseMetrics, value } from '../_support/prometh
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive review',
+  text: r.text,
+  label: r.label,
+  label_text: 'positive review',
 }));
 const kToken = 'metrics-token-for-tests';
 const kUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -69,7 +71,14 @@ describe('GET /metrics', () => {
       const response = await call('GET', '/metrics', bearer);
       expect([response.status, JSON.parse(response.text)]).toEqual([
         401,
-        { error: { message: "Send the metrics token as 'Authorization: Bearer <token>'", type: 'authentication_error', param: null, code: 'authentication' } },
+        {
+          error: {
+            message: "Send the metrics token as 'Authorization: Bearer <token>'",
+            type: 'authentication_error',
+            param: null,
+            code: 'authentication',
+          },
+        },
       ]);
     }
   });
@@ -85,11 +94,17 @@ describe('GET /metrics', () => {
     expect((await call('GET', '/v2/models/svc-small-000000000000', key)).status).toBe(404);
     expect((await call('GET', '/v2/models', null)).status).toBe(401);
     const openai = new OpenAI({ baseURL: `${server.url}/v2/${projectId}/`, apiKey: key, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'hello there' }] });
+    const completion = await openai.chat.completions.create({
+      model: 'provider-a:gpt-fake',
+      messages: [{ role: 'user', content: 'hello there' }],
+    });
     await openai.chat.completions.create({ model: 'provider-a:fail-500', messages: [{ role: 'user', content: 'x' }] }).catch(() => {});
     // A stream is counted when its last event has gone out.
     const stream = await openai.chat.completions.create({
-      model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'go on' }], stream: true, stream_options: { include_usage: true },
+      model: 'provider-a:gpt-fake',
+      messages: [{ role: 'user', content: 'go on' }],
+      stream: true,
+      stream_options: { include_usage: true },
     });
     let streamed = { prompt_tokens: 0, completion_tokens: 0 };
     for await (const chunk of stream) if (chunk.usage) streamed = chunk.usage;
@@ -126,7 +141,9 @@ describe('GET /metrics', () => {
     expect(streamed.completion_tokens).toBeGreaterThan(0);
     const input = completion.usage!.prompt_tokens + streamed.prompt_tokens;
     expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'input' })).toBe(input);
-    expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'output' })).toBe(completion.usage!.completion_tokens + streamed.completion_tokens);
+    expect(moved('svc_proxy_tokens_total', { provider: 'provider-a', direction: 'output' })).toBe(
+      completion.usage!.completion_tokens + streamed.completion_tokens,
+    );
     expect(observed('svc_proxy_upstream_duration_seconds', { provider: 'provider-a' }).count).toBe(3);
     expect(moved('svc_rate_limited_total', { kind: 'requests' })).toBe(1);
     // svc serve adds the process's own: memory, CPU, event-loop delay.
@@ -143,11 +160,13 @@ describe('request logs', () => {
     await call('GET', '/v2/models/svc-small-000000000000', `${key}x`);
     await call('GET', `/v2/${projectId}/requests?limit=1`, key);
     const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(logged.map(({ level, reqId, time, hostname, pid, ms, ...rest }) => {
-      expect([level, typeof time, typeof hostname, typeof pid, typeof ms]).toEqual([30, 'number', 'string', 'number', 'number']);
-      expect(reqId).toMatch(kUuid);
-      return rest;
-    })).toEqual([
+    expect(
+      logged.map(({ level, reqId, time, hostname, pid, ms, ...rest }) => {
+        expect([level, typeof time, typeof hostname, typeof pid, typeof ms]).toEqual([30, 'number', 'string', 'number', 'number']);
+        expect(reqId).toMatch(kUuid);
+        return rest;
+      }),
+    ).toEqual([
       { org: 'acme', keyId, method: 'GET', route: '/v2/models', status: 200, msg: 'request' },
       { org: null, keyId: null, method: 'GET', route: '/v2/models/:model_id', status: 401, msg: 'request' },
       { org: 'acme', keyId, method: 'GET', route: '/v2/:project_id/requests', status: 200, msg: 'request' },
@@ -170,7 +189,9 @@ describe('svc serve', () => {
       expect(value(families, 'svc_http_requests_total', { method: 'GET', route: '/v2/models', status: '401' })).toBe(1);
       child.kill('SIGTERM');
       await exited(child);
-      const requestLine = output().split('\n').find((line) => line.includes('"msg":"request"'));
+      const requestLine = output()
+        .split('\n')
+        .find((line) => line.includes('"msg":"request"'));
       expect(JSON.parse(requestLine!)).toMatchObject({ level: 30, org: null, keyId: null, route: '/v2/models', status: 401 });
       expect(output()).not.toContain('GET /metrics is off');
 
@@ -180,7 +201,9 @@ describe('svc serve', () => {
       await fetch(`${off.url}/v2/models`);
       off.child.kill('SIGTERM');
       await exited(off.child);
-      expect(off.output()).toContain('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
+      expect(off.output()).toContain(
+        'svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token',
+      );
       expect(off.output()).not.toContain('"msg":"request"');
     } finally {
       rmSync(data, { recursive: true, force: true });

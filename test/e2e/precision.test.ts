@@ -14,10 +14,14 @@ import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive review',
+  text: r.text,
+  label: r.label,
+  label_text: 'positive review',
 }));
 // The texts the serve bench sends.
-const texts = uciSentences('yelp').slice(0, 64).map((r) => r.text);
+const texts = uciSentences('yelp')
+  .slice(0, 64)
+  .map((r) => r.text);
 /** Largest |int8 - fp32| probability allowed on these texts, and the mean (measured: docs/benchmarks.md, "HTTP predict"). */
 const kMaxDifference = 0.03;
 const kMeanDifference = 0.01;
@@ -43,7 +47,12 @@ async function call(url: string, key: string, method: string, path: string, body
 }
 
 /** Starts `svc serve` on the data directory, predicts the texts, stops it. */
-async function predictWith(args: string[], env: Record<string, string>, key: string, model: string): Promise<{ answer: Predicted; output: string }> {
+async function predictWith(
+  args: string[],
+  env: Record<string, string>,
+  key: string,
+  model: string,
+): Promise<{ answer: Predicted; output: string }> {
   const server = await serve(['--data', dir, ...args], { NODE_DEBUG: 'svc', ...env });
   try {
     const answer = (await call(server.url, key, 'POST', '/v2/predict', { model, inputs: texts })) as unknown as Predicted;
@@ -61,7 +70,14 @@ describe('svc serve --precision', () => {
     const trainer = await serve(['--data', dir]);
     let model: string;
     try {
-      model = (await call(trainer.url, key, 'POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false })).id as string;
+      model = (
+        await call(trainer.url, key, 'POST', '/v2/train', {
+          model: 'svc-small',
+          task_type: 'binary-classification',
+          examples,
+          finetune: false,
+        })
+      ).id as string;
       let status = 'training';
       for (let i = 0; i < 1200 * kLevelSlowdown && status === 'training'; i++) {
         await new Promise((r) => setTimeout(r, 100));

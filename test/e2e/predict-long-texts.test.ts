@@ -19,7 +19,13 @@ import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 // About 400 words of reviews: three windows of 160 words, more than the 256 tokens read.
-const long = imdb.slice(300, 400).map((row) => row.text).join(' ').split(' ').slice(0, 400).join(' ');
+const long = imdb
+  .slice(300, 400)
+  .map((row) => row.text)
+  .join(' ')
+  .split(' ')
+  .slice(0, 400)
+  .join(' ');
 const inputs = ['An absolutely wonderful, moving film.', long];
 
 let dir: string;
@@ -49,7 +55,13 @@ beforeAll(async () => {
   server = await startServer({ dataDir: dir, port: 0, predictQueue: { deadlineMs: 120_000 } });
   await server.service.createOrganization('acme');
   key = (await server.service.createApiKey('acme')).key;
-  const started = await call('POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', finetune: false, truncate: 'chunks', examples });
+  const started = await call('POST', '/v2/train', {
+    model: 'svc-small',
+    task_type: 'binary-classification',
+    finetune: false,
+    truncate: 'chunks',
+    examples,
+  });
   expect(started.status).toBe(200);
   modelId = started.body.id as string;
   expect((await trained(modelId)).status).toBe('trained');
@@ -64,7 +76,11 @@ describe('POST /v2/predict: truncate and explain', () => {
   it('reads long inputs in chunks and names the nearest training examples, as the library does for the same model', async () => {
     const answer = await call('POST', '/v2/predict', { model: modelId, inputs, truncate: 'chunks', explain: 2 });
     expect({ status: answer.status, error: answer.body.error }).toEqual({ status: 200, error: undefined });
-    const predictions = answer.body.predictions as { chunks: number; nearest: { text: string; similarity: number; supports: boolean; label: boolean }[]; label: boolean }[];
+    const predictions = answer.body.predictions as {
+      chunks: number;
+      nearest: { text: string; similarity: number; supports: boolean; label: boolean }[];
+      label: boolean;
+    }[];
     expect(predictions.map((p) => Object.keys(p))).toEqual(inputs.map(() => ['label', 'probability', 'truncated', 'chunks', 'nearest']));
     expect(predictions.map((p) => p.chunks)).toEqual([1, 3]);
     // The long input is a training example, kept as the head saw it (read in chunks): its own nearest.
@@ -78,7 +94,9 @@ describe('POST /v2/predict: truncate and explain', () => {
 
   it('answers only what was asked for', async () => {
     const answer = await call('POST', '/v2/predict', { model: modelId, inputs });
-    expect((answer.body.predictions as object[]).map((p) => Object.keys(p))).toEqual(inputs.map(() => ['label', 'probability', 'truncated']));
+    expect((answer.body.predictions as object[]).map((p) => Object.keys(p))).toEqual(
+      inputs.map(() => ['label', 'probability', 'truncated']),
+    );
     const start = await call('POST', '/v2/predict', { model: modelId, inputs, truncate: 'start' });
     expect((start.body.predictions as { truncated: boolean }[]).map((p) => p.truncated)).toEqual([false, true]);
   });
@@ -88,7 +106,11 @@ describe('POST /v2/predict: truncate and explain', () => {
     [{ explain: 0 }, 'explain must be at least 1', 'explain'],
     [{ explain: 21 }, 'explain must be at most 20', 'explain'],
     [{ truncate: 'middle' }, `truncate must be one of 'end', 'start', 'none', 'chunks' (got "middle")`, 'truncate'],
-    [{ truncate: 'none' }, "inputs[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it", 'inputs[1]'],
+    [
+      { truncate: 'none' },
+      "inputs[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",
+      'inputs[1]',
+    ],
   ])('refuses %j with 400: %s', async (extra, message, param) => {
     const answer = await call('POST', '/v2/predict', { model: modelId, inputs, ...extra });
     expect(answer).toEqual({ status: 400, body: { error: { message, type: 'invalid_request_error', param, code: 'invalid_request' } } });
@@ -97,18 +119,31 @@ describe('POST /v2/predict: truncate and explain', () => {
 
 describe('POST /v2/train: truncate', () => {
   it.each([
-    [{ truncate: 'none' }, "examples[20].text is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to train on it", 'examples[20].text'],
+    [
+      { truncate: 'none' },
+      "examples[20].text is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to train on it",
+      'examples[20].text',
+    ],
     [{ truncate: 'middle' }, `truncate must be one of 'end', 'start', 'none', 'chunks' (got "middle")`, 'truncate'],
   ])('refuses %j with 400 before any job: %s', async (extra, message, param) => {
     const before = ((await call('GET', '/v2/models')).body.data as object[]).length;
-    const answer = await call('POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', finetune: false, examples, ...extra });
+    const answer = await call('POST', '/v2/train', {
+      model: 'svc-small',
+      task_type: 'binary-classification',
+      finetune: false,
+      examples,
+      ...extra,
+    });
     expect(answer).toEqual({ status: 400, body: { error: { message, type: 'invalid_request_error', param, code: 'invalid_request' } } });
     expect(((await call('GET', '/v2/models')).body.data as object[]).length).toBe(before);
   });
 
   it('documents truncate and explain on both routes in the OpenAPI document', async () => {
     const doc = JSON.parse((await httpCall(server.url, 'GET', '/v2/openapi.json', null)).text) as {
-      paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } } } }>;
+      paths: Record<
+        string,
+        { post: { requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } } } }
+      >;
       components: { schemas: Record<string, { properties: Record<string, { enum?: string[]; minimum?: number; maximum?: number }> }> };
     };
     const predict = doc.paths['/v2/predict'].post.requestBody.content['application/json'].schema.properties;

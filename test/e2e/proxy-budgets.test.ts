@@ -57,7 +57,9 @@ describe('a call whose final usage never comes is charged what was streamed', ()
     const p = await project(h.store, h.base, h.acmeKey, null);
     // The fake streams the role chunk, 'Echo:', ' one', ' two', then nothing: the usage chunk never comes.
     const stream = await p.openai.chat.completions.create({
-      model: 'provider-a:stall-after-4', messages: [{ role: 'user', content: 'one two three four' }], stream: true,
+      model: 'provider-a:stall-after-4',
+      messages: [{ role: 'user', content: 'one two three four' }],
+      stream: true,
     });
     const deltas: string[] = [];
     for await (const chunk of stream) {
@@ -75,7 +77,10 @@ describe('a call whose final usage never comes is charged what was streamed', ()
     const p = await project(h.store, h.base, h.acmeKey, null);
     // message_start (input 4, output 1), content_block_start, ping, then three deltas and nothing more.
     const stream = await p.anthropic.messages.create({
-      model: 'provider-c:stall-after-6', max_tokens: 64, messages: [{ role: 'user', content: 'one two three four' }], stream: true,
+      model: 'provider-c:stall-after-6',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'one two three four' }],
+      stream: true,
     });
     let text = '';
     let events = 0;
@@ -111,16 +116,27 @@ describe('a call whose final usage never comes is charged what was streamed', ()
   it('a stream the upstream cuts is charged what it sent', async () => {
     const p = await project(h.store, h.base, h.acmeKey, null);
     const stream = await p.openai.chat.completions.create({
-      model: 'provider-a:cut', messages: [{ role: 'user', content: 'hello there' }], stream: true,
+      model: 'provider-a:cut',
+      messages: [{ role: 'user', content: 'hello there' }],
+      stream: true,
     });
-    await expect((async () => { for await (const chunk of stream) void chunk; })()).rejects.toThrow('provider-a closed the connection mid-response');
+    await expect(
+      (async () => {
+        for await (const chunk of stream) void chunk;
+      })(),
+    ).rejects.toThrow('provider-a closed the connection mid-response');
     const row = await rowOf(h.store, p.id, 'provider-a:cut');
     expect([row.tokensIn, row.tokensOut]).toEqual([sent(row), estimateTokens(Buffer.byteLength('Echo: hello'), 2)]);
   });
 });
 
 describe('usage is always asked for', () => {
-  it.each([['a string', 'yes'], ['an array', [true]], ['a number', 1], ['include_usage not true', { include_usage: 'yes' }]])(
+  it.each([
+    ['a string', 'yes'],
+    ['an array', [true]],
+    ['a number', 1],
+    ['include_usage not true', { include_usage: 'yes' }],
+  ])(
     'also when stream_options is %s: the upstream is asked, the client gets its stream without the usage chunk',
     async (_, streamOptions) => {
       const p = await project(h.store, h.base, h.acmeKey, null);
@@ -129,7 +145,12 @@ describe('usage is always asked for', () => {
       const response = await fetch(`${p.sdkBase}chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${h.acmeKey}` },
-        body: JSON.stringify({ model: `provider-a:${model}`, messages: [{ role: 'user', content }], stream: true, stream_options: streamOptions }),
+        body: JSON.stringify({
+          model: `provider-a:${model}`,
+          messages: [{ role: 'user', content }],
+          stream: true,
+          stream_options: streamOptions,
+        }),
       });
       const pieces = fakeReplyPieces(content);
       const usage = { prompt_tokens: 3, completion_tokens: pieces.length, total_tokens: 3 + pieces.length };
@@ -143,7 +164,10 @@ describe('usage is always asked for', () => {
 describe('answers over 16 MiB', () => {
   it('are read for their usage from the end of the body', async () => {
     const p = await project(h.store, h.base, h.acmeKey, null);
-    const completion = await p.openai.chat.completions.create({ model: 'provider-a:huge-17', messages: [{ role: 'user', content: 'big one' }] });
+    const completion = await p.openai.chat.completions.create({
+      model: 'provider-a:huge-17',
+      messages: [{ role: 'user', content: 'big one' }],
+    });
     expect(completion.choices[0].message.content!.length).toBe(17 * 1024 * 1024);
     const row = await rowOf(h.store, p.id, 'provider-a:huge-17');
     expect([row.tokensIn, row.tokensOut]).toEqual([2, 1234]);
@@ -177,7 +201,14 @@ async function race(store: Store, base: string, key: string): Promise<void> {
   expect(used).toBeLessThanOrEqual(1000);
   // Every hold was given back with its row: what is left can be reserved whole.
   const at = Date.now();
-  const left = await store.proxyLedger.reserve({ projectId: p.id, month: usageMonth(at), budget: 1000, want: 1000, at, expiresAt: at + 1000 });
+  const left = await store.proxyLedger.reserve({
+    projectId: p.id,
+    month: usageMonth(at),
+    budget: 1000,
+    want: 1000,
+    at,
+    expiresAt: at + 1000,
+  });
   expect([left.granted, left.held]).toEqual([1000 - used, 0]);
 }
 
@@ -197,7 +228,11 @@ describe('parallel calls hold their share before going upstream', () => {
       const clients = rigs.map((rig) => new OpenAI({ baseURL: `${rig.base}/v2/${p.id}/`, apiKey: rig.key, maxRetries: 0 }));
       const results = await Promise.allSettled(
         Array.from({ length: 20 }, (_, i) =>
-          clients[i % 2].chat.completions.create({ model: 'provider-a:slow-700', max_tokens: 100, messages: [{ role: 'user', content: words(50) }] }),
+          clients[i % 2].chat.completions.create({
+            model: 'provider-a:slow-700',
+            max_tokens: 100,
+            messages: [{ role: 'user', content: words(50) }],
+          }),
         ),
       );
       const answered = results.filter((r) => r.status === 'fulfilled').length;
@@ -220,7 +255,11 @@ describe('a stream that outruns its budget', () => {
   it("OpenAI: ends with the dialect's error event, budget_exceeded, and stops the upstream", async () => {
     const p = await project(h.store, h.base, h.acmeKey, 20);
     // Events 5 ms apart: the stream is still under way when the budget runs out.
-    const stream = await p.openai.chat.completions.create({ model: 'provider-a:drip-5-outrun', messages: [{ role: 'user', content: words(30) }], stream: true });
+    const stream = await p.openai.chat.completions.create({
+      model: 'provider-a:drip-5-outrun',
+      messages: [{ role: 'user', content: words(30) }],
+      stream: true,
+    });
     const deltas: string[] = [];
     const error = await (async () => {
       try {
@@ -246,7 +285,10 @@ describe('a stream that outruns its budget', () => {
   it('Anthropic: ends with an error event once the reported input and the deltas pass the budget', async () => {
     const p = await project(h.store, h.base, h.acmeKey, 25);
     const stream = await p.anthropic.messages.create({
-      model: 'provider-c:drip-5-outrun-c', max_tokens: 64, messages: [{ role: 'user', content: words(20) }], stream: true,
+      model: 'provider-c:drip-5-outrun-c',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: words(20) }],
+      stream: true,
     });
     const pieces: string[] = [];
     const error = await (async () => {

@@ -45,10 +45,19 @@ describe('access', () => {
     const error = await caught(unknown.chat.completions.create({ model: 'provider-a:x', messages }));
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(error.error).toEqual({ message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' });
-    const response = await fetch(`${h.sdkBase}chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const response = await fetch(`${h.sdkBase}chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(response.status).toBe(401);
     expect(await response.json()).toEqual({
-      error: { message: "Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'", type: 'authentication_error', param: null, code: 'authentication' },
+      error: {
+        message: "Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+        type: 'authentication_error',
+        param: null,
+        code: 'authentication',
+      },
     });
   });
 
@@ -63,11 +72,17 @@ describe('access', () => {
     const other = new Anthropic({ baseURL: `${h.base}/v2/${h.globexProjectId}/`, apiKey: h.acmeKey, maxRetries: 0 });
     const foreign = await caught(other.messages.create({ model: 'provider-c:x', max_tokens: 8, messages }));
     expect(foreign).toBeInstanceOf(Anthropic.NotFoundError);
-    expect(foreign.error).toEqual({ type: 'error', error: { type: 'not_found_error', message: "The project 'proj_globex00001' does not exist" } });
+    expect(foreign.error).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: "The project 'proj_globex00001' does not exist" },
+    });
     const missing = new Anthropic({ baseURL: `${h.base}/v2/proj_nothere0000/`, apiKey: h.acmeKey, maxRetries: 0 });
     const notFound = await caught(missing.messages.create({ model: 'provider-c:x', max_tokens: 8, messages }));
     expect(notFound).toBeInstanceOf(Anthropic.NotFoundError);
-    expect(notFound.error).toEqual({ type: 'error', error: { type: 'not_found_error', message: "The project 'proj_nothere0000' does not exist" } });
+    expect(notFound.error).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: "The project 'proj_nothere0000' does not exist" },
+    });
   });
 
   it('400 naming the known prefixes when the model has none the route serves', async () => {
@@ -75,7 +90,9 @@ describe('access', () => {
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.error).toEqual({
       message: "model 'gpt-4o' has no known provider prefix; known prefixes: provider-a:, provider-b:",
-      type: 'invalid_request_error', param: 'model', code: 'invalid_request',
+      type: 'invalid_request_error',
+      param: 'model',
+      code: 'invalid_request',
     });
     const wrongRoute = await caught(anthropic.messages.create({ model: 'provider-a:gpt-4o', max_tokens: 8, messages }));
     expect(wrongRoute).toBeInstanceOf(Anthropic.BadRequestError);
@@ -91,8 +108,11 @@ describe('access', () => {
     expect(mistralError).toBeInstanceOf(SDKError);
     expect(mistralError.statusCode).toBe(400);
     expect(JSON.parse(mistralError.body)).toEqual({
-      object: 'error', message: "model 'mistral-small' has no known provider prefix; known prefixes: provider-a:, provider-b:",
-      type: 'invalid_request_error', param: 'model', code: '400',
+      object: 'error',
+      message: "model 'mistral-small' has no known provider prefix; known prefixes: provider-a:, provider-b:",
+      type: 'invalid_request_error',
+      param: 'model',
+      code: '400',
     });
   });
 });
@@ -102,16 +122,25 @@ describe('request bodies', () => {
     const small = await startProxyHarness({ bodyLimit: 1024 });
     try {
       const client = new Anthropic({ baseURL: small.sdkBase, apiKey: small.acmeKey, maxRetries: 0 });
-      const error = await caught(client.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }));
+      const error = await caught(
+        client.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }),
+      );
       expect(error).toBeInstanceOf(Anthropic.APIError);
       expect(error.status).toBe(413);
-      expect(error.error).toEqual({ type: 'error', error: { type: 'request_too_large', message: 'The request body is larger than the limit of 1024 bytes' } });
+      expect(error.error).toEqual({
+        type: 'error',
+        error: { type: 'request_too_large', message: 'The request body is larger than the limit of 1024 bytes' },
+      });
       // A caller without a valid key is turned away before the body is read.
       const stranger = new Anthropic({ baseURL: small.sdkBase, apiKey: 'svc_unknown', maxRetries: 0 });
-      const unknown = await caught(stranger.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }));
+      const unknown = await caught(
+        stranger.messages.create({ model: 'provider-c:x', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] }),
+      );
       expect(unknown).toBeInstanceOf(Anthropic.AuthenticationError);
       const response = await fetch(`${small.sdkBase}chat/completions`, {
-        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${small.acmeKey}` }, body: '{"model":',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${small.acmeKey}` },
+        body: '{"model":',
       });
       expect(response.status).toBe(400);
       expect(await response.json()).toEqual({
@@ -138,7 +167,11 @@ describe('upstream errors pass through', () => {
     expect(mistralError).toBeInstanceOf(SDKError);
     expect(mistralError.statusCode).toBe(429);
     expect(mistralError.headers.get('retry-after')).toBe('7');
-    expect(await h.rowFor('provider-b:fail-429')).toMatchObject({ provider: 'provider-b', status: 429, error: 'provider-b answered 429: fake provider failure 429' });
+    expect(await h.rowFor('provider-b:fail-429')).toMatchObject({
+      provider: 'provider-b',
+      status: 429,
+      error: 'provider-b answered 429: fake provider failure 429',
+    });
   });
 
   it("500 raises the SDK's server error", async () => {
@@ -152,7 +185,12 @@ describe('upstream errors pass through', () => {
     const error = await caught(openai.chat.completions.create({ model: 'provider-a:hang', messages }));
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error.status).toBe(504);
-    expect(error.error).toEqual({ message: 'provider-a sent nothing for 1000 ms', type: 'timeout_error', param: null, code: 'upstream_timeout' });
+    expect(error.error).toEqual({
+      message: 'provider-a sent nothing for 1000 ms',
+      type: 'timeout_error',
+      param: null,
+      code: 'upstream_timeout',
+    });
     const closed = await h.fake.closed('hang');
     expect(closed.closedEarly).toBe(true);
   });
@@ -170,7 +208,12 @@ describe('upstream errors pass through', () => {
       const error = await caught(client.chat.completions.create({ model: 'provider-a:x', messages }));
       expect(error).toBeInstanceOf(OpenAI.InternalServerError);
       expect(error.status).toBe(502);
-      expect(error.error).toEqual({ message: 'provider-a is unreachable (ECONNREFUSED)', type: 'upstream_error', param: null, code: 'upstream_error' });
+      expect(error.error).toEqual({
+        message: 'provider-a is unreachable (ECONNREFUSED)',
+        type: 'upstream_error',
+        param: null,
+        code: 'upstream_error',
+      });
       const [row] = await down.logRows(1);
       expect(row).toMatchObject({ status: 502, error: 'provider-a is unreachable (ECONNREFUSED)', tokensIn: null, tokensOut: null });
     } finally {
@@ -204,9 +247,16 @@ describe('streams', () => {
     const stream = await openai.chat.completions.create({ model: 'provider-a:slow-300-then-fail-500', messages, stream: true });
     const error = await caught(drain(stream));
     expect(error).toBeInstanceOf(OpenAI.APIError);
-    expect(error.error).toEqual({ message: 'provider-a answered 500: fake provider failure 500', type: 'api_error', param: null, code: 'upstream_error' });
+    expect(error.error).toEqual({
+      message: 'provider-a answered 500: fake provider failure 500',
+      type: 'api_error',
+      param: null,
+      code: 'upstream_error',
+    });
     expect(await h.rowFor('provider-a:slow-300-then-fail-500')).toMatchObject({
-      status: 200, stream: true, error: 'provider-a answered 500: fake provider failure 500',
+      status: 200,
+      stream: true,
+      error: 'provider-a answered 500: fake provider failure 500',
     });
   });
 
@@ -215,13 +265,21 @@ describe('streams', () => {
     const stream = await openai.chat.completions.create({ model: 'provider-a:cut', messages, stream: true });
     const error = await caught(drain(stream, seen));
     expect(error).toBeInstanceOf(OpenAI.APIError);
-    expect(error.error).toEqual({ message: 'provider-a closed the connection mid-response', type: 'upstream_error', param: null, code: 'upstream_error' });
+    expect(error.error).toEqual({
+      message: 'provider-a closed the connection mid-response',
+      type: 'upstream_error',
+      param: null,
+      code: 'upstream_error',
+    });
     expect(seen.map((chunk) => chunk.choices[0].delta.content)).toEqual(['', 'Echo:', ' hello']);
 
     const anthropicStream = await anthropic.messages.create({ model: 'provider-c:cut', max_tokens: 8, messages, stream: true });
     const anthropicError = await caught(drain(anthropicStream));
     expect(anthropicError).toBeInstanceOf(Anthropic.APIError);
-    expect(anthropicError.error).toEqual({ type: 'error', error: { type: 'api_error', message: 'provider-c closed the connection mid-response' } });
+    expect(anthropicError.error).toEqual({
+      type: 'error',
+      error: { type: 'api_error', message: 'provider-c closed the connection mid-response' },
+    });
 
     // The Mistral SDK has no typed in-stream error: the Mistral-shaped error event fails its chunk schema.
     const mistralSeen: any[] = [];
@@ -231,7 +289,11 @@ describe('streams', () => {
     expect(mistralSeen.map((event) => event.data.choices[0].delta.content)).toEqual(['', 'Echo:', ' hello']);
 
     for (const provider of ['provider-a', 'provider-b', 'provider-c']) {
-      expect(await h.rowFor(`${provider}:cut`)).toMatchObject({ status: 200, stream: true, error: `${provider} closed the connection mid-response` });
+      expect(await h.rowFor(`${provider}:cut`)).toMatchObject({
+        status: 200,
+        stream: true,
+        error: `${provider} closed the connection mid-response`,
+      });
     }
   });
 
@@ -279,8 +341,19 @@ describe('monthly token budgets', () => {
     const lastMonth = usageMonth(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 0));
     // Last month's calls count against last month only.
     await h.store.insertRequestLog({
-      projectId, keyId: h.acmeKeyId, provider: 'provider-a', model: 'provider-a:old', stream: false, status: 200,
-      ttfbMs: 1, totalMs: 1, tokensIn: 1_000_000, tokensOut: 0, error: null, requestBody: '{}', responseBody: '{}',
+      projectId,
+      keyId: h.acmeKeyId,
+      provider: 'provider-a',
+      model: 'provider-a:old',
+      stream: false,
+      status: 200,
+      ttfbMs: 1,
+      totalMs: 1,
+      tokensIn: 1_000_000,
+      tokensOut: 0,
+      error: null,
+      requestBody: '{}',
+      responseBody: '{}',
       createdAt: Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1) - 1,
     });
     expect(await h.store.getProjectUsage(projectId, lastMonth)).toBe(1_000_000);
@@ -300,9 +373,13 @@ describe('monthly token budgets', () => {
     const openaiError = await caught(openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages }));
     expect(openaiError).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(openaiError.error).toEqual({ message, type: 'permission_error', param: null, code: 'budget_exceeded' });
-    const streamError = await caught(openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages, stream: true }));
+    const streamError = await caught(
+      openai.chat.completions.create({ model: 'provider-a:gpt-fake', messages: budgetMessages, stream: true }),
+    );
     expect(streamError).toBeInstanceOf(OpenAI.PermissionDeniedError);
-    const anthropicError = await caught(anthropic.messages.create({ model: 'provider-c:claude-fake', max_tokens: 8, messages: budgetMessages }));
+    const anthropicError = await caught(
+      anthropic.messages.create({ model: 'provider-c:claude-fake', max_tokens: 8, messages: budgetMessages }),
+    );
     expect(anthropicError).toBeInstanceOf(Anthropic.PermissionDeniedError);
     expect(anthropicError.error).toEqual({ type: 'error', error: { type: 'permission_error', message } });
     const mistralResponse = await fetch(`${sdkBase}v1/chat/completions`, {

@@ -41,9 +41,24 @@ async function post(path: string, model: string, extra: Record<string, string> =
 
 describe('headers', () => {
   it.each([
-    ['provider-a', 'chat/completions', 'a', ['accept', 'user-agent', 'openai-beta', 'content-type', 'content-length', 'accept-encoding', 'authorization']],
-    ['provider-b', 'v1/chat/completions', 'b', ['accept', 'user-agent', 'content-type', 'content-length', 'accept-encoding', 'authorization']],
-    ['provider-c', 'v1/messages', 'c', ['accept', 'user-agent', 'anthropic-version', 'anthropic-beta', 'content-type', 'content-length', 'accept-encoding', 'x-api-key']],
+    [
+      'provider-a',
+      'chat/completions',
+      'a',
+      ['accept', 'user-agent', 'openai-beta', 'content-type', 'content-length', 'accept-encoding', 'authorization'],
+    ],
+    [
+      'provider-b',
+      'v1/chat/completions',
+      'b',
+      ['accept', 'user-agent', 'content-type', 'content-length', 'accept-encoding', 'authorization'],
+    ],
+    [
+      'provider-c',
+      'v1/messages',
+      'c',
+      ['accept', 'user-agent', 'anthropic-version', 'anthropic-beta', 'content-type', 'content-length', 'accept-encoding', 'x-api-key'],
+    ],
   ] as const)('%s gets only the headers its API reads, and the operator key', async (provider, path, letter, expected) => {
     const response = await post(path, `${provider}:headers-${letter}`);
     expect(response.status).toBe(200);
@@ -58,7 +73,9 @@ describe('headers', () => {
     for (const stream of [false, true]) {
       const response = await post('chat/completions', `provider-a:back-${stream}`, {}, stream);
       await response.text();
-      const names = [...response.headers.keys()].filter((name) => !['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(name));
+      const names = [...response.headers.keys()].filter(
+        (name) => !['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(name),
+      );
       // The x-ratelimit-*-requests headers are the proxy's own, about the client's key (the upstream's were dropped).
       const ours = ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'];
       expect(names.sort()).toEqual(

@@ -88,7 +88,10 @@ describe('request-log body limits', () => {
     const bytes = rows.map((r) => Buffer.byteLength(r.requestBody) + Buffer.byteLength(r.responseBody));
     // Each call keeps 1,000 bytes: two fit in 2,500, the third and fourth keep none.
     expect(bytes.slice(0, 2)).toEqual([1000, 1000]);
-    expect(rows.slice(2).map((r) => [r.requestBody, r.responseBody])).toEqual([[kBodiesNotKept, kBodiesNotKept], [kBodiesNotKept, kBodiesNotKept]]);
+    expect(rows.slice(2).map((r) => [r.requestBody, r.responseBody])).toEqual([
+      [kBodiesNotKept, kBodiesNotKept],
+      [kBodiesNotKept, kBodiesNotKept],
+    ]);
     expect(rows.map((r) => r.tokensIn)).toEqual([300, 300, 300, 300]);
     expect(await small.store.getProjectUsage(projectId, usageMonth(Date.now()))).toBe(4 * (300 + 301));
 
@@ -130,8 +133,8 @@ describe("each provider's own rate-limit headers", () => {
 
   it('Anthropic: anthropic-ratelimit-requests-*, the reset as an RFC 3339 time', async () => {
     const before = Date.now();
-    const { data, response } = await officialClients(h).anthropic.messages
-      .create({ model: 'provider-c:limits', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+    const { data, response } = await officialClients(h)
+      .anthropic.messages.create({ model: 'provider-c:limits', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
       .withResponse();
     expect(data.content).toEqual([{ type: 'text', text: 'Echo: hi' }]);
     expect(response.headers.get('anthropic-ratelimit-requests-limit')).toBe('600');
@@ -196,7 +199,9 @@ describe("the provider refusing the operator's key", () => {
 
   it('401: each SDK gets 502 in its shape with a neutral message; the log keeps the detail', async () => {
     const { openai, anthropic, mistral } = officialClients(wrongKey);
-    const openaiError = await openai.chat.completions.create({ model: 'provider-a:refused', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const openaiError = await openai.chat.completions
+      .create({ model: 'provider-a:refused', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(openaiError).toBeInstanceOf(OpenAI.InternalServerError);
     expect(openaiError.status).toBe(502);
     expect(openaiError.error).toEqual({ message: neutral('provider-a'), type: 'upstream_error', param: null, code: 'upstream_error' });
@@ -205,7 +210,9 @@ describe("the provider refusing the operator's key", () => {
       .catch((e) => e);
     expect(anthropicError).toBeInstanceOf(Anthropic.InternalServerError);
     expect(anthropicError.error).toEqual({ type: 'error', error: { type: 'api_error', message: neutral('provider-c') } });
-    const mistralError = await mistral.chat.complete({ model: 'provider-b:refused', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const mistralError = await mistral.chat
+      .complete({ model: 'provider-b:refused', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(mistralError.statusCode).toBe(502);
     expect(String(mistralError.body)).toContain(neutral('provider-b'));
 

@@ -39,13 +39,38 @@ describe('GET /v2/{project_id}/requests', () => {
     expect(second.body).toMatchObject({ object: 'list', has_more: false, next_before: null });
     const row = second.body.data[0];
     expect(Object.keys(row)).toEqual([
-      'id', 'object', 'created_at', 'created_at_ms', 'project_id', 'key_id', 'provider', 'model', 'stream', 'status',
-      'ttfb_ms', 'total_ms', 'tokens_in', 'tokens_out', 'error', 'request_body', 'response_body',
-      'request_body_truncated', 'response_body_truncated', 'request_body_bytes', 'response_body_bytes',
+      'id',
+      'object',
+      'created_at',
+      'created_at_ms',
+      'project_id',
+      'key_id',
+      'provider',
+      'model',
+      'stream',
+      'status',
+      'ttfb_ms',
+      'total_ms',
+      'tokens_in',
+      'tokens_out',
+      'error',
+      'request_body',
+      'response_body',
+      'request_body_truncated',
+      'response_body_truncated',
+      'request_body_bytes',
+      'response_body_bytes',
     ]);
     expect(row).toMatchObject({
-      object: 'proxy.request', project_id: h.projectId, key_id: h.acmeKeyId, provider: 'provider-a', stream: false,
-      status: 200, tokens_in: 1, tokens_out: 2, error: null,
+      object: 'proxy.request',
+      project_id: h.projectId,
+      key_id: h.acmeKeyId,
+      provider: 'provider-a',
+      stream: false,
+      status: 200,
+      tokens_in: 1,
+      tokens_out: 2,
+      error: null,
       request_body: '{"model":"provider-a:m1","messages":[{"role":"user","content":"hi"}]}',
     });
     expect(row.created_at).toBe(Math.floor(row.created_at_ms / 1000));
@@ -53,13 +78,25 @@ describe('GET /v2/{project_id}/requests', () => {
 
   it("answers 401, 404 (another organization's project) and 400 in the service error shape", async () => {
     expect(await list('', 'svc_nope')).toEqual({
-      status: 401, body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' } },
+      status: 401,
+      body: { error: { message: 'Invalid API key', type: 'authentication_error', param: null, code: 'authentication' } },
     });
     expect(await list('', h.globexKey)).toEqual({
-      status: 404, body: { error: { message: `The project '${h.projectId}' does not exist`, type: 'not_found_error', param: 'project_id', code: 'not_found' } },
+      status: 404,
+      body: {
+        error: { message: `The project '${h.projectId}' does not exist`, type: 'not_found_error', param: 'project_id', code: 'not_found' },
+      },
     });
     expect(await list('?limit=0')).toEqual({
-      status: 400, body: { error: { message: 'limit must be an integer from 1 to 500', type: 'invalid_request_error', param: 'limit', code: 'invalid_request' } },
+      status: 400,
+      body: {
+        error: {
+          message: 'limit must be an integer from 1 to 500',
+          type: 'invalid_request_error',
+          param: 'limit',
+          code: 'invalid_request',
+        },
+      },
     });
   });
 });
@@ -69,7 +106,10 @@ describe('what the log keeps', () => {
     await ask('provider-a:secrets', 'my key is svc_0123456789abcdef0123', { user: 'u1', metadata: { api_key: 'plain-secret' } });
     const row = await h.rowFor('provider-a:secrets');
     expect(JSON.parse(row.requestBody)).toEqual({
-      model: 'provider-a:secrets', messages: [{ role: 'user', content: 'my key is [redacted]' }], user: 'u1', metadata: { api_key: '[redacted]' },
+      model: 'provider-a:secrets',
+      messages: [{ role: 'user', content: 'my key is [redacted]' }],
+      user: 'u1',
+      metadata: { api_key: '[redacted]' },
     });
     expect(JSON.parse(row.responseBody).choices[0].message.content).toBe('Echo: my key is [redacted]');
   });

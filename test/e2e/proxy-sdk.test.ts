@@ -43,8 +43,15 @@ describe('provider A through the openai SDK', () => {
 
     const [row] = await h.logRows(1);
     expect(row).toMatchObject({
-      projectId: h.projectId, keyId: h.acmeKeyId, provider: 'provider-a', model: 'provider-a:gpt-fake',
-      stream: false, status: 200, tokensIn: 4, tokensOut, error: null,
+      projectId: h.projectId,
+      keyId: h.acmeKeyId,
+      provider: 'provider-a',
+      model: 'provider-a:gpt-fake',
+      stream: false,
+      status: 200,
+      tokensIn: 4,
+      tokensOut,
+      error: null,
     });
     expect(JSON.parse(row.requestBody)).toEqual({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: question }] });
     expect(JSON.parse(row.responseBody).choices[0].message.content).toBe(reply);
@@ -87,7 +94,14 @@ describe('provider B through the @mistralai/mistralai SDK', () => {
     expect(upstream.body.model).toBe('mistral-fake');
     expect(upstream.headers.authorization).toBe(`Bearer ${kFakeKeys.b}`);
     const rows = await h.logRows(3);
-    expect(rows[0]).toMatchObject({ provider: 'provider-b', model: 'provider-b:mistral-fake', stream: false, status: 200, tokensIn: 4, tokensOut });
+    expect(rows[0]).toMatchObject({
+      provider: 'provider-b',
+      model: 'provider-b:mistral-fake',
+      stream: false,
+      status: 200,
+      tokensIn: 4,
+      tokensOut,
+    });
   });
 
   it('streams, reassembled exactly, with usage from the last chunk', async () => {
@@ -139,8 +153,12 @@ describe('provider C through the @anthropic-ai/sdk SDK', () => {
     }
     expect(text).toBe(reply);
     expect(types).toEqual([
-      'message_start', 'content_block_start', ...Array(tokensOut).fill('content_block_delta'),
-      'content_block_stop', 'message_delta', 'message_stop',
+      'message_start',
+      'content_block_start',
+      ...Array(tokensOut).fill('content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
     ]);
     const rows = await h.logRows(6);
     expect(rows[0]).toMatchObject({ provider: 'provider-c', stream: true, status: 200, tokensIn: 4, tokensOut, error: null });
@@ -184,7 +202,13 @@ describe('usage of OpenAI-style streams', () => {
     const text = await rawStream('quiet');
     expect(h.fake.requests.at(-1)!.body.stream_options).toEqual({ include_usage: true });
     expect(text).toBe(chatChunks('a', 'quiet', pieces, usage, false).join(''));
-    expect(await h.rowFor('provider-a:quiet')).toMatchObject({ stream: true, status: 200, tokensIn: 4, tokensOut: pieces.length, error: null });
+    expect(await h.rowFor('provider-a:quiet')).toMatchObject({
+      stream: true,
+      status: 200,
+      tokensIn: 4,
+      tokensOut: pieces.length,
+      error: null,
+    });
 
     // Through the SDK: no chunk without choices reaches the client, the reply is whole.
     const stream = await openai.chat.completions.create({ model: 'provider-a:quiet-sdk', messages: usageMessages, stream: true });

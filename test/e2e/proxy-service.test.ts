@@ -36,12 +36,17 @@ it('serves proxied calls with the service keys, projects and grants, and logs th
   const project = await service.createProject('acme', 'support-bot');
   const client = new OpenAI({ baseURL: `${server.url}/v2/${project.id}/`, apiKey: key, maxRetries: 0 });
 
-  const denied = await client.chat.completions.create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+  const denied = await client.chat.completions
+    .create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'hi' }] })
+    .catch((e) => e);
   expect(denied).toBeInstanceOf(OpenAI.PermissionDeniedError);
   expect(denied.message).toBe("403 The organization 'acme' has no proxy access; request access from the operator");
 
   await service.setProxyAccess('acme', true);
-  const completion = await client.chat.completions.create({ model: 'provider-a:gpt-fake', messages: [{ role: 'user', content: 'hi there' }] });
+  const completion = await client.chat.completions.create({
+    model: 'provider-a:gpt-fake',
+    messages: [{ role: 'user', content: 'hi there' }],
+  });
   expect(completion.choices[0].message.content).toBe('Echo: hi there');
 
   // The service's own routes answer beside the proxy's.

@@ -139,7 +139,9 @@ describe('requests per minute per key', () => {
     expect(rejected.body).toEqual({
       error: {
         message: `Rate limit reached: an API key of 'retry' may send 2 requests per ${kWindowMs} ms; retry in ${Math.ceil(retryAfterMs / 1000)} s`,
-        type: 'rate_limit_error', param: null, code: 'rate_limited',
+        type: 'rate_limit_error',
+        param: null,
+        code: 'rate_limited',
       },
     });
   });
@@ -150,14 +152,20 @@ describe('requests per minute per key', () => {
     const v2 = await get('/v2/models', keys.shapes);
     expect(v2.status).toBe(429);
     expect(v2.headers.get('retry-after')).toMatch(/^[1-4]$/);
-    expect(((await v2.json()) as { error: { type: string; code: string } }).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+    expect(((await v2.json()) as { error: { type: string; code: string } }).error).toMatchObject({
+      type: 'rate_limit_error',
+      code: 'rate_limited',
+    });
 
     const anthropic = new Anthropic({ baseURL: `${base}/v2/${projects.shapes}/`, apiKey: keys.shapes, maxRetries: 0 });
     const error = await anthropic.messages.create({ model: 'provider-c:claude-fake', max_tokens: 8, messages }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Anthropic.RateLimitError);
     expect((error as { error: unknown }).error).toEqual({
       type: 'error',
-      error: { type: 'rate_limit_error', message: expect.stringMatching(/^Rate limit reached: an API key of 'shapes' may send 1 requests per 4000 ms; retry in [1-4] s$/) },
+      error: {
+        type: 'rate_limit_error',
+        message: expect.stringMatching(/^Rate limit reached: an API key of 'shapes' may send 1 requests per 4000 ms; retry in [1-4] s$/),
+      },
     });
   });
 
@@ -214,7 +222,9 @@ describe('failed authentication per client address', () => {
     });
     expect(proxy.status).toBe(429);
     const body = (await proxy.json()) as { error: { message: string } };
-    expect(body.error.message).toMatch(new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per ${kWindowMs} ms\\); retry in [1-4] s$`));
+    expect(body.error.message).toMatch(
+      new RegExp(`^Too many failed authentications from this address \\(${kFailedAuthLimit} per ${kWindowMs} ms\\); retry in [1-4] s$`),
+    );
     expect(proxy.headers.get('retry-after')).toMatch(/^[1-4]$/);
     expect((await get('/v2/models', 'svc_wrong_once_more')).status).toBe(429);
     // Another client behind the same address (a NAT, a proxy) with its valid key is not locked out.
@@ -263,8 +273,7 @@ describe('a store shared by several servers', () => {
     const rateLimit = { store: Store, windowMs: kWindowMs, failedAuthPerWindow: 2 };
     const [one, two] = [await startProxyHarness({ rateLimit }), await startProxyHarness({ rateLimit })];
     try {
-      const ask = (base: string, key: string) =>
-        fetch(`${base}requests`, { headers: { authorization: `Bearer ${key}` } });
+      const ask = (base: string, key: string) => fetch(`${base}requests`, { headers: { authorization: `Bearer ${key}` } });
       expect((await ask(one.sdkBase, one.acmeKey)).status).toBe(200);
       expect((await ask(one.sdkBase, 'svc_wrong_1')).status).toBe(401);
       expect((await ask(one.sdkBase, 'svc_wrong_2')).status).toBe(401);
@@ -296,7 +305,11 @@ describe('metrics', () => {
 describe('durationText', () => {
   it("writes OpenAI's reset durations", () => {
     expect([durationText(850), durationText(1500), durationText(59_998), durationText(60_000), durationText(61_250)]).toEqual([
-      '850ms', '1.5s', '59.998s', '1m0s', '1m1.25s',
+      '850ms',
+      '1.5s',
+      '59.998s',
+      '1m0s',
+      '1m1.25s',
     ]);
   });
 });

@@ -30,7 +30,18 @@ describe('a replica killed while it trains', () => {
     const artifacts = join(dir, 'models');
     expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
     const key = (await svc(['keys', 'create', '--org', 'acme', '--database', database])).stdout.trim();
-    const flags = (name: string) => ['--database', database, '--artifacts', artifacts, '--data', join(dir, name), '--workers', '1', '--engine-threads', '1'];
+    const flags = (name: string) => [
+      '--database',
+      database,
+      '--artifacts',
+      artifacts,
+      '--data',
+      join(dir, name),
+      '--workers',
+      '1',
+      '--engine-threads',
+      '1',
+    ];
     const store = await PostgresStore.open(database);
     const one = await serve(flags('replica-1'));
     const two = await serve(flags('replica-2')).catch(async (error: unknown) => {
@@ -39,7 +50,10 @@ describe('a replica killed while it trains', () => {
     });
     try {
       const model = await json(one.url, key, 'POST', '/v2/train', {
-        model: 'svc-small', task_type: 'binary-classification', examples: imdbExamples(20, 10), num_iterations: 4,
+        model: 'svc-small',
+        task_type: 'binary-classification',
+        examples: imdbExamples(20, 10),
+        num_iterations: 4,
       });
       const id = model.id as string;
       let progress: Record<string, unknown> = {};

@@ -86,11 +86,15 @@ describe('two replicas on one database', () => {
     }
     expect(await two.service.store.getProjectUsage(projectId, month)).toBe(kCallTokens);
     const upstreamCalls = fake.requests.length;
-    const error = await client(two).chat.completions.create({ model: 'provider-a:gpt-fake', messages }).catch((e: unknown) => e);
+    const error = await client(two)
+      .chat.completions.create({ model: 'provider-a:gpt-fake', messages })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect((error as { error: unknown }).error).toEqual({
       message: `The project '${projectId}' has used ${kCallTokens} of its ${kCallTokens} proxy tokens for ${month} (UTC); the budget starts again next month, or the operator can raise it`,
-      type: 'permission_error', param: null, code: 'budget_exceeded',
+      type: 'permission_error',
+      param: null,
+      code: 'budget_exceeded',
     });
     expect(fake.requests.length).toBe(upstreamCalls);
   });
@@ -127,7 +131,9 @@ describe('a database that cannot count', () => {
       expect((error as { status: number; error: unknown }).status).toBe(503);
       expect((error as { error: unknown }).error).toEqual({
         message: 'The request limits could not be checked: the database did not answer; retry shortly',
-        type: 'overloaded_error', param: null, code: 'overloaded',
+        type: 'overloaded_error',
+        param: null,
+        code: 'overloaded',
       });
       expect(fake.requests.length).toBe(upstreamCalls);
     } finally {

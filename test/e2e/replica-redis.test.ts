@@ -102,7 +102,11 @@ describe('two replicas on their own SQLite files, sharing one Redis', () => {
     for (const replica of [one, two]) {
       await expectCountsUnavailable(await models(replica, key), 'Redis');
       // Said once in the replica's log (as a warning), not once per reconnection attempt.
-      const lostLines = () => replica.output().split('\n').filter((line) => line.includes('went away'));
+      const lostLines = () =>
+        replica
+          .output()
+          .split('\n')
+          .filter((line) => line.includes('went away'));
       // The line comes through the child's stdout, which may trail the HTTP answer.
       for (let i = 0; i < 50 && lostLines().length === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
       const lost = lostLines();

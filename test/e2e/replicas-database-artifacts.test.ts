@@ -41,68 +41,90 @@ async function rowCounts(url: string): Promise<{ files: number; blobs: number }>
 }
 
 describe('two svc serve replicas on one database, model files in the database', () => {
-  it('train through one; the other fetches the model from the database to predict and to serve the hub', async () => {
-    const database = await pgServer.cluster.createDatabase();
-    expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
-    const key = (await svc(['keys', 'create', '--org', 'acme', '--database', database])).stdout.trim();
-    const flags = (data: string) => ['--database', database, '--data', join(dir, data), '--workers', '1', '--engine-threads', '1'];
-    const [one, two] = await Promise.all([serve(flags('one')), serve([...flags('two'), '--model-cache-mb', '512'])]);
-    try {
-      const train = { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false };
-      const models: { id: string; status: string }[] = [];
-      for (const texts of [examples, imdbExamples(10, 10)]) {
-        const trained = await httpCall(one.url, 'POST', '/v2/train', key, { ...train, examples: texts });
-        expect(trained.status).toBe(200);
-        models.push(JSON.parse(trained.text) as { id: string; status: string });
-      }
-      for (const model of models) {
-        let seen = model;
-        for (let i = 0; i < 1200 * kLevelSlowdown && seen.status === 'training'; i += 1) {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          seen = JSON.parse((await httpCall(two.url, 'GET', `/v2/models/${model.id}`, key)).text) as typeof model;
+  it(
+    'train through one; the other fetches the model from the database to predict and to serve the hub',
+    async () => {
+      const database = await pgServer.cluster.createDatabase();
+      expect((await svc(['orgs', 'create', 'acme', '--database', database])).code).toBe(0);
+      const key = (await svc(['keys', 'create', '--org', 'acme', '--database', database])).stdout.trim();
+      const flags = (data: string) => ['--database', database, '--data', join(dir, data), '--workers', '1', '--engine-threads', '1'];
+      const [one, two] = await Promise.all([serve(flags('one')), serve([...flags('two'), '--model-cache-mb', '512'])]);
+      try {
+        const train = { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false };
+        const models: { id: string; status: string }[] = [];
+        for (const texts of [examples, imdbExamples(10, 10)]) {
+          const trained = await httpCall(one.url, 'POST', '/v2/train', key, { ...train, examples: texts });
+          expect(trained.status).toBe(200);
+          models.push(JSON.parse(trained.text) as { id: string; status: string });
         }
-        // Both replicas report the metrics of the one manifest the database holds.
-        const fromOne = JSON.parse((await httpCall(one.url, 'GET', `/v2/models/${model.id}`, key)).text) as { metrics: Record<string, number> };
-        expect(Object.keys(fromOne.metrics).sort()).toEqual(['cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
-        expect(seen).toEqual({ ...model, status: 'trained', metrics: fromOne.metrics });
+        for (const model of models) {
+          let seen = model;
+          for (let i = 0; i < 1200 * kLevelSlowdown && seen.status === 'training'; i += 1) {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            seen = JSON.parse((await httpCall(two.url, 'GET', `/v2/models/${model.id}`, key)).text) as typeof model;
+          }
+          // Both replicas report the metrics of the one manifest the database holds.
+          const fromOne = JSON.parse((await httpCall(one.url, 'GET', `/v2/models/${model.id}`, key)).text) as {
+            metrics: Record<string, number>;
+          };
+          expect(Object.keys(fromOne.metrics).sort()).toEqual([
+            'cv_accuracy',
+            'cv_encoder',
+            'cv_folds',
+            'cv_macro_f1',
+            'train_accuracy',
+            'train_seconds',
+          ]);
+          expect(seen).toEqual({ ...model, status: 'trained', metrics: fromOne.metrics });
+        }
+        const [model] = models;
+
+        const body = { model: model.id, inputs: ['A wonderful, moving film.', 'Dull and far too long.'] };
+        const fromTwo = await httpCall(two.url, 'POST', '/v2/predict', key, body);
+        const fromOne = await httpCall(one.url, 'POST', '/v2/predict', key, body);
+        expect(fromTwo.status).toBe(200);
+        expect(fromTwo.text).toBe(fromOne.text);
+        const labels = (JSON.parse(fromTwo.text) as { predictions: { label: boolean }[] }).predictions.map((p) => p.label);
+        expect(labels).toEqual([true, false]);
+
+        const info = JSON.parse((await httpCall(two.url, 'GET', `/hub/api/models/acme/${model.id}`, key)).text) as {
+          siblings: { rfilename: string }[];
+        };
+        const names = info.siblings.map((s) => s.rfilename);
+        expect(names).toEqual([
+          'config.json',
+          'example_embeddings.safetensors',
+          'examples.json',
+          'head.json',
+          'manifest.json',
+          'onnx/model.onnx',
+          'tokenizer.json',
+          'tokenizer_config.json',
+        ]);
+        for (const name of names) {
+          const path = `/hub/acme/${model.id}/resolve/main/${name}`;
+          const [a, b] = [await hubFile(one.url, key, path), await hubFile(two.url, key, path)];
+          expect(a.status).toBe(200);
+          expect(b).toEqual(a);
+        }
+
+        // Two models of six files each: config.json, tokenizer.json and tokenizer_config.json are equal across them
+        // and stored once; the head, the manifest and the ONNX graph (which holds the head) are each model's own.
+        expect(await rowCounts(database)).toEqual({ files: 12, blobs: 9 });
+        // No hub folder anywhere: replica two holds only its cache of the model it ran.
+        expect(readdirSync(dir).sort()).toEqual(['one', 'two']);
+        expect(readdirSync(join(dir, 'two', 'model-cache', 'acme'))).toEqual([model.id]);
+
+        expect((await httpCall(two.url, 'DELETE', `/v2/models/${model.id}`, key)).status).toBe(200);
+        expect(await rowCounts(database)).toEqual({ files: 6, blobs: 6 });
+        expect((await hubFile(one.url, key, `/hub/acme/${model.id}/resolve/main/config.json`)).status).toBe(404);
+      } finally {
+        one.child.kill('SIGTERM');
+        two.child.kill('SIGTERM');
+        expect([await exited(one.child), await exited(two.child)]).toEqual([0, 0]);
       }
-      const [model] = models;
-
-      const body = { model: model.id, inputs: ['A wonderful, moving film.', 'Dull and far too long.'] };
-      const fromTwo = await httpCall(two.url, 'POST', '/v2/predict', key, body);
-      const fromOne = await httpCall(one.url, 'POST', '/v2/predict', key, body);
-      expect(fromTwo.status).toBe(200);
-      expect(fromTwo.text).toBe(fromOne.text);
-      const labels = (JSON.parse(fromTwo.text) as { predictions: { label: boolean }[] }).predictions.map((p) => p.label);
-      expect(labels).toEqual([true, false]);
-
-      const info = JSON.parse((await httpCall(two.url, 'GET', `/hub/api/models/acme/${model.id}`, key)).text) as {
-        siblings: { rfilename: string }[];
-      };
-      const names = info.siblings.map((s) => s.rfilename);
-      expect(names).toEqual(['config.json', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
-      for (const name of names) {
-        const path = `/hub/acme/${model.id}/resolve/main/${name}`;
-        const [a, b] = [await hubFile(one.url, key, path), await hubFile(two.url, key, path)];
-        expect(a.status).toBe(200);
-        expect(b).toEqual(a);
-      }
-
-      // Two models of six files each: config.json, tokenizer.json and tokenizer_config.json are equal across them
-      // and stored once; the head, the manifest and the ONNX graph (which holds the head) are each model's own.
-      expect(await rowCounts(database)).toEqual({ files: 12, blobs: 9 });
-      // No hub folder anywhere: replica two holds only its cache of the model it ran.
-      expect(readdirSync(dir).sort()).toEqual(['one', 'two']);
-      expect(readdirSync(join(dir, 'two', 'model-cache', 'acme'))).toEqual([model.id]);
-
-      expect((await httpCall(two.url, 'DELETE', `/v2/models/${model.id}`, key)).status).toBe(200);
-      expect(await rowCounts(database)).toEqual({ files: 6, blobs: 6 });
-      expect((await hubFile(one.url, key, `/hub/acme/${model.id}/resolve/main/config.json`)).status).toBe(404);
-    } finally {
-      one.child.kill('SIGTERM');
-      two.child.kill('SIGTERM');
-      expect([await exited(one.child), await exited(two.child)]).toEqual([0, 0]);
-    }
-    // Two trainings on one worker each, on a machine whose cores other test files share.
-  }, 240_000 * kLevelSlowdown);
+      // Two trainings on one worker each, on a machine whose cores other test files share.
+    },
+    240_000 * kLevelSlowdown,
+  );
 });

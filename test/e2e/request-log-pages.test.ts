@@ -19,11 +19,24 @@ function bodyOf(n: number, side: string): string {
 beforeAll(async () => {
   h = await startProxyHarness();
   for (let n = 0; n < kRows; n += 1) {
-    ids.push(await h.store.insertRequestLog({
-      projectId: h.projectId, keyId: h.acmeKeyId, provider: 'provider-a', model: 'provider-a:big', stream: false, status: 200,
-      ttfbMs: 5, totalMs: 9, tokensIn: 1, tokensOut: 1, error: null,
-      requestBody: bodyOf(n, 'request'), responseBody: bodyOf(n, 'response'), createdAt: Date.now(),
-    }));
+    ids.push(
+      await h.store.insertRequestLog({
+        projectId: h.projectId,
+        keyId: h.acmeKeyId,
+        provider: 'provider-a',
+        model: 'provider-a:big',
+        stream: false,
+        status: 200,
+        ttfbMs: 5,
+        totalMs: 9,
+        tokensIn: 1,
+        tokensOut: 1,
+        error: null,
+        requestBody: bodyOf(n, 'request'),
+        responseBody: bodyOf(n, 'response'),
+        createdAt: Date.now(),
+      }),
+    );
   }
 }, 120_000);
 afterAll(async () => {
@@ -52,7 +65,10 @@ describe('the request log of large bodies', () => {
         expect(row).toMatchObject({
           request_body: bodyOf(n, 'request').slice(0, kListBodyPreviewChars),
           response_body: bodyOf(n, 'response').slice(0, kListBodyPreviewChars),
-          request_body_truncated: true, response_body_truncated: true, request_body_bytes: kBodyChars, response_body_bytes: kBodyChars,
+          request_body_truncated: true,
+          response_body_truncated: true,
+          request_body_bytes: kBodyChars,
+          response_body_bytes: kBodyChars,
         });
         seen.push(row.id);
       }
@@ -70,8 +86,14 @@ describe('the request log of large bodies', () => {
     const one = await get(`/requests/${ids[n]}`);
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({
-      id: ids[n], object: 'proxy.request', project_id: h.projectId, model: 'provider-a:big',
-      request_body_truncated: false, response_body_truncated: false, request_body_bytes: kBodyChars, response_body_bytes: kBodyChars,
+      id: ids[n],
+      object: 'proxy.request',
+      project_id: h.projectId,
+      model: 'provider-a:big',
+      request_body_truncated: false,
+      response_body_truncated: false,
+      request_body_bytes: kBodyChars,
+      response_body_bytes: kBodyChars,
     });
     expect(one.body.request_body).toBe(bodyOf(n, 'request'));
     expect(one.body.response_body).toBe(bodyOf(n, 'response'));
@@ -79,14 +101,34 @@ describe('the request log of large bodies', () => {
 
   it("answers 404 for a call not in the project's log, another organization's key, and 400 for a bad id", async () => {
     const foreign = await h.store.insertRequestLog({
-      projectId: h.globexProjectId, keyId: 'key_000000000000', provider: 'provider-a', model: 'provider-a:theirs', stream: false,
-      status: 200, ttfbMs: 1, totalMs: 1, tokensIn: null, tokensOut: null, error: null, requestBody: '{}', responseBody: '{}', createdAt: Date.now(),
+      projectId: h.globexProjectId,
+      keyId: 'key_000000000000',
+      provider: 'provider-a',
+      model: 'provider-a:theirs',
+      stream: false,
+      status: 200,
+      ttfbMs: 1,
+      totalMs: 1,
+      tokensIn: null,
+      tokensOut: null,
+      error: null,
+      requestBody: '{}',
+      responseBody: '{}',
+      createdAt: Date.now(),
     });
-    const missing = { error: { message: `The request '${foreign}' is not in this project's log`, type: 'not_found_error', param: 'request_id', code: 'not_found' } };
+    const missing = {
+      error: {
+        message: `The request '${foreign}' is not in this project's log`,
+        type: 'not_found_error',
+        param: 'request_id',
+        code: 'not_found',
+      },
+    };
     expect(await get(`/requests/${foreign}`)).toMatchObject({ status: 404, body: missing });
     expect((await get(`/requests/${ids[0]}`, h.globexKey)).status).toBe(404);
     expect(await get('/requests/abc')).toMatchObject({
-      status: 400, body: { error: { message: `request_id must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}`, param: 'request_id' } },
+      status: 400,
+      body: { error: { message: `request_id must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}`, param: 'request_id' } },
     });
   });
 });

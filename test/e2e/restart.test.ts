@@ -14,7 +14,9 @@ import { kLevelSlowdown } from '../_support/level.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(20, 30), ...imdb.filter((r) => !r.label).slice(20, 30)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive',
+  text: r.text,
+  label: r.label,
+  label_text: 'positive',
 }));
 const dir = mkdtempSync(join(tmpdir(), 'svc-restart-'));
 

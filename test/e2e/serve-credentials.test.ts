@@ -36,7 +36,10 @@ afterAll(() => {
 /** `svc serve` on `database`, one request answered and one refused, Redis lost and back, then SIGTERM: all it printed. */
 async function serveAndStop(database: string): Promise<string> {
   const { port } = redis.server;
-  const started = await serve(['--data', dir, '--database', database, '--redis', `redis://default:${kRedisPassword}@127.0.0.1:${port}`], kEnv);
+  const started = await serve(
+    ['--data', dir, '--database', database, '--redis', `redis://default:${kRedisPassword}@127.0.0.1:${port}`],
+    kEnv,
+  );
   try {
     expect((await fetch(`${started.url}/health`)).status).toBe(200);
     expect((await fetch(`${started.url}/v2/models`, { headers: { authorization: 'Bearer svc_wrong' } })).status).toBe(401);

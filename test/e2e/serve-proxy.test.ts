@@ -38,8 +38,12 @@ afterAll(async () => {
 describe('svc serve with the proxy', () => {
   it('forwards for an organization once the operator grants access, and lists the proxy models', async () => {
     const client = new OpenAI({ baseURL: `${server.url}/v2/${projectId}/`, apiKey: key, maxRetries: 0 });
-    const ask = () => client.chat.completions.create({ model: 'provider-a:gpt-test', messages: [{ role: 'user', content: 'hello there' }] });
-    const denied = await ask().then(() => null, (error: unknown) => error);
+    const ask = () =>
+      client.chat.completions.create({ model: 'provider-a:gpt-test', messages: [{ role: 'user', content: 'hello there' }] });
+    const denied = await ask().then(
+      () => null,
+      (error: unknown) => error,
+    );
     expect(denied).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect((denied as InstanceType<typeof OpenAI.PermissionDeniedError>).status).toBe(403);
 
@@ -74,13 +78,20 @@ describe('svc serve with the proxy', () => {
 
     // The calls so far used 2 + 3 tokens each (the fake's usage for 'hello there'): a budget of 1 is spent.
     expect((await svc(['projects', 'budget', projectId, '--tokens', '1', '--data', dir])).code).toBe(0);
-    const spent = await ask().then(() => null, (error: unknown) => error);
+    const spent = await ask().then(
+      () => null,
+      (error: unknown) => error,
+    );
     expect(spent).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect((spent as InstanceType<typeof OpenAI.PermissionDeniedError>).code).toBe('budget_exceeded');
 
     expect((await svc(['orgs', 'limits', 'acme', '--rpm', '1', '--data', dir])).code).toBe(0);
     const limited = await fetch(`${server.url}/v2/models`, { headers: { authorization: `Bearer ${key}` } });
-    expect([limited.status, limited.headers.get('x-ratelimit-limit-requests'), limited.headers.get('x-ratelimit-remaining-requests')]).toEqual([429, '1', '0']);
+    expect([
+      limited.status,
+      limited.headers.get('x-ratelimit-limit-requests'),
+      limited.headers.get('x-ratelimit-remaining-requests'),
+    ]).toEqual([429, '1', '0']);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(((await limited.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
   });

@@ -19,7 +19,9 @@ const imdb = uciSentences('imdb');
 const positives = imdb.filter((r) => r.label);
 const negatives = imdb.filter((r) => !r.label);
 const examples = [...positives.slice(0, 10), ...negatives.slice(0, 10)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive review',
+  text: r.text,
+  label: r.label,
+  label_text: 'positive review',
 }));
 const heldOut = [...positives.slice(100, 105), ...negatives.slice(100, 105)].map((r) => r.text);
 
@@ -34,7 +36,12 @@ async function call(method: string, path: string, key: string | null, body?: unk
 }
 
 const notVisible = (what: string) => ({
-  error: { message: `The model '${what}' does not exist or is not visible to this API key`, type: 'not_found_error', param: 'model', code: 'not_found' },
+  error: {
+    message: `The model '${what}' does not exist or is not visible to this API key`,
+    type: 'not_found_error',
+    param: 'model',
+    code: 'not_found',
+  },
 });
 
 beforeAll(async () => {
@@ -61,8 +68,13 @@ describe('svc serve', () => {
     modelId = started.body.id as string;
     expect(modelId).toMatch(/^svc-small-[0-9a-f]{12}$/);
     const model = {
-      id: modelId, object: 'model', created_at: started.body.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 256,
+      id: modelId,
+      object: 'model',
+      created_at: started.body.created_at,
+      status: 'training',
+      owned_by: 'acme',
+      task_type: 'binary-classification',
+      context_window: 256,
     };
     expect(started.body).toEqual(model);
 
@@ -74,7 +86,14 @@ describe('svc serve', () => {
     const loaded = await Classifier.load(`acme/${modelId}`, { hub: new DirectoryHub(join(dir, 'hub')) });
     // Trained models report the metrics their manifest holds: cross-validated accuracy and macro-F1 among them.
     expect(current).toEqual({ ...model, status: 'trained', metrics: loaded.metrics });
-    expect(Object.keys(loaded.metrics).sort()).toEqual(['cv_accuracy', 'cv_encoder', 'cv_folds', 'cv_macro_f1', 'train_accuracy', 'train_seconds']);
+    expect(Object.keys(loaded.metrics).sort()).toEqual([
+      'cv_accuracy',
+      'cv_encoder',
+      'cv_folds',
+      'cv_macro_f1',
+      'train_accuracy',
+      'train_seconds',
+    ]);
     // Fine-tuned: the estimate was measured on the base encoder, which never saw the held-out folds.
     expect(loaded.metrics.cv_encoder).toBe('base');
 
@@ -82,7 +101,9 @@ describe('svc serve', () => {
     expect(predicted.status).toBe(200);
     const { predictions } = predicted.body as { predictions: { label: boolean; probability: number; truncated: boolean }[] };
     expect(Object.keys(predicted.body)).toEqual(['model', 'label_text', 'predictions']);
-    expect(predictions.map((p) => [Object.keys(p), p.truncated])).toEqual(heldOut.map(() => [['label', 'probability', 'truncated'], false]));
+    expect(predictions.map((p) => [Object.keys(p), p.truncated])).toEqual(
+      heldOut.map(() => [['label', 'probability', 'truncated'], false]),
+    );
     expect([predicted.body.model, predicted.body.label_text, predictions.length]).toEqual([modelId, 'positive review', 10]);
     // Exactly what the library gives for the model the service put in its hub.
     expect(predictions).toEqual(await loaded.predict(heldOut));
@@ -105,13 +126,24 @@ describe('svc serve', () => {
   it('keeps the model from another organization: not listed, not found, not predictable, not downloadable', async () => {
     expect(await call('GET', '/v2/models', globexKey)).toEqual({ status: 200, body: { object: 'list', data: [] } });
     expect(await call('GET', `/v2/models/${modelId}`, globexKey)).toEqual({ status: 404, body: notVisible(modelId) });
-    expect(await call('POST', '/v2/predict', globexKey, { model: modelId, inputs: ['x'] })).toEqual({ status: 404, body: notVisible(modelId) });
+    expect(await call('POST', '/v2/predict', globexKey, { model: modelId, inputs: ['x'] })).toEqual({
+      status: 404,
+      body: notVisible(modelId),
+    });
     expect(await call('GET', `/hub/acme/${modelId}/resolve/main/config.json`, globexKey)).toEqual({
-      status: 404, body: notVisible(`acme/${modelId}`),
+      status: 404,
+      body: notVisible(`acme/${modelId}`),
     });
     expect(await call('GET', `/hub/acme/${modelId}/resolve/main/config.json`, null)).toEqual({
       status: 401,
-      body: { error: { message: "Missing API key: send it as 'Authorization: Bearer <key>'", type: 'authentication_error', param: null, code: 'authentication' } },
+      body: {
+        error: {
+          message: "Missing API key: send it as 'Authorization: Bearer <key>'",
+          type: 'authentication_error',
+          param: null,
+          code: 'authentication',
+        },
+      },
     });
   });
 
@@ -132,7 +164,9 @@ describe('svc serve', () => {
       };
       const classify = await pipeline('text-classification', `acme/${modelId}`, { dtype: 'fp32' });
       const outputs = (await classify(heldOut, { top_k: null })) as { label: string; score: number }[][];
-      const ours = (await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: heldOut })).body.predictions as { probability: number }[];
+      const ours = (await call('POST', '/v2/predict', acmeKey, { model: modelId, inputs: heldOut })).body.predictions as {
+        probability: number;
+      }[];
       outputs.forEach((labels, i) => {
         const positive = labels.find((entry) => entry.label === 'positive review');
         expect(Math.abs((positive?.score ?? NaN) - ours[i].probability)).toBeLessThan(1e-3);
@@ -146,9 +180,15 @@ describe('svc serve', () => {
   });
 
   it('deletes the model and its hub copy', async () => {
-    expect(await call('DELETE', `/v2/models/${modelId}`, acmeKey)).toEqual({ status: 200, body: { id: modelId, object: 'model', deleted: true } });
+    expect(await call('DELETE', `/v2/models/${modelId}`, acmeKey)).toEqual({
+      status: 200,
+      body: { id: modelId, object: 'model', deleted: true },
+    });
     expect(await call('GET', `/v2/models/${modelId}`, acmeKey)).toEqual({ status: 404, body: notVisible(modelId) });
-    expect(await call('GET', `/hub/acme/${modelId}/resolve/main/config.json`, acmeKey)).toEqual({ status: 404, body: notVisible(`acme/${modelId}`) });
+    expect(await call('GET', `/hub/acme/${modelId}/resolve/main/config.json`, acmeKey)).toEqual({
+      status: 404,
+      body: notVisible(`acme/${modelId}`),
+    });
     expect(await call('GET', '/v2/models', acmeKey)).toEqual({ status: 200, body: { object: 'list', data: [] } });
     expect(existsSync(join(dir, 'hub', 'acme', modelId))).toBe(false);
   });

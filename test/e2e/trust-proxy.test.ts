@@ -99,7 +99,14 @@ describe('svc serve --trust-proxy', () => {
 describe("startServer's trustProxy", () => {
   it('a hop count trusts that many proxies nearest the server, not what a client wrote before them', async () => {
     const { data, key } = await dataDir();
-    const server = await startServer({ dataDir: data, port: 0, logLevel: 'silent', proxy: false, trustProxy: 1, rateLimit: { failedAuthPerWindow: kLimit } });
+    const server = await startServer({
+      dataDir: data,
+      port: 0,
+      logLevel: 'silent',
+      proxy: false,
+      trustProxy: 1,
+      rateLimit: { failedAuthPerWindow: kLimit },
+    });
     try {
       // One proxy: the client is the last address it forwarded for, whatever the client put in front of it.
       expect(await models(server.url, 'svc_wrong_1', '127.0.0.9, 127.0.0.4')).toBe(401);

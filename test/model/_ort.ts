@@ -13,12 +13,7 @@ export function createSession(model: Uint8Array): Promise<ort.InferenceSession> 
 }
 
 /** Runs `rows` in batches of `batchSize` and returns one output, concatenated row by row. */
-export async function runBatches(
-  session: ort.InferenceSession,
-  rows: number[][],
-  output: string,
-  batchSize = 32,
-): Promise<Float32Array[]> {
+export async function runBatches(session: ort.InferenceSession, rows: number[][], output: string, batchSize = 32): Promise<Float32Array[]> {
   const results: Float32Array[] = [];
   for (let start = 0; start < rows.length; start += batchSize) {
     const batch = rows.slice(start, start + batchSize);

@@ -6,14 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import {
-  adapterConfigJson,
-  kLoraModules,
-  loraTensorName,
-  parseAdapterConfig,
-  readAdapter,
-  writeAdapter,
-} from '../../src/model/adapter.js';
+import { adapterConfigJson, kLoraModules, loraTensorName, parseAdapterConfig, readAdapter, writeAdapter } from '../../src/model/adapter.js';
 import { resolveBaseModel } from '../../src/model/base-models.js';
 import { parseBertConfig } from '../../src/model/onnx/bert-weights.js';
 import { encodeSafetensors, float16ToFloat32, float32ToFloat16, SafetensorsFile } from '../../src/model/safetensors.js';
@@ -75,7 +68,11 @@ describe('adapter_config.json', () => {
     expect(json.target_modules).toBe('encoder\\.layer\\.\\d+\\.(attention\\.self\\.query|output\\.dense)');
     expect(parseAdapterConfig(json, 'c').modules).toEqual(modules);
     // PEFT's suffix rule: 'dense' is every dense layer.
-    expect(parseAdapterConfig({ ...json, target_modules: ['dense'] }, 'c').modules).toEqual(['attention.output.dense', 'intermediate.dense', 'output.dense']);
+    expect(parseAdapterConfig({ ...json, target_modules: ['dense'] }, 'c').modules).toEqual([
+      'attention.output.dense',
+      'intermediate.dense',
+      'output.dense',
+    ]);
   });
 
   it('refuses what the encoder cannot apply, naming the field', () => {
@@ -85,7 +82,9 @@ describe('adapter_config.json', () => {
     expect(() => parseAdapterConfig({ ...good, bias: 'all' }, 'c.json')).toThrow('c.json: bias "all" is not supported (only "none")');
     expect(() => parseAdapterConfig({ ...good, fan_in_fan_out: true }, 'c.json')).toThrow('fan_in_fan_out is not supported');
     expect(() => parseAdapterConfig({ ...good, rank_pattern: { query: 4 } }, 'c.json')).toThrow('rank_pattern is not supported');
-    expect(() => parseAdapterConfig({ ...good, target_modules: ['pooler'] }, 'c.json')).toThrow('c.json: target_modules ["pooler"] adapts none of');
+    expect(() => parseAdapterConfig({ ...good, target_modules: ['pooler'] }, 'c.json')).toThrow(
+      'c.json: target_modules ["pooler"] adapts none of',
+    );
   });
 });
 
@@ -122,7 +121,9 @@ describe('adapter_model.safetensors', () => {
   const qB = loraTensorName(2, 'attention.self.query', 'B');
 
   it('refuses a tensor of the wrong shape, naming it', async () => {
-    const dir = await tampered((ts) => ts.map((t) => (t.name === qA ? { ...t, shape: [3, 256] as [number, number], data: new Float32Array(768) } : t)));
+    const dir = await tampered((ts) =>
+      ts.map((t) => (t.name === qA ? { ...t, shape: [3, 256] as [number, number], data: new Float32Array(768) } : t)),
+    );
     await expect(read(dir)).rejects.toThrow(`tensor '${qA}' has shape [3, 256], expected [2, 384] (r = 2 and the base's config)`);
   });
 
@@ -134,7 +135,9 @@ describe('adapter_model.safetensors', () => {
   it('refuses an unknown tensor and a missing one', async () => {
     const extra = 'base_model.model.pooler.dense.lora_A.weight';
     const dir = await tampered((ts) => [...ts, { name: extra, shape: [2, 384], data: new Float32Array(768) }]);
-    await expect(read(dir)).rejects.toThrow(`tensor '${extra}' is not a LoRA weight of the adapted modules (attention.self.query) in the base's 6 layers`);
+    await expect(read(dir)).rejects.toThrow(
+      `tensor '${extra}' is not a LoRA weight of the adapted modules (attention.self.query) in the base's 6 layers`,
+    );
     const missing = await tampered((ts) => ts.filter((t) => t.name !== qB));
     await expect(read(missing)).rejects.toThrow(`tensor '${qB}' is missing (adapter_config.json adapts this module)`);
   });
@@ -142,8 +145,14 @@ describe('adapter_model.safetensors', () => {
   it('is refused by the native encoder too, which names the tensor', async () => {
     const { Encoder } = await import('../../src/native/encoder.js');
     const dir = await tampered((ts) => ts.map((t) => (t.name === qB ? { ...t, data: t.data.map((v, i) => (i === 7 ? Infinity : v)) } : t)));
-    expect(() => Encoder.fromPretrained('svc-small', { adapter: dir, threads: 1 })).toThrow(`tensor '${qB}' holds a non-finite value at element 7`);
-    const short = await tampered((ts) => ts.map((t) => (t.name === qA ? { ...t, shape: [3, 256] as [number, number], data: new Float32Array(768) } : t)));
-    expect(() => Encoder.fromPretrained('svc-small', { adapter: short, threads: 1 })).toThrow(`tensor '${qA}' has shape [3, 256], expected [2, 384]`);
+    expect(() => Encoder.fromPretrained('svc-small', { adapter: dir, threads: 1 })).toThrow(
+      `tensor '${qB}' holds a non-finite value at element 7`,
+    );
+    const short = await tampered((ts) =>
+      ts.map((t) => (t.name === qA ? { ...t, shape: [3, 256] as [number, number], data: new Float32Array(768) } : t)),
+    );
+    expect(() => Encoder.fromPretrained('svc-small', { adapter: short, threads: 1 })).toThrow(
+      `tensor '${qA}' has shape [3, 256], expected [2, 384]`,
+    );
   });
 });

@@ -57,7 +57,14 @@ describe('model directory', () => {
   });
 
   it('reads the encoder a cross-validation estimate was measured on, in the order training writes the metrics', async () => {
-    const metrics = { train_accuracy: 1, train_seconds: 9.5, cv_accuracy: 0.85, cv_macro_f1: 0.849624060150376, cv_folds: 5, cv_encoder: 'base' };
+    const metrics = {
+      train_accuracy: 1,
+      train_seconds: 9.5,
+      cv_accuracy: 0.85,
+      cv_macro_f1: 0.849624060150376,
+      cv_folds: 5,
+      cv_encoder: 'base',
+    };
     await withManifest((m) => (m.metrics = { validation_accuracy: 0.75, validation_macro_f1: 0.7, validation_examples: 4, ...metrics }));
     const { manifest } = await readModelDir(dir);
     expect(Object.entries(manifest.metrics)).toEqual([
@@ -68,7 +75,7 @@ describe('model directory', () => {
     ]);
   });
 
-  it('finds a fine-tuned body\'s encoder weights, and says so when they are missing', async () => {
+  it("finds a fine-tuned body's encoder weights, and says so when they are missing", async () => {
     await withManifest((m) => Object.assign(m, { body: 'finetuned', encoder_file: 'model.fp16.safetensors' }));
     await expect(readModelDir(dir)).rejects.toMatchObject({
       code: 'not_found',
@@ -99,13 +106,19 @@ describe('model directory', () => {
     [(m: Record<string, unknown>) => (m.base_model = 'svc-huge'), "base_model 'svc-huge' is not one this svc-classify has (svc-small)"],
     [(m: Record<string, unknown>) => (m.body = 'mixture'), "body 'mixture' is not supported by this svc-classify; upgrade it"],
     [(m: Record<string, unknown>) => (m.body = 'adapter'), 'adapter_file is missing or malformed'],
-    [(m: Record<string, unknown>) => Object.assign(m, { body: 'adapter', adapter_file: 'adapter_model.safetensors' }), 'adapter_config_file is missing or malformed'],
+    [
+      (m: Record<string, unknown>) => Object.assign(m, { body: 'adapter', adapter_file: 'adapter_model.safetensors' }),
+      'adapter_config_file is missing or malformed',
+    ],
     [(m: Record<string, unknown>) => (m.body = 'finetuned'), 'encoder_file is missing or malformed'],
     [(m: Record<string, unknown>) => (m.head_file = '../head.json'), "head_file '../head.json' is not a plain file name"],
     [(m: Record<string, unknown>) => (m.task_type = 'regression'), "task_type 'regression' is not supported"],
     [(m: Record<string, unknown>) => Object.assign(m.metrics as object, { cv_encoder: 'finetuned' }), 'cv_encoder is missing or malformed'],
     [(m: Record<string, unknown>) => (m.task_type = 'multi-class-classification'), 'labels is missing or malformed'],
-    [(m: Record<string, unknown>) => Object.assign(m, { task_type: 'multi-label-classification', labels: ['a', 'a'] }), 'labels is missing or malformed'],
+    [
+      (m: Record<string, unknown>) => Object.assign(m, { task_type: 'multi-label-classification', labels: ['a', 'a'] }),
+      'labels is missing or malformed',
+    ],
     [
       (m: Record<string, unknown>) => Object.assign(m, { body: 'finetuned', encoder_file: '/etc/model.safetensors' }),
       "encoder_file '/etc/model.safetensors' is not a plain file name",

@@ -115,4 +115,3 @@ describe('buildEncoderOnnx on another checkpoint layout', () => {
     }
   });
 });
-

@@ -40,9 +40,7 @@ describe('decodeFloat16 / decodeBFloat16', () => {
   });
 
   it('widens bf16 by placing it in the top half of an fp32', () => {
-    expect(Array.from(decodeBFloat16(new Uint8Array([0x80, 0x3f, 0x49, 0x40, 0x80, 0xff])))).toEqual([
-      1, 3.140625, -Infinity,
-    ]);
+    expect(Array.from(decodeBFloat16(new Uint8Array([0x80, 0x3f, 0x49, 0x40, 0x80, 0xff])))).toEqual([1, 3.140625, -Infinity]);
   });
 });
 
@@ -74,7 +72,10 @@ describe('SafetensorsFile', () => {
 
   it('copies fp32 tensors out of a Buffer at any offset', () => {
     const f32 = new Uint8Array(new Float32Array([3, -7.5]).buffer);
-    const bytes = safetensorsBytes({ pad: { dtype: 'U8', shape: [1], data_offsets: [0, 1] }, x: { dtype: 'F32', shape: [2], data_offsets: [1, 9] } }, [9, ...f32]);
+    const bytes = safetensorsBytes(
+      { pad: { dtype: 'U8', shape: [1], data_offsets: [0, 1] }, x: { dtype: 'F32', shape: [2], data_offsets: [1, 9] } },
+      [9, ...f32],
+    );
     // A Buffer inside a larger pool, as readFileSync returns for small files.
     const pooled = Buffer.concat([Buffer.from([1, 2, 3]), Buffer.from(bytes)]).subarray(3);
     expect(Array.from(SafetensorsFile.parse(pooled).float32('x'))).toEqual([3, -7.5]);

@@ -46,7 +46,11 @@ const cases = [
     name: 'binary',
     request: {
       task_type: 'binary-classification',
-      examples: [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({ text: r.text, label: r.label, label_text: 'positive' })),
+      examples: [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
+        text: r.text,
+        label: r.label,
+        label_text: 'positive',
+      })),
     },
     scores: (p: Record<string, unknown>) => ({ positive: p.probability as number }),
   },
@@ -105,36 +109,47 @@ async function transformersScores(id: string, inputs: string[]): Promise<Record<
 }
 
 describe('an adapter model in transformers.js from the hub', () => {
-  it.each(cases)('gives /v2/predict scores within 1e-3 ($name)', async ({ request, scores }) => {
-    const id = await trained(request);
-    const modelDir = join(dir, 'hub', 'acme', id);
-    // The model's own files: no encoder, no ONNX graph.
-    expect(readdirSync(modelDir).sort()).toEqual([
-      'adapter_config.json', 'adapter_model.safetensors', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json',
-    ]);
-    const info = await call('GET', `/hub/api/models/acme/${id}`);
-    expect((info.body.siblings as { rfilename: string }[]).map((s) => s.rfilename)).toEqual([
-      'adapter_config.json',
-      'adapter_model.safetensors',
-      'config.json',
-      'example_embeddings.safetensors',
-      'examples.json',
-      'head.json',
-      'manifest.json',
-      'onnx/model.onnx',
-      'tokenizer.json',
-      'tokenizer_config.json',
-    ]);
+  it.each(cases)(
+    'gives /v2/predict scores within 1e-3 ($name)',
+    async ({ request, scores }) => {
+      const id = await trained(request);
+      const modelDir = join(dir, 'hub', 'acme', id);
+      // The model's own files: no encoder, no ONNX graph.
+      expect(readdirSync(modelDir).sort()).toEqual([
+        'adapter_config.json',
+        'adapter_model.safetensors',
+        'example_embeddings.safetensors',
+        'examples.json',
+        'head.json',
+        'manifest.json',
+      ]);
+      const info = await call('GET', `/hub/api/models/acme/${id}`);
+      expect((info.body.siblings as { rfilename: string }[]).map((s) => s.rfilename)).toEqual([
+        'adapter_config.json',
+        'adapter_model.safetensors',
+        'config.json',
+        'example_embeddings.safetensors',
+        'examples.json',
+        'head.json',
+        'manifest.json',
+        'onnx/model.onnx',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ]);
 
-    const theirs = await transformersScores(id, texts);
-    const ours = ((await call('POST', '/v2/predict', { model: id, inputs: texts })).body.predictions as Record<string, unknown>[]).map(scores);
-    let largest = 0;
-    ours.forEach((expected, i) => {
-      for (const [label, score] of Object.entries(expected)) largest = Math.max(largest, Math.abs(theirs[i][label] - score));
-    });
-    expect(largest).toBeLessThan(1e-3);
-    // Training, the first download's ONNX build and transformers.js' load: seconds each on two busy cores.
-  }, 240_000 * kLevelSlowdown);
+      const theirs = await transformersScores(id, texts);
+      const ours = ((await call('POST', '/v2/predict', { model: id, inputs: texts })).body.predictions as Record<string, unknown>[]).map(
+        scores,
+      );
+      let largest = 0;
+      ours.forEach((expected, i) => {
+        for (const [label, score] of Object.entries(expected)) largest = Math.max(largest, Math.abs(theirs[i][label] - score));
+      });
+      expect(largest).toBeLessThan(1e-3);
+      // Training, the first download's ONNX build and transformers.js' load: seconds each on two busy cores.
+    },
+    240_000 * kLevelSlowdown,
+  );
 
   it('builds the merged export once, keeps it under its content address, and drops it with the model', async () => {
     const merged = join(dir, 'hub', '_merged');

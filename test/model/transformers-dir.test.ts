@@ -21,7 +21,12 @@ const kHubId = 'acme/svc-small-0123456789ab';
 // A fixed, spread-out head so that the 50 texts land on both sides of 0.5.
 const head = { weights: Float32Array.from({ length: 384 }, (_, i) => 6 * Math.sin(i * 1.7)), bias: 0.1 };
 // 49 sentences and one e-mail longer than 256 tokens, so truncation is compared too.
-const texts = [...allUciTexts().filter((_, i) => i % 60 === 0).slice(0, 49), emailBodies(1, 4000)[0]];
+const texts = [
+  ...allUciTexts()
+    .filter((_, i) => i % 60 === 0)
+    .slice(0, 49),
+  emailBodies(1, 4000)[0],
+];
 
 beforeAll(async () => {
   env.allowRemoteModels = false;

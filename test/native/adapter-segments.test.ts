@@ -18,7 +18,9 @@ import { kSmallShape, randomAdapter } from '../_support/adapter.js';
 
 const base = resolveBaseModel('svc-small');
 const config = parseBertConfig(JSON.parse(readFileSync(base.configFile, 'utf8')) as Record<string, unknown>);
-const kTexts = allUciTexts().filter((_, i) => i % 200 === 0).slice(0, 12);
+const kTexts = allUciTexts()
+  .filter((_, i) => i % 200 === 0)
+  .slice(0, 12);
 const kDim = 384;
 let root: string;
 const dirs: string[] = [];
@@ -33,7 +35,13 @@ beforeAll(async () => {
   ];
   for (const [i, spec] of specs.entries()) {
     const dir = join(root, `a${i}`);
-    await writeAdapter(dir, randomAdapter(kSmallShape, spec), { rank: spec.rank, alpha: 2 * spec.rank, modules: spec.modules }, base, config);
+    await writeAdapter(
+      dir,
+      randomAdapter(kSmallShape, spec),
+      { rank: spec.rank, alpha: 2 * spec.rank, modules: spec.modules },
+      base,
+      config,
+    );
     dirs.push(dir);
   }
 });
@@ -139,8 +147,18 @@ describe('Encoder segments (one base, many adapters)', () => {
         e.embedSync(kTexts, { counts: [kTexts.length], adapters: [half] }),
         e.embedSync(kTexts, { counts: [kTexts.length], adapters: [full] }),
       ]);
-      expect(maxAbsDiff(fullSegmented, withEncoder('fp32', (e) => e.embedSync(kTexts), f32Dir))).toBeLessThan(1e-5);
-      expect(maxAbsDiff(halfSegmented, withEncoder('fp32', (e) => e.embedSync(kTexts), dirs[0]))).toBeLessThan(1e-5);
+      expect(
+        maxAbsDiff(
+          fullSegmented,
+          withEncoder('fp32', (e) => e.embedSync(kTexts), f32Dir),
+        ),
+      ).toBeLessThan(1e-5);
+      expect(
+        maxAbsDiff(
+          halfSegmented,
+          withEncoder('fp32', (e) => e.embedSync(kTexts), dirs[0]),
+        ),
+      ).toBeLessThan(1e-5);
       // What the F16 file's rounding (relative 2^-11) costs against the exact values: small beside the adapter's effect.
       const rounding = maxAbsDiff(halfSegmented, fullSegmented);
       expect(rounding).toBeGreaterThan(0);

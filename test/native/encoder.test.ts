@@ -87,9 +87,7 @@ describe('Encoder (svc-small, fp32)', () => {
       new RangeError('lengths[1] is 0, must be between 1 and 512'),
     );
     const long = new Int32Array(513).fill(1000);
-    expect(() => encoder.embedIdsSync(long, Int32Array.of(513))).toThrow(
-      new RangeError('lengths[0] is 513, must be between 1 and 512'),
-    );
+    expect(() => encoder.embedIdsSync(long, Int32Array.of(513))).toThrow(new RangeError('lengths[0] is 513, must be between 1 and 512'));
   });
 });
 
@@ -138,10 +136,10 @@ describe('Encoder options and lifecycle', () => {
     const before = loadedWeightSets();
     // The worker registers tsx itself (vitest's transform does not reach worker threads).
     const entry = new URL('./_encoder_worker.ts', import.meta.url).pathname;
-    const worker = new Worker(
-      `require('tsx/cjs/api').require(${JSON.stringify(entry)}, ${JSON.stringify(entry)});`,
-      { eval: true, workerData: { ids: kExample } },
-    );
+    const worker = new Worker(`require('tsx/cjs/api').require(${JSON.stringify(entry)}, ${JSON.stringify(entry)});`, {
+      eval: true,
+      workerData: { ids: kExample },
+    });
     const reply = await new Promise<{ out: Float32Array; weightSets: number }>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);

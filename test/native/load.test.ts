@@ -4,13 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/index.js';
-import {
-  addonMissingMessage,
-  currentTarget,
-  packageRoot,
-  prebuiltPlatforms,
-  resolveAddonPath,
-} from '../../src/native/load.js';
+import { addonMissingMessage, currentTarget, packageRoot, prebuiltPlatforms, resolveAddonPath } from '../../src/native/load.js';
 
 // The addon built in this checkout, copied into scratch package roots laid out as installs are.
 const builtAddon = resolveAddonPath(packageRoot(), {});

@@ -118,10 +118,7 @@ describe('model files', () => {
         editHeader((h) => (h[kDense]!.shape = [-8, -8])),
         (f) => `${f}: tensor '${kDense}' has a shape entry that is not a non-negative integer`,
       ],
-      [
-        editHeader((h) => (h[kDense]!.shape = [2 ** 40, 2 ** 40])),
-        (f) => `${f}: tensor '${kDense}' has a shape too large`,
-      ],
+      [editHeader((h) => (h[kDense]!.shape = [2 ** 40, 2 ** 40])), (f) => `${f}: tensor '${kDense}' has a shape too large`],
       [
         (dir) => {
           const { header, data } = safetensorsParts(tinyTensors());
@@ -137,7 +134,8 @@ describe('model files', () => {
           writeFileSync(join(dir, 'model.safetensors'), packSafetensors(text, data));
         },
         // The byte of NaN in the header: the first tensor's data_offsets.
-        (f) => `${f}: header: invalid JSON at byte ${JSON.stringify(safetensorsParts(tinyTensors()).header).indexOf('"data_offsets":[0,') + 16}: unexpected character`,
+        (f) =>
+          `${f}: header: invalid JSON at byte ${JSON.stringify(safetensorsParts(tinyTensors()).header).indexOf('"data_offsets":[0,') + 16}: unexpected character`,
       ],
     ];
     for (const [edit, message] of cases) {
@@ -196,7 +194,7 @@ describe('model files', () => {
       [Buffer.from('{"a":"\\ud800"}'), 'invalid JSON at byte 12: lone high surrogate in a \\u escape'],
       [Buffer.from('{"a":01}'), 'invalid JSON at byte 6: leading zero in a number'],
       [Buffer.from('{"a":1e999}'), 'invalid JSON at byte 5: number out of range'],
-      [Buffer.from('{"a":1,"a":2}'), 'invalid JSON at byte 12: duplicate member \'a\''],
+      [Buffer.from('{"a":1,"a":2}'), "invalid JSON at byte 12: duplicate member 'a'"],
       [Buffer.from(tokenizer.slice(0, 100)), 'invalid JSON at byte 100: unterminated string'],
     ];
     for (const [text, message] of cases) {

@@ -135,7 +135,12 @@ describe('Tokenizer parity on every code point', () => {
   function sweepTexts(cps: number[]): string[] {
     const texts: string[] = [];
     for (let i = 0; i < cps.length; i += 2048) {
-      texts.push(cps.slice(i, i + 2048).map((cp) => `x${String.fromCodePoint(cp)}y`).join(' '));
+      texts.push(
+        cps
+          .slice(i, i + 2048)
+          .map((cp) => `x${String.fromCodePoint(cp)}y`)
+          .join(' '),
+      );
     }
     return texts;
   }

@@ -135,35 +135,27 @@ describe('Tokenizer', () => {
       expect((error as SvcError).code).toBe('native_error');
     }
     const bpe = variant('bpe', (j) => (j.model.type = 'BPE'));
-    expect(() => Tokenizer.fromFile(bpe)).toThrow(
-      `${bpe}: tokenizer.json: model type 'BPE' is not supported (only WordPiece)`,
-    );
+    expect(() => Tokenizer.fromFile(bpe)).toThrow(`${bpe}: tokenizer.json: model type 'BPE' is not supported (only WordPiece)`);
     const nfc = variant('nfc', (j) => (j.normalizer = { type: 'NFC' }));
     expect(() => Tokenizer.fromFile(nfc)).toThrow("normalizer type 'NFC' is not supported (only BertNormalizer)");
     const noUnk = variant('no-unk', (j) => (j.model.unk_token = '<unk>'));
     expect(() => Tokenizer.fromFile(noUnk)).toThrow("the WordPiece unk_token '<unk>' is not in the vocabulary");
     const normalized = variant('normalized-added', (j) => (j.added_tokens[3].normalized = true));
-    expect(() => Tokenizer.fromFile(normalized)).toThrow(
-      "added token '[SEP]' is matched after normalization, which is not supported",
-    );
+    expect(() => Tokenizer.fromFile(normalized)).toThrow("added token '[SEP]' is matched after normalization, which is not supported");
     const lstrip = variant('lstrip', (j) => (j.added_tokens[4].lstrip = true));
     expect(() => Tokenizer.fromFile(lstrip)).toThrow("added token '[MASK]' uses single_word/lstrip/rstrip");
     expect(() => Tokenizer.fromPretrained('svc-huge')).toThrow("unknown base model 'svc-huge' (known: svc-small)");
   });
 
   it('follows the normalizer options of the file', () => {
-    const cased = Tokenizer.fromFile(
-      variant('cased', (j) => (j.normalizer = { ...j.normalizer, lowercase: false, strip_accents: null })),
-    );
+    const cased = Tokenizer.fromFile(variant('cased', (j) => (j.normalizer = { ...j.normalizer, lowercase: false, strip_accents: null })));
     // Without lowercasing "Hello" is not in the uncased vocabulary; accents stay (null follows lowercase).
     expect(Array.from(cased.encode('Hello café'))).toEqual([101, 100, 100, 102]);
     const stripOnly = Tokenizer.fromFile(
       variant('strip', (j) => (j.normalizer = { ...j.normalizer, lowercase: false, strip_accents: true })),
     );
     expect(Array.from(stripOnly.encode('hello café'))).toEqual([101, 7592, 7668, 102]);
-    const keepAccents = Tokenizer.fromFile(
-      variant('accents', (j) => (j.normalizer = { ...j.normalizer, strip_accents: false })),
-    );
+    const keepAccents = Tokenizer.fromFile(variant('accents', (j) => (j.normalizer = { ...j.normalizer, strip_accents: false })));
     // Accented words are not in the uncased vocabulary: kept accents make them unknown.
     expect(Array.from(keepAccents.encode('CAFÉ naïve cafe'))).toEqual([101, 100, 100, 7668, 102]);
     const bert = Tokenizer.fromFile(

@@ -102,7 +102,9 @@ describe('EncoderTrainer with a LoRA adapter on svc-small', () => {
     expect(run(7)).toEqual(first);
     expect(run(8).losses).not.toEqual(first.losses);
     expect(first.tensors.map((t) => t.name.replace('base_model.model.encoder.', ''))).toEqual(
-      [0, 1, 2, 3, 4, 5].flatMap((l) => ['query', 'value'].flatMap((m) => ['A', 'B'].map((w) => `layer.${l}.attention.self.${m}.lora_${w}.weight`))),
+      [0, 1, 2, 3, 4, 5].flatMap((l) =>
+        ['query', 'value'].flatMap((m) => ['A', 'B'].map((w) => `layer.${l}.attention.self.${m}.lora_${w}.weight`)),
+      ),
     );
   });
 
@@ -111,7 +113,14 @@ describe('EncoderTrainer with a LoRA adapter on svc-small', () => {
     for (let i = 0; i < 4; i += 1) trainer.step(kBatch);
     const out = join(dir, 'adapter');
     const config = parseBertConfig(JSON.parse(readFileSync(base.configFile, 'utf8')) as Record<string, unknown>);
-    const modules = ['attention.self.query', 'attention.self.key', 'attention.self.value', 'attention.output.dense', 'intermediate.dense', 'output.dense'] as const;
+    const modules = [
+      'attention.self.query',
+      'attention.self.key',
+      'attention.self.value',
+      'attention.output.dense',
+      'intermediate.dense',
+      'output.dense',
+    ] as const;
     await writeAdapter(out, trainer.adapterTensors(), { rank: 8, alpha: 16, modules }, base, config);
     const trained = trainer.embed(kBatch.ids, kBatch.lengths);
     trainer.dispose();
@@ -130,8 +139,10 @@ describe('EncoderTrainer with a LoRA adapter on svc-small', () => {
   });
 
   it('rejects bad adapter options with exact messages', () => {
-    const bad = (adapter: unknown, more: object = {}) => () =>
-      EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 5, adapter: adapter as AdapterOptions, ...more });
+    const bad =
+      (adapter: unknown, more: object = {}) =>
+      () =>
+        EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 5, adapter: adapter as AdapterOptions, ...more });
     const names = "'query', 'key', 'value', 'attention.output.dense', 'intermediate.dense', 'output.dense'";
     expect(bad(8)).toThrow(new TypeError('options.adapter must be an object'));
     expect(bad({ ...kEvery, rank: 0 })).toThrow(new RangeError('options.adapter.rank must be a positive integer'));
@@ -143,7 +154,9 @@ describe('EncoderTrainer with a LoRA adapter on svc-small', () => {
     expect(bad({ ...kEvery, targets: [] })).toThrow(new TypeError(`options.adapter.targets must be a non-empty array of ${names}`));
     expect(bad({ ...kEvery, targets: ['dense'] })).toThrow(new TypeError(`options.adapter.targets must be a non-empty array of ${names}`));
     expect(bad({ ...kEvery, targets: ['query', 'query'] })).toThrow(new RangeError('options.adapter.targets must name each layer once'));
-    expect(bad(kEvery, { trainEmbeddings: true })).toThrow(new RangeError('options.trainEmbeddings cannot be combined with options.adapter'));
+    expect(bad(kEvery, { trainEmbeddings: true })).toThrow(
+      new RangeError('options.trainEmbeddings cannot be combined with options.adapter'),
+    );
     // A full trainer has no adapter.
     const full = EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 1 });
     expect(full.adapterTensors()).toEqual([]);

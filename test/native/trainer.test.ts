@@ -51,7 +51,10 @@ function cosine(a: Float32Array, b: Float32Array): number {
 function safetensorsHeader(file: string): Record<string, { dtype: string; shape: number[]; data_offsets: number[] }> {
   const bytes = readFileSync(file);
   const length = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + length).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: number[] }>;
+  const header = JSON.parse(bytes.subarray(8, 8 + length).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: number[] }
+  >;
   delete header.__metadata__;
   return header;
 }
@@ -190,7 +193,13 @@ describe('EncoderTrainer on svc-small', () => {
       return weights.float32(name).subarray(id * 384, (id + 1) * 384);
     };
     const rows = (trainEmbeddings: boolean) => {
-      const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, { totalSteps: 10, threads: 2, seed: 4, lr: 1e-4, trainEmbeddings });
+      const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
+        totalSteps: 10,
+        threads: 2,
+        seed: 4,
+        lr: 1e-4,
+        trainEmbeddings,
+      });
       for (let i = 0; i < 3; i += 1) trainer.step(kBatch);
       const file = join(dir, `embeddings-${trainEmbeddings}.safetensors`);
       trainer.save(file);
@@ -220,18 +229,12 @@ describe('EncoderTrainer on svc-small', () => {
     expect(bad({ totalSteps: 5, lr: 2 })).toThrow(new RangeError('options.lr must be in [0, 1)'));
     const trainer = open(1, 1);
     // Bad batches are the caller's mistake: RangeError, as the Encoder reports bad ids.
-    expect(() => trainer.step({ ...kBatch, pairB: Int32Array.of(1, 3, 4, 4, 2, 9) })).toThrow(
-      new RangeError('pair index out of range'),
-    );
+    expect(() => trainer.step({ ...kBatch, pairB: Int32Array.of(1, 3, 4, 4, 2, 9) })).toThrow(new RangeError('pair index out of range'));
     expect(() => trainer.step({ ...kBatch, labels: Float64Array.from(kBatch.labels) as never })).toThrow(
       new TypeError('labels must be a Float32Array'),
     );
-    expect(() => trainer.step({ ...kBatch, lengths: Int32Array.of(7, 7, 9, 7, 7) })).toThrow(
-      'lengths must add up to ids.length',
-    );
-    expect(() => trainer.step({ ...kBatch, ids: Int32Array.from(kTexts.flat(), (id) => id + 30000) })).toThrow(
-      'token id out of range',
-    );
+    expect(() => trainer.step({ ...kBatch, lengths: Int32Array.of(7, 7, 9, 7, 7) })).toThrow('lengths must add up to ids.length');
+    expect(() => trainer.step({ ...kBatch, ids: Int32Array.from(kTexts.flat(), (id) => id + 30000) })).toThrow('token id out of range');
     const missing = () => EncoderTrainer.open(join(dir, 'none.safetensors'), base.configFile, { totalSteps: 1 });
     expect(missing).toThrow(`cannot open weights ${join(dir, 'none.safetensors')}: No such file or directory`);
   });

@@ -36,11 +36,17 @@ describe('package entry points', () => {
   it('declares the type packages its published declarations import (a consumer with skipLibCheck: false needs them)', () => {
     const pkg = JSON.parse(readFileSync(join(kRepoRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
     const installed = { ...pkg.dependencies, ...pkg.optionalDependencies };
-    const declarations = readdirSync(join(kRepoRoot, 'dist', 'types'), { recursive: true, encoding: 'utf8' }).filter((file) => /\.d\.c?ts$/.test(file));
+    const declarations = readdirSync(join(kRepoRoot, 'dist', 'types'), { recursive: true, encoding: 'utf8' }).filter((file) =>
+      /\.d\.c?ts$/.test(file),
+    );
     expect(declarations).toContain(join('server', 'index.d.ts'));
     const imported = new Set(
       declarations.flatMap((file) =>
-        [...readFileSync(join(kRepoRoot, 'dist', 'types', file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').matchAll(/(?:from |import\()['"]([^'".][^'"]*)['"]/g)].map(
+        [
+          ...readFileSync(join(kRepoRoot, 'dist', 'types', file), 'utf8')
+            .replace(/\/\*[\s\S]*?\*\//g, '')
+            .matchAll(/(?:from |import\()['"]([^'".][^'"]*)['"]/g),
+        ].map(
           (m) => m[1], // imports outside comments: TSDoc examples import what they like
         ),
       ),
@@ -50,7 +56,8 @@ describe('package entry points', () => {
       .map((name) => (name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : name.split('/')[0]))
       .filter((name) => {
         const manifest = JSON.parse(readFileSync(join(kRepoRoot, 'node_modules', name, 'package.json'), 'utf8')) as Record<string, unknown>;
-        const ownTypes = manifest.types !== undefined || manifest.typings !== undefined || JSON.stringify(manifest.exports ?? {}).includes('"types"');
+        const ownTypes =
+          manifest.types !== undefined || manifest.typings !== undefined || JSON.stringify(manifest.exports ?? {}).includes('"types"');
         return !(name in installed) || (!ownTypes && !(`@types/${name}` in installed));
       });
     expect(untyped).toEqual([]);
@@ -68,14 +75,19 @@ describe('package entry points', () => {
     const pkg = JSON.parse(readFileSync(join(kRepoRoot, 'package.json'), 'utf8')) as { types: string; exports: Record<string, unknown> };
     expect([pkg.types, pkg.exports['.'], pkg.exports['./server']]).toEqual([
       './dist/types/index.d.ts',
-      { import: { types: './dist/types/index.d.ts', default: './dist/index.js' }, require: { types: './dist/types/index.d.cts', default: './dist/index.cjs' } },
+      {
+        import: { types: './dist/types/index.d.ts', default: './dist/index.js' },
+        require: { types: './dist/types/index.d.cts', default: './dist/index.cjs' },
+      },
       {
         import: { types: './dist/types/server/index.d.ts', default: './dist/server.js' },
         require: { types: './dist/types/server/index.d.cts', default: './dist/server.cjs' },
       },
     ]);
     // Go-to-definition lands in the file named after the module, not in a chunk with a hashed name.
-    expect(readFileSync(join(kRepoRoot, 'dist', 'types', 'predict', 'classifier.d.ts'), 'utf8')).toMatch(/^export declare class Classifier\b/m);
+    expect(readFileSync(join(kRepoRoot, 'dist', 'types', 'predict', 'classifier.d.ts'), 'utf8')).toMatch(
+      /^export declare class Classifier\b/m,
+    );
     const files = readdirSync(join(kRepoRoot, 'dist'), { recursive: true, encoding: 'utf8' });
     expect(files.filter((file) => /\.d\.c?ts$/.test(file) && !file.startsWith('types/'))).toEqual([]);
   });
@@ -96,16 +108,32 @@ describe('package entry points', () => {
         `export const hub: ${lib}.Hub = new ${lib}.DirectoryHub('./hub');\n` +
         `export const runtime = new ${server}.LibraryRuntime({ hubRoot: './hub' });\n` +
         `export const routes: typeof ${server}.svcRoutes = ${server}.svcRoutes;\n`;
-      writeFileSync(join(app, 'esm.mts'), `import * as lib from 'svc-classify';\nimport * as server from 'svc-classify/server';\n${use('lib', 'server')}`);
-      writeFileSync(join(app, 'cjs.cts'), `import lib = require('svc-classify');\nimport server = require('svc-classify/server');\n${use('lib', 'server')}`);
+      writeFileSync(
+        join(app, 'esm.mts'),
+        `import * as lib from 'svc-classify';\nimport * as server from 'svc-classify/server';\n${use('lib', 'server')}`,
+      );
+      writeFileSync(
+        join(app, 'cjs.cts'),
+        `import lib = require('svc-classify');\nimport server = require('svc-classify/server');\n${use('lib', 'server')}`,
+      );
       writeFileSync(
         join(app, 'tsconfig.json'),
         JSON.stringify({
-          compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false, noEmit: true, types: ['node'] },
+          compilerOptions: {
+            strict: true,
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+            skipLibCheck: false,
+            noEmit: true,
+            types: ['node'],
+          },
           files: ['esm.mts', 'cjs.cts'],
         }),
       );
-      const tsc = spawnSync(process.execPath, [join(kRepoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { encoding: 'utf8' });
+      const tsc = spawnSync(process.execPath, [join(kRepoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], {
+        encoding: 'utf8',
+      });
       expect(tsc.stdout + tsc.stderr).toBe('');
       expect(tsc.status).toBe(0);
     } finally {

@@ -36,17 +36,23 @@ describe('examples/', () => {
     });
   });
 
-  it('versions.mjs trains two versions, compares them on the same held-out texts and promotes the second when it is as good', async () => {
-    const result = await runNode([join(kRepoRoot, 'examples', 'versions.mjs')]);
-    const [compared, live] = result.stdout.trim().split('\n');
-    const [, candidate, current] = /^version 2: F1 (\d\.\d\d) vs live version 1: (\d\.\d\d)$/.exec(compared)!;
-    expect(live).toBe(`live: version ${Number(candidate) >= Number(current) ? 2 : 1}; "true" for a billing question`);
-    expect([result.code, result.stderr]).toEqual([0, '']);
-  }, 120_000 * kLevelSlowdown);
+  it(
+    'versions.mjs trains two versions, compares them on the same held-out texts and promotes the second when it is as good',
+    async () => {
+      const result = await runNode([join(kRepoRoot, 'examples', 'versions.mjs')]);
+      const [compared, live] = result.stdout.trim().split('\n');
+      const [, candidate, current] = /^version 2: F1 (\d\.\d\d) vs live version 1: (\d\.\d\d)$/.exec(compared)!;
+      expect(live).toBe(`live: version ${Number(candidate) >= Number(current) ? 2 : 1}; "true" for a billing question`);
+      expect([result.code, result.stderr]).toEqual([0, '']);
+    },
+    120_000 * kLevelSlowdown,
+  );
 
-  it('the samples are sets svc-small is good at: each task type, with the frozen encoder', async () => {
-    // The README's first impression: what training reports (cross-validated) and what it says on new texts.
-    const script = `
+  it(
+    'the samples are sets svc-small is good at: each task type, with the frozen encoder',
+    async () => {
+      // The README's first impression: what training reports (cross-validated) and what it says on new texts.
+      const script = `
       import { readFileSync } from 'node:fs';
       import { closePool, train } from 'svc-classify';
       const runs = [
@@ -62,17 +68,22 @@ describe('examples/', () => {
         console.log(JSON.stringify({ file, cv_accuracy, cv_macro_f1, answers }));
       }
       await closePool();`;
-    const result = await runNode(['--input-type=module', '-e', script]);
-    expect(result.code, result.stderr).toBe(0);
-    const [binary, multiClass, multiLabel] = result.stdout.trim().split('\n').map((line) => JSON.parse(line));
-    expect(binary).toMatchObject({ file: 'train.json', answers: [true, false] });
-    expect(binary.cv_accuracy).toBeGreaterThanOrEqual(0.9);
-    expect(multiClass).toMatchObject({ file: 'support-tickets.json', answers: ['shipping', 'billing', 'technical', 'account'] });
-    expect(multiClass.cv_accuracy).toBeGreaterThanOrEqual(0.9);
-    // Multi-label accuracy needs the whole label set right; macro-F1 scores each label.
-    expect(multiLabel).toMatchObject({ file: 'review-topics.json', answers: [['quality'], ['price', 'quality']] });
-    expect(multiLabel.cv_macro_f1).toBeGreaterThanOrEqual(0.75);
-  }, 300_000 * kLevelSlowdown);
+      const result = await runNode(['--input-type=module', '-e', script]);
+      expect(result.code, result.stderr).toBe(0);
+      const [binary, multiClass, multiLabel] = result.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(binary).toMatchObject({ file: 'train.json', answers: [true, false] });
+      expect(binary.cv_accuracy).toBeGreaterThanOrEqual(0.9);
+      expect(multiClass).toMatchObject({ file: 'support-tickets.json', answers: ['shipping', 'billing', 'technical', 'account'] });
+      expect(multiClass.cv_accuracy).toBeGreaterThanOrEqual(0.9);
+      // Multi-label accuracy needs the whole label set right; macro-F1 scores each label.
+      expect(multiLabel).toMatchObject({ file: 'review-topics.json', answers: [['quality'], ['price', 'quality']] });
+      expect(multiLabel.cv_macro_f1).toBeGreaterThanOrEqual(0.75);
+    },
+    300_000 * kLevelSlowdown,
+  );
 
   it('the README shows both programs exactly as they are in examples/', () => {
     const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
@@ -84,7 +95,12 @@ describe('examples/', () => {
   it('the README fits on a screen (under 250 lines), and its links and those of docs/ name files that exist', () => {
     const readme = readFileSync(join(kRepoRoot, 'README.md'), 'utf8');
     expect(readme.split('\n').length).toBeLessThan(250);
-    const pages = ['README.md', ...readdirSync(join(kRepoRoot, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const pages = [
+      'README.md',
+      ...readdirSync(join(kRepoRoot, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     const broken = pages.flatMap((page) =>
       [...readFileSync(join(kRepoRoot, page), 'utf8').matchAll(/\]\(([^)\s#]+)(#[^)\s]*)?\)/g)]
         .map((m) => m[1])

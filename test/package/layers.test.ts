@@ -86,7 +86,10 @@ function importEdges(): { from: string; to: string }[] {
     const info = ts.preProcessFile(readFileSync(path, 'utf8'), true, true);
     for (const { fileName } of info.importedFiles) {
       if (!fileName.startsWith('.')) continue;
-      const to = normalize(join(dirname(from), fileName)).split('\\').join('/').replace(/\.js$/, '.ts');
+      const to = normalize(join(dirname(from), fileName))
+        .split('\\')
+        .join('/')
+        .replace(/\.js$/, '.ts');
       edges.push({ from, to });
     }
   }

@@ -78,7 +78,7 @@ describe('an install without the optional packages', () => {
     });
   });
 
-  it('svc-classify/server, imported or required, names every missing server package instead of the loader\'s first miss', async () => {
+  it("svc-classify/server, imported or required, names every missing server package instead of the loader's first miss", async () => {
     const names = ['fastify', '@fastify/rate-limit', 'fastify-type-provider-zod', 'prom-client'];
     const message =
       `SvcError: the HTTP server (svc serve, svc-classify/server) needs ${names.join(', ')}, optional dependencies of ` +

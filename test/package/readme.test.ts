@@ -130,7 +130,11 @@ afterAll(() => {
 // terminal gets, since bash -c has none.
 const { SVC_LOG_LEVEL: _silenced, ...kReaderEnv } = process.env;
 
-function bash(command: string, cwd: string, env: Record<string, string>): { child: ChildProcess; output: () => string; stdout: () => string } {
+function bash(
+  command: string,
+  cwd: string,
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => string; stdout: () => string } {
   const child = spawn('bash', ['-c', command], { cwd, env: { ...kReaderEnv, SVC_LOG_FORMAT: 'pretty', ...env } });
   let stdout = '';
   let stderr = '';
@@ -161,7 +165,9 @@ async function runSession(steps: Step[]): Promise<void> {
         const deadline = Date.now() + 120_000 * kLevelSlowdown;
         while (!matchOutput(step.expected, started.output(), carried, true)) {
           if (started.child.exitCode !== null || Date.now() > deadline) {
-            throw new Error(`\`${step.command}\` did not print what the README shows:\n${step.expected.join('\n')}\n--- it printed:\n${started.output()}`);
+            throw new Error(
+              `\`${step.command}\` did not print what the README shows:\n${step.expected.join('\n')}\n--- it printed:\n${started.output()}`,
+            );
           }
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
@@ -173,7 +179,9 @@ async function runSession(steps: Step[]): Promise<void> {
       // `$(...)` takes the command's stdout: the reader sees its stderr only.
       const shown = assignment ? ran.output().slice(0, ran.output().length - ran.stdout().length) : ran.output();
       if (code !== 0 || !matchOutput(step.expected, shown, carried, false)) {
-        throw new Error(`\`${step.command}\` (exit ${code}) did not print what the README shows:\n${step.expected.join('\n')}\n--- it printed:\n${shown}`);
+        throw new Error(
+          `\`${step.command}\` (exit ${code}) did not print what the README shows:\n${step.expected.join('\n')}\n--- it printed:\n${shown}`,
+        );
       }
       if (assignment) env[assignment[1]] = ran.stdout().trim();
     }
@@ -191,8 +199,16 @@ const kInstalledBy: [RegExp, string, RegExp][] = [
   [/^cd svc-classify$/, '.ci/run', /^cd "\$\(dirname "\$0"\)\/\.\."$/m],
   [/^npm install$/, '.ci/run', /^ONNXRUNTIME_NODE_INSTALL=skip npm ci /m],
   [/^npm pack$/, '.ci/pack-install', /^npm pack --pack-destination /m],
-  [/^cd \.\.\/my-app && npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz$/, '.ci/pack-install', /npm install "\$tarball" --no-audit/],
-  [/^npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz --omit=optional$/, '.ci/pack-install', /npm install "\$tarball" --omit=optional/],
+  [
+    /^cd \.\.\/my-app && npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz$/,
+    '.ci/pack-install',
+    /npm install "\$tarball" --no-audit/,
+  ],
+  [
+    /^npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz --omit=optional$/,
+    '.ci/pack-install',
+    /npm install "\$tarball" --omit=optional/,
+  ],
 ];
 
 describe('README.md', () => {
@@ -216,23 +232,41 @@ describe('README.md', () => {
 
   const sessions = kBlocks.filter((b) => b.kind === 'console').map((b) => sessionOf(b.body));
   for (const steps of sessions) {
-    it(`runs ${steps.map((s) => `\`${s.command.slice(0, 40)}\``).join(', ')} and prints what it shows`, async () => {
-      await runSession(steps);
-    }, 900_000 * kLevelSlowdown); // the quick start fine-tunes: minutes on a loaded machine
+    it(
+      `runs ${steps.map((s) => `\`${s.command.slice(0, 40)}\``).join(', ')} and prints what it shows`,
+      async () => {
+        await runSession(steps);
+      },
+      900_000 * kLevelSlowdown,
+    ); // the quick start fine-tunes: minutes on a loaded machine
   }
 });
 
 describe('the README output matcher', () => {
   it('carries ids, allows gaps and rounding, and refuses other text', () => {
     const carried = new Map<string, string>();
-    expect(matchOutput(['...', '{', '  "id": "svc-small-508068fc8e22",', '  "p": 0.72', '}'], 'finetune 1/2\n{\n  "id": "svc-small-aaaaaaaaaaaa",\n  "p": 0.74\n}\n', carried, false)).toBe(true);
+    expect(
+      matchOutput(
+        ['...', '{', '  "id": "svc-small-508068fc8e22",', '  "p": 0.72', '}'],
+        'finetune 1/2\n{\n  "id": "svc-small-aaaaaaaaaaaa",\n  "p": 0.74\n}\n',
+        carried,
+        false,
+      ),
+    ).toBe(true);
     expect(carried.get('svc-small-508068fc8e22')).toBe('svc-small-aaaaaaaaaaaa');
     expect(matchOutput(['  "id": "svc-small-508068fc8e22",'], '  "id": "svc-small-bbbbbbbbbbbb",\n', carried, false)).toBe(false);
     expect(matchOutput(['true 0.632 A text.'], 'true 0.700 A text.\n', carried, false)).toBe(false);
     expect(matchOutput(['true 0.632 A text.'], 'false 0.632 A text.\n', carried, false)).toBe(false);
     expect(matchOutput(['a'], 'a\nb\n', carried, false)).toBe(false);
     expect(matchOutput(['a'], 'a\nb\n', carried, true)).toBe(true);
-    expect(matchOutput(['on http://127.0.0.1:8080 (data: /home/me/svc-data)'], 'on http://127.0.0.1:41234 (data: /tmp/x/svc-data)\n', carried, false)).toBe(true);
+    expect(
+      matchOutput(
+        ['on http://127.0.0.1:8080 (data: /home/me/svc-data)'],
+        'on http://127.0.0.1:41234 (data: /tmp/x/svc-data)\n',
+        carried,
+        false,
+      ),
+    ).toBe(true);
     expect(carried.get('http://127.0.0.1:8080')).toBe('http://127.0.0.1:41234');
   });
 });

@@ -34,10 +34,7 @@ describe('the host event loop', () => {
 
     const histogram = monitorEventLoopDelay({ resolution: 5 });
     histogram.enable();
-    const [trained, predictions] = await Promise.all([
-      train(request(2)),
-      Promise.all(texts.map((text) => classifier.predict(text))),
-    ]);
+    const [trained, predictions] = await Promise.all([train(request(2)), Promise.all(texts.map((text) => classifier.predict(text)))]);
     histogram.disable();
 
     expect(trained.metrics.train_accuracy).toBe(1);

@@ -21,7 +21,10 @@ const targets: ExampleTargets = { kind: 'classes', classes: Int32Array.from(trai
 
 afterAll(() => closePool());
 
-async function run(task: Pick<FinetuneTask, 'adapter' | 'lr'>, outDir: string): Promise<{ result: FinetuneResult; steps: FinetuneStepMessage[] }> {
+async function run(
+  task: Pick<FinetuneTask, 'adapter' | 'lr'>,
+  outDir: string,
+): Promise<{ result: FinetuneResult; steps: FinetuneStepMessage[] }> {
   const { port1, port2 } = new MessageChannel();
   const steps: FinetuneStepMessage[] = [];
   port1.on('message', (m: FinetuneStepMessage) => steps.push(m));

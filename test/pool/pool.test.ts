@@ -4,7 +4,15 @@ import { pathToFileURL } from 'node:url';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { closePool, configurePool, kDefaultAdapterCacheBytes, poolOptions, runTask, trainingWorkers, workerEntry } from '../../src/pool/pool.js';
+import {
+  closePool,
+  configurePool,
+  kDefaultAdapterCacheBytes,
+  poolOptions,
+  runTask,
+  trainingWorkers,
+  workerEntry,
+} from '../../src/pool/pool.js';
 import { finetuneThreads } from '../../src/train/finetune-stage.js';
 import type { PingResult } from '../../src/pool/tasks.js';
 
@@ -22,23 +30,31 @@ describe('pool', () => {
   it('defaults to two workers sharing the cores', () => {
     const cores = availableParallelism();
     const workers = Math.min(2, cores);
-    expect(poolOptions()).toEqual({ workers, engineThreads: Math.floor(cores / workers), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes });
+    expect(poolOptions()).toEqual({
+      workers,
+      engineThreads: Math.floor(cores / workers),
+      precision: 'fp32',
+      adapterCacheBytes: kDefaultAdapterCacheBytes,
+    });
     expect(poolOptions().workers * poolOptions().engineThreads).toBeLessThanOrEqual(cores);
   });
 
   it('validates its options', () => {
     expect(() => configurePool({ workers: 0 })).toThrow(new RangeError('options.workers must be a positive integer'));
-    expect(() => configurePool({ engineThreads: 1.5 })).toThrow(
-      new TypeError('options.engineThreads must be a positive integer'),
-    );
+    expect(() => configurePool({ engineThreads: 1.5 })).toThrow(new TypeError('options.engineThreads must be a positive integer'));
     const cores = availableParallelism();
     expect(() => configurePool({ workers: cores, engineThreads: 2 })).toThrow(
-      new RangeError(
-        `options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`,
-      ),
+      new RangeError(`options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`),
     );
-    expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(new TypeError("options.precision must be 'fp32', 'int8' or 'bf16'"));
-    expect(poolOptions()).toEqual({ workers: Math.min(2, cores), engineThreads: Math.floor(cores / Math.min(2, cores)), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes });
+    expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(
+      new TypeError("options.precision must be 'fp32', 'int8' or 'bf16'"),
+    );
+    expect(poolOptions()).toEqual({
+      workers: Math.min(2, cores),
+      engineThreads: Math.floor(cores / Math.min(2, cores)),
+      precision: 'fp32',
+      adapterCacheBytes: kDefaultAdapterCacheBytes,
+    });
   });
 
   it('runs tasks off the main thread with the configured engine threads', async () => {
@@ -50,11 +66,14 @@ describe('pool', () => {
       // Predicting encoders have every core of the pool: 2 workers x 1 engine thread.
       expect(result.predictThreads).toBe(2);
     }
-    expect(() => configurePool({ workers: 1 })).toThrow(
-      'configurePool must be called before the pool starts (call closePool first)',
-    );
+    expect(() => configurePool({ workers: 1 })).toThrow('configurePool must be called before the pool starts (call closePool first)');
     await closePool();
-    expect(configurePool({ workers: 1 })).toEqual({ workers: 1, engineThreads: availableParallelism(), precision: 'fp32', adapterCacheBytes: kDefaultAdapterCacheBytes });
+    expect(configurePool({ workers: 1 })).toEqual({
+      workers: 1,
+      engineThreads: availableParallelism(),
+      precision: 'fp32',
+      adapterCacheBytes: kDefaultAdapterCacheBytes,
+    });
     expect(configurePool({ engineThreads: 1, precision: 'int8' })).toEqual({
       workers: Math.min(2, availableParallelism()),
       engineThreads: 1,

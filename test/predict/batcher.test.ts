@@ -14,9 +14,17 @@ describe('configurePredictQueue', () => {
   });
 
   it('validates its options', () => {
-    expect(() => configurePredictQueue({ maxWaitingTexts: 0 })).toThrow(new RangeError('options.maxWaitingTexts must be a positive integer'));
-    expect(() => configurePredictQueue({ maxTenantTexts: 1.5 })).toThrow(new TypeError('options.maxTenantTexts must be a positive integer'));
-    expect(() => configurePredictQueue({ deadlineMs: 2.5 })).toThrow(new TypeError('options.deadlineMs must be an integer from 1 to 2147483647'));
-    expect(() => configurePredictQueue({ deadlineMs: 2 ** 31 })).toThrow(new RangeError('options.deadlineMs must be an integer from 1 to 2147483647'));
+    expect(() => configurePredictQueue({ maxWaitingTexts: 0 })).toThrow(
+      new RangeError('options.maxWaitingTexts must be a positive integer'),
+    );
+    expect(() => configurePredictQueue({ maxTenantTexts: 1.5 })).toThrow(
+      new TypeError('options.maxTenantTexts must be a positive integer'),
+    );
+    expect(() => configurePredictQueue({ deadlineMs: 2.5 })).toThrow(
+      new TypeError('options.deadlineMs must be an integer from 1 to 2147483647'),
+    );
+    expect(() => configurePredictQueue({ deadlineMs: 2 ** 31 })).toThrow(
+      new RangeError('options.deadlineMs must be an integer from 1 to 2147483647'),
+    );
   });
 });

@@ -21,7 +21,9 @@ const examples = imdb.trainSet.map((row) => ({ text: row.text, label: row.label,
 const texts = imdb.testSet.slice(0, 4).map((row) => row.text);
 // 128 distinct short words of the corpus (about a token each), repeated: every 160-word window of it
 // holds the same words in the same order, and fits the encoder.
-const period = [...new Set(uciSentences('imdb').flatMap((row) => row.text.toLowerCase().match(/\b[a-z]{3,6}\b/g) ?? []))].slice(0, 128).join(' ');
+const period = [...new Set(uciSentences('imdb').flatMap((row) => row.text.toLowerCase().match(/\b[a-z]{3,6}\b/g) ?? []))]
+  .slice(0, 128)
+  .join(' ');
 // 416 words: windows of 160 at 0, 128 and 256, the last one ending with the text.
 const periodic = Array(4).fill(period).join(' ').split(' ').slice(0, 416).join(' ');
 
@@ -38,7 +40,10 @@ afterAll(async () => {
 });
 
 async function refusal(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(() => null, (e: unknown) => e);
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(SvcError);
   const { code, message, param } = error as SvcError;
   return { code, message, param: param ?? null };
@@ -53,7 +58,8 @@ describe('predict truncate', () => {
     expect((await classifier.predict(['good '.repeat(254)], { truncate: 'none' }))[0].truncated).toBe(false);
     expect(await refusal(classifier.predict([texts[0], 'good '.repeat(255)], { truncate: 'none' }))).toEqual({
       code: 'invalid_request',
-      message: "texts[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",
+      message:
+        "texts[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",
       param: 'texts[1]',
     });
     expect((await refusal(classifier.predict('good '.repeat(255), { truncate: 'none' }))).param).toBe('text');
@@ -96,7 +102,9 @@ describe('predict explain', () => {
     expect(answers[0].nearest![0].text).toBe(examples[3].text);
     expect(answers[0].nearest![0].similarity).toBeCloseTo(1, 5);
     // Explaining changes no probability.
-    expect(answers.slice(1).map((p) => p.probability)).toEqual((await classifier.predict(texts)).map((p) => expect.closeTo(p.probability, 5)));
+    expect(answers.slice(1).map((p) => p.probability)).toEqual(
+      (await classifier.predict(texts)).map((p) => expect.closeTo(p.probability, 5)),
+    );
   });
 
   it('keeps the examples in the saved directory and reads them only when a call explains', async () => {

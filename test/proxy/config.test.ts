@@ -47,7 +47,9 @@ describe('resolveProxyOptions', () => {
       expect(() => resolveProxyOptions({ service, env: {}, requestLog: { maxProjectBodyBytes: 0 } })).toThrow(
         new RangeError('options.requestLog.maxProjectBodyBytes must be a positive integer'),
       );
-      expect(() => resolveProxyOptions({ service, pingIntervalMs: 0 })).toThrow(new RangeError('options.pingIntervalMs must be a positive integer'));
+      expect(() => resolveProxyOptions({ service, pingIntervalMs: 0 })).toThrow(
+        new RangeError('options.pingIntervalMs must be a positive integer'),
+      );
       expect(() => resolveProxyOptions({ store: {} } as never)).toThrow(new TypeError('options.service must be an SvcService'));
     } finally {
       service.store.close();

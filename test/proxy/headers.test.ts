@@ -43,12 +43,21 @@ describe('upstreamHeaders', () => {
 describe('downstreamHeaders', () => {
   it("drops the operator's account headers, cookies and hop-by-hop ones; a stream loses its length and gets the no-buffering headers", () => {
     const upstream = {
-      'content-type': 'text/event-stream', 'content-length': '10', 'set-cookie': ['a=1'], connection: 'close', 'retry-after': '7',
-      'openai-organization': 'org-operator', 'x-ratelimit-limit-tokens': '1000000', server: 'cloudflare',
+      'content-type': 'text/event-stream',
+      'content-length': '10',
+      'set-cookie': ['a=1'],
+      connection: 'close',
+      'retry-after': '7',
+      'openai-organization': 'org-operator',
+      'x-ratelimit-limit-tokens': '1000000',
+      server: 'cloudflare',
     };
     expect(downstreamHeaders(upstream, false)).toEqual({ 'content-type': 'text/event-stream', 'content-length': '10', 'retry-after': '7' });
     expect(downstreamHeaders(upstream, true)).toEqual({
-      'content-type': 'text/event-stream', 'retry-after': '7', 'cache-control': 'no-cache', 'x-accel-buffering': 'no',
+      'content-type': 'text/event-stream',
+      'retry-after': '7',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
     });
   });
 });

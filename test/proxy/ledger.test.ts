@@ -18,22 +18,40 @@ afterAll(() => {
 });
 
 const backends: [string, () => Promise<[Store, Store]>][] = [
-  ['SQLite', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-ledger-'));
-    dirs.push(dir);
-    return [SqliteStore.open(dir), SqliteStore.open(dir)];
-  }],
-  ['PostgreSQL', async () => {
-    const url = await server.cluster.createDatabase();
-    return [await PostgresStore.open(url), await PostgresStore.open(url)];
-  }],
+  [
+    'SQLite',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-ledger-'));
+      dirs.push(dir);
+      return [SqliteStore.open(dir), SqliteStore.open(dir)];
+    },
+  ],
+  [
+    'PostgreSQL',
+    async () => {
+      const url = await server.cluster.createDatabase();
+      return [await PostgresStore.open(url), await PostgresStore.open(url)];
+    },
+  ],
 ];
 
 const month = '2026-11';
 const at = Date.UTC(2026, 10, 20);
 const row = (projectId: string, tokensIn: number, body = '{}'): Omit<RequestLogRow, 'id'> => ({
-  projectId, keyId: 'key_1', provider: 'provider-a', model: 'provider-a:m', stream: false, status: 200, ttfbMs: 1,
-  totalMs: 2, tokensIn, tokensOut: 0, error: null, requestBody: body, responseBody: body, createdAt: at,
+  projectId,
+  keyId: 'key_1',
+  provider: 'provider-a',
+  model: 'provider-a:m',
+  stream: false,
+  status: 200,
+  ttfbMs: 1,
+  totalMs: 2,
+  tokensIn,
+  tokensOut: 0,
+  error: null,
+  requestBody: body,
+  responseBody: body,
+  createdAt: at,
 });
 
 describe.each(backends)('the proxy ledger on %s', (_, open) => {
@@ -66,8 +84,9 @@ describe.each(backends)('the proxy ledger on %s', (_, open) => {
       // Past its lapse, the hold no longer counts (nor grows).
       const later = at + 1001;
       expect(await other.proxyLedger.extend(hold.id!, { budget: 100, want: 5, at: later, expiresAt: later + 1000 })).toBe(0);
-      expect(await other.proxyLedger.reserve({ projectId: 'proj_2', month, budget: 100, want: 100, at: later, expiresAt: later + 1000 }))
-        .toMatchObject({ granted: 100, held: 0 });
+      expect(
+        await other.proxyLedger.reserve({ projectId: 'proj_2', month, budget: 100, want: 100, at: later, expiresAt: later + 1000 }),
+      ).toMatchObject({ granted: 100, held: 0 });
     } finally {
       await store.close();
       await other.close();
@@ -79,7 +98,14 @@ describe.each(backends)('the proxy ledger on %s', (_, open) => {
     try {
       const holds = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          (i % 2 === 0 ? store : other).proxyLedger.reserve({ projectId: 'proj_3', month, budget: 1000, want: 150, at, expiresAt: at + 60_000 }),
+          (i % 2 === 0 ? store : other).proxyLedger.reserve({
+            projectId: 'proj_3',
+            month,
+            budget: 1000,
+            want: 150,
+            at,
+            expiresAt: at + 60_000,
+          }),
         ),
       );
       const granted = holds.map((h) => h.granted);
@@ -110,7 +136,10 @@ describe.each(backends)('the proxy ledger on %s', (_, open) => {
       await store.insertRequestLog(row('proj_4', 1, body), { maxProjectBodyBytes: 500 });
       await store.insertRequestLog(row('proj_4', 1, body), { maxProjectBodyBytes: 500 });
       expect((await store.listRequestLog('proj_4', { limit: 10 })).reverse().map((r) => r.requestBody)).toEqual([
-        kBodiesNotKept, body, body, kBodiesNotKept,
+        kBodiesNotKept,
+        body,
+        body,
+        kBodiesNotKept,
       ]);
     } finally {
       await store.close();

@@ -37,11 +37,15 @@ describe('Meter', () => {
 
 describe('streamedText', () => {
   it('reads content, tool arguments and reasoning from OpenAI and Mistral chunks, text and JSON from Anthropic deltas', () => {
-    expect(kDialects.openai.streamedText({ choices: [{ delta: { content: 'a', tool_calls: [{ function: { arguments: '{"x"' } }] } }] })).toBe('a{"x"');
+    expect(
+      kDialects.openai.streamedText({ choices: [{ delta: { content: 'a', tool_calls: [{ function: { arguments: '{"x"' } }] } }] }),
+    ).toBe('a{"x"');
     expect(kDialects.mistral.streamedText({ choices: [{ delta: { content: [{ type: 'text', text: 'b' }] } }] })).toBe('b');
     expect(kDialects.openai.streamedText({ choices: [], usage: { prompt_tokens: 1 } })).toBe('');
     expect(kDialects.anthropic.streamedText({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'c' } })).toBe('c');
-    expect(kDialects.anthropic.streamedText({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json: '{' } })).toBe('{');
+    expect(kDialects.anthropic.streamedText({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json: '{' } })).toBe(
+      '{',
+    );
     expect(kDialects.anthropic.streamedText({ type: 'message_delta', usage: { output_tokens: 3 } })).toBe('');
   });
 });

@@ -4,9 +4,13 @@ import { kLogBodyLimitBytes, logBody, redactSecrets } from '../../src/proxy/reda
 describe('redactSecrets', () => {
   it('removes credential fields, bearer values and key-shaped strings', () => {
     expect(redactSecrets('{"api_key":"abc","q":"Bearer sk-12345678"}')).toBe('{"api_key":"[redacted]","q":"Bearer [redacted]"}');
-    expect(redactSecrets('{"Authorization": "Basic dXNlcjpwYXNz", "password":"hunter2"}')).toBe('{"Authorization": "[redacted]", "password":"[redacted]"}');
+    expect(redactSecrets('{"Authorization": "Basic dXNlcjpwYXNz", "password":"hunter2"}')).toBe(
+      '{"Authorization": "[redacted]", "password":"[redacted]"}',
+    );
     expect(redactSecrets('my key is svc_0123456789abcdef and sk-ant-api03-abcdefghij')).toBe('my key is [redacted] and [redacted]');
-    expect(redactSecrets('{"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}')).toBe('{"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}');
+    expect(redactSecrets('{"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}')).toBe(
+      '{"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}',
+    );
   });
 });
 

@@ -27,7 +27,9 @@ describe('eventsMentioning', () => {
   it('parses the JSON data of the events containing the needle and skips the rest', () => {
     const events = 'data: {"a":1}\n\ndata: {"usage":{"prompt_tokens":3}}\n\ndata: [DONE]\n\n';
     expect(eventsMentioning(events, '"usage"')).toEqual([{ usage: { prompt_tokens: 3 } }]);
-    expect(eventsMentioning('event: message_delta\ndata: {"usage":{"output_tokens":9}}\n\n', '"usage"')).toEqual([{ usage: { output_tokens: 9 } }]);
+    expect(eventsMentioning('event: message_delta\ndata: {"usage":{"output_tokens":9}}\n\n', '"usage"')).toEqual([
+      { usage: { output_tokens: 9 } },
+    ]);
     expect(eventsMentioning(events, '"nothing"')).toEqual([]);
   });
 });

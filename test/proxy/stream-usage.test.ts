@@ -6,7 +6,10 @@ describe('askForStreamUsage', () => {
     const bare: Record<string, unknown> = { stream: true };
     expect([askForStreamUsage(bare, 'provider-a'), bare.stream_options]).toEqual([true, { include_usage: true }]);
     const declined: Record<string, unknown> = { stream: true, stream_options: { include_usage: false, include_obfuscation: false } };
-    expect([askForStreamUsage(declined, 'provider-a'), declined.stream_options]).toEqual([true, { include_usage: true, include_obfuscation: false }]);
+    expect([askForStreamUsage(declined, 'provider-a'), declined.stream_options]).toEqual([
+      true,
+      { include_usage: true, include_obfuscation: false },
+    ]);
     const asked: Record<string, unknown> = { stream: true, stream_options: { include_usage: true } };
     expect([askForStreamUsage(asked, 'provider-a'), asked.stream_options]).toEqual([false, { include_usage: true }]);
   });

@@ -18,7 +18,11 @@ const root = mkdtempSync(join(tmpdir(), 'svc-durable-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const manifest = {
-  format: 1, task: 'binary-classification', base_model: 'svc-small', label_text: 'positive', head_file: 'head.json',
+  format: 1,
+  task: 'binary-classification',
+  base_model: 'svc-small',
+  label_text: 'positive',
+  head_file: 'head.json',
 } as never;
 
 it('flushes every file and folder of a model before the rename that publishes it, and the rename after', async () => {
@@ -46,7 +50,15 @@ it('flushes every file and folder of a model before the rename that publishes it
   const beforeRename = synced.filter((s) => !s.published && s.path.startsWith(staging)).map((s) => relative(staging, s.path) || '.');
   // The manifest and head were flushed as they were written (temporary name) and again with the whole tree.
   expect([...new Set(beforeRename)].sort()).toEqual(
-    ['.', 'head.json', 'head.json.' + process.pid + '.tmp', 'manifest.json', 'manifest.json.' + process.pid + '.tmp', 'onnx', 'onnx/model.onnx'].sort(),
+    [
+      '.',
+      'head.json',
+      'head.json.' + process.pid + '.tmp',
+      'manifest.json',
+      'manifest.json.' + process.pid + '.tmp',
+      'onnx',
+      'onnx/model.onnx',
+    ].sort(),
   );
   const afterRename = synced.filter((s) => s.published);
   expect(afterRename.map((s) => s.path)).toEqual([join(hub.root, 'acme')]);
@@ -63,7 +75,12 @@ it('removes leftover staging, replaced-model and dead fine-tuning folders at sta
   const tmp = join(root, 'tmp');
   mkdirSync(tmp);
   const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
-  const folders = [`${kFinetuneFolderPrefix}${dead}-aaaaaa`, `${kFinetuneFolderPrefix}${process.pid}-bbbbbb`, 'svc-classify-other', 'unrelated'];
+  const folders = [
+    `${kFinetuneFolderPrefix}${dead}-aaaaaa`,
+    `${kFinetuneFolderPrefix}${process.pid}-bbbbbb`,
+    'svc-classify-other',
+    'unrelated',
+  ];
   for (const name of folders) mkdirSync(join(tmp, name));
   const previous = process.env.TMPDIR;
   process.env.TMPDIR = tmp;

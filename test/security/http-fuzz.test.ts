@@ -35,11 +35,14 @@ function send(request: HostileRequest): Promise<Answer | null> {
   return new Promise((resolve) => {
     const headers: Record<string, string | number> = { ...request.headers };
     if (request.body !== undefined) headers['content-length'] = request.body.length + (request.truncate ? 100 : 0);
-    const req = http.request({ host: base.hostname, port: base.port, method: request.method, path: request.path, headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, nosniff: res.headers['x-content-type-options'] === 'nosniff' }));
-      res.on('error', () => resolve(null));
-    });
+    const req = http.request(
+      { host: base.hostname, port: base.port, method: request.method, path: request.path, headers, agent },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, nosniff: res.headers['x-content-type-options'] === 'nosniff' }));
+        res.on('error', () => resolve(null));
+      },
+    );
     req.on('error', () => resolve(null));
     if (request.truncate) {
       req.write(request.body!);
@@ -70,7 +73,14 @@ function memory(): Promise<NodeJS.MemoryUsage> {
 
 /** Runs `count` requests from the generator, `kConcurrency` at a time; tallies the answers. */
 async function run(generator: HostileRequests, count: number) {
-  const tally = { sent: 0, answered: 0, cut: 0, serverErrors: [] as string[], withoutNosniff: [] as string[], statuses: new Map<number, number>() };
+  const tally = {
+    sent: 0,
+    answered: 0,
+    cut: 0,
+    serverErrors: [] as string[],
+    withoutNosniff: [] as string[],
+    statuses: new Map<number, number>(),
+  };
   let next = 0;
   await Promise.all(
     Array.from({ length: kConcurrency }, async () => {
@@ -112,7 +122,11 @@ beforeAll(async () => {
   base = new URL(started.url);
   context = { ...started, modelId: '' };
   // One trained model (frozen encoder: quick), so that predict and the hub get past "not found".
-  const examples = Array.from({ length: 20 }, (_, i) => ({ text: `a ${i % 2 ? 'wonderful' : 'dreadful'} film, number ${i}`, label: i % 2 === 1, label_text: 'positive' }));
+  const examples = Array.from({ length: 20 }, (_, i) => ({
+    text: `a ${i % 2 ? 'wonderful' : 'dreadful'} film, number ${i}`,
+    label: i % 2 === 1,
+    label_text: 'positive',
+  }));
   const model = await json('POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples, finetune: false });
   for (let status = model.status; status === 'training'; await new Promise((resolve) => setTimeout(resolve, 200))) {
     status = (await json('GET', `/v2/models/${model.id}`)).status;

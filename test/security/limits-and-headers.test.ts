@@ -59,13 +59,15 @@ it('answers 400 naming the limit to a training example over 100,000 characters',
 
 it('sends nosniff and a locked-down policy on every response, whatever answers it', async () => {
   const responses = await Promise.all(
-    ['/health', '/v2/models', '/v2/openapi.json', '/nowhere', '/hub/acme/x/resolve/main/config.json', '/hub/api/models/acme/x'].map((path) =>
-      fetch(server.url + path),
+    ['/health', '/v2/models', '/v2/openapi.json', '/nowhere', '/hub/acme/x/resolve/main/config.json', '/hub/api/models/acme/x'].map(
+      (path) => fetch(server.url + path),
     ),
   );
   expect(responses.map((r) => r.status)).toEqual([200, 401, 200, 404, 401, 401]);
   for (const response of responses) {
     expect(response.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(response.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    expect(response.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    );
   }
 });

@@ -21,7 +21,11 @@ describe('model file mutations', () => {
       ['--import', 'tsx', 'test/_support/model-mutations-child.ts', scratch, String(kSeed), String(kMutations)],
       { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 50_000 },
     );
-    const lastMutation = child.stderr.trimEnd().split('\n').filter((l) => l.startsWith('mutation ')).at(-1);
+    const lastMutation = child.stderr
+      .trimEnd()
+      .split('\n')
+      .filter((l) => l.startsWith('mutation '))
+      .at(-1);
     // A signal (SIGSEGV, SIGABRT) or a non-zero status: the mutation that was loading is the cause.
     expect({ signal: child.signal, status: child.status, error: child.error?.message }, lastMutation).toEqual({
       signal: null,

@@ -37,9 +37,13 @@ beforeAll(async () => {
   await service.start();
   await service.createOrganization('acme');
   key = (await service.createApiKey('acme')).key;
-  modelId = (await service.train(await service.authenticate(`Bearer ${key}`), {
-    model: 'svc-small', task_type: 'binary-classification', examples: imdbExamples(0, 10),
-  })).id;
+  modelId = (
+    await service.train(await service.authenticate(`Bearer ${key}`), {
+      model: 'svc-small',
+      task_type: 'binary-classification',
+      examples: imdbExamples(0, 10),
+    })
+  ).id;
   await service.idle();
   app = Fastify({ logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } } });
   await app.register(svcRoutes, { prefix: '/v2', service });
@@ -63,7 +67,9 @@ describe('404 messages', () => {
     expect(response.json()).toEqual({
       error: {
         message: `The model ${`'${long}'`.slice(0, kMaxEchoedChars)}… does not exist or is not visible to this API key`,
-        type: 'not_found_error', param: 'model', code: 'not_found',
+        type: 'not_found_error',
+        param: 'model',
+        code: 'not_found',
       },
     });
   });
@@ -88,7 +94,12 @@ describe('404 messages', () => {
 describe('500 answers', () => {
   it('log the failure with its cause and send the client nothing of it', async () => {
     logLines.length = 0;
-    const response = await app.inject({ method: 'POST', url: '/v2/predict', headers: headers(), payload: { model: modelId, inputs: ['x'] } });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v2/predict',
+      headers: headers(),
+      payload: { model: modelId, inputs: ['x'] },
+    });
     expect(response.statusCode).toBe(500);
     expect(response.json()).toEqual({
       error: { message: 'The service failed to handle the request', type: 'api_error', param: null, code: 'native_error' },
@@ -104,7 +115,11 @@ describe('500 answers', () => {
 
   it('log an unexpected error from the store with its stack', async () => {
     logLines.length = 0;
-    const broken = new SvcService({ store: SqliteStore.open(join(dir, 'closed')), runtime: new WordCountRuntime(join(dir, 'hub2')), retention: false });
+    const broken = new SvcService({
+      store: SqliteStore.open(join(dir, 'closed')),
+      runtime: new WordCountRuntime(join(dir, 'hub2')),
+      retention: false,
+    });
     await broken.createOrganization('acme');
     const brokenKey = (await broken.createApiKey('acme')).key;
     const other = Fastify({ logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } } });

@@ -32,7 +32,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it('logs one line per request through the host app\'s logger, at the host\'s level', async () => {
+it("logs one line per request through the host app's logger, at the host's level", async () => {
   const lines: string[] = [];
   const app = Fastify({ logger: { level: 'info', stream: { write: (line: string) => void lines.push(line) } } });
   await app.register(svcRoutes, { prefix: '/v2', service });
@@ -40,7 +40,20 @@ it('logs one line per request through the host app\'s logger, at the host\'s lev
   expect(response.statusCode).toBe(200);
   const ours = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request');
   expect(ours).toEqual([
-    { level: 30, time: ours[0].time, pid: process.pid, hostname: ours[0].hostname, reqId: 'req-1', org: 'acme', keyId, method: 'GET', route: '/v2/models', status: 200, ms: ours[0].ms, msg: 'request' },
+    {
+      level: 30,
+      time: ours[0].time,
+      pid: process.pid,
+      hostname: ours[0].hostname,
+      reqId: 'req-1',
+      org: 'acme',
+      keyId,
+      method: 'GET',
+      route: '/v2/models',
+      status: 200,
+      ms: ours[0].ms,
+      msg: 'request',
+    },
   ]);
   // Fastify's own request lines are the host's choice, and stay.
   expect(lines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['incoming request', 'request', 'request completed']);
@@ -59,7 +72,7 @@ it('forces no logger on a host app that has none, and serves no /metrics unless 
   await app.close();
 });
 
-it('with metrics: counts the plugin\'s requests, served where the host mounts metricsRoutes (here unguarded)', async () => {
+it("with metrics: counts the plugin's requests, served where the host mounts metricsRoutes (here unguarded)", async () => {
   const metrics = new SvcMetrics({ service });
   const app = Fastify();
   await app.register(svcRoutes, { prefix: '/v2', service, metrics });
@@ -82,10 +95,16 @@ it('with metrics: counts the plugin\'s requests, served where the host mounts me
 it('counts training jobs by state and times each run by how it ended', async () => {
   const imdb = uciSentences('imdb');
   const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
-    text: r.text, label: r.label, label_text: 'positive',
+    text: r.text,
+    label: r.label,
+    label_text: 'positive',
   }));
   const jobsDir = mkdtempSync(join(tmpdir(), 'svc-observe-jobs-'));
-  const trainer = new SvcService({ store: SqliteStore.open(jobsDir), runtime: new WordCountRuntime(join(jobsDir, 'hub')), retention: false });
+  const trainer = new SvcService({
+    store: SqliteStore.open(jobsDir),
+    runtime: new WordCountRuntime(join(jobsDir, 'hub')),
+    retention: false,
+  });
   const metrics = new SvcMetrics({ service: trainer });
   try {
     await trainer.start();
@@ -107,7 +126,7 @@ it('counts training jobs by state and times each run by how it ended', async () 
   }
 });
 
-it('counts the workers\' adapter caches: hits, misses and evictions as they grow, bytes held by all workers', async () => {
+it("counts the workers' adapter caches: hits, misses and evictions as they grow, bytes held by all workers", async () => {
   const metrics = new SvcMetrics({ service });
   const app = Fastify();
   await app.register(metricsRoutes, { metrics });

@@ -36,8 +36,18 @@ describe('GET /v2/openapi.json', () => {
       expect(response.statusCode).toBe(200);
       const doc = response.json() as { components: { schemas: Record<string, unknown> }; paths: Record<string, unknown> };
       const named = [
-        'BinaryClassifyRequest', 'BinaryTrainRequest', 'Error', 'Model', 'ModelEvaluation', 'ModelVersion', 'MultiClassClassifyRequest', 'MultiClassTrainRequest',
-        'MultiLabelClassifyRequest', 'MultiLabelTrainRequest', 'PromoteRequest', 'ProxyModel',
+        'BinaryClassifyRequest',
+        'BinaryTrainRequest',
+        'Error',
+        'Model',
+        'ModelEvaluation',
+        'ModelVersion',
+        'MultiClassClassifyRequest',
+        'MultiClassTrainRequest',
+        'MultiLabelClassifyRequest',
+        'MultiLabelTrainRequest',
+        'PromoteRequest',
+        'ProxyModel',
       ];
       expect([...new Set(refsOf(doc))].sort()).toEqual(named.map((id) => `#/components/schemas/${id}`));
       expect(Object.keys(doc.components.schemas).sort()).toEqual(named);
@@ -50,7 +60,10 @@ describe('GET /v2/openapi.json', () => {
           { $ref: '#/components/schemas/MultiLabelTrainRequest' },
         ],
       });
-      const multiClass = doc.components.schemas.MultiClassTrainRequest as { properties: Record<string, { enum?: unknown[] }>; required: string[] };
+      const multiClass = doc.components.schemas.MultiClassTrainRequest as {
+        properties: Record<string, { enum?: unknown[] }>;
+        required: string[];
+      };
       expect(multiClass.properties.task_type.enum).toEqual(['multi-class-classification']);
       expect(multiClass.properties.class_weight.enum).toEqual(['balanced']);
       expect(multiClass.required.sort()).toEqual(['examples', 'model', 'task_type']);
@@ -64,7 +77,10 @@ describe('GET /v2/openapi.json', () => {
           { $ref: '#/components/schemas/MultiLabelClassifyRequest' },
         ],
       });
-      const classifyClass = doc.components.schemas.MultiClassClassifyRequest as { properties: Record<string, { enum?: unknown[]; maxItems?: number }>; required: string[] };
+      const classifyClass = doc.components.schemas.MultiClassClassifyRequest as {
+        properties: Record<string, { enum?: unknown[]; maxItems?: number }>;
+        required: string[];
+      };
       expect(classifyClass.properties.truncate.enum).toEqual(['end', 'start', 'none', 'chunks']);
       expect(classifyClass.properties.inputs.maxItems).toBe(96);
       expect(classifyClass.required.sort()).toEqual(['examples', 'inputs', 'model', 'task_type']);

@@ -73,7 +73,7 @@ describe('svcRoutes with rateLimit.redis', () => {
     expect(await connections()).toBe(0);
   });
 
-  it('counts in Redis for a service on PostgreSQL too, leaving the database\'s counts table empty', async () => {
+  it("counts in Redis for a service on PostgreSQL too, leaving the database's counts table empty", async () => {
     const url = await postgres.cluster.createDatabase();
     const service = new SvcService({ store: await PostgresStore.open(url), runtime: new WordCountRuntime(join(dir, 'pg-hub')) });
     await service.createOrganization('acme');
@@ -102,7 +102,10 @@ describe('svcRoutes with rateLimit.redis', () => {
     const app = Fastify();
     try {
       const registered = app.register(svcRoutes, { prefix: '/v2', service, rateLimit: { redis: `redis://svc:secret@127.0.0.1:${port}` } });
-      const error = await Promise.resolve(registered).then(() => null, (e: unknown) => e);
+      const error = await Promise.resolve(registered).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(SvcError);
       expect((error as SvcError).message).toBe(
         `The request counts' Redis at redis://svc:***@127.0.0.1:${port} could not be reached: connect ECONNREFUSED 127.0.0.1:${port}`,
@@ -116,15 +119,15 @@ describe('svcRoutes with rateLimit.redis', () => {
   it('refuses a URL that is not redis://, and a store given as well', async () => {
     for (const [rateLimit, message] of [
       [{ redis: 'postgres://db/svc' }, "rateLimit.redis must be a redis:// or rediss:// URL; got 'postgres://db/svc'"],
-      [
-        { redis: redis.server.url, store: class {} as never },
-        'rateLimit.store and rateLimit.redis are two places for the counts; set one',
-      ],
+      [{ redis: redis.server.url, store: class {} as never }, 'rateLimit.store and rateLimit.redis are two places for the counts; set one'],
     ] as const) {
       const service = newService();
       const app = Fastify();
       try {
-        const error = await Promise.resolve(app.register(svcRoutes, { prefix: '/v2', service, rateLimit })).then(() => null, (e: unknown) => e);
+        const error = await Promise.resolve(app.register(svcRoutes, { prefix: '/v2', service, rateLimit })).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect((error as Error).message).toBe(message);
       } finally {
         await app.close().catch(() => {});

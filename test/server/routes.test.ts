@@ -14,7 +14,9 @@ import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
-  text: r.text, label: r.label, label_text: 'positive',
+  text: r.text,
+  label: r.label,
+  label_text: 'positive',
 }));
 
 let dir: string;
@@ -29,7 +31,9 @@ const err = (type: string, message: string, param: string | null, code: string) 
 
 async function call(method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown, bearer: string | null = key) {
   const response = await app.inject({
-    method, url, ...(body === undefined ? {} : { payload: body as object }),
+    method,
+    url,
+    ...(body === undefined ? {} : { payload: body as object }),
     headers: bearer === null ? {} : { authorization: `Bearer ${bearer}` },
   });
   return { status: response.statusCode, body: response.json() as unknown };
@@ -97,14 +101,20 @@ describe('/v2', () => {
     expect(started.status).toBe(200);
     const model = started.body as { id: string; created_at: number };
     expect(model).toEqual({
-      id: model.id, object: 'model', created_at: model.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 256,
+      id: model.id,
+      object: 'model',
+      created_at: model.created_at,
+      status: 'training',
+      owned_by: 'acme',
+      task_type: 'binary-classification',
+      context_window: 256,
     });
     expect(Math.abs(model.created_at - Date.now() / 1000)).toBeLessThan(5);
     await service.idle();
     expect(await call('GET', `/v2/models/${model.id}`)).toEqual({ status: 200, body: { ...model, status: 'trained' } });
     expect(await call('GET', `/v2/models/${model.id}/progress`)).toEqual({
-      status: 200, body: { object: 'training.progress', model: model.id, status: 'trained', stage: 'embed', done: 20, total: 20, loss: null },
+      status: 200,
+      body: { object: 'training.progress', model: model.id, status: 'trained', stage: 'embed', done: 20, total: 20, loss: null },
     });
 
     const predicted = await call('POST', '/v2/predict', { model: model.id, inputs: [examples[0].text, examples[10].text] });
@@ -133,7 +143,8 @@ describe('/v2', () => {
 
     expect(await call('DELETE', `/v2/models/${model.id}`)).toEqual({ status: 200, body: { id: model.id, object: 'model', deleted: true } });
     expect(await call('GET', `/v2/models/${model.id}`)).toEqual({
-      status: 404, body: err('not_found_error', `The model '${model.id}' does not exist or is not visible to this API key`, 'model', 'not_found'),
+      status: 404,
+      body: err('not_found_error', `The model '${model.id}' does not exist or is not visible to this API key`, 'model', 'not_found'),
     });
   });
 
@@ -143,7 +154,8 @@ describe('/v2', () => {
     const { body } = await call('POST', '/v2/train', { model: 'svc-small', task_type: 'binary-classification', examples });
     const id = (body as { id: string }).id;
     expect(await call('POST', '/v2/predict', { model: id, inputs: ['x'] })).toEqual({
-      status: 409, body: err('conflict', `The model '${id}' is still training; retry when its status is 'trained'`, 'model', 'conflict'),
+      status: 409,
+      body: err('conflict', `The model '${id}' is still training; retry when its status is 'trained'`, 'model', 'conflict'),
     });
     runtime.gate = null;
     open();
@@ -157,27 +169,33 @@ describe('/v2', () => {
     await service.idle();
     const id = (body as { id: string }).id;
     expect(await call('GET', `/v2/models/${id}`)).toEqual({
-      status: 200, body: { ...(body as object), status: 'failed', error: 'the example asked training to fail' },
+      status: 200,
+      body: { ...(body as object), status: 'failed', error: 'the example asked training to fail' },
     });
     expect(await call('POST', '/v2/predict', { model: id, inputs: ['x'] })).toEqual({
-      status: 409, body: err('conflict', `The model '${id}' failed to train: the example asked training to fail`, 'model', 'conflict'),
+      status: 409,
+      body: err('conflict', `The model '${id}' failed to train: the example asked training to fail`, 'model', 'conflict'),
     });
     await call('DELETE', `/v2/models/${id}`);
   });
 
   it('rejects calls without a valid key with 401', async () => {
     expect(await call('GET', '/v2/models', undefined, null)).toEqual({
-      status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
+      status: 401,
+      body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
     });
     // `Bearer ` with nothing after it is a missing key as well.
     expect(await call('GET', '/v2/models', undefined, '')).toEqual({
-      status: 401, body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
+      status: 401,
+      body: err('authentication_error', "Missing API key: send it as 'Authorization: Bearer <key>'", null, 'authentication'),
     });
     expect(await call('GET', '/v2/models', undefined, 'svc_unknown')).toEqual({
-      status: 401, body: err('authentication_error', 'Invalid API key', null, 'authentication'),
+      status: 401,
+      body: err('authentication_error', 'Invalid API key', null, 'authentication'),
     });
     expect(await call('POST', '/v2/predict', { model: 'm', inputs: ['x'] }, revokedKey)).toEqual({
-      status: 401, body: err('authentication_error', 'This API key has been revoked', null, 'authentication'),
+      status: 401,
+      body: err('authentication_error', 'This API key has been revoked', null, 'authentication'),
     });
   });
 
@@ -191,50 +209,101 @@ describe('/v2', () => {
       [[1, 2], 'the request must be an object', null],
     ];
     for (const [body, message, param] of predictCases) {
-      expect(await call('POST', '/v2/predict', body)).toEqual({ status: 400, body: err('invalid_request_error', message, param, 'invalid_request') });
+      expect(await call('POST', '/v2/predict', body)).toEqual({
+        status: 400,
+        body: err('invalid_request_error', message, param, 'invalid_request'),
+      });
     }
     const trainCases: [unknown, string, string | null][] = [
-      [{ model: 'svc-small', task_type: 'binary-classification', examples: [{ text: 'a', label: 'yes', label_text: 'p' }] }, 'examples[0].label must be a boolean', 'examples[0].label'],
-      [{ model: 'svc-small', task_type: 'binary-classification', examples: [{ text: 'a', label: true, label_text: 'p', weight: 2 }] }, "examples[0] has unknown field 'weight'", 'examples[0].weight'],
-      [{ model: 'svc-small', task_type: 'binary-classification', examples: examples.slice(0, 5) }, 'at least 20 examples are required (got 5)', 'examples'],
+      [
+        { model: 'svc-small', task_type: 'binary-classification', examples: [{ text: 'a', label: 'yes', label_text: 'p' }] },
+        'examples[0].label must be a boolean',
+        'examples[0].label',
+      ],
+      [
+        { model: 'svc-small', task_type: 'binary-classification', examples: [{ text: 'a', label: true, label_text: 'p', weight: 2 }] },
+        "examples[0] has unknown field 'weight'",
+        'examples[0].weight',
+      ],
+      [
+        { model: 'svc-small', task_type: 'binary-classification', examples: examples.slice(0, 5) },
+        'at least 20 examples are required (got 5)',
+        'examples',
+      ],
       [{ model: 'svc-large', task_type: 'binary-classification', examples }, "model must be one of svc-small (got 'svc-large')", 'model'],
     ];
     // Valid JSON in a body labelled as text or a form is refused for its content type, not its shape.
     for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
       const response = await app.inject({
-        method: 'POST', url: '/v2/predict', payload: JSON.stringify({ model: 'm', inputs: ['x'] }),
+        method: 'POST',
+        url: '/v2/predict',
+        payload: JSON.stringify({ model: 'm', inputs: ['x'] }),
         headers: { authorization: `Bearer ${key}`, 'content-type': contentType },
       });
       expect({ status: response.statusCode, body: response.json() }).toEqual({
-        status: 415, body: err('invalid_request_error', 'Send the request body as application/json', null, 'invalid_request'),
+        status: 415,
+        body: err('invalid_request_error', 'Send the request body as application/json', null, 'invalid_request'),
       });
     }
     for (const [body, message, param] of trainCases) {
-      expect(await call('POST', '/v2/train', body)).toEqual({ status: 400, body: err('invalid_request_error', message, param, 'invalid_request') });
+      expect(await call('POST', '/v2/train', body)).toEqual({
+        status: 400,
+        body: err('invalid_request_error', message, param, 'invalid_request'),
+      });
     }
-    const broken = await app.inject({ method: 'POST', url: '/v2/predict', payload: '{"model":', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
-    expect([broken.statusCode, broken.json()]).toEqual([400, err('invalid_request_error', 'The request body is not valid JSON', null, 'invalid_request')]);
+    const broken = await app.inject({
+      method: 'POST',
+      url: '/v2/predict',
+      payload: '{"model":',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
+    expect([broken.statusCode, broken.json()]).toEqual([
+      400,
+      err('invalid_request_error', 'The request body is not valid JSON', null, 'invalid_request'),
+    ]);
   });
 
   it('answers 404 for unknown models and routes, and 413 over the body limit', async () => {
     expect(await call('POST', '/v2/predict', { model: 'svc-small-0123456789ab', inputs: ['x'] })).toEqual({
-      status: 404, body: err('not_found_error', "The model 'svc-small-0123456789ab' does not exist or is not visible to this API key", 'model', 'not_found'),
+      status: 404,
+      body: err(
+        'not_found_error',
+        "The model 'svc-small-0123456789ab' does not exist or is not visible to this API key",
+        'model',
+        'not_found',
+      ),
     });
-    expect(await call('GET', '/v2/nothing')).toEqual({ status: 404, body: err('not_found_error', 'No route GET /v2/nothing', null, 'not_found') });
+    expect(await call('GET', '/v2/nothing')).toEqual({
+      status: 404,
+      body: err('not_found_error', 'No route GET /v2/nothing', null, 'not_found'),
+    });
     const big = { model: 'm', inputs: ['x'.repeat(70 * 1024)] };
     expect(await call('POST', '/v2/predict', big)).toEqual({
-      status: 413, body: err('request_too_large', 'The request body is larger than the limit of 65536 bytes', null, 'payload_too_large'),
+      status: 413,
+      body: err('request_too_large', 'The request body is larger than the limit of 65536 bytes', null, 'payload_too_large'),
     });
   });
 
   it('publishes an OpenAPI document generated from the schemas', async () => {
     const { status, body } = await call('GET', '/v2/openapi.json', undefined, null);
     expect(status).toBe(200);
-    const doc = body as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>> };
+    const doc = body as {
+      openapi: string;
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>;
+    };
     expect(doc.openapi).toBe('3.0.3');
     expect(Object.keys(doc.paths).sort()).toEqual([
-      '/v2/classify', '/v2/models', '/v2/models/{model_id}', '/v2/models/{model_id}/evaluation', '/v2/models/{model_id}/progress', '/v2/models/{model_id}/promote',
-      '/v2/models/{model_id}/versions', '/v2/models/{model_id}/versions/{version}', '/v2/openapi.json', '/v2/predict', '/v2/train',
+      '/v2/classify',
+      '/v2/models',
+      '/v2/models/{model_id}',
+      '/v2/models/{model_id}/evaluation',
+      '/v2/models/{model_id}/progress',
+      '/v2/models/{model_id}/promote',
+      '/v2/models/{model_id}/versions',
+      '/v2/models/{model_id}/versions/{version}',
+      '/v2/openapi.json',
+      '/v2/predict',
+      '/v2/train',
       '/v2/{project_id}/whoami', // the proxy's routes are documented too
     ]);
     expect(Object.keys(doc.paths['/v2/models/{model_id}']).sort()).toEqual(['delete', 'get']);
@@ -254,7 +323,8 @@ describe('/v2', () => {
             { type: 'number', minimum: 0, maximum: 1 },
             { type: 'object', additionalProperties: { type: 'number', minimum: 0, maximum: 1 } },
           ],
-          description: 'Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5',
+          description:
+            'Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5',
         },
       },
       required: ['model', 'inputs'],
@@ -272,7 +342,8 @@ describe('the proxy option', () => {
     expect(ok.json()).toEqual({ principal: { orgId: 'acme', keyId }, project: { ...project }, options: ['upstreamTimeoutMs', 'service'] });
     const denied = await app.inject({ method: 'GET', url: `/v2/${project.id}/whoami`, headers: { 'x-api-key': otherKey } });
     expect([denied.statusCode, denied.json()]).toEqual([
-      404, err('not_found_error', `The project '${project.id}' does not exist`, 'project_id', 'not_found'),
+      404,
+      err('not_found_error', `The project '${project.id}' does not exist`, 'project_id', 'not_found'),
     ]);
     await service.setProxyAccess('acme', false);
   });
@@ -294,7 +365,8 @@ describe('/hub', () => {
     expect([...onnx.rawPayload]).toEqual([1, 2, 3, 4]);
     expect(onnx.headers['content-type']).toBe('application/octet-stream');
     expect((await get(`/hub/api/models/acme/${id}`)).json()).toEqual({
-      id: `acme/${id}`, modelId: `acme/${id}`,
+      id: `acme/${id}`,
+      modelId: `acme/${id}`,
       siblings: [{ rfilename: 'config.json' }, { rfilename: 'head.json' }, { rfilename: 'onnx/model.onnx' }],
     });
 
@@ -302,7 +374,9 @@ describe('/hub', () => {
     const other = await get(`/hub/acme/${id}/resolve/main/config.json`, otherKey);
     expect([other.statusCode, other.json()]).toEqual([404, hidden]);
     const otherInOwnName = await get(`/hub/globex/${id}/resolve/main/config.json`, otherKey);
-    expect(otherInOwnName.json()).toEqual(err('not_found_error', `The model 'globex/${id}' does not exist or is not visible to this API key`, 'model', 'not_found'));
+    expect(otherInOwnName.json()).toEqual(
+      err('not_found_error', `The model 'globex/${id}' does not exist or is not visible to this API key`, 'model', 'not_found'),
+    );
     const anonymous = await get(`/hub/acme/${id}/resolve/main/config.json`, null);
     expect([anonymous.statusCode, anonymous.headers['www-authenticate']]).toEqual([401, 'Bearer']);
     const escape = await get(`/hub/acme/${id}/resolve/main/..%2F..%2F..%2Fsvc.sqlite`);

@@ -35,10 +35,21 @@ describe.each(backends)('a runner whose lease lapsed, on %s', (_name, open) => {
     dir = mkdtempSync(join(tmpdir(), 'svc-fencing-'));
     store = await open(dir);
     await store.createOrganization('acme');
-    await store.createModelWithJob({
-      id, orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'training',
-      error: null, createdAt: kClaimedAt, updatedAt: kClaimedAt,
-    }, imdbExamples(0, 10), {});
+    await store.createModelWithJob(
+      {
+        id,
+        orgId: 'acme',
+        baseModel: 'svc-small',
+        taskType: 'binary-classification',
+        labelText: 'positive',
+        status: 'training',
+        error: null,
+        createdAt: kClaimedAt,
+        updatedAt: kClaimedAt,
+      },
+      imdbExamples(0, 10),
+      {},
+    );
   });
   afterEach(async () => {
     await Promise.all(runners.splice(0).map((runner) => runner.close()));

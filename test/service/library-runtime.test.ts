@@ -42,11 +42,20 @@ describe('LibraryRuntime training', () => {
     const steps: number[] = [];
     // 1 pair round: 40 pairs, 3 steps of 16.
     await runtime.train(
-      { orgId: 'org-a', modelId: 'svc-small-0123456789ab', baseModel: 'svc-small', taskType: 'binary-classification', examples, options: { finetune: true, num_iterations: 1 } },
+      {
+        orgId: 'org-a',
+        modelId: 'svc-small-0123456789ab',
+        baseModel: 'svc-small',
+        taskType: 'binary-classification',
+        examples,
+        options: { finetune: true, num_iterations: 1 },
+      },
       { onProgress: (p) => p.stage === 'finetune' && steps.push(p.done) },
     );
     expect(steps).toEqual([0, 1, 2, 3]);
-    const manifest = JSON.parse(await readFile(join(runtime.modelDir('org-a', 'svc-small-0123456789ab'), 'manifest.json'), 'utf8')) as Manifest;
+    const manifest = JSON.parse(
+      await readFile(join(runtime.modelDir('org-a', 'svc-small-0123456789ab'), 'manifest.json'), 'utf8'),
+    ) as Manifest;
     expect(runtime.trainingSlots).toBe(1);
     expect(manifest.training.finetune).toMatchObject({ pairs: 40, steps: 3, threads: 1 });
   });
@@ -54,7 +63,12 @@ describe('LibraryRuntime training', () => {
 
 describe('LibraryRuntime publishing behind a fence', () => {
   const job = (modelId: string) => ({
-    orgId: 'org-f', modelId, baseModel: 'svc-small', taskType: 'binary-classification' as const, examples, options: { finetune: false },
+    orgId: 'org-f',
+    modelId,
+    baseModel: 'svc-small',
+    taskType: 'binary-classification' as const,
+    examples,
+    options: { finetune: false },
   });
 
   it('publishes nothing when the fence refuses, and leaves the model it had as it was', async () => {

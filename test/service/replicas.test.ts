@@ -26,7 +26,10 @@ const opened: SvcService[] = [];
 async function replica(holder: string, slots = 1): Promise<{ service: SvcService; runtime: WordCountRuntime }> {
   const runtime = new WordCountRuntime(hub, slots);
   const service = new SvcService({
-    store: await PostgresStore.open(url), runtime, retention: false, jobs: { leaseMs: kLeaseMs, pollMs: 50, holder },
+    store: await PostgresStore.open(url),
+    runtime,
+    retention: false,
+    jobs: { leaseMs: kLeaseMs, pollMs: 50, holder },
   });
   opened.push(service);
   return { service, runtime };
@@ -61,31 +64,53 @@ describe('replicas on one PostgreSQL database', () => {
     const one = await replica('replica-1');
     one.runtime.gate = new Promise(() => {}); // replica-1's one training slot stays busy
     const busy = await one.service.train(acme, request);
-    await until(() => one.service.store.getJob(busy.id), (j) => j?.lockedBy === 'replica-1');
+    await until(
+      () => one.service.store.getJob(busy.id),
+      (j) => j?.lockedBy === 'replica-1',
+    );
     const two = await replica('replica-2');
     await two.service.start();
     const model = await one.service.train(acme, request);
-    expect(await until(() => one.service.getModel(acme, model.id), (m) => m.status !== 'training')).toEqual({ ...model, status: 'trained' });
+    expect(
+      await until(
+        () => one.service.getModel(acme, model.id),
+        (m) => m.status !== 'training',
+      ),
+    ).toEqual({ ...model, status: 'trained' });
     expect([one.runtime.trained, two.runtime.trained]).toEqual([[], [model.id]]);
     const body = { model: model.id, inputs: ['A wonderful, moving film.'] };
     expect(await one.service.predict(acme, body)).toEqual(await two.service.predict(acme, body));
   });
 
-  it('leaves a live replica\'s job alone at start-up and takes it over once its lease ends', async () => {
+  it("leaves a live replica's job alone at start-up and takes it over once its lease ends", async () => {
     const store = opened[0].store;
     const id = 'svc-small-00000000000a';
     const now = Date.now();
-    await store.createModelWithJob({
-      id, orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'training',
-      error: null, createdAt: now, updatedAt: now,
-    }, examples, {});
+    await store.createModelWithJob(
+      {
+        id,
+        orgId: 'acme',
+        baseModel: 'svc-small',
+        taskType: 'binary-classification',
+        labelText: 'positive',
+        status: 'training',
+        error: null,
+        createdAt: now,
+        updatedAt: now,
+      },
+      examples,
+      {},
+    );
     // replica-1 claims the job, then dies without a heartbeat.
     const claimedAt = Date.now();
     await store.claimNextJob(claimedAt, { maxRunningJobs: 1, holder: 'replica-1', leaseMs: kLeaseMs });
     const two = await replica('replica-2');
     await two.service.start();
     expect(await store.getJob(id)).toMatchObject({ state: 'running', attempts: 1, lockedBy: 'replica-1' });
-    const job = await until(() => store.getJob(id), (j) => j?.state === 'done');
+    const job = await until(
+      () => store.getJob(id),
+      (j) => j?.state === 'done',
+    );
     expect(job).toMatchObject({ state: 'done', attempts: 2, lockedBy: null, lockedUntil: null });
     expect(job!.updatedAt).toBeGreaterThan(claimedAt + kLeaseMs);
     expect(two.runtime.trained).toEqual([id]);
@@ -96,20 +121,37 @@ describe('replicas on one PostgreSQL database', () => {
     const store = opened[0].store;
     const id = 'svc-small-00000000000b';
     const past = Date.now() - 60_000;
-    await store.createModelWithJob({
-      id, orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'training',
-      error: null, createdAt: past, updatedAt: past,
-    }, examples, {});
+    await store.createModelWithJob(
+      {
+        id,
+        orgId: 'acme',
+        baseModel: 'svc-small',
+        taskType: 'binary-classification',
+        labelText: 'positive',
+        status: 'training',
+        error: null,
+        createdAt: past,
+        updatedAt: past,
+      },
+      examples,
+      {},
+    );
     // Three replicas claimed it in turn, each dying within its 1 ms lease.
     for (let i = 0; i < 3; i += 1) {
-      expect(await store.claimNextJob(past + i * 10, { maxRunningJobs: 1, holder: `dead-${i}`, leaseMs: 1 })).toMatchObject({ attempts: i + 1 });
+      expect(await store.claimNextJob(past + i * 10, { maxRunningJobs: 1, holder: `dead-${i}`, leaseMs: 1 })).toMatchObject({
+        attempts: i + 1,
+      });
     }
     const two = await replica('replica-2');
     await two.service.start();
-    const job = await until(() => store.getJob(id), (j) => j?.state === 'failed');
+    const job = await until(
+      () => store.getJob(id),
+      (j) => j?.state === 'failed',
+    );
     expect(job).toMatchObject({ state: 'failed', attempts: 4, lockedBy: null });
     expect(await two.service.getModel(acme, id)).toMatchObject({
-      status: 'failed', error: 'training was interrupted 3 times (the service stopped while it ran)',
+      status: 'failed',
+      error: 'training was interrupted 3 times (the service stopped while it ran)',
     });
     expect(two.runtime.trained).toEqual([]);
   });
@@ -120,7 +162,10 @@ describe('replicas on one PostgreSQL database', () => {
     two.runtime.gate = new Promise(() => {}); // training that would never end by itself
     await two.service.start();
     const model = await two.service.train(acme, request);
-    await until(() => one.service.store.getJob(model.id), (j) => j?.lockedBy === 'replica-2');
+    await until(
+      () => one.service.store.getJob(model.id),
+      (j) => j?.lockedBy === 'replica-2',
+    );
     await one.service.deleteModel(acme, model.id);
     // replica-2 sees it at its next heartbeat and stops: nothing runs there any more.
     await two.service.idle();
@@ -134,15 +179,29 @@ describe('replicas on one PostgreSQL database', () => {
     const now = Date.now();
     const ids = Array.from({ length: 200 }, (_, n) => `svc-small-${n.toString(16).padStart(12, '0')}`);
     for (const id of ids) {
-      await store.createModelWithJob({
-        id, orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive', status: 'training',
-        error: null, createdAt: now, updatedAt: now,
-      }, examples, {});
+      await store.createModelWithJob(
+        {
+          id,
+          orgId: 'acme',
+          baseModel: 'svc-small',
+          taskType: 'binary-classification',
+          labelText: 'positive',
+          status: 'training',
+          error: null,
+          createdAt: now,
+          updatedAt: now,
+        },
+        examples,
+        {},
+      );
     }
     const one = await replica('replica-1', 2);
     const two = await replica('replica-2', 2);
     await Promise.all([one.service.start(), two.service.start()]);
-    await until(() => store.countJobs(), (counts) => counts.done === 200);
+    await until(
+      () => store.countJobs(),
+      (counts) => counts.done === 200,
+    );
     const ran = [...one.runtime.trained, ...two.runtime.trained];
     expect(ran.length).toBe(200);
     expect([...new Set(ran)].sort()).toEqual(ids);

@@ -14,10 +14,9 @@ import type { BinaryPredictResponse } from '../../src/contract/schemas.js';
 import { WordCountRuntime } from '../../fixtures/word-count-runtime.js';
 
 const imdb = uciSentences('imdb');
-const examples: TrainingExample[] = [
-  ...imdb.filter((r) => r.label).slice(0, 10),
-  ...imdb.filter((r) => !r.label).slice(0, 10),
-].map((r) => ({ text: r.text, label: r.label, label_text: 'positive' }));
+const examples: TrainingExample[] = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map(
+  (r) => ({ text: r.text, label: r.label, label_text: 'positive' }),
+);
 const request = { model: 'svc-small', task_type: 'binary-classification', examples };
 
 let dir: string;
@@ -31,7 +30,10 @@ function open(slots = 1, timeoutMs?: number): SvcService {
 }
 
 async function rejection(promise: Promise<unknown>): Promise<{ code: string; status: number; message: string; param: string | null }> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   if (!(error instanceof SvcError)) throw new Error(`expected an SvcError, got ${String(error)}`);
   return { code: error.code, status: error.status, message: error.message, param: error.param };
 }
@@ -55,8 +57,12 @@ describe('organizations and keys', () => {
     expect(created.id).toMatch(/^key_[0-9a-f]{12}$/);
     const [, stored] = await service.store.listApiKeys('acme');
     expect(stored).toEqual({
-      id: created.id, orgId: 'acme', hash: hashApiKey(created.key), prefix: created.key.slice(0, 8),
-      createdAt: created.createdAt, revokedAt: null,
+      id: created.id,
+      orgId: 'acme',
+      hash: hashApiKey(created.key),
+      prefix: created.key.slice(0, 8),
+      createdAt: created.createdAt,
+      revokedAt: null,
     });
     expect(JSON.stringify(await service.store.listApiKeys('acme'))).not.toContain(created.key.slice(8));
     expect(await service.authenticate(created.key)).toEqual({ orgId: 'acme', keyId: created.id });
@@ -65,7 +71,10 @@ describe('organizations and keys', () => {
 
   it('rejects missing, unknown and revoked keys with 401', async () => {
     expect(await rejection(service.authenticate(undefined))).toEqual({
-      code: 'authentication', status: 401, message: "Missing API key: send it as 'Authorization: Bearer <key>'", param: null,
+      code: 'authentication',
+      status: 401,
+      message: "Missing API key: send it as 'Authorization: Bearer <key>'",
+      param: null,
     });
     expect((await rejection(service.authenticate('Bearer svc_nope'))).message).toBe('Invalid API key');
     const created = await service.createApiKey('acme');
@@ -79,7 +88,10 @@ describe('organizations and keys', () => {
       "Organization names are 1-63 lowercase letters, digits and dashes, starting with a letter or digit; got 'Acme Inc'",
     );
     expect(await rejection(service.createOrganization('acme'))).toEqual({
-      code: 'conflict', status: 409, message: "The organization 'acme' already exists", param: 'name',
+      code: 'conflict',
+      status: 409,
+      message: "The organization 'acme' already exists",
+      param: 'name',
     });
     expect((await rejection(service.createApiKey('ghost'))).message).toBe("The organization 'ghost' does not exist");
   });
@@ -98,7 +110,10 @@ describe('organizations and keys', () => {
     await service.createOrganization('globex');
     const globex = await service.authenticate((await service.createApiKey('globex')).key);
     expect(await rejection(service.authorizeProxy(globex, project.id))).toEqual({
-      code: 'not_found', status: 404, message: `The project '${project.id}' does not exist`, param: 'project_id',
+      code: 'not_found',
+      status: 404,
+      message: `The project '${project.id}' does not exist`,
+      param: 'project_id',
     });
     expect((await rejection(service.authorizeProxy(acme, 'proj_000000000000'))).status).toBe(404);
   });
@@ -108,20 +123,30 @@ describe('training jobs', () => {
   it('trains, then predicts with the org that owns the model only', async () => {
     const created = await service.train(acme, request);
     expect(created).toEqual({
-      id: created.id, object: 'model', created_at: created.created_at, status: 'training', owned_by: 'acme',
-      task_type: 'binary-classification', context_window: 256,
+      id: created.id,
+      object: 'model',
+      created_at: created.created_at,
+      status: 'training',
+      owned_by: 'acme',
+      task_type: 'binary-classification',
+      context_window: 256,
     });
     expect(created.id).toMatch(/^svc-small-[0-9a-f]{12}$/);
     await service.idle();
     expect((await service.getModel(acme, created.id)).status).toBe('trained');
-    const result = (await service.predict(acme, { model: created.id, inputs: [examples[0].text, examples[19].text] })) as BinaryPredictResponse;
+    const result = (await service.predict(acme, {
+      model: created.id,
+      inputs: [examples[0].text, examples[19].text],
+    })) as BinaryPredictResponse;
     expect(result.label_text).toBe('positive');
     expect(result.predictions.map((p) => p.label)).toEqual([true, false]);
 
     await service.createOrganization('globex');
     const globex = await service.authenticate((await service.createApiKey('globex')).key);
     const hidden = {
-      code: 'not_found', status: 404, param: 'model',
+      code: 'not_found',
+      status: 404,
+      param: 'model',
       message: `The model '${created.id}' does not exist or is not visible to this API key`,
     };
     expect(await rejection(service.getModel(globex, created.id))).toEqual(hidden);
@@ -132,10 +157,22 @@ describe('training jobs', () => {
   it('checks the training request before storing anything', async () => {
     const cases: [object, string, string][] = [
       [{ ...request, model: 'gpt' }, "model must be one of svc-small (got 'gpt')", 'model'],
-      [{ ...request, task_type: 'multi' }, `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "multi")`, 'task_type'],
+      [
+        { ...request, task_type: 'multi' },
+        `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "multi")`,
+        'task_type',
+      ],
       [{ ...request, examples: examples.slice(0, 19) }, 'at least 20 examples are required (got 19)', 'examples'],
-      [{ ...request, examples: examples.map((e) => ({ ...e, label: true })) }, 'examples need at least one true and one false label', 'examples'],
-      [{ ...request, examples: examples.map((e, i) => (i === 3 ? { ...e, text: '' } : e)) }, 'examples[3].text must not be empty', 'examples[3].text'],
+      [
+        { ...request, examples: examples.map((e) => ({ ...e, label: true })) },
+        'examples need at least one true and one false label',
+        'examples',
+      ],
+      [
+        { ...request, examples: examples.map((e, i) => (i === 3 ? { ...e, text: '' } : e)) },
+        'examples[3].text must not be empty',
+        'examples[3].text',
+      ],
       [
         { ...request, examples: examples.map((e, i) => (i === 5 ? { ...e, label_text: 'negative' } : e)) },
         'all examples must share one label_text',
@@ -143,7 +180,12 @@ describe('training jobs', () => {
       ],
     ];
     for (const [body, message, param] of cases) {
-      expect(await rejection(service.train(acme, body as typeof request))).toEqual({ code: 'invalid_request', status: 400, message, param });
+      expect(await rejection(service.train(acme, body as typeof request))).toEqual({
+        code: 'invalid_request',
+        status: 400,
+        message,
+        param,
+      });
     }
     expect(await service.store.listModels('acme')).toEqual([]);
   });
@@ -153,7 +195,9 @@ describe('training jobs', () => {
     runtime.gate = new Promise((resolve) => (open = resolve));
     const training = await service.train(acme, request);
     expect(await rejection(service.predict(acme, { model: training.id, inputs: ['x'] }))).toEqual({
-      code: 'conflict', status: 409, param: 'model',
+      code: 'conflict',
+      status: 409,
+      param: 'model',
       message: `The model '${training.id}' is still training; retry when its status is 'trained'`,
     });
     expect((await service.listModels(acme)).data).toEqual([]);
@@ -161,7 +205,9 @@ describe('training jobs', () => {
     open();
     await service.idle();
     expect(await service.getModel(acme, failing.id)).toEqual({
-      ...failing, status: 'failed', error: 'the example asked training to fail',
+      ...failing,
+      status: 'failed',
+      error: 'the example asked training to fail',
     });
     expect(existsSync(runtime.modelDir('acme', failing.id))).toBe(false);
     expect((await rejection(service.predict(acme, { model: failing.id, inputs: ['x'] }))).message).toBe(
@@ -189,7 +235,16 @@ describe('training jobs', () => {
     // Simulate two models whose process died mid-training: claimed (running), never finished.
     const store = SqliteStore.open(dir);
     const now = Date.now();
-    const base = { orgId: 'acme', baseModel: 'svc-small', taskType: 'binary-classification' as const, labelText: 'positive', status: 'training' as const, error: null, createdAt: now, updatedAt: now };
+    const base = {
+      orgId: 'acme',
+      baseModel: 'svc-small',
+      taskType: 'binary-classification' as const,
+      labelText: 'positive',
+      status: 'training' as const,
+      error: null,
+      createdAt: now,
+      updatedAt: now,
+    };
     await store.createModelWithJob({ ...base, id: 'svc-small-00000000000a' }, examples, {});
     await store.createModelWithJob({ ...base, id: 'svc-small-00000000000b' }, examples, {});
     // 'a' was started three times already and is running a third time when the process dies.
@@ -207,7 +262,8 @@ describe('training jobs', () => {
     await service.idle();
     expect((await service.getModel(acme, first.id)).status).toBe('trained');
     expect(await service.getModel(acme, 'svc-small-00000000000a')).toMatchObject({
-      status: 'failed', error: 'training was interrupted 3 times (the service stopped while it ran)',
+      status: 'failed',
+      error: 'training was interrupted 3 times (the service stopped while it ran)',
     });
     expect((await service.getModel(acme, 'svc-small-00000000000b')).status).toBe('trained');
     expect(runtime.trained).toEqual(['svc-small-00000000000b']);
@@ -239,7 +295,9 @@ describe('training jobs', () => {
     const stuck = await service.train(acme, request);
     await service.idle();
     expect(await service.getModel(acme, stuck.id)).toEqual({
-      ...stuck, status: 'failed', error: 'training took longer than 0.2 seconds and was stopped',
+      ...stuck,
+      status: 'failed',
+      error: 'training took longer than 0.2 seconds and was stopped',
     });
   });
 
@@ -268,13 +326,25 @@ describe('request-log retention', () => {
     const store = SqliteStore.open(join(dir, 'retention'));
     const day = 24 * 60 * 60 * 1000;
     const row = {
-      keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-      ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}',
+      keyId: 'key_1',
+      provider: 'provider-a' as const,
+      model: 'provider-a:m',
+      stream: false,
+      status: 200,
+      ttfbMs: 1,
+      totalMs: 2,
+      tokensIn: 1,
+      tokensOut: 1,
+      error: null,
+      requestBody: '{}',
+      responseBody: '{}',
     };
     for (const age of [9, 5, 4, 3, 2, 1]) await store.insertRequestLog({ ...row, projectId: 'proj_a', createdAt: Date.now() - age * day });
     for (const age of [8, 1]) await store.insertRequestLog({ ...row, projectId: 'proj_b', createdAt: Date.now() - age * day });
     const background = new SvcService({
-      store, runtime: new WordCountRuntime(join(dir, 'retention-hub'), 1), retention: { days: 7, maxRowsPerProject: 3, intervalMs: 60_000 },
+      store,
+      runtime: new WordCountRuntime(join(dir, 'retention-hub'), 1),
+      retention: { days: 7, maxRowsPerProject: 3, intervalMs: 60_000 },
     });
     const ages = async (projectId: string) =>
       (await store.listRequestLog(projectId, { limit: 10 })).map((r) => Math.round((Date.now() - r.createdAt) / day));

@@ -19,8 +19,15 @@ export interface StoreBackend {
 }
 
 export const model = (id: string, orgId = 'acme', createdAt = 1000): ModelRecord => ({
-  id, orgId, baseModel: 'svc-small', taskType: 'binary-classification', labelText: 'positive',
-  status: 'training', error: null, createdAt, updatedAt: createdAt,
+  id,
+  orgId,
+  baseModel: 'svc-small',
+  taskType: 'binary-classification',
+  labelText: 'positive',
+  status: 'training',
+  error: null,
+  createdAt,
+  updatedAt: createdAt,
 });
 /** A runner's claim: default cap 1, a lease of 1 s. */
 export const claim: JobClaim = { maxRunningJobs: 1, holder: 'runner-1', leaseMs: 1000 };
@@ -66,7 +73,9 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.getProject('proj_0123456789ab')).toEqual(project);
       expect(await store.listProjects('acme')).toHaveLength(1);
       expect(await store.listProjects('other')).toEqual([]);
-      await expect(store.createProject({ ...project, id: 'proj_x', orgId: 'ghost' })).rejects.toThrow(backend.errors.projectOfUnknownOrganization);
+      await expect(store.createProject({ ...project, id: 'proj_x', orgId: 'ghost' })).rejects.toThrow(
+        backend.errors.projectOfUnknownOrganization,
+      );
       await store.setProjectBudget('proj_0123456789ab', 5000);
       expect((await store.getProject('proj_0123456789ab'))?.monthlyTokenBudget).toBe(5000);
       await store.setProjectBudget('proj_0123456789ab', null);
@@ -79,9 +88,19 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.getOrgLimits('acme')).toEqual(unset);
       await store.setOrgLimits('acme', { maxRunningJobs: 2, requestsPerMinute: 60 });
       await store.setOrgLimits('acme', { maxQueuedJobs: 5, orgRequestsPerMinute: 150 });
-      expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: 60, orgRequestsPerMinute: 150 });
+      expect(await store.getOrgLimits('acme')).toEqual({
+        maxRunningJobs: 2,
+        maxQueuedJobs: 5,
+        requestsPerMinute: 60,
+        orgRequestsPerMinute: 150,
+      });
       await store.setOrgLimits('acme', { requestsPerMinute: null });
-      expect(await store.getOrgLimits('acme')).toEqual({ maxRunningJobs: 2, maxQueuedJobs: 5, requestsPerMinute: null, orgRequestsPerMinute: 150 });
+      expect(await store.getOrgLimits('acme')).toEqual({
+        maxRunningJobs: 2,
+        maxQueuedJobs: 5,
+        requestsPerMinute: null,
+        orgRequestsPerMinute: 150,
+      });
       expect(await store.getOrgLimits('ghost')).toEqual(unset);
       await expect(store.setOrgLimits('ghost', { maxRunningJobs: 1 })).rejects.toThrow(backend.errors.limitsOfUnknownOrganization);
     });
@@ -94,8 +113,15 @@ export function storeContract(name: string, backend: StoreBackend): void {
 
       const first = await store.claimNextJob(100, claim);
       expect(first).toEqual({
-        modelId: 'svc-small-00000000000a', state: 'running', attempts: 1, options: { finetune: false }, createdAt: 1, updatedAt: 100,
-        lockedBy: 'runner-1', lockedUntil: 1100, leaseToken: 1,
+        modelId: 'svc-small-00000000000a',
+        state: 'running',
+        attempts: 1,
+        options: { finetune: false },
+        createdAt: 1,
+        updatedAt: 100,
+        lockedBy: 'runner-1',
+        lockedUntil: 1100,
+        leaseToken: 1,
       });
       expect(await store.getJob('svc-small-00000000000a')).toEqual(first);
       // A live lease is left alone; once it has ended (the runner died) the job goes back ahead of the newer one.
@@ -116,7 +142,11 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({ state: 'running', lockedBy: 'runner-1' });
       await store.releaseJob('svc-small-00000000000b', { holder: 'runner-1', token: 1 }, 1650);
       expect(await store.getJob('svc-small-00000000000b')).toMatchObject({
-        state: 'queued', attempts: 0, updatedAt: 1650, lockedBy: null, lockedUntil: null,
+        state: 'queued',
+        attempts: 0,
+        updatedAt: 1650,
+        lockedBy: null,
+        lockedUntil: null,
       });
       // A release does not count the start, but the next claim's token is a new one.
       expect(await store.claimNextJob(1700, claim)).toMatchObject({ attempts: 1, leaseToken: 2 });
@@ -132,14 +162,19 @@ export function storeContract(name: string, backend: StoreBackend): void {
       for (const org of ['acme', 'globex', 'initech']) await store.createOrganization(org);
       const id = (n: number) => `svc-small-${n.toString(16).padStart(12, '0')}`;
       // acme queues three jobs first, then globex two, then initech one.
-      const queue: [number, string][] = [[1, 'acme'], [2, 'acme'], [3, 'acme'], [4, 'globex'], [5, 'globex'], [6, 'initech']];
+      const queue: [number, string][] = [
+        [1, 'acme'],
+        [2, 'acme'],
+        [3, 'acme'],
+        [4, 'globex'],
+        [5, 'globex'],
+        [6, 'initech'],
+      ];
       for (const [n, org] of queue) await store.createModelWithJob(model(id(n), org, n), examples, {});
       await store.setOrgLimits('acme', { maxRunningJobs: 2 });
       const next = async (at: number) => (await store.claimNextJob(at, claim))?.modelId ?? null;
       // Each organization's first job, in queue order; then acme's second (its cap is 2); the others are at theirs.
-      expect([await next(10), await next(11), await next(12), await next(13), await next(14)]).toEqual([
-        id(1), id(4), id(6), id(2), null,
-      ]);
+      expect([await next(10), await next(11), await next(12), await next(13), await next(14)]).toEqual([id(1), id(4), id(6), id(2), null]);
       // globex's job ends: globex (served at 11) is due before acme (served at 13), but acme's slot is free too.
       await store.setJobState(id(4), 'done', 20);
       await store.setJobState(id(1), 'done', 21);
@@ -155,7 +190,10 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.createModelWithJob(model(id(3)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: false, queued: 2 });
       expect(await store.getModel(id(3))).toBeNull();
       // Another organization's queue is its own.
-      expect(await store.createModelWithJob(model(id(4), 'globex'), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 1 });
+      expect(await store.createModelWithJob(model(id(4), 'globex'), examples, {}, { maxQueuedJobs: 2 })).toEqual({
+        created: true,
+        queued: 1,
+      });
       // A job that started no longer counts.
       await store.claimNextJob(10, claim);
       expect(await store.createModelWithJob(model(id(5)), examples, {}, { maxQueuedJobs: 2 })).toEqual({ created: true, queued: 2 });
@@ -163,8 +201,20 @@ export function storeContract(name: string, backend: StoreBackend): void {
 
     it('lists the request log newest first with a cursor', async () => {
       const row = {
-        projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: true, status: 200,
-        ttfbMs: 1.5, totalMs: 3, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}', createdAt: 1,
+        projectId: 'proj_1',
+        keyId: 'key_1',
+        provider: 'provider-a' as const,
+        model: 'provider-a:m',
+        stream: true,
+        status: 200,
+        ttfbMs: 1.5,
+        totalMs: 3,
+        tokensIn: 4,
+        tokensOut: 5,
+        error: null,
+        requestBody: '{}',
+        responseBody: '{}',
+        createdAt: 1,
       };
       const ids = [];
       for (let i = 0; i < 3; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i }));
@@ -178,8 +228,20 @@ export function storeContract(name: string, backend: StoreBackend): void {
       // The cut counts characters and the sizes bytes alike on both stores, with two-byte characters too.
       const requestBody = `{"q":"${'é'.repeat(5000)}"}`;
       const row = {
-        projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-        ttfbMs: 1, totalMs: 2, tokensIn: null, tokensOut: null, error: null, requestBody, responseBody: 'ok', createdAt: 7,
+        projectId: 'proj_1',
+        keyId: 'key_1',
+        provider: 'provider-a' as const,
+        model: 'provider-a:m',
+        stream: false,
+        status: 200,
+        ttfbMs: 1,
+        totalMs: 2,
+        tokensIn: null,
+        tokensOut: null,
+        error: null,
+        requestBody,
+        responseBody: 'ok',
+        createdAt: 7,
       };
       const first = await store.insertRequestLog(row);
       const second = await store.insertRequestLog({ ...row, createdAt: 8 });
@@ -187,7 +249,12 @@ export function storeContract(name: string, backend: StoreBackend): void {
       const previews = await store.listRequestLogPreviews('proj_1', { limit: 5, previewChars: 10, maxBodyBytes: 1 << 20 });
       expect(previews).toEqual({
         rows: [second, first].map((id, i) => ({
-          ...row, id, createdAt: 8 - i, requestBody: `{"q":"${'é'.repeat(4)}`, requestBodyBytes: 10_008, responseBodyBytes: 2,
+          ...row,
+          id,
+          createdAt: 8 - i,
+          requestBody: `{"q":"${'é'.repeat(4)}`,
+          requestBodyBytes: 10_008,
+          responseBodyBytes: 2,
         })),
         more: false,
       });
@@ -208,10 +275,21 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.getRequestLog('proj_2', other)).toEqual({ ...row, id: other, projectId: 'proj_2' });
     });
 
-    it('counts each project\'s tokens per UTC month with every log insert, and keeps the count when log rows go', async () => {
+    it("counts each project's tokens per UTC month with every log insert, and keeps the count when log rows go", async () => {
       const row = {
-        projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-        ttfbMs: 1, totalMs: 2, tokensIn: 4, tokensOut: 5, error: null, requestBody: '{}', responseBody: '{}',
+        projectId: 'proj_1',
+        keyId: 'key_1',
+        provider: 'provider-a' as const,
+        model: 'provider-a:m',
+        stream: false,
+        status: 200,
+        ttfbMs: 1,
+        totalMs: 2,
+        tokensIn: 4,
+        tokensOut: 5,
+        error: null,
+        requestBody: '{}',
+        responseBody: '{}',
         createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999),
       };
       await store.insertRequestLog(row);
@@ -230,10 +308,22 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(19);
     });
 
-    it('prunes a project\'s request log by age and by count, a batch at a time', async () => {
+    it("prunes a project's request log by age and by count, a batch at a time", async () => {
       const row = {
-        projectId: 'proj_1', keyId: 'key_1', provider: 'provider-a' as const, model: 'provider-a:m', stream: false, status: 200,
-        ttfbMs: 1, totalMs: 2, tokensIn: 1, tokensOut: 1, error: null, requestBody: '{}', responseBody: '{}', createdAt: 0,
+        projectId: 'proj_1',
+        keyId: 'key_1',
+        provider: 'provider-a' as const,
+        model: 'provider-a:m',
+        stream: false,
+        status: 200,
+        ttfbMs: 1,
+        totalMs: 2,
+        tokensIn: 1,
+        tokensOut: 1,
+        error: null,
+        requestBody: '{}',
+        responseBody: '{}',
+        createdAt: 0,
       };
       // proj_1: ten rows created at 100, 200, ..., 1000; proj_2: two old rows that must survive proj_1's pruning.
       const ids = [];
@@ -268,8 +358,15 @@ export function storeContract(name: string, backend: StoreBackend): void {
       expect(await store.claimNextJob(1150, two)).toBeNull();
       // replica-1 stops beating: past the lease, replica-2 takes the job (a second start), before the newer job.
       expect(await store.claimNextJob(1151, two)).toEqual({
-        modelId: 'svc-small-00000000000a', state: 'running', attempts: 2, options: {}, createdAt: 1000, updatedAt: 1151,
-        lockedBy: 'replica-2', lockedUntil: 1251, leaseToken: 2,
+        modelId: 'svc-small-00000000000a',
+        state: 'running',
+        attempts: 2,
+        options: {},
+        createdAt: 1000,
+        updatedAt: 1151,
+        lockedBy: 'replica-2',
+        lockedUntil: 1251,
+        leaseToken: 2,
       });
       // replica-1's next heartbeat learns it lost the job; a deleted model's holder learns the same way.
       expect(await store.renewLease('svc-small-00000000000a', { holder: 'replica-1', token: 1 }, 1200)).toBe(false);
@@ -315,10 +412,11 @@ export function storeContract(name: string, backend: StoreBackend): void {
       for (const id of ids) expect((await store.getJob(id))?.attempts).toBe(1);
     });
 
-    it('keeps an organization\'s running cap when 4 claimers on 2 stores race for its jobs', async () => {
+    it("keeps an organization's running cap when 4 claimers on 2 stores race for its jobs", async () => {
       await store.createOrganization('acme');
       await store.setOrgLimits('acme', { maxRunningJobs: 2 });
-      for (let n = 0; n < 10; n += 1) await store.createModelWithJob(model(`svc-small-${n.toString(16).padStart(12, '0')}`, 'acme', n), examples, {});
+      for (let n = 0; n < 10; n += 1)
+        await store.createModelWithJob(model(`svc-small-${n.toString(16).padStart(12, '0')}`, 'acme', n), examples, {});
       const second = await backend.open(location);
       try {
         const at = Date.now();
@@ -371,7 +469,9 @@ export function storeContract(name: string, backend: StoreBackend): void {
       // Its holder died: the next attempt starts with no progress.
       expect(await store.claimNextJob(1101, { maxRunningJobs: 1, holder: 'replica-2', leaseMs: 100 })).toMatchObject({ attempts: 2 });
       expect(await store.getJobProgress(id)).toBeNull();
-      expect(await store.recordJobProgress(id, { holder: 'replica-2', token: 2 }, { stage: 'save', done: 1, total: 1, loss: null })).toBe(true);
+      expect(await store.recordJobProgress(id, { holder: 'replica-2', token: 2 }, { stage: 'save', done: 1, total: 1, loss: null })).toBe(
+        true,
+      );
       expect(await store.finishJob(id, { holder: 'replica-2', token: 2 }, 1150, null)).toBe(true);
       expect(await store.getJobProgress(id)).toEqual({ stage: 'save', done: 1, total: 1, loss: null });
       // Once ended, the job takes no more progress from anyone.

@@ -28,9 +28,7 @@ export function requestCounterContract(name: string, counters: () => { one: Requ
 
     it('gives 40 concurrent requests from both counters the counts 1 to 40, each once', async () => {
       const { one, two } = counters();
-      const counted = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one : two).countRequest('key_burst', 60_000)),
-      );
+      const counted = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one : two).countRequest('key_burst', 60_000)));
       expect(counted.map((c) => c.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     });
 

@@ -33,7 +33,7 @@ async function query<T>(url: string, sql: string): Promise<T[]> {
 }
 
 describe('PostgresStore on its database', () => {
-  it('runs the SQLite store\'s migrations in its own dialect, and reopening keeps the data', async () => {
+  it("runs the SQLite store's migrations in its own dialect, and reopening keeps the data", async () => {
     expect(kPgMigrations.length).toBe(kMigrations.length);
     expect(kPgMigrations.filter((sql) => /AUTOINCREMENT|WITHOUT ROWID|strftime|\bREAL\b|\bINTEGER\b/.test(sql))).toEqual([]);
     // What a `/* PostgreSQL only: */` comment holds runs here, translated like the rest; SQLite skips it.
@@ -74,14 +74,20 @@ describe('PostgresStore on its database', () => {
 
   it('counts the usage a database logged before the counter existed', async () => {
     const url = await server.cluster.createDatabase();
-    await query(url, `CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2);
-      ${kPgMigrations[0]} ${kPgMigrations[1]}`);
+    await query(
+      url,
+      `CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2);
+      ${kPgMigrations[0]} ${kPgMigrations[1]}`,
+    );
     const at = Date.UTC(2026, 10, 15);
-    await query(url, `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
+    await query(
+      url,
+      `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
       tokens_in, tokens_out, error, request_body, response_body, created_at) VALUES
       ('proj_1', 'key_1', 'provider-a', 'm', 0, 200, 1, 2, 4, 5, NULL, '{}', '{}', ${at}),
       ('proj_1', 'key_1', 'provider-a', 'm', 0, 200, 1, 2, 7, NULL, NULL, '{}', '{}', ${at}),
-      ('proj_1', 'key_1', 'provider-a', 'm', 0, 200, 1, 2, NULL, NULL, NULL, '{}', '{}', ${at})`);
+      ('proj_1', 'key_1', 'provider-a', 'm', 0, 200, 1, 2, NULL, NULL, NULL, '{}', '{}', ${at})`,
+    );
     const store = await PostgresStore.open(url);
     expect(await store.schemaVersion()).toBe(kMigrations.length);
     expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(16);

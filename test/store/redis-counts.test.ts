@@ -81,7 +81,10 @@ describe('RedisRequestCounter', () => {
     // The client reconnects by itself within its backoff (at most 2 s between attempts).
     let counted: number | undefined;
     for (let i = 0; i < 60 && counted === undefined; i += 1) {
-      counted = await one.countRequest('key_outage', 60_000).then((c) => c.count, () => undefined);
+      counted = await one.countRequest('key_outage', 60_000).then(
+        (c) => c.count,
+        () => undefined,
+      );
       if (counted === undefined) await sleep(100);
     }
     // The restarted server is empty: the window starts again.

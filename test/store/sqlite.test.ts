@@ -102,17 +102,17 @@ describe('SqliteStore on its file', () => {
     expect((await upgraded.versions.list('svc-small-0123456789ab')).map((v) => [v.id, v.version, v.live, v.status])).toEqual([
       ['svc-small-0123456789ab', 1, true, 'trained'],
     ]);
-    expect((await upgraded.versions.add('svc-small-0123456789ab', { ...(await upgraded.getModel('svc-small-0123456789ab'))! }, [], {})).version?.id)
-      .toBe('svc-small-0123456789ab.v2');
+    expect(
+      (await upgraded.versions.add('svc-small-0123456789ab', { ...(await upgraded.getModel('svc-small-0123456789ab'))! }, [], {})).version
+        ?.id,
+    ).toBe('svc-small-0123456789ab.v2');
     await upgraded.close();
   });
 
-  it('prunes through the request log\'s indexes, never a full scan', async () => {
+  it("prunes through the request log's indexes, never a full scan", async () => {
     // Each half of the DELETE walks an index on the project: no full scan of the log.
     const db = new Database(join(dir, kDatabaseFile), { readonly: true });
-    const plan = db
-      .prepare(`EXPLAIN QUERY PLAN ${kPruneLogSql}`)
-      .all('proj_1', 1, 'proj_1', 1, 1) as { detail: string }[];
+    const plan = db.prepare(`EXPLAIN QUERY PLAN ${kPruneLogSql}`).all('proj_1', 1, 'proj_1', 1, 1) as { detail: string }[];
     db.close();
     expect(plan.map((step) => step.detail).filter((detail) => detail.startsWith('SEARCH request_log USING'))).toEqual([
       'SEARCH request_log USING INTEGER PRIMARY KEY (rowid=?)',

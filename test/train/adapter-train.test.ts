@@ -42,18 +42,33 @@ describe("train() with finetune: { method: 'adapter' }", () => {
     expect([...stages]).toEqual(['finetune', 'embed', 'fit', 'save']);
     expect(classifier.body).toBe('adapter');
     const { manifest } = classifier;
-    expect(manifest).toMatchObject({ body: 'adapter', adapter_file: 'adapter_model.safetensors', adapter_config_file: 'adapter_config.json', base_model: 'svc-small' });
+    expect(manifest).toMatchObject({
+      body: 'adapter',
+      adapter_file: 'adapter_model.safetensors',
+      adapter_config_file: 'adapter_config.json',
+      base_model: 'svc-small',
+    });
     expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4, lora_alpha: 8, learning_rate: 5e-4, steps: 5 });
 
     const dir = hub.pathOf(id);
     expect((await readdir(dir)).sort()).toEqual([
-      'adapter_config.json', 'adapter_model.safetensors', 'example_embeddings.safetensors', 'examples.json', 'head.json', 'manifest.json',
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'example_embeddings.safetensors',
+      'examples.json',
+      'head.json',
+      'manifest.json',
     ]);
     let bytes = 0;
     for (const name of await readdir(dir)) bytes += (await stat(join(dir, name))).size;
     expect(bytes).toBeLessThan(1_000_000);
     const config = JSON.parse(await readFile(join(dir, 'adapter_config.json'), 'utf8'));
-    expect(config).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, base_model_name_or_path: 'sentence-transformers/all-MiniLM-L6-v2' });
+    expect(config).toMatchObject({
+      peft_type: 'LORA',
+      r: 4,
+      lora_alpha: 8,
+      base_model_name_or_path: 'sentence-transformers/all-MiniLM-L6-v2',
+    });
 
     const ours = await classifier.predict(heldOut);
     const loaded = await Classifier.load(id, { hub });

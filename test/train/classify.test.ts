@@ -17,18 +17,27 @@ afterAll(async () => {
 // 10 positive and 10 negative IMDB sentences; the inputs are sentences none of them holds.
 const examples = imdbExamples(0, 10);
 const imdb = uciSentences('imdb');
-const positives = imdb.filter((r) => r.label).slice(100, 147).map((r) => r.text);
-const negatives = imdb.filter((r) => !r.label).slice(100, 147).map((r) => r.text);
+const positives = imdb
+  .filter((r) => r.label)
+  .slice(100, 147)
+  .map((r) => r.text);
+const negatives = imdb
+  .filter((r) => !r.label)
+  .slice(100, 147)
+  .map((r) => r.text);
 
 async function rejection(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(() => null, (e: unknown) => e);
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(SvcError);
   const { code, message, param } = error as SvcError;
   return { code, message, param };
 }
 
 describe('classify (library)', () => {
-  it('labels clear sentiment by 20 examples, in predict\'s binary shape, and fits the head once for the same examples', async () => {
+  it("labels clear sentiment by 20 examples, in predict's binary shape, and fits the head once for the same examples", async () => {
     clearClassifyHeads();
     const clear = ['An absolutely wonderful, moving film. I loved every minute.', 'Terrible, boring and a complete waste of time.'];
     const first = await classify([...clear, ...positives, ...negatives], examples);
@@ -59,9 +68,17 @@ describe('classify (library)', () => {
 
   it('answers multi-class with every class score, and multi-label with the labels that reach 0.5', async () => {
     const sites = uciSites();
-    const pick = (label: string, from: number) => sites.filter((r) => r.label === label).slice(from, from + 6).map((r) => ({ text: r.text, label: r.label as string }));
+    const pick = (label: string, from: number) =>
+      sites
+        .filter((r) => r.label === label)
+        .slice(from, from + 6)
+        .map((r) => ({ text: r.text, label: r.label as string }));
     const classExamples = [...pick('imdb', 0), ...pick('yelp', 0), ...pick('amazon', 0)];
-    const inputs = ['The film\'s director and cast were superb.', 'The waiter brought our food cold.', 'This phone charger broke after a week.'];
+    const inputs = [
+      "The film's director and cast were superb.",
+      'The waiter brought our food cold.',
+      'This phone charger broke after a week.',
+    ];
     const multi = await classify(inputs, classExamples);
     expect(Object.keys(multi)).toEqual(['model', 'task_type', 'zero_shot', 'predictions']);
     expect((multi as { task_type: string }).task_type).toBe('multi-class-classification');
@@ -87,13 +104,20 @@ describe('classify (library)', () => {
 
   it('classifies zero-shot from label names, and says so', async () => {
     const answer = await classify(
-      ['The striker scored twice in the final.', 'The central bank raised interest rates again.', 'The new vaccine cut hospital admissions.'],
+      [
+        'The striker scored twice in the final.',
+        'The central bank raised interest rates again.',
+        'The new vaccine cut hospital admissions.',
+      ],
       [],
       { taskType: 'multi-class-classification', labels: ['sports', 'economy', 'health'] },
     );
     expect(answer.zero_shot).toBe(true);
     expect(answer.predictions.map((p) => (p as { label: string }).label)).toEqual(['sports', 'economy', 'health']);
-    const binary = await classify(['I loved this film, it was wonderful.'], [], { taskType: 'binary-classification', labelText: 'positive review' });
+    const binary = await classify(['I loved this film, it was wonderful.'], [], {
+      taskType: 'binary-classification',
+      labelText: 'positive review',
+    });
     expect(binary).toMatchObject({ label_text: 'positive review', zero_shot: true });
   });
 
@@ -110,7 +134,9 @@ describe('classify (library)', () => {
 
   it('reads a long review whole with chunks, flags it cut with end and start, and says how many windows it read', async () => {
     // A long text whose end says what its start does not: a dull plot summary, then the verdict.
-    const summary = Array(30).fill('The film follows a family who move to a small town and the story covers their first year there.').join(' ');
+    const summary = Array(30)
+      .fill('The film follows a family who move to a small town and the story covers their first year there.')
+      .join(' ');
     const long = `${summary} I loved it: a wonderful, moving film with superb acting, the best I have seen this year.`;
     const end = await classify([long], examples, { truncate: 'end' });
     expect(end.predictions[0]).toMatchObject({ truncated: true });
@@ -130,7 +156,10 @@ describe('classify (library)', () => {
     // An example's own text is nearest to itself, with similarity 1.
     const own = examples[3].text;
     const answer = await classify([own, 'Terrible, boring and a complete waste of time.'], examples, { explain: 3 });
-    const predictions = answer.predictions as { label: boolean; nearest: { text: string; label: boolean; similarity: number; supports: boolean }[] }[];
+    const predictions = answer.predictions as {
+      label: boolean;
+      nearest: { text: string; label: boolean; similarity: number; supports: boolean }[];
+    }[];
     expect(Object.keys(predictions[0])).toEqual(['label', 'probability', 'truncated', 'nearest']);
     expect(predictions[0].nearest[0]).toEqual({ text: own, label: true, similarity: expect.closeTo(1, 5), supports: predictions[0].label });
     for (const p of predictions) {
@@ -142,10 +171,17 @@ describe('classify (library)', () => {
       }
       expect(p.nearest.map((n) => n.similarity)).toEqual([...p.nearest.map((n) => n.similarity)].sort((a, b) => b - a));
     }
-    const tags = await classify(['The waiter was rude.'], [
-      { text: 'Great food', labels: ['food'] }, { text: 'Tasty dishes', labels: ['food'] }, { text: 'Slow service', labels: ['service'] },
-      { text: 'Rude staff', labels: ['service'] }, { text: 'Nice view', labels: [] },
-    ], { explain: 2 });
+    const tags = await classify(
+      ['The waiter was rude.'],
+      [
+        { text: 'Great food', labels: ['food'] },
+        { text: 'Tasty dishes', labels: ['food'] },
+        { text: 'Slow service', labels: ['service'] },
+        { text: 'Rude staff', labels: ['service'] },
+        { text: 'Nice view', labels: [] },
+      ],
+      { explain: 2 },
+    );
     const first = (tags.predictions[0] as { nearest: { text: string; labels: string[] }[] }).nearest[0];
     expect(Object.keys(first)).toEqual(['text', 'labels', 'similarity']);
     expect(first.labels).toEqual(['service']);
@@ -153,24 +189,56 @@ describe('classify (library)', () => {
 
   it('refuses a bad call with a 4xx that names the field', async () => {
     expect(await rejection(classify(Array(97).fill('x'), examples))).toEqual({
-      code: 'invalid_request', message: 'inputs holds more than 96 texts, the limit per classify request', param: 'inputs',
+      code: 'invalid_request',
+      message: 'inputs holds more than 96 texts, the limit per classify request',
+      param: 'inputs',
     });
-    expect(await rejection(classify(['x'], [{ text: 'a', label: 'x' }, { text: 'b', label: 'x' }, { text: 'c', label: 'y' }]))).toEqual({
-      code: 'invalid_request', message: "the class 'y' has 1 example; each needs at least 2", param: 'examples',
+    expect(
+      await rejection(
+        classify(
+          ['x'],
+          [
+            { text: 'a', label: 'x' },
+            { text: 'b', label: 'x' },
+            { text: 'c', label: 'y' },
+          ],
+        ),
+      ),
+    ).toEqual({
+      code: 'invalid_request',
+      message: "the class 'y' has 1 example; each needs at least 2",
+      param: 'examples',
     });
     expect(await rejection(classify(['x'], examples.slice(0, 11)))).toEqual({
-      code: 'invalid_request', message: "the label 'false' has 1 example; each needs at least 2", param: 'examples',
+      code: 'invalid_request',
+      message: "the label 'false' has 1 example; each needs at least 2",
+      param: 'examples',
     });
     expect(await rejection(classify(['x'], [], { taskType: 'multi-class-classification' }))).toEqual({
-      code: 'invalid_request', message: 'with no examples (zero-shot), labels is required: the classes are told apart by their names', param: 'labels',
+      code: 'invalid_request',
+      message: 'with no examples (zero-shot), labels is required: the classes are told apart by their names',
+      param: 'labels',
     });
-    expect(await rejection(classify(['x'], examples, { explain: 1.5 }))).toEqual({ code: 'invalid_request', message: 'explain must be an integer', param: 'explain' });
-    expect(await rejection(classify(['x'], examples, { explain: 21 }))).toEqual({ code: 'invalid_request', message: 'explain must be at most 20', param: 'explain' });
-    expect(await rejection(classify(['x'], [], {}))).toEqual({ code: 'invalid_request', message: 'task_type is required', param: 'task_type' });
+    expect(await rejection(classify(['x'], examples, { explain: 1.5 }))).toEqual({
+      code: 'invalid_request',
+      message: 'explain must be an integer',
+      param: 'explain',
+    });
+    expect(await rejection(classify(['x'], examples, { explain: 21 }))).toEqual({
+      code: 'invalid_request',
+      message: 'explain must be at most 20',
+      param: 'explain',
+    });
+    expect(await rejection(classify(['x'], [], {}))).toEqual({
+      code: 'invalid_request',
+      message: 'task_type is required',
+      param: 'task_type',
+    });
     const long = Array(400).fill('word').join(' ');
     expect(await rejection(classify(['short', long], examples, { truncate: 'none' }))).toEqual({
       code: 'invalid_request',
-      message: "inputs[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",
+      message:
+        "inputs[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",
       param: 'inputs[1]',
     });
   });

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import {
-  crossValidate,
-  multiLabelScores,
-  singleLabelScores,
-  stratifiedFolds,
-  takeRows,
-} from '../../src/train/cross-validate.js';
+import { crossValidate, multiLabelScores, singleLabelScores, stratifiedFolds, takeRows } from '../../src/train/cross-validate.js';
 import { fitLogisticRegression, sigmoid } from '../../src/train/logistic.js';
 
 describe('stratifiedFolds', () => {
@@ -17,8 +11,18 @@ describe('stratifiedFolds', () => {
     expect(Array.from(fold)).toEqual([1, 0, 0, 1, 2, 3, 0, 3, 1, 2]);
     // Per fold: [class 0, class 1] counts differ by at most one across folds.
     const counts = Array.from({ length: folds }, (_, f) => [0, 1].map((c) => y.filter((label, i) => label === c && fold[i] === f).length));
-    expect(counts).toEqual([[2, 1], [2, 1], [1, 1], [1, 1]]);
-    expect(stratifiedFolds(Array.from({ length: 40 }, (_, i) => i % 2), 2).folds).toBe(5);
+    expect(counts).toEqual([
+      [2, 1],
+      [2, 1],
+      [1, 1],
+      [1, 1],
+    ]);
+    expect(
+      stratifiedFolds(
+        Array.from({ length: 40 }, (_, i) => i % 2),
+        2,
+      ).folds,
+    ).toBe(5);
     // Two examples of a class still give two folds; the same seed gives the same folds.
     expect(stratifiedFolds([0, 0, 0, 1, 1], 2).folds).toBe(2);
     expect(Array.from(stratifiedFolds(y, 2, 5, 7).fold)).toEqual(Array.from(stratifiedFolds(y, 2, 5, 7).fold));
@@ -52,7 +56,11 @@ describe('crossValidate', () => {
     const result = crossValidate(y, 2, fold, folds, (train, test) => {
       seen.push(Array.from(test));
       expect(Array.from(train).some((i) => fold[i] === fold[test[0]])).toBe(false);
-      const head = fitLogisticRegression(takeRows(values, 1, train), Array.from(train, (i) => y[i]), 1);
+      const head = fitLogisticRegression(
+        takeRows(values, 1, train),
+        Array.from(train, (i) => y[i]),
+        1,
+      );
       return Array.from(test, (i) => (sigmoid(head.weights[0] * values[i] + head.bias) >= 0.5 ? 1 : 0));
     });
     expect(seen.flat().sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);

@@ -66,14 +66,19 @@ describe('train with a fine-tuned encoder', () => {
     ]);
   });
 
-  it('estimates its accuracy on the base encoder: the frozen model\'s estimate on the same examples', async () => {
+  it("estimates its accuracy on the base encoder: the frozen model's estimate on the same examples", async () => {
     // The fine-tuned encoder was trained on every fold's held-out examples; the base encoder never saw them.
     const { num_iterations, ...frozenRequest } = request;
     expect(num_iterations).toBe(2);
     const frozen = await train({ ...frozenRequest, finetune: false });
     const estimate = { cv_accuracy: 0.85, cv_macro_f1: 0.849624060150376, cv_folds: 5 };
     expect(frozen.metrics).toEqual({ train_accuracy: 1, train_seconds: frozen.metrics.train_seconds, ...estimate, cv_encoder: 'trained' });
-    expect(classifier.metrics).toEqual({ train_accuracy: 1, train_seconds: classifier.metrics.train_seconds, ...estimate, cv_encoder: 'base' });
+    expect(classifier.metrics).toEqual({
+      train_accuracy: 1,
+      train_seconds: classifier.metrics.train_seconds,
+      ...estimate,
+      cv_encoder: 'base',
+    });
     // Saved and loaded, the manifest keeps which encoder the estimate was measured on.
     const dir = join(root, 'estimate');
     await classifier.save(dir);

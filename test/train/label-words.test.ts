@@ -17,8 +17,14 @@ import type { FitTask } from '../../src/pool/tasks.js';
 // follow the first one, as the label words do: the examples alone get both validation points wrong.
 const x = new Float32Array([1, 1, -0.2, 1, -1, -1, 0.2, -1]);
 const y = Int32Array.from([1, 1, 0, 0]);
-const words: LabelWords = { embeddings: new Float32Array([1, 0, -1, 0]), targets: { kind: 'classes', classes: Int32Array.from([1, 0]), count: 2 } };
-const validation = { embeddings: new Float32Array([1, -0.6, -1, 0.6]), targets: { kind: 'classes' as const, classes: Int32Array.from([1, 0]), count: 2 } };
+const words: LabelWords = {
+  embeddings: new Float32Array([1, 0, -1, 0]),
+  targets: { kind: 'classes', classes: Int32Array.from([1, 0]), count: 2 },
+};
+const validation = {
+  embeddings: new Float32Array([1, -0.6, -1, 0.6]),
+  targets: { kind: 'classes' as const, classes: Int32Array.from([1, 0]), count: 2 },
+};
 
 function task(lever: LabelWordsLever): FitTask {
   return {
@@ -69,7 +75,10 @@ describe('label words in the head', () => {
   it('fits the weighted template rows exactly as a fit on those rows by hand', () => {
     const fit = fitAndMeasure(task({ kind: 'examples', weight: 8 }));
     // One template per side here: each weighs 8 examples.
-    const byHand = fitLogisticRegression(new Float64Array([...x, 1, 0, -1, 0]), [1, 1, 0, 0, 1, 0], 2, { C: 1, sampleWeights: [1, 1, 1, 1, 8, 8] });
+    const byHand = fitLogisticRegression(new Float64Array([...x, 1, 0, -1, 0]), [1, 1, 0, 0, 1, 0], 2, {
+      C: 1,
+      sampleWeights: [1, 1, 1, 1, 8, 8],
+    });
     expect(Array.from(fit.weights)).toEqual(Array.from(byHand.weights));
     expect(fit.biases[0]).toBe(byHand.bias);
     expect(fit.validation!.accuracy).toBe(1);
@@ -139,7 +148,11 @@ describe('train with options.labelWords', () => {
   });
 
   it('checks the option', async () => {
-    await expect(train(request, { labelWords: { kind: 'examples', weight: 0 } })).rejects.toThrow('options.labelWords.weight must be a positive number');
-    await expect(train(request, { labelWords: { kind: 'prior' } as never })).rejects.toThrow("options.labelWords.kind must be 'none', 'examples' or 'direction'");
+    await expect(train(request, { labelWords: { kind: 'examples', weight: 0 } })).rejects.toThrow(
+      'options.labelWords.weight must be a positive number',
+    );
+    await expect(train(request, { labelWords: { kind: 'prior' } as never })).rejects.toThrow(
+      "options.labelWords.kind must be 'none', 'examples' or 'direction'",
+    );
   });
 });

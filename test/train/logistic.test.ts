@@ -110,9 +110,7 @@ describe('fitLogisticRegression', () => {
   });
 
   it('checks its arguments', () => {
-    expect(() => fitLogisticRegression(new Float64Array(3), [1, 0], 2)).toThrow(
-      new RangeError('x must hold n * d = 4 values (got 3)'),
-    );
+    expect(() => fitLogisticRegression(new Float64Array(3), [1, 0], 2)).toThrow(new RangeError('x must hold n * d = 4 values (got 3)'));
     expect(() => fitLogisticRegression(new Float64Array(2), [1, 0], 1, { C: 0 })).toThrow(
       new RangeError('options.C must be a positive number'),
     );

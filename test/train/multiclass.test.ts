@@ -86,7 +86,9 @@ describe('multi-class classifiers', () => {
     const predictions = await classifier.predict(heldOut.map((row) => row.text));
     const e = await embed(heldOut.map((row) => row.text));
     predictions.forEach((prediction, i) => {
-      const z = [0, 1, 2].map((k) => expected.biases[k] + expected.weights.subarray(k * 384, (k + 1) * 384).reduce((s, w, j) => s + w * e[i * 384 + j], 0));
+      const z = [0, 1, 2].map(
+        (k) => expected.biases[k] + expected.weights.subarray(k * 384, (k + 1) * 384).reduce((s, w, j) => s + w * e[i * 384 + j], 0),
+      );
       const top = Math.max(...z);
       const p = z.map((v) => Math.exp(v - top) / z.reduce((s, u) => s + Math.exp(u - top), 0));
       expect(Object.keys(prediction.scores)).toEqual(['amazon', 'imdb', 'yelp']);
@@ -119,8 +121,18 @@ describe('multi-class classifiers', () => {
         id2label: { 0: 'amazon', 1: 'imdb', 2: 'yelp' },
         label2id: { amazon: 0, imdb: 1, yelp: 2 },
       });
-      const headFile = JSON.parse(await readFile(join(dir, 'head.json'), 'utf8')) as { kind: string; dim: number; weights: number[][]; biases: number[] };
-      expect([headFile.kind, headFile.dim, headFile.weights.length, headFile.biases]).toEqual(['softmax-regression', 384, 3, Array.from(expected.biases)]);
+      const headFile = JSON.parse(await readFile(join(dir, 'head.json'), 'utf8')) as {
+        kind: string;
+        dim: number;
+        weights: number[][];
+        biases: number[];
+      };
+      expect([headFile.kind, headFile.dim, headFile.weights.length, headFile.biases]).toEqual([
+        'softmax-regression',
+        384,
+        3,
+        Array.from(expected.biases),
+      ]);
       loaded.dispose();
     } finally {
       classifier.dispose();
@@ -130,7 +142,11 @@ describe('multi-class classifiers', () => {
 
   it("weighs skewed classes with class_weight 'balanced' and scores a validation set", async () => {
     // 8 Amazon, 8 IMDB and 16 Yelp sentences.
-    const yelp = splitClasses(sites.filter((row) => row.label === 'yelp'), 2, 16).trainSet;
+    const yelp = splitClasses(
+      sites.filter((row) => row.label === 'yelp'),
+      2,
+      16,
+    ).trainSet;
     const examples = [...trainSet.filter((row) => row.label !== 'yelp'), ...yelp];
     const validation = heldOut;
     const classifier = await train({ ...classRequest, examples, class_weight: 'balanced', validation });
@@ -182,7 +198,13 @@ describe('multi-label classifiers', () => {
       label_examples: { film: 12, positive: 12 },
     });
     const x = await embed(labelSetExamples.map((row) => row.text));
-    const expected = ['film', 'positive'].map((label) => fitLogisticRegression(x, labelSetExamples.map((row) => row.labels.includes(label)), 384));
+    const expected = ['film', 'positive'].map((label) =>
+      fitLogisticRegression(
+        x,
+        labelSetExamples.map((row) => row.labels.includes(label)),
+        384,
+      ),
+    );
     const head = classifier.head;
     expect(head.kind).toBe('one-vs-rest');
     expect(Array.from(head.weights)).toEqual([...expected[0].weights, ...expected[1].weights]);
@@ -199,7 +221,11 @@ describe('multi-label classifiers', () => {
     });
     // Thresholds: one for every label, or per label (the others keep 0.5).
     const all = await classifier.predict(texts, { threshold: 0 });
-    expect(all.map((p) => p.labels)).toEqual([['film', 'positive'], ['film', 'positive'], ['film', 'positive']]);
+    expect(all.map((p) => p.labels)).toEqual([
+      ['film', 'positive'],
+      ['film', 'positive'],
+      ['film', 'positive'],
+    ]);
     const none = await classifier.predict(texts, { threshold: 1 });
     expect(none.map((p) => p.labels).flat().length).toBe(predictions.flatMap((p) => Object.values(p.scores).filter((s) => s >= 1)).length);
     const filmOnly = await classifier.predict(texts, { threshold: { film: 0 } });
@@ -223,7 +249,10 @@ describe('multi-label classifiers', () => {
     expect(classifier.metrics.cv_folds).toBe(5);
     const held = await classifier.predict(validation.map((row) => row.text));
     const heldExact = held.filter((p, i) => p.labels.join() === validation[i].labels.join()).length;
-    expect([classifier.metrics.validation_accuracy, classifier.metrics.validation_examples]).toEqual([heldExact / validation.length, validation.length]);
+    expect([classifier.metrics.validation_accuracy, classifier.metrics.validation_examples]).toEqual([
+      heldExact / validation.length,
+      validation.length,
+    ]);
 
     const dir = await mkdtemp(join(tmpdir(), 'svc-multilabel-'));
     try {

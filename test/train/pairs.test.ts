@@ -44,7 +44,10 @@ describe('samplePairs', () => {
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
     expect(pairs.a.length).toBe(10);
-    const same = [...counts].filter(([key]) => key.startsWith('1:')).map(([, n]) => n).sort();
+    const same = [...counts]
+      .filter(([key]) => key.startsWith('1:'))
+      .map(([, n]) => n)
+      .sort();
     const other = [...counts].filter(([key]) => key.startsWith('0:')).map(([, n]) => n);
     expect(same).toEqual([1, 1, 1, 2]);
     expect(other).toEqual([1, 1, 1, 1, 1]);
@@ -103,7 +106,8 @@ describe('sampleTargetPairs', () => {
       expect.objectContaining({
         code: 'invalid_request',
         param: 'examples',
-        message: 'fine-tuning needs two examples that share a label and two that share none (got 3 and 0 such pairs); train with finetune: false',
+        message:
+          'fine-tuning needs two examples that share a label and two that share none (got 3 and 0 such pairs); train with finetune: false',
       }),
     );
   });

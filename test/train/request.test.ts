@@ -48,7 +48,11 @@ describe('validateTrainRequest', () => {
     [request({ model: 7 }), 'model must be a string', 'model'],
     [request({ model: 'svc-huge' }), "model must be one of svc-small (got 'svc-huge')", 'model'],
     [request({ task_type: undefined }), 'task_type is required', 'task_type'],
-    [request({ task_type: 'regression' }), `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "regression")`, 'task_type'],
+    [
+      request({ task_type: 'regression' }),
+      `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "regression")`,
+      'task_type',
+    ],
     [request({ examples: 'many' }), 'examples must be an array', 'examples'],
     [request({ examples: examples(12) }), 'at least 20 examples are required (got 12)', 'examples'],
     [request({ examples: examples(10_001) }), 'at most 10000 examples are allowed (got 10001)', 'examples'],
@@ -56,11 +60,7 @@ describe('validateTrainRequest', () => {
     [withExample3({ label: undefined }), 'examples[3].label is required', 'examples[3].label'],
     [withExample3({ text: 42 }), 'examples[3].text must be a string', 'examples[3].text'],
     [withExample3({ text: '' }), 'examples[3].text must not be empty', 'examples[3].text'],
-    [
-      withExample3({ text: 'a'.repeat(100_001) }),
-      'examples[3].text must be at most 100000 characters (got 100001)',
-      'examples[3].text',
-    ],
+    [withExample3({ text: 'a'.repeat(100_001) }), 'examples[3].text must be at most 100000 characters (got 100001)', 'examples[3].text'],
     [withExample3({ label_text: '  ' }), 'examples[3].label_text must be a non-empty string', 'examples[3].label_text'],
     [withExample3({ label_text: 1 }), 'examples[3].label_text must be a non-empty string', 'examples[3].label_text'],
     [
@@ -119,30 +119,70 @@ describe('validateTrainRequest: multi-class and multi-label', () => {
   it('returns valid requests as they are, with their sorted label names', () => {
     const classes = multiClass({ class_weight: 'balanced', validation: [{ text: 'held out', label: 'yelp' }], finetune: false });
     expect(validateTrainRequest(classes)).toEqual(classes);
-    expect(labelNames(validateTrainRequest(multiClass({ examples: classExamples(8, ['yelp', 'amazon']) })) as never)).toEqual(['amazon', 'yelp']);
+    expect(labelNames(validateTrainRequest(multiClass({ examples: classExamples(8, ['yelp', 'amazon']) })) as never)).toEqual([
+      'amazon',
+      'yelp',
+    ]);
     const labels = multiLabel({ validation: [{ text: 'held out', labels: [] }] });
     expect(validateTrainRequest(labels)).toEqual(labels);
     expect(labelNames(validateTrainRequest(labels) as never)).toEqual(['price', 'speed']);
   });
 
   it.each([
-    [multiClass({ examples: [...classExamples(8, ['amazon', 'imdb']), ...classExamples(3, ['yelp'])] }), "the class 'yelp' has 3 examples; each class needs at least 8", 'examples'],
+    [
+      multiClass({ examples: [...classExamples(8, ['amazon', 'imdb']), ...classExamples(3, ['yelp'])] }),
+      "the class 'yelp' has 3 examples; each class needs at least 8",
+      'examples',
+    ],
     [multiClass({ examples: classExamples(16, ['amazon']) }), 'examples need 2 to 100 classes (got 1)', 'examples'],
-    [multiClass({ examples: classExamples(8, Array.from({ length: 101 }, (_, i) => `c${i}`)) }), 'examples need 2 to 100 classes (got 101)', 'examples'],
+    [
+      multiClass({
+        examples: classExamples(
+          8,
+          Array.from({ length: 101 }, (_, i) => `c${i}`),
+        ),
+      }),
+      'examples need 2 to 100 classes (got 101)',
+      'examples',
+    ],
     [multiClass({ examples: classExamples(5, ['a', 'b']) }), 'at least 16 examples are required (got 10)', 'examples'],
-    [multiClass({ examples: [{ text: 'x', label: true }, ...classExamples()] }), 'examples[0].label must be a non-empty string', 'examples[0].label'],
-    [multiClass({ examples: [{ text: 'x', label: ' ' }, ...classExamples()] }), 'examples[0].label must be a non-empty string', 'examples[0].label'],
-    [multiClass({ examples: [{ text: 'x', label: 'a', label_text: 'b' }, ...classExamples()] }), "examples[0] has unknown field 'label_text'", 'examples[0].label_text'],
+    [
+      multiClass({ examples: [{ text: 'x', label: true }, ...classExamples()] }),
+      'examples[0].label must be a non-empty string',
+      'examples[0].label',
+    ],
+    [
+      multiClass({ examples: [{ text: 'x', label: ' ' }, ...classExamples()] }),
+      'examples[0].label must be a non-empty string',
+      'examples[0].label',
+    ],
+    [
+      multiClass({ examples: [{ text: 'x', label: 'a', label_text: 'b' }, ...classExamples()] }),
+      "examples[0] has unknown field 'label_text'",
+      'examples[0].label_text',
+    ],
     [multiClass({ class_weight: 'auto' }), `class_weight must be 'balanced' (got "auto")`, 'class_weight'],
     [multiClass({ validation: [] }), 'validation must hold at least one example', 'validation'],
-    [multiClass({ validation: [{ text: 'x', label: 'ebay' }] }), "validation[0] names the label 'ebay', which no training example has", 'validation[0]'],
+    [
+      multiClass({ validation: [{ text: 'x', label: 'ebay' }] }),
+      "validation[0] names the label 'ebay', which no training example has",
+      'validation[0]',
+    ],
     [multiClass({ finetune: false, num_iterations: 3 }), 'num_iterations is only used when finetune is true', 'num_iterations'],
-    [multiLabel({ examples: multiLabel().examples.map((e) => ({ ...e, labels: ['price'] })) }), 'examples need 2 to 100 distinct labels (got 1)', 'examples'],
+    [
+      multiLabel({ examples: multiLabel().examples.map((e) => ({ ...e, labels: ['price'] })) }),
+      'examples need 2 to 100 distinct labels (got 1)',
+      'examples',
+    ],
     [multiLabel({ examples: multiLabel().examples.slice(0, 19) }), 'at least 20 examples are required (got 19)', 'examples'],
     [multiLabel({ examples: [{ text: 'x', labels: ['a', 'a'] }] }), 'examples[0].labels must not name a label twice', 'examples[0].labels'],
     [multiLabel({ examples: [{ text: 'x', labels: 'a' }] }), 'examples[0].labels must be an array of strings', 'examples[0].labels'],
     [multiLabel({ examples: [{ text: 'x', label: 'a' }] }), 'examples[0].labels is required', 'examples[0].labels'],
-    [multiLabel({ validation: [{ text: 'x', labels: ['price', 'colour'] }] }), "validation[0] names the label 'colour', which no training example has", 'validation[0]'],
+    [
+      multiLabel({ validation: [{ text: 'x', labels: ['price', 'colour'] }] }),
+      "validation[0] names the label 'colour', which no training example has",
+      'validation[0]',
+    ],
   ])('rejects %#: %s', (input, message, param) => {
     expect(failure(input)).toEqual({ message, param, code: 'invalid_request' });
   });

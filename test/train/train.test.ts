@@ -113,9 +113,7 @@ describe('train', () => {
   });
 
   it('checks its options', async () => {
-    await expect(train(request, { onProgress: 1 as never })).rejects.toThrow(
-      new TypeError('options.onProgress must be a function'),
-    );
+    await expect(train(request, { onProgress: 1 as never })).rejects.toThrow(new TypeError('options.onProgress must be a function'));
     await expect(train(request, { hub: { publish: async () => {} } as never })).rejects.toThrow(
       new TypeError('options.id is required with options.hub'),
     );

@@ -12,37 +12,54 @@ import { train } from '../../src/train/train.js';
 const imdb = split(uciSentences('imdb'), 3);
 const short = imdb.trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' }));
 // Two examples of about 400 words: longer than the 256 tokens read, three windows each.
-const filler = imdb.testSet.slice(0, 150).map((row) => row.text).join(' ');
-const long = (label: boolean, at: number) => ({ text: `${filler.split(' ').slice(at, at + 400).join(' ')}`, label, label_text: 'positive' });
+const filler = imdb.testSet
+  .slice(0, 150)
+  .map((row) => row.text)
+  .join(' ');
+const long = (label: boolean, at: number) => ({
+  text: `${filler
+    .split(' ')
+    .slice(at, at + 400)
+    .join(' ')}`,
+  label,
+  label_text: 'positive',
+});
 const examples = [...short.slice(0, 18), long(true, 0), long(false, 400)];
 const request = { model: 'svc-small', task_type: 'binary-classification' as const, finetune: false, examples };
 
 afterAll(() => closePool());
 
 async function refusal(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(() => null, (e: unknown) => e);
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(SvcError);
   const { code, message, param } = error as SvcError;
   return { code, message, param: param ?? null };
 }
 
 describe('train truncate', () => {
-  it.each(['chunks', 'start', 'end'] as const)("fits the head on examples read as '%s', and explains a long example by itself read the same way", async (truncate) => {
-    const classifier = await train({ ...request, truncate });
-    try {
-      const [answer] = await classifier.predict([examples[18].text], { truncate, explain: 1 });
-      expect(answer.nearest![0].text).toBe(examples[18].text);
-      expect(answer.nearest![0].similarity).toBeCloseTo(1, 5);
-      expect(answer.chunks).toBe(truncate === 'chunks' ? 3 : undefined);
-    } finally {
-      classifier.dispose();
-    }
-  });
+  it.each(['chunks', 'start', 'end'] as const)(
+    "fits the head on examples read as '%s', and explains a long example by itself read the same way",
+    async (truncate) => {
+      const classifier = await train({ ...request, truncate });
+      try {
+        const [answer] = await classifier.predict([examples[18].text], { truncate, explain: 1 });
+        expect(answer.nearest![0].text).toBe(examples[18].text);
+        expect(answer.nearest![0].similarity).toBeCloseTo(1, 5);
+        expect(answer.chunks).toBe(truncate === 'chunks' ? 3 : undefined);
+      } finally {
+        classifier.dispose();
+      }
+    },
+  );
 
   it("refuses an example the encoder would cut with 'none', naming it, before any training", async () => {
     expect(await refusal(train({ ...request, truncate: 'none' }))).toEqual({
       code: 'invalid_request',
-      message: "examples[18].text is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to train on it",
+      message:
+        "examples[18].text is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to train on it",
       param: 'examples[18].text',
     });
     const fits = await train({ ...request, examples: short, truncate: 'none' });

@@ -44,7 +44,9 @@ describe('svc-classify types', () => {
 
   it('Classifier.load defaults to a binary classifier', () => {
     expectTypeOf(Classifier.load('model-dir')).resolves.toEqualTypeOf<Classifier<'binary-classification'>>();
-    expectTypeOf(Classifier.load<'multi-label-classification'>('model-dir')).resolves.toEqualTypeOf<Classifier<'multi-label-classification'>>();
+    expectTypeOf(Classifier.load<'multi-label-classification'>('model-dir')).resolves.toEqualTypeOf<
+      Classifier<'multi-label-classification'>
+    >();
   });
 
   it('train requests are told apart by task_type', () => {

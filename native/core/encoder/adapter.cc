@@ -64,7 +64,8 @@ bool parse_name(const std::string& name, int layers, std::string* linear, const 
 }  // namespace
 
 LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) : rank_(spec.rank), scale_(spec.scale) {
-  if (spec.rank < 1 || spec.rank > kMaxRank) throw json::Error(spec.path + ": the adapter's rank must be between 1 and 256");
+  if (spec.rank < 1 || spec.rank > kMaxRank)
+    throw json::Error(spec.path + ": the adapter's rank must be between 1 and 256");
   if (!std::isfinite(spec.scale)) throw json::Error(spec.path + ": the adapter's scale (lora_alpha / r) is not finite");
   const io::SafeTensorsFile file(spec.path);
   const auto fail = [&](const std::string& tensor, const std::string& what) -> json::Error {

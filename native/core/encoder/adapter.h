@@ -98,7 +98,7 @@ class LoraAdapter {
     const void* a() const { return a16.size() ? static_cast<const void*>(a16.data()) : a32.data(); }
     const void* bt() const { return bt16.size() ? static_cast<const void*>(bt16.data()) : bt32.data(); }
   };
-  std::map<std::string, Pair> pairs_;  // by linear-layer name without the PEFT prefix
+  std::map<std::string, Pair> pairs_;                        // by linear-layer name without the PEFT prefix
   std::vector<std::array<std::vector<LoraPart>, 4>> parts_;  // by layer and LinearSlot, into pairs_
   int rank_;
   float scale_;

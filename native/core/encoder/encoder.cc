@@ -12,9 +12,8 @@ namespace svc {
 Encoder::Encoder(std::shared_ptr<const ModelWeights> weights, int threads)
     : weights_(std::move(weights)), pool_(std::max(1, threads)) {}
 
-void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual,
-                     Epilogue ep, const AlignedBuffer<float>* ln_gamma, const AlignedBuffer<float>* ln_beta,
-                     bool c_feeds_linear) {
+void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep,
+                     const AlignedBuffer<float>* ln_gamma, const AlignedBuffer<float>* ln_beta, bool c_feeds_linear) {
   GemmArgs args;
   args.a = a;
   args.lda = k;
@@ -61,7 +60,7 @@ void Encoder::layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma,
 }
 
 const float* Encoder::low_rank(int layer, LinearSlot slot, const float* a, int k, int64_t m, int n,
-                              const float* residual) {
+                               const float* residual) {
   bool any = false;
   for (const RowRun& run : runs_) any = any || !run.adapter->parts(layer, slot).empty();
   if (!any) return residual;
@@ -70,13 +69,16 @@ const float* Encoder::low_rank(int layer, LinearSlot slot, const float* a, int k
   pool_.run((m + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t t, int) {
     const int64_t r0 = t * kRowsPerTask, r1 = std::min(m, r0 + kRowsPerTask);
     float* y = lora_.data() + r0 * n;
-    if (residual) std::copy(residual + r0 * n, residual + r1 * n, y);
-    else std::fill(y, y + (r1 - r0) * n, 0.f);
+    if (residual)
+      std::copy(residual + r0 * n, residual + r1 * n, y);
+    else
+      std::fill(y, y + (r1 - r0) * n, 0.f);
     for (const RowRun& run : runs_) {
       const int64_t s0 = std::max(r0, run.r0), s1 = std::min(r1, run.r1);
       if (s0 >= s1) continue;
       for (const LoraPart& part : run.adapter->parts(layer, slot))
-        lora_add_rows(part, run.adapter->rank(), run.adapter->scale(), a + s0 * k, k, s1 - s0, lora_.data() + s0 * n, n);
+        lora_add_rows(part, run.adapter->rank(), run.adapter->scale(), a + s0 * k, k, s1 - s0, lora_.data() + s0 * n,
+                      n);
     }
   });
   return lora_.data();
@@ -112,7 +114,8 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
         throw std::invalid_argument("the adapter segments hold more texts than the batch's " + std::to_string(n_texts));
       if (seg.adapter && !seg.adapter->fits(c))
         throw std::invalid_argument("an adapter was read for another base model's shape than this encoder's");
-      if (seg.adapter && seg.texts > 0) runs_.push_back({offsets_[text], offsets_[text + seg.texts], seg.adapter.get()});
+      if (seg.adapter && seg.texts > 0)
+        runs_.push_back({offsets_[text], offsets_[text + seg.texts], seg.adapter.get()});
       text += seg.texts;
     }
     if (text != n_texts)
@@ -165,10 +168,13 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
       attention(q, q + H, q + 2 * H, 3 * H, len, dh, scale, ctx_.data() + row0 * H + head * dh, H,
                 scratch_.data() + thread * scratch_per_thread);
     };
-    if (attention_work >= (1LL << 20)) pool_.run(n_texts * c.heads, attend);
-    else for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);
-    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(), low_rank(li, LinearSlot::kAttnOut, ctx_.data(), H, M, H, x_.data()),
-           Epilogue::kNone, &l.ln1_gamma, &l.ln1_beta, true);
+    if (attention_work >= (1LL << 20))
+      pool_.run(n_texts * c.heads, attend);
+    else
+      for (int64_t task = 0; task < n_texts * c.heads; ++task) attend(task, 0);
+    linear(l.attn_out, ctx_.data(), M, H, tmp_.data(),
+           low_rank(li, LinearSlot::kAttnOut, ctx_.data(), H, M, H, x_.data()), Epilogue::kNone, &l.ln1_gamma,
+           &l.ln1_beta, true);
     linear(l.inter, tmp_.data(), M, H, inter_.data(), low_rank(li, LinearSlot::kInter, tmp_.data(), H, M, I, nullptr),
            gelu, nullptr, nullptr, true);
     linear(l.out, inter_.data(), M, I, x_.data(), low_rank(li, LinearSlot::kOut, inter_.data(), I, M, H, tmp_.data()),

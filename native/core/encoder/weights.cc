@@ -70,8 +70,8 @@ class Loader {
   std::string prefix_;
 };
 
-std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::string& weights_path,
-                                   Precision precision, const AdapterSpec* spec) {
+std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::string& weights_path, Precision precision,
+                                   const AdapterSpec* spec) {
   auto m = std::make_shared<ModelWeights>();
   m->config = read_encoder_config(config_path);
   m->precision = precision;
@@ -92,8 +92,8 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
   for (int i = 0; i < c.layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
     LayerWeights l;
-    l.qkv = ld.linear({p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"}, H, H,
-                      precision);
+    l.qkv =
+        ld.linear({p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"}, H, H, precision);
     l.attn_out = ld.linear({p + "attention.output.dense"}, H, H, precision);
     l.inter = ld.linear({p + "intermediate.dense"}, I, H, precision);
     l.out = ld.linear({p + "output.dense"}, H, I, precision);
@@ -139,7 +139,9 @@ std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_pa
   // The config is part of the key: weights are checked against the config they were loaded
   // with, so the same file under another config.json is another load (and another check).
   const std::string key = file_key(weights_path) + "|" + file_key(config_path) +
-                          (precision == Precision::kInt8 ? "#int8" : precision == Precision::kBf16 ? "#bf16" : "#fp32") +
+                          (precision == Precision::kInt8   ? "#int8"
+                           : precision == Precision::kBf16 ? "#bf16"
+                                                           : "#fp32") +
                           (adapter ? "|" + file_key(adapter->path) + "#r" + std::to_string(adapter->rank) + "#s" +
                                          std::to_string(float_bits(adapter->scale))
                                    : std::string());
@@ -162,8 +164,10 @@ int loaded_weight_sets() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   int n = 0;
   for (auto it = g_cache.begin(); it != g_cache.end();) {
-    if (it->second.expired()) it = g_cache.erase(it);
-    else ++n, ++it;
+    if (it->second.expired())
+      it = g_cache.erase(it);
+    else
+      ++n, ++it;
   }
   return n;
 }

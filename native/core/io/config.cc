@@ -52,7 +52,8 @@ void check_encoder_config(const EncoderConfig& c, const std::string& what) {
   if (c.hidden % c.heads != 0)
     throw Error(what + ": hidden_size " + std::to_string(c.hidden) + " is not a multiple of num_attention_heads " +
                 std::to_string(c.heads));
-  if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1)) throw Error(what + ": layer_norm_eps must be a number in (0, 1)");
+  if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1))
+    throw Error(what + ": layer_norm_eps must be a number in (0, 1)");
   if (!(c.dropout >= 0 && c.dropout < 1)) throw Error(what + ": hidden_dropout_prob must be a number in [0, 1)");
 }
 

@@ -59,7 +59,8 @@ void json_tests() {
   check(doc.find("b")->as_string() == "x\xc3\xa9\xf0\x9f\x98\x80", "json unicode escapes");
   check(doc.find("c")->as_string() == "\xc3\xa9", "json raw UTF-8");
   expect_error([] { parse(R"({"a": 1, "a": 2})"); }, "invalid JSON at byte 15: duplicate member 'a'");
-  expect_error([] { parse(std::string(66, '[') + std::string(66, ']')); }, "invalid JSON at byte 65: nested deeper than 64 levels");
+  expect_error([] { parse(std::string(66, '[') + std::string(66, ']')); },
+               "invalid JSON at byte 65: nested deeper than 64 levels");
   expect_error([] { parse("\"\xc0\xaf\""); }, "invalid JSON at byte 1: invalid UTF-8");
   expect_error([] { parse("\"\xed\xa0\x80\""); }, "invalid JSON at byte 1: invalid UTF-8");
   expect_error([] { parse("\"\xf4\x90\x80\x80\""); }, "invalid JSON at byte 1: invalid UTF-8");
@@ -78,7 +79,8 @@ void json_tests() {
   int64_t n = 0;
   check(svc::json::integer_in(parse("9007199254740992"), 0, INT64_MAX, &n) && n == 9007199254740992, "2^53 is exact");
   check(!svc::json::integer_in(parse("9007199254740994"), 0, INT64_MAX, &n), "past 2^53 is refused");
-  check(!svc::json::integer_in(parse("1.5"), 0, 10, &n) && !svc::json::integer_in(parse("-1"), 0, 10, &n), "fraction, range");
+  check(!svc::json::integer_in(parse("1.5"), 0, 10, &n) && !svc::json::integer_in(parse("-1"), 0, 10, &n),
+        "fraction, range");
 }
 
 void safetensors_tests() {
@@ -101,15 +103,19 @@ void safetensors_tests() {
     const std::string p = safetensors("bad.safetensors", header, data, length);
     expect_error([&] { SafeTensorsFile f(p); }, p + ": " + message);
   };
-  refused(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-          "tensor 'y' overlaps tensor 'x'");
+  refused(
+      R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      "tensor 'y' overlaps tensor 'x'");
   refused(R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
           "tensor 'x' has data_offsets [8, 24) past the end of the data (16 bytes)");
-  refused(R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})", "tensor 'x' has data_offsets that end before they begin");
-  refused(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", "tensor 'x' has 16 bytes, not the [3] F32 its shape needs");
+  refused(R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})",
+          "tensor 'x' has data_offsets that end before they begin");
+  refused(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})",
+          "tensor 'x' has 16 bytes, not the [3] F32 its shape needs");
   refused(R"({"x":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,16]}})",
           "tensor 'x' has a shape entry that is not a non-negative integer");
-  refused(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})", "tensor 'x' has a shape too large");
+  refused(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})",
+          "tensor 'x' has a shape too large");
   refused(R"({"x":{"dtype":"Q4","shape":[4],"data_offsets":[0,16]}})", "tensor 'x' has an unknown dtype");
   refused(R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[-0.5,16]}})",
           "tensor 'x' has data_offsets that are not two non-negative integers");
@@ -117,8 +123,10 @@ void safetensors_tests() {
   refused(R"([])", "header is not a JSON object");
   const std::string header = R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})";
   const std::string total = std::to_string(8 + header.size() + data.size());
-  refused(header, "header length " + std::to_string(header.size() + 17) + " is beyond the file (" + total +
-                      " bytes) or the 100 MiB limit", header.size() + 17);
+  refused(header,
+          "header length " + std::to_string(header.size() + 17) + " is beyond the file (" + total +
+              " bytes) or the 100 MiB limit",
+          header.size() + 17);
   refused(header, "header length 1099511627776 is beyond the file (" + total + " bytes) or the 100 MiB limit",
           uint64_t{1} << 40);
 }
@@ -136,11 +144,15 @@ void config_tests() {
     expect_error([&] { svc::read_encoder_config(p); }, p + ": " + message);
   };
   refused("\"hidden_size\": 8", "\"hidden_size\": 0", "hidden_size must be an integer from 1 to 16384");
-  refused("\"num_attention_heads\": 2", "\"num_attention_heads\": 16", "num_attention_heads must be an integer from 1 to 8");
-  refused("\"num_attention_heads\": 2", "\"num_attention_heads\": 3", "hidden_size 8 is not a multiple of num_attention_heads 3");
+  refused("\"num_attention_heads\": 2", "\"num_attention_heads\": 16",
+          "num_attention_heads must be an integer from 1 to 8");
+  refused("\"num_attention_heads\": 2", "\"num_attention_heads\": 3",
+          "hidden_size 8 is not a multiple of num_attention_heads 3");
   refused("\"vocab_size\": 40", "\"vocab_size\": 1e300", "vocab_size must be an integer from 1 to 4194304");
-  refused("\"vocab_size\": 40", "\"vocab_size\": 40, \"layer_norm_eps\": 0", "layer_norm_eps must be a number in (0, 1)");
-  refused("\"vocab_size\": 40", "\"vocab_size\": 40, \"type_vocab_size\": 0", "type_vocab_size must be an integer from 1 to 1024");
+  refused("\"vocab_size\": 40", "\"vocab_size\": 40, \"layer_norm_eps\": 0",
+          "layer_norm_eps must be a number in (0, 1)");
+  refused("\"vocab_size\": 40", "\"vocab_size\": 40, \"type_vocab_size\": 0",
+          "type_vocab_size must be an integer from 1 to 1024");
 }
 
 }  // namespace
@@ -149,7 +161,8 @@ int main() {
   json_tests();
   safetensors_tests();
   config_tests();
-  for (const char* name : {"-round.safetensors", "-bad.safetensors", "-config.json"}) std::remove((kDir + name).c_str());
+  for (const char* name : {"-round.safetensors", "-bad.safetensors", "-config.json"})
+    std::remove((kDir + name).c_str());
   std::printf(failures ? "io_test: %d FAILED\n" : "io_test: all passed\n", failures);
   return failures ? 1 : 0;
 }

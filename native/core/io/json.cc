@@ -197,10 +197,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       const char c = text_[pos_++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else fail("bad \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        fail("bad \\u escape");
     }
     return v;
   }
@@ -212,10 +216,14 @@ class Parser {
     const unsigned char lead = byte(pos_);
     int extra = 0;
     uint32_t cp = 0, min = 0;
-    if (lead >= 0xC2 && lead <= 0xDF) extra = 1, cp = lead & 0x1F, min = 0x80;
-    else if (lead >= 0xE0 && lead <= 0xEF) extra = 2, cp = lead & 0x0F, min = 0x800;
-    else if (lead >= 0xF0 && lead <= 0xF4) extra = 3, cp = lead & 0x07, min = 0x10000;
-    else fail("invalid UTF-8");
+    if (lead >= 0xC2 && lead <= 0xDF)
+      extra = 1, cp = lead & 0x1F, min = 0x80;
+    else if (lead >= 0xE0 && lead <= 0xEF)
+      extra = 2, cp = lead & 0x0F, min = 0x800;
+    else if (lead >= 0xF0 && lead <= 0xF4)
+      extra = 3, cp = lead & 0x07, min = 0x10000;
+    else
+      fail("invalid UTF-8");
     if (pos_ + extra >= text_.size()) fail("invalid UTF-8");
     for (int i = 1; i <= extra; ++i) {
       const unsigned char b = byte(pos_ + i);
@@ -247,14 +255,30 @@ class Parser {
       if (pos_ >= text_.size()) fail("unterminated escape");
       const char e = text_[pos_++];
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           uint32_t cp = parse_hex4();
           if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone low surrogate in a \\u escape");
@@ -269,7 +293,8 @@ class Parser {
           svc::append_utf8(out, cp);
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }

@@ -55,7 +55,7 @@ class Value {
 
 struct Limits {
   std::size_t max_bytes = std::size_t{64} << 20;  // a multilingual tokenizer.json is ~20 MB
-  int max_depth = 64;                              // tokenizer.json nests 6 levels
+  int max_depth = 64;                             // tokenizer.json nests 6 levels
 };
 
 // Parses one document (surrounding whitespace allowed, nothing else). Throws

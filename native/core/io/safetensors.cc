@@ -134,7 +134,8 @@ SafeTensorsFile::SafeTensorsFile(const std::string& path) : path_(path) {
       t.elements = 1;
       for (const Value& d : shape->items()) {
         int64_t dim = 0;
-        if (!json::integer_in(d, 0, kMaxExact, &dim)) fail(name, "has a shape entry that is not a non-negative integer");
+        if (!json::integer_in(d, 0, kMaxExact, &dim))
+          fail(name, "has a shape entry that is not a non-negative integer");
         if (__builtin_mul_overflow(t.elements, dim, &t.elements) || t.elements > kMaxExact)
           fail(name, "has a shape too large");
         t.shape.push_back(dim);
@@ -154,8 +155,8 @@ SafeTensorsFile::SafeTensorsFile(const std::string& path) : path_(path) {
       int64_t bytes = 0;
       if (__builtin_mul_overflow(t.elements, static_cast<int64_t>(dtype_width(t.dtype)), &bytes) ||
           static_cast<uint64_t>(bytes) != t.end - t.begin) {
-        fail(name, "has " + std::to_string(t.end - t.begin) + " bytes, not the " + shape_text(t.shape) + " " +
-                       t.dtype + " its shape needs");
+        fail(name, "has " + std::to_string(t.end - t.begin) + " bytes, not the " + shape_text(t.shape) + " " + t.dtype +
+                       " its shape needs");
       }
       tensors_.emplace(name, std::move(t));
     }

@@ -17,9 +17,9 @@
 namespace svc::io {
 
 struct TensorInfo {
-  std::string dtype;            // "F16", "BF16", "F32", "I64", ...
+  std::string dtype;  // "F16", "BF16", "F32", "I64", ...
   std::vector<int64_t> shape;
-  uint64_t begin = 0;           // byte offsets into the data section
+  uint64_t begin = 0;  // byte offsets into the data section
   uint64_t end = 0;
   int64_t elements = 0;
 };

@@ -64,8 +64,8 @@ struct Simd {
 
 // O rows [q0, q0 + kR) of a query block: O = P V with P read from the transposed scores.
 template <int kDh, int kR>
-void attention_pv(const float* pt, const float* v, int64_t ld, int len, const float* inv, int q0, int rows,
-                  float* out, int64_t ldo) {
+void attention_pv(const float* pt, const float* v, int64_t ld, int len, const float* inv, int q0, int rows, float* out,
+                  int64_t ldo) {
   using S = Simd;
   constexpr int kW = S::kLanes;
   constexpr int kVecs = kDh / kW;
@@ -98,18 +98,18 @@ void attention_pv(const float* pt, const float* v, int64_t ld, int len, const fl
 }
 
 template <int kDh>
-void attention_head_fused(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
-                          float* out, int64_t ldo, float* scratch) {
+void attention_head_fused(const float* q, const float* k, const float* v, int64_t ld, int len, float scale, float* out,
+                          int64_t ldo, float* scratch) {
   using S = Simd;
   using V = typename S::V;
-  constexpr int kW = S::kLanes;                    // queries per block: one vector
-  constexpr int kKeys = S::kAccumulators;          // keys per S^T tile, one accumulator each
-  constexpr int kVecs = kDh / kW;                  // vectors per row of V and O
+  constexpr int kW = S::kLanes;                      // queries per block: one vector
+  constexpr int kKeys = S::kAccumulators;            // keys per S^T tile, one accumulator each
+  constexpr int kVecs = kDh / kW;                    // vectors per row of V and O
   constexpr int kPvRows = S::kAccumulators / kVecs;  // queries per P V tile
   const int lk = (len + kKeys - 1) / kKeys * kKeys;  // keys rounded up to whole tiles
-  float* kp = scratch;                                 // [lk / kKeys][kDh][kKeys]: K packed, zero past len
-  float* st = kp + static_cast<int64_t>(kDh) * lk;     // [lk][kW]: S^T of one block, then P^T
-  float* qt = st + static_cast<int64_t>(lk) * kW;      // [kDh][kW]: the block's queries, scaled, transposed
+  float* kp = scratch;                               // [lk / kKeys][kDh][kKeys]: K packed, zero past len
+  float* st = kp + static_cast<int64_t>(kDh) * lk;   // [lk][kW]: S^T of one block, then P^T
+  float* qt = st + static_cast<int64_t>(lk) * kW;    // [kDh][kW]: the block's queries, scaled, transposed
   for (int j = 0; j < len; ++j) {
     float* dst = kp + static_cast<int64_t>(j / kKeys) * kKeys * kDh + j % kKeys;
 #pragma GCC unroll 8

@@ -32,7 +32,7 @@ constexpr float kS8PMax = 255.0f;  // a softmax numerator of 1
 void attention_head_s8_reference_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,
                                       float scale, float* out, int64_t ldo, float* scratch) {
   // scratch: one row of scores, the scales of K (times scale) and V, K and V quantized ([len x dh] each).
-  float* row = scratch;  // [len]
+  float* row = scratch;   // [len]
   float* ks = row + len;  // [len]
   float* vs = ks + len;   // [dh]
   auto* kq = reinterpret_cast<int8_t*>(vs + dh);
@@ -135,8 +135,8 @@ inline float quantize_row(const float* row, float max_q, __m256i out[4]) {
 }  // namespace s8
 
 template <bool kVnni>
-void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
-                            float* out, int64_t ldo, float* scratch) {
+void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64_t ld, int len, float scale, float* out,
+                           int64_t ldo, float* scratch) {
   constexpr int kDh = 32, kW = 8;
   const int lp = (len + 3) / 4 * 4;  // keys rounded up to whole quads, p8 = 0 and v8 = 0 past len
   // Scratch (fits attention_scratch_floats): K bytes [lp][32] with 128 * row sums and scales,

@@ -83,8 +83,7 @@ void compare(const char* level, const svc::OpsTable& ops) {
         for (int d = 0; d < dh; ++d) untouched = untouched && got[static_cast<std::size_t>(i) * in.hidden + d] == -7.0f;
       if (!(worst <= kTolerance) || !untouched) {
         std::fprintf(stderr, "FAIL: %s dh=%d len=%d: out[%zu][%zu] = %.9g, plain loop %.9g%s\n", level, dh, len,
-                     at / in.hidden, at % in.hidden, got[at], want[at],
-                     untouched ? "" : " (wrote outside its head)");
+                     at / in.hidden, at % in.hidden, got[at], want[at], untouched ? "" : " (wrote outside its head)");
         ++failures;
       }
     }
@@ -116,7 +115,8 @@ Exact exact_s8(const Inputs& in) {
   }
   for (int d = 0; d < dh; ++d)
     for (int j = 0; j < len; ++j) sv[d] = std::max(sv[d], std::fabs(at(2, j, d)) / 63);
-  Exact e{std::vector<double>(static_cast<std::size_t>(len) * dh), std::vector<double>(static_cast<std::size_t>(len) * dh, -1)};
+  Exact e{std::vector<double>(static_cast<std::size_t>(len) * dh),
+          std::vector<double>(static_cast<std::size_t>(len) * dh, -1)};
   std::vector<double> w(len);
   for (int i = 0; i < len; ++i) {
     double mx = -1e300, qmax = 0, qnorm2 = 0;
@@ -164,11 +164,13 @@ Exact exact_s8(const Inputs& in) {
 std::vector<float> head_out(const std::vector<float>& out, const Inputs& in) {
   std::vector<float> h(static_cast<std::size_t>(in.len) * in.dh);
   for (int i = 0; i < in.len; ++i)
-    for (int d = 0; d < in.dh; ++d) h[static_cast<std::size_t>(i) * in.dh + d] = out[static_cast<std::size_t>(i) * in.hidden + in.dh + d];
+    for (int d = 0; d < in.dh; ++d)
+      h[static_cast<std::size_t>(i) * in.dh + d] = out[static_cast<std::size_t>(i) * in.hidden + in.dh + d];
   return h;
 }
 
-using AttentionFn = void (*)(const float*, const float*, const float*, int64_t, int, int, float, float*, int64_t, float*);
+using AttentionFn = void (*)(const float*, const float*, const float*, int64_t, int, int, float, float*, int64_t,
+                             float*);
 
 std::vector<float> run_fn(AttentionFn fn, const Inputs& in) {
   svc::OpsTable table{};
@@ -193,7 +195,9 @@ void compare_s8(const char* level, const svc::OpsTable& ops, bool int8_kernel_at
       const std::vector<float> ref = head_out(run_fn(svc::detail::attention_head_s8_reference, in), in);
       float vmax = 0;
       for (int j = 0; j < len; ++j)
-        for (int d = 0; d < dh; ++d) vmax = std::max(vmax, std::fabs(in.qkv[static_cast<std::size_t>(j) * 3 * in.hidden + 2 * in.hidden + dh + d]));
+        for (int d = 0; d < dh; ++d)
+          vmax =
+              std::max(vmax, std::fabs(in.qkv[static_cast<std::size_t>(j) * 3 * in.hidden + 2 * in.hidden + dh + d]));
       const bool against_reference = int8_kernel_at_32 && dh == 32;
       const double step_tolerance = 2 * (2.0 * vmax / 255) + kTolerance;
       for (const auto* which : {&ref, &got}) {
@@ -278,8 +282,9 @@ int main() {
   ran.push_back("scalar");
   std::string levels;
   for (const std::string& l : ran) levels += (levels.empty() ? "" : ", ") + l;
-  std::printf("attention_test: %d comparisons, fp32 against the plain loop and int8 against exact attention (%s), "
-              "%d failures\n",
-              compared, levels.c_str(), failures);
+  std::printf(
+      "attention_test: %d comparisons, fp32 against the plain loop and int8 against exact attention (%s), "
+      "%d failures\n",
+      compared, levels.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }

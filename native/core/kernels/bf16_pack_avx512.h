@@ -53,7 +53,8 @@ inline void transpose16(__m512i r[16]) {
 
 // Up to 16 rows of k floats (row i at src + i·ld, rows from `count` on read as zero) as bf16
 // pairs along k, transposed: dst[q·stride + i] = pair q of row i, for the lanes in `lanes`.
-inline void pairs_transposed(const float* src, int64_t ld, int count, int k, uint32_t* dst, int64_t stride, __mmask16 lanes) {
+inline void pairs_transposed(const float* src, int64_t ld, int count, int k, uint32_t* dst, int64_t stride,
+                             __mmask16 lanes) {
   const int kp = (k + 1) / 2;
   for (int q0 = 0; q0 < kp; q0 += 16) {
     const int p0 = 2 * q0;

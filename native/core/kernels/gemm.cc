@@ -14,8 +14,8 @@ namespace svc {
 namespace detail {
 namespace {
 // Portable tile: 4 x 16, plain loops (the compiler may use SSE).
-void tile_scalar(const float* a, int rows, const void* panel_bytes, const float* bias, int k, float* c,
-                 int64_t ldc, int cols, const float* residual, Epilogue epilogue) {
+void tile_scalar(const float* a, int rows, const void* panel_bytes, const float* bias, int k, float* c, int64_t ldc,
+                 int cols, const float* residual, Epilogue epilogue) {
   constexpr int kNr = 16;
   const float* panel = static_cast<const float*>(panel_bytes);
   float acc[4][kNr];
@@ -64,10 +64,14 @@ bool exact_half(float f, uint16_t& out) {
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xFFu, mant = x & 0x7FFFFFu;
   uint32_t h;
-  if (exp == 0 && mant == 0) h = sign;
-  else if (exp >= 113 && exp <= 142) h = sign | (exp - 112) << 10 | mant >> 13;
-  else if (exp >= 103 && exp < 113) h = sign | (mant | 0x800000u) >> (126 - exp);
-  else return false;
+  if (exp == 0 && mant == 0)
+    h = sign;
+  else if (exp >= 113 && exp <= 142)
+    h = sign | (exp - 112) << 10 | mant >> 13;
+  else if (exp >= 103 && exp < 113)
+    h = sign | (mant | 0x800000u) >> (126 - exp);
+  else
+    return false;
   out = static_cast<uint16_t>(h);
   const float back = half_to_float(out);
   return std::memcmp(&back, &f, 4) == 0;
@@ -145,16 +149,18 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
         const int cols = std::min(w.nr, w.n - col0);
         for (int64_t r = row0; r < row1; r += mr) {
           const int rows = static_cast<int>(std::min<int64_t>(mr, row1 - r));
-          tile(packed + (r - row0) * k, rows, panel, w.bias.data() + col0, k, args.c + r * args.ldc + col0,
-                    args.ldc, cols, args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
+          tile(packed + (r - row0) * k, rows, panel, w.bias.data() + col0, k, args.c + r * args.ldc + col0, args.ldc,
+               cols, args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
         }
       }
       if (args.ln_gamma)
         ops().layer_norm(args.c + row0 * args.ldc, args.ldc, row1 - row0, w.n, args.ln_gamma, args.ln_beta,
                          args.ln_eps);
     };
-    if (pool) pool->run(row_blocks, task);
-    else for (int64_t rb = 0; rb < row_blocks; ++rb) task(rb, 0);
+    if (pool)
+      pool->run(row_blocks, task);
+    else
+      for (int64_t rb = 0; rb < row_blocks; ++rb) task(rb, 0);
     return;
   }
 
@@ -163,8 +169,10 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
   const int64_t tiles = (args.m + mr - 1) / mr;
   scratch.resize(static_cast<std::size_t>(tiles) * mr * k);
   auto pack = [&](int64_t t, int) { pack_tile(args, mr, k, t * mr, scratch.data() + t * mr * k); };
-  if (pool) pool->run(tiles, pack);
-  else for (int64_t t = 0; t < tiles; ++t) pack(t, 0);
+  if (pool)
+    pool->run(tiles, pack);
+  else
+    for (int64_t t = 0; t < tiles; ++t) pack(t, 0);
 
   // Tasks are (row block, panel group): big enough to amortize, many enough to balance.
   const int panels_per_task = row_blocks * panels >= 16LL * threads ? 2 : 1;
@@ -181,13 +189,15 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
       for (int64_t r = row0; r < row1; r += kern.mr) {
         const int rows = static_cast<int>(std::min<int64_t>(kern.mr, row1 - r));
         tile(scratch.data() + r * k, rows, panel, bias, w.k, args.c + r * args.ldc + col0, args.ldc, cols,
-                  args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
+             args.residual ? args.residual + r * args.ldc + col0 : nullptr, args.epilogue);
       }
     }
   };
   const int64_t tasks = row_blocks * panel_groups;
-  if (pool) pool->run(tasks, task);
-  else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+  if (pool)
+    pool->run(tasks, task);
+  else
+    for (int64_t t = 0; t < tasks; ++t) task(t, 0);
   if (args.ln_gamma) {
     constexpr int64_t kRowsPerTask = 32;
     auto norm = [&](int64_t t, int) {
@@ -195,8 +205,10 @@ void gemm_f32(const GemmArgs& args, const PackedF32& w, AlignedBuffer<float>& sc
       ops().layer_norm(args.c + r0 * args.ldc, args.ldc, rows, w.n, args.ln_gamma, args.ln_beta, args.ln_eps);
     };
     const int64_t chunks = (args.m + kRowsPerTask - 1) / kRowsPerTask;
-    if (pool) pool->run(chunks, norm);
-    else for (int64_t t = 0; t < chunks; ++t) norm(t, 0);
+    if (pool)
+      pool->run(chunks, norm);
+    else
+      for (int64_t t = 0; t < chunks; ++t) norm(t, 0);
   }
 }
 

@@ -67,8 +67,8 @@ namespace detail {
 // end), one panel of W, full depth k; writes rows x cols (<= mr x nr) of C with
 // bias/residual/epilogue applied. Packing A puts the mr values each step broadcasts
 // on one cache line and frees the registers row pointers would take.
-using TileFn = void (*)(const float* a, int rows, const void* panel, const float* bias, int k,
-                        float* c, int64_t ldc, int cols, const float* residual, Epilogue epilogue);
+using TileFn = void (*)(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc,
+                        int cols, const float* residual, Epilogue epilogue);
 struct GemmKernel {
   int mr;
   int nr;

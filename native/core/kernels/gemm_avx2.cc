@@ -15,11 +15,10 @@ constexpr int kMr = 6;
 constexpr int kNr = 16;
 
 template <int MR>
-void tile_fixed(const float* a, const float* panel, const float* bias, int k, float* c, int64_t ldc,
-                int cols) {
+void tile_fixed(const float* a, const float* panel, const float* bias, int k, float* c, int64_t ldc, int cols) {
   __m256 acc0[MR], acc1[MR];
   const __m256 bias0 = _mm256_load_ps(bias), bias1 = _mm256_load_ps(bias + 8);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     acc0[r] = bias0;
     acc1[r] = bias1;
@@ -27,7 +26,7 @@ void tile_fixed(const float* a, const float* panel, const float* bias, int k, fl
   for (int kk = 0; kk < k; ++kk) {
     const __m256 b0 = _mm256_load_ps(panel + kk * kNr);
     const __m256 b1 = _mm256_load_ps(panel + kk * kNr + 8);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m256 av = _mm256_set1_ps(a[kk * kMr + r]);
       acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
@@ -35,14 +34,14 @@ void tile_fixed(const float* a, const float* panel, const float* bias, int k, fl
     }
   }
   if (cols == kNr) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       _mm256_storeu_ps(c + r * ldc, acc0[r]);
       _mm256_storeu_ps(c + r * ldc + 8, acc1[r]);
     }
   } else {
     alignas(32) float tmp[kNr];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       _mm256_store_ps(tmp, acc0[r]);
       _mm256_store_ps(tmp + 8, acc1[r]);
@@ -57,8 +56,8 @@ constexpr auto make_table(std::integer_sequence<int, R...>) {
   return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1>...};
 }
 
-void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc,
-          int cols, const float* residual, Epilogue epilogue) {
+void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc, int cols,
+          const float* residual, Epilogue epilogue) {
   static constexpr auto kTable = make_table(std::make_integer_sequence<int, kMr>{});
   kTable[rows - 1](a, static_cast<const float*>(panel), bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);

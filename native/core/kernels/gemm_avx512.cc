@@ -20,13 +20,12 @@ constexpr int kNr = 32;
 
 // kHalf: the panel holds fp16 bits, widened exactly to fp32 in registers (vcvtph2ps).
 template <int MR, bool kHalf>
-void tile_fixed(const float* a, const void* panel, const float* bias, int k, float* c, int64_t ldc,
-                int cols) {
+void tile_fixed(const float* a, const void* panel, const float* bias, int k, float* c, int64_t ldc, int cols) {
   const float* pf = static_cast<const float*>(panel);
   const uint16_t* ph = static_cast<const uint16_t*>(panel);
   __m512 acc0[MR], acc1[MR];
   const __m512 bias0 = _mm512_load_ps(bias), bias1 = _mm512_load_ps(bias + 16);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     acc0[r] = bias0;
     acc1[r] = bias1;
@@ -47,7 +46,7 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
       b0 = _mm512_load_ps(pf + kk * kNr);
       b1 = _mm512_load_ps(pf + kk * kNr + 16);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[kk * kMr + r]);
       acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
@@ -55,7 +54,7 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
     }
   }
   if (cols == kNr) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       _mm512_storeu_ps(c + r * ldc, acc0[r]);
       _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
@@ -63,7 +62,7 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
   } else {
     const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
     const __mmask16 m1 = cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       _mm512_mask_storeu_ps(c + r * ldc, m0, acc0[r]);
       _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc1[r]);
@@ -78,8 +77,8 @@ constexpr auto make_table(std::integer_sequence<int, R...>) {
 }
 
 template <bool kHalf>
-void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc,
-          int cols, const float* residual, Epilogue epilogue) {
+void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc, int cols,
+          const float* residual, Epilogue epilogue) {
   static constexpr auto kTable = make_table<kHalf>(std::make_integer_sequence<int, kMr>{});
   kTable[rows - 1](a, panel, bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);

@@ -46,8 +46,8 @@ void gemm_bf16(bool trans_a, int m, const float* a, int lda, const PackedBf16& b
 
 namespace detail {
 void pack_b_bf16_avx512(bool trans_b, const float* b, int ldb, int k, int n, PackedBf16& out, Workers* workers);
-void gemm_bf16_avx512(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c,
-                      int ldc, Workers* workers);
+void gemm_bf16_avx512(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c, int ldc,
+                      Workers* workers);
 void gemm_bf16_amx(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c, int ldc,
                    Workers* workers);
 }  // namespace detail

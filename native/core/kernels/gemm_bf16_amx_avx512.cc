@@ -172,8 +172,10 @@ void gemm_bf16_amx(bool ta, int m, const float* a, int lda, const PackedBf16& b,
         const int rows = std::min(kBlockRows, g_rows - r);
         float* cb = c + static_cast<int64_t>(g0 + r) * ldc + p * kNr;
         const uint32_t* ab = a_pack.data() + static_cast<int64_t>(r) * kpp;
-        if (rows > kTileRows) block<true>(ab, panel, kpp, beta, cb, ldc, rows, cols, scratch);
-        else block<false>(ab, panel, kpp, beta, cb, ldc, rows, cols, scratch);
+        if (rows > kTileRows)
+          block<true>(ab, panel, kpp, beta, cb, ldc, rows, cols, scratch);
+        else
+          block<false>(ab, panel, kpp, beta, cb, ldc, rows, cols, scratch);
       }
     }
     release_amx_tiles();

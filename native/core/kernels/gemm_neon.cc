@@ -36,20 +36,20 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
   float32x4_t acc[MR][4];
   float32x4_t bias_q[4];
   for (int q = 0; q < 4; ++q) bias_q[q] = vld1q_f32(bias + 4 * q);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
     for (int q = 0; q < 4; ++q) acc[r][q] = bias_q[q];
   for (int kk = 0; kk < k; ++kk) {
     float32x4_t b[4];
     load_panel_row<kHalf>(panel, kk, b);
     const float* ak = a + kk * kMr;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const float av = ak[r];
       for (int q = 0; q < 4; ++q) acc[r][q] = vfmaq_n_f32(acc[r][q], b[q], av);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     if (cols == kNr) {
       for (int q = 0; q < 4; ++q) vst1q_f32(c + r * ldc + 4 * q, acc[r][q]);

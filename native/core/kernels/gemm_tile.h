@@ -19,8 +19,10 @@ inline void finish_tile(float* c, int64_t ldc, int rows, int cols, const float* 
       const float* res = residual + r * ldc;
       for (int j = 0; j < cols; ++j) out[j] += res[j];
     }
-    if (epilogue == Epilogue::kGelu) vec::gelu_inplace(out, cols);
-    else if (epilogue == Epilogue::kGeluCoarse) vec::gelu_coarse_inplace(out, cols);
+    if (epilogue == Epilogue::kGelu)
+      vec::gelu_inplace(out, cols);
+    else if (epilogue == Epilogue::kGeluCoarse)
+      vec::gelu_coarse_inplace(out, cols);
   }
 }
 

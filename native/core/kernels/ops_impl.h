@@ -39,7 +39,7 @@ void attention_head_impl(const float* q, const float* k, const float* v, int64_t
   if (dh == 64) return attention_head_fused<64>(q, k, v, ld, len, scale, out, ldo, scratch);
 #endif
   // The reference every vector level is tested against (attention_test), and the scalar level.
-  float* kt = scratch;              // [dh x len]: K transposed, so scores are axpys over keys
+  float* kt = scratch;                                       // [dh x len]: K transposed, so scores are axpys over keys
   float* scores = scratch + static_cast<int64_t>(dh) * len;  // [len]
   for (int j = 0; j < len; ++j)
     for (int d = 0; d < dh; ++d) kt[static_cast<int64_t>(d) * len + j] = k[j * ld + d];

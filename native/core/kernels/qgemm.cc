@@ -13,9 +13,9 @@ namespace svc {
 namespace detail {
 namespace {
 constexpr int kScalarMr = 4;
-void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
-                  const float* w_scale, const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc,
-                  int cols, const float* residual, Epilogue epilogue) {
+void qtile_scalar(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
+                  const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols,
+                  const float* residual, Epilogue epilogue) {
   constexpr int kNr = PackedS8::kNr;
   for (int r = 0; r < rows; ++r) {
     int32_t acc[kNr] = {0};
@@ -141,8 +141,10 @@ void quantize_rows(const float* a, int64_t lda, int64_t m, int k, QuantizedRows&
   const int mr = kernel().mr;
   const int64_t blocks = (m + mr - 1) / mr;
   auto task = [&](int64_t b, int) { quantize_range(a, lda, b * mr, std::min(m, (b + 1) * mr), k, q); };
-  if (pool) pool->run(blocks, task);
-  else for (int64_t b = 0; b < blocks; ++b) task(b, 0);
+  if (pool)
+    pool->run(blocks, task);
+  else
+    for (int64_t b = 0; b < blocks; ++b) task(b, 0);
 }
 
 void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, ThreadPool* pool,
@@ -179,8 +181,7 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
   // Rows of C once every column is done: layer norm, then the next GEMM's quantized copy.
   auto finish_rows = [&](int64_t row0, int64_t row1) {
     if (args.ln_gamma)
-      ops().layer_norm(args.c + row0 * args.ldc, args.ldc, row1 - row0, w.n, args.ln_gamma, args.ln_beta,
-                       args.ln_eps);
+      ops().layer_norm(args.c + row0 * args.ldc, args.ldc, row1 - row0, w.n, args.ln_gamma, args.ln_beta, args.ln_eps);
     if (c_quantized) quantize_range(args.c, args.ldc, row0, row1, w.n, *c_quantized);
   };
 
@@ -195,8 +196,10 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
       }
       finish_rows(row0, row1);
     };
-    if (pool) pool->run(row_blocks, task);
-    else for (int64_t rb = 0; rb < row_blocks; ++rb) task(rb, 0);
+    if (pool)
+      pool->run(row_blocks, task);
+    else
+      for (int64_t rb = 0; rb < row_blocks; ++rb) task(rb, 0);
     return;
   }
   // Few rows: split the columns too so every thread gets work, then finish the rows.
@@ -206,12 +209,16 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
     run_panel(row0, std::min(a.m, row0 + row_block), static_cast<int>(t % panels));
   };
   const int64_t tasks = row_blocks * panels;
-  if (pool) pool->run(tasks, task);
-  else for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+  if (pool)
+    pool->run(tasks, task);
+  else
+    for (int64_t t = 0; t < tasks; ++t) task(t, 0);
   if (args.ln_gamma || c_quantized) {
     auto finish = [&](int64_t rb, int) { finish_rows(rb * row_block, std::min(a.m, (rb + 1) * row_block)); };
-    if (pool) pool->run(row_blocks, finish);
-    else for (int64_t rb = 0; rb < row_blocks; ++rb) finish(rb, 0);
+    if (pool)
+      pool->run(row_blocks, finish);
+    else
+      for (int64_t rb = 0; rb < row_blocks; ++rb) finish(rb, 0);
   }
 }
 

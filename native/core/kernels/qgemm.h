@@ -16,11 +16,11 @@ struct PackedS8 {
   static constexpr int kNr = 32;  // columns per panel
   int n = 0;
   int k = 0;
-  int kp = 0;                       // k rounded up to a multiple of 4
-  AlignedBuffer<int8_t> data;       // panel p, group g: data[((p * kp / 4 + g) * kNr + j) * 4 + t] = W8[p*kNr+j][4g+t]
-  AlignedBuffer<float> scale;       // per column, padded to kNr
-  AlignedBuffer<int32_t> offset;    // 128 * sum_k W8[j][k], padded
-  AlignedBuffer<float> bias;        // padded
+  int kp = 0;                     // k rounded up to a multiple of 4
+  AlignedBuffer<int8_t> data;     // panel p, group g: data[((p * kp / 4 + g) * kNr + j) * 4 + t] = W8[p*kNr+j][4g+t]
+  AlignedBuffer<float> scale;     // per column, padded to kNr
+  AlignedBuffer<int32_t> offset;  // 128 * sum_k W8[j][k], padded
+  AlignedBuffer<float> bias;      // padded
   std::size_t bytes() const { return data.size() + (scale.size() + offset.size() + bias.size()) * 4; }
 };
 
@@ -51,12 +51,11 @@ void gemm_s8(const QuantizedRows& a, const GemmArgs& args, const PackedS8& w, Th
 
 namespace detail {
 // One packed block of quantized A (rows <= mr valid) against one panel; writes cols (<= 32) columns of C.
-using QTileFn = void (*)(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
-                         const float* w_scale, const int32_t* offset, const float* bias, int kp, float* c,
-                         int64_t ldc, int cols, const float* residual, Epilogue epilogue);
+using QTileFn = void (*)(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
+                         const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols,
+                         const float* residual, Epilogue epilogue);
 // Quantizes rows (<= mr) of A into one packed block (padding rows and k past the end hold 128 = zero).
-using QuantizeFn = void (*)(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
-                            float* scale);
+using QuantizeFn = void (*)(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block, float* scale);
 void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
                              float* scale);
 struct QGemmKernel {

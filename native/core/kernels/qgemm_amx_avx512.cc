@@ -37,8 +37,7 @@ inline __mmask16 first(int count) {
 // Rows of A into one block, row-major: block[r * kp + kk] = q + 128, with the same float steps
 // as every other quantizer (amax / 127, round half to even); rows past `rows` and k past the
 // end hold 128 (zero).
-void quantize_rows_major(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block,
-                         float* scale) {
+void quantize_rows_major(const float* a, int64_t lda, int rows, int k, int kp, int mr, uint8_t* block, float* scale) {
   for (int r = 0; r < mr; ++r) {
     uint8_t* dst = block + static_cast<int64_t>(r) * kp;
     if (r >= rows) {
@@ -55,8 +54,8 @@ void quantize_rows_major(const float* a, int64_t lda, int rows, int k, int kp, i
     const __m512i shift = _mm512_set1_epi32(128);
     for (int kk = 0; kk < k; kk += 16) {
       const __mmask16 m = first(k - kk);
-      const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, src + kk), inv)),
-                                         shift);
+      const __m512i q =
+          _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, src + kk), inv)), shift);
       _mm512_mask_cvtepi32_storeu_epi8(dst + kk, m, q);
     }
     if (kp > k) std::memset(dst + k, 128, kp - k);
@@ -120,8 +119,10 @@ void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
           const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols, const float* residual,
           Epilogue epilogue) {
   alignas(64) int32_t acc[kMr * kNr];
-  if (rows > kTileRows) sums<true>(a, rows, panel, kp, acc);
-  else sums<false>(a, rows, panel, kp, acc);
+  if (rows > kTileRows)
+    sums<true>(a, rows, panel, kp, acc);
+  else
+    sums<false>(a, rows, panel, kp, acc);
   const __m512 ws0 = _mm512_loadu_ps(w_scale), ws1 = _mm512_loadu_ps(w_scale + 16);
   const __m512i off0 = _mm512_loadu_si512(offset), off1 = _mm512_loadu_si512(offset + 16);
   const __m512 bias0 = _mm512_loadu_ps(bias), bias1 = _mm512_loadu_ps(bias + 16);

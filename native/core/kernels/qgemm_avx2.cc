@@ -55,13 +55,13 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
   const int groups = kp / 4;
   for (int half = 0; half < 2 && half * 16 < cols; ++half) {
     __m256i acc0[MR], acc1[MR];
-    #pragma GCC unroll 6
+#pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
     const int8_t* b = panel + half * 64;
     for (int g = 0; g < groups; ++g, b += kNr * 4) {
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
       const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
-      #pragma GCC unroll 6
+#pragma GCC unroll 6
       for (int r = 0; r < MR; ++r) {
         int32_t quad;
         __builtin_memcpy(&quad, a + (g * kMrBlock + r) * 4, 4);
@@ -77,7 +77,7 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
     const __m256i off0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset + col0));
     const __m256i off1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset + col0 + 8));
     const int n = cols - col0 < 16 ? cols - col0 : 16;
-    #pragma GCC unroll 6
+#pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
       const __m256 as = _mm256_set1_ps(a_scale[r]);
       const __m256 v0 =
@@ -98,8 +98,8 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
   }
 }
 
-using FixedFn = void (*)(const uint8_t*, const float*, const int8_t*, const float*, const int32_t*, const float*,
-                         int, float*, int64_t, int);
+using FixedFn = void (*)(const uint8_t*, const float*, const int8_t*, const float*, const int32_t*, const float*, int,
+                         float*, int64_t, int);
 template <bool kVnni, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
   return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kVnni>...};
@@ -107,9 +107,9 @@ constexpr auto make_table(std::integer_sequence<int, R...>) {
 
 template <bool kVnni>
 void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
-          const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols,
-          const float* residual, Epilogue epilogue) {
-  static constexpr auto kTable = make_table<kVnni>(std::make_integer_sequence<int, kVnni ? kMrVnni : kMr>{});
+          const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols, const float* residual,
+          Epilogue epilogue) {
+  static constexpr auto kTable = make_table<kVnni>(std::make_integer_sequence < int, kVnni ? kMrVnni : kMr > {});
   kTable[rows - 1](a, a_scale, panel, w_scale, offset, bias, kp, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }

@@ -43,13 +43,13 @@ template <int MR, bool kVnni, int kMrBlock = kVnni ? 14 : 8>
 void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, const float* w_scale,
                 const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols) {
   __m512i acc0[MR], acc1[MR];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_si512();
   const int groups = kp / 4;
   for (int g = 0; g < groups; ++g) {
     const __m512i b0 = _mm512_load_si512(panel + g * kNr * 4);
     const __m512i b1 = _mm512_load_si512(panel + g * kNr * 4 + 64);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       int32_t quad;
       __builtin_memcpy(&quad, a + (g * kMrBlock + r) * 4, 4);
@@ -63,18 +63,20 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
   const __m512 bias0 = _mm512_loadu_ps(bias), bias1 = _mm512_loadu_ps(bias + 16);
   const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     const __m512 as = _mm512_set1_ps(a_scale[r]);
-    const __m512 v0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc0[r], off0)), _mm512_mul_ps(as, ws0), bias0);
-    const __m512 v1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc1[r], off1)), _mm512_mul_ps(as, ws1), bias1);
+    const __m512 v0 =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc0[r], off0)), _mm512_mul_ps(as, ws0), bias0);
+    const __m512 v1 =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc1[r], off1)), _mm512_mul_ps(as, ws1), bias1);
     _mm512_mask_storeu_ps(c + r * ldc, m0, v0);
     _mm512_mask_storeu_ps(c + r * ldc + 16, m1, v1);
   }
 }
 
-using FixedFn = void (*)(const uint8_t*, const float*, const int8_t*, const float*, const int32_t*,
-                         const float*, int, float*, int64_t, int);
+using FixedFn = void (*)(const uint8_t*, const float*, const int8_t*, const float*, const int32_t*, const float*, int,
+                         float*, int64_t, int);
 template <bool kVnni, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
   return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kVnni>...};
@@ -111,7 +113,7 @@ template <bool kVnni>
 void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
           const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols, const float* residual,
           Epilogue epilogue) {
-  static constexpr auto kTable = make_table<kVnni>(std::make_integer_sequence<int, kVnni ? kMrVnni : kMrBw>{});
+  static constexpr auto kTable = make_table<kVnni>(std::make_integer_sequence < int, kVnni ? kMrVnni : kMrBw > {});
   kTable[rows - 1](a, a_scale, panel, w_scale, offset, bias, kp, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
@@ -119,7 +121,8 @@ void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel,
 }  // namespace
 
 QGemmKernel qgemm_kernel_avx512(bool vnni) {
-  return vnni ? QGemmKernel{kMrVnni, 127, tile<true>, quantize_block} : QGemmKernel{kMrBw, 127, tile<false>, quantize_block};
+  return vnni ? QGemmKernel{kMrVnni, 127, tile<true>, quantize_block}
+              : QGemmKernel{kMrBw, 127, tile<false>, quantize_block};
 }
 
 }  // namespace detail

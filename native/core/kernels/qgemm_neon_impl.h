@@ -49,8 +49,8 @@ inline void accumulate_group(int32x4_t acc[kNeonQMr][4], const int8x16_t b[4], i
 
 template <bool kDotprod>
 void qtile_neon(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
-                const int32_t* /*offset: see the top of this file*/, const float* bias, int kp, float* c,
-                int64_t ldc, int cols, const float* residual, Epilogue epilogue) {
+                const int32_t* /*offset: see the top of this file*/, const float* bias, int kp, float* c, int64_t ldc,
+                int cols, const float* residual, Epilogue epilogue) {
   constexpr int kNr = PackedS8::kNr;
   const uint8x16_t flip = vdupq_n_u8(0x80);
   for (int half = 0; half < 2; ++half) {

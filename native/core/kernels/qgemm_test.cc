@@ -1,12 +1,11 @@
 // Standalone test of the int8 GEMM kernels, without Node:
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native -j2 --target qgemm_test
 //   build-native/qgemm_test
-// Each vector level's int8 kernel (AVX2 without and with AVX-VNNI, AVX-512 without and with VNNI, AMX, as far as this CPU
-// runs them) against the scalar kernel on the same float inputs. Quantizing is the same
-// float steps and the products are summed in int32 without overflow or saturation, so the
-// outputs must match bit for bit, whatever the tile shape, row count, column tail or depth.
-// Then gemm_s8's fused finish (layer norm, quantized copy of C) against the separate steps, and
-// the int8 encoder's coarse GELU against exact GELU.
+// Each vector level's int8 kernel (AVX2 without and with AVX-VNNI, AVX-512 without and with VNNI, AMX, as far as this
+// CPU runs them) against the scalar kernel on the same float inputs. Quantizing is the same float steps and the
+// products are summed in int32 without overflow or saturation, so the outputs must match bit for bit, whatever the tile
+// shape, row count, column tail or depth. Then gemm_s8's fused finish (layer norm, quantized copy of C) against the
+// separate steps, and the int8 encoder's coarse GELU against exact GELU.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -59,8 +58,8 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Depths: multiples of 16 and 8 (vector quantizers), of 4 only, and ragged (padded k);
   // row counts that leave every partial block; column counts with a tail in each half-panel.
-  const Case cases[] = {{1, 32, 384},  {3, 20, 16},  {5, 48, 12},   {7, 33, 40},  {13, 64, 7},
-                        {14, 96, 384}, {15, 17, 1536}, {29, 384, 384}, {9, 8, 1}, {33, 1536, 384}, {20, 40, 100}};
+  const Case cases[] = {{1, 32, 384},   {3, 20, 16},    {5, 48, 12}, {7, 33, 40},     {13, 64, 7},  {14, 96, 384},
+                        {15, 17, 1536}, {29, 384, 384}, {9, 8, 1},   {33, 1536, 384}, {20, 40, 100}};
   for (const Case& t : cases) {
     std::vector<float> a(static_cast<std::size_t>(t.m) * t.k), w(static_cast<std::size_t>(t.n) * t.k), bias(t.n);
     for (float& v : a) v = normal(rng);
@@ -72,7 +71,8 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
     if (t.m > 2)
       for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(t.k) + kk] = 0.0f;
     if (t.m > 3)
-      for (int kk = 0; kk < t.k; ++kk) a[static_cast<std::size_t>(3) * t.k + kk] = (kk % 5 - 2) * 0.5f;  // 0.5 * 127 = 63.5
+      for (int kk = 0; kk < t.k; ++kk)
+        a[static_cast<std::size_t>(3) * t.k + kk] = (kk % 5 - 2) * 0.5f;  // 0.5 * 127 = 63.5
     // Weights at the extremes make |w| = w_max against u8 activations up to 255: the largest pair sum.
     for (int kk = 0; kk < t.k; kk += 2) w[kk] = -1.0f;
     // Row 1 all at its maximum (u8 255) against a column of -w_max and one of +w_max: every pair
@@ -92,8 +92,8 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
     if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
       std::size_t i = 0;
       while (std::memcmp(&want[i], &got[i], sizeof(float)) == 0) ++i;
-      std::fprintf(stderr, "FAIL: %s m=%d n=%d k=%d: C[%zu][%zu] = %.9g, scalar %.9g\n", level, t.m, t.n, t.k,
-                   i / t.n, i % t.n, got[i], want[i]);
+      std::fprintf(stderr, "FAIL: %s m=%d n=%d k=%d: C[%zu][%zu] = %.9g, scalar %.9g\n", level, t.m, t.n, t.k, i / t.n,
+                   i % t.n, got[i], want[i]);
       ++failures;
     }
   }
@@ -105,8 +105,8 @@ void compare(const char* level, const svc::detail::QGemmKernel& kern) {
 void check_fused(int m, int n, int k) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> a(static_cast<std::size_t>(m) * k), w(static_cast<std::size_t>(n) * k), bias(n), gamma(n),
-      beta(n), residual(static_cast<std::size_t>(m) * n);
+  std::vector<float> a(static_cast<std::size_t>(m) * k), w(static_cast<std::size_t>(n) * k), bias(n), gamma(n), beta(n),
+      residual(static_cast<std::size_t>(m) * n);
   for (auto* v : {&a, &bias, &gamma, &beta, &residual})
     for (float& x : *v) x = normal(rng);
   for (float& x : w) x = 0.05f * normal(rng);
@@ -135,8 +135,8 @@ void check_fused(int m, int n, int k) {
                     std::memcmp(fused_q.data.data(), plain_q.data.data(), plain_q.data.size()) == 0 &&
                     std::memcmp(fused_q.scale.data(), plain_q.scale.data(), m * sizeof(float)) == 0;
   if (!same) {
-    std::fprintf(stderr, "FAIL: fused layer norm and quantized C differ from the separate steps, m=%d n=%d k=%d\n",
-                 m, n, k);
+    std::fprintf(stderr, "FAIL: fused layer norm and quantized C differ from the separate steps, m=%d n=%d k=%d\n", m,
+                 n, k);
     ++failures;
   }
 }

@@ -156,7 +156,8 @@ inline __m256 exp8(__m256 x) {
 inline __m256 erf8(__m256 z) {
   const __m256 sign = _mm256_and_ps(z, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)));
   const __m256 az = _mm256_xor_ps(z, sign);
-  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.0f)));
+  const __m256 t =
+      _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.0f)));
   __m256 y = _mm256_set1_ps(1.061405429f);
   y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(-1.453152027f));
   y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(1.421413741f));
@@ -178,7 +179,8 @@ inline __m256 gelu_coarse8(__m256 x) {
   p = _mm256_fmadd_ps(p, az, _mm256_set1_ps(kCoarseErf[0]));
   p = _mm256_fmadd_ps(p, az, _mm256_set1_ps(1.0f));
   const __m256 p2 = _mm256_mul_ps(p, p);
-  const __m256 erf_abs = _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p2, p2)));
+  const __m256 erf_abs =
+      _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p2, p2)));
   const __m256 erf = _mm256_or_ps(erf_abs, sign);
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
 }

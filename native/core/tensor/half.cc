@@ -14,7 +14,10 @@ float half_to_float(uint16_t h) {
       bits = sign;
     } else {  // subnormal: normalize
       int e = -1;
-      do { mant <<= 1; ++e; } while ((mant & 0x400) == 0);
+      do {
+        mant <<= 1;
+        ++e;
+      } while ((mant & 0x400) == 0);
       bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3FF) << 13;
     }
   } else if (exp == 0x1F) {
@@ -40,8 +43,8 @@ uint16_t float_to_half(float f) {
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   const uint32_t abs = x & 0x7fffffff;
   if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf / nan
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // rounds past the largest half
-  if (abs < 0x38800000) {                       // half subnormal or zero
+  if (abs >= 0x477ff000) return sign | 0x7c00;                                   // rounds past the largest half
+  if (abs < 0x38800000) {                                                        // half subnormal or zero
     if (abs < 0x33000000) return sign;
     const uint32_t mant = (abs & 0x7fffff) | 0x800000;
     const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24

@@ -22,10 +22,10 @@ struct BertNormalizerOptions {
 
 // What the pre-tokenizer does with a normalized character.
 enum class SplitKind : uint8_t {
-  kWord,    // part of the current word
-  kSpace,   // ends the current word and is dropped
-  kPunct,   // ends the current word and is a word by itself
-  kDrop,    // removed by the normalizer; does not end the word
+  kWord,   // part of the current word
+  kSpace,  // ends the current word and is dropped
+  kPunct,  // ends the current word and is a word by itself
+  kDrop,   // removed by the normalizer; does not end the word
 };
 
 // The most code points one input character can normalize to (NFD <= 4, each

@@ -63,7 +63,8 @@ Tokenizer::Tokenizer(TokenizerSpec spec)
   for (const AddedToken& t : added_) added_first_byte_[static_cast<unsigned char>(t.content[0])] = true;
   for (int b = 0; b < 256; ++b) {
     plain_ascii_[b] = -1;
-    if (b < 0x80 && !added_first_byte_[b] && normalizer_.ascii(static_cast<unsigned char>(b)).kind == SplitKind::kWord) {
+    if (b < 0x80 && !added_first_byte_[b] &&
+        normalizer_.ascii(static_cast<unsigned char>(b)).kind == SplitKind::kWord) {
       plain_ascii_[b] = static_cast<unsigned char>(normalizer_.ascii(static_cast<unsigned char>(b)).byte);
     }
   }
@@ -154,7 +155,8 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
       ids.push_back(model_.unk_id());
       ++produced;
       if constexpr (kOffsets) {
-        offsets->insert(offsets->end(), {static_cast<int32_t>(word.first_begin()), static_cast<int32_t>(word.last_end())});
+        offsets->insert(offsets->end(),
+                        {static_cast<int32_t>(word.first_begin()), static_cast<int32_t>(word.last_end())});
       }
     } else {
       s.pieces.clear();
@@ -202,7 +204,8 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
         if (!flush()) break;
         ids.push_back(t->id);
         ++produced;
-        if constexpr (kOffsets) offsets->insert(offsets->end(), {static_cast<int32_t>(u16), static_cast<int32_t>(u16 + units)});
+        if constexpr (kOffsets)
+          offsets->insert(offsets->end(), {static_cast<int32_t>(u16), static_cast<int32_t>(u16 + units)});
         i += t->content.size();
         u16 += units;
         more = produced < budget;

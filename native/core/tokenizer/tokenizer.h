@@ -33,9 +33,9 @@ struct TokenizerSpec {
   bool has_normalizer = false;
   BertNormalizerOptions normalizer;
   std::vector<AddedToken> added_tokens;
-  std::vector<int32_t> prefix_ids;  // special tokens before the text ([CLS])
-  std::vector<int32_t> suffix_ids;  // special tokens after it ([SEP])
-  size_t truncation_max_length = 0; // the file's own setting (0: none); callers pass their own
+  std::vector<int32_t> prefix_ids;   // special tokens before the text ([CLS])
+  std::vector<int32_t> suffix_ids;   // special tokens after it ([SEP])
+  size_t truncation_max_length = 0;  // the file's own setting (0: none); callers pass their own
 };
 
 // Reads the parts of a tokenizer.json this tokenizer understands; throws

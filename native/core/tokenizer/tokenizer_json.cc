@@ -37,7 +37,8 @@ bool bool_or(const Value& object, const char* key, bool fallback) {
 }
 
 int32_t to_id(const Value& v, const char* where) {
-  if (!v.is_number() || v.as_number() < 0 || v.as_number() > 2147483647.0 || std::floor(v.as_number()) != v.as_number()) {
+  if (!v.is_number() || v.as_number() < 0 || v.as_number() > 2147483647.0 ||
+      std::floor(v.as_number()) != v.as_number()) {
     unsupported(std::string(where) + " must be a non-negative integer id");
   }
   return static_cast<int32_t>(v.as_number());
@@ -100,7 +101,8 @@ void read_template(const Value& pp, TokenizerSpec& spec) {
     const Value* entry = specials ? specials->find(name) : nullptr;
     if (!entry) unsupported("post_processor special token '" + name + "' is not in special_tokens");
     std::vector<int32_t>& into = seen_sequence ? spec.suffix_ids : spec.prefix_ids;
-    for (const Value& id : member(*entry, "ids", "a special token").items()) into.push_back(to_id(id, "a special token id"));
+    for (const Value& id : member(*entry, "ids", "a special token").items())
+      into.push_back(to_id(id, "a special token id"));
   }
   if (!seen_sequence) unsupported("post_processor.single has no sequence");
 }
@@ -151,7 +153,8 @@ TokenizerSpec parse_tokenizer_json(std::string_view text) {
   read_added_tokens(root, spec);
   read_post_processor(root, spec);
   if (const Value* t = root.find("truncation"); t && t->is_object()) {
-    if (const Value* m = t->find("max_length"); m && m->is_number()) spec.truncation_max_length = to_id(*m, "truncation.max_length");
+    if (const Value* m = t->find("max_length"); m && m->is_number())
+      spec.truncation_max_length = to_id(*m, "truncation.max_length");
   }
   return spec;
 }

@@ -73,10 +73,27 @@ bool fuzz_one(const svc::tok::Tokenizer& t, const uint8_t* data, size_t size) {
 // run breakers, malformed and 4-byte UTF-8, added-token prefixes, CJK, Hangul),
 // mostly short, a few up to 64 KiB.
 void fuzz(const svc::tok::Tokenizer& t, long inputs, uint32_t seed) {
-  static const char* const kParts[] = {
-      "a", "B", " ", "!", "[MASK]", "[MAS", "\x01", "\xe0\xa4\x80", "\xcc\x81", "\xf0\x9d\x85\xa5", "\xf0\x9d\x85\xad",
-      "\xe0\xbd\xb1", "\xe3\x80\xaa", "\xed\xa0\x80", "\xff", "\xf0\x9f\x98\x80", "\xe4\xb8\xad", "\xea\xb0\x81",
-      "\xce\x90", "\xc4\xb0", "\xc3\xa9"};
+  static const char* const kParts[] = {"a",
+                                       "B",
+                                       " ",
+                                       "!",
+                                       "[MASK]",
+                                       "[MAS",
+                                       "\x01",
+                                       "\xe0\xa4\x80",
+                                       "\xcc\x81",
+                                       "\xf0\x9d\x85\xa5",
+                                       "\xf0\x9d\x85\xad",
+                                       "\xe0\xbd\xb1",
+                                       "\xe3\x80\xaa",
+                                       "\xed\xa0\x80",
+                                       "\xff",
+                                       "\xf0\x9f\x98\x80",
+                                       "\xe4\xb8\xad",
+                                       "\xea\xb0\x81",
+                                       "\xce\x90",
+                                       "\xc4\xb0",
+                                       "\xc3\xa9"};
   constexpr size_t kPartCount = sizeof(kParts) / sizeof(kParts[0]);
   uint32_t state = seed;
   auto next = [&] { return state = state * 1664525u + 1013904223u; };
@@ -147,7 +164,8 @@ int main(int argc, char** argv) {
   offsets.clear();
   check(encode(*tokenizer, "x abbbbbbbbbbbb!", 64, &offsets) == std::vector<int32_t>{2, 1, 1, 9, 3}, "overlong word");
   check(offsets == std::vector<int32_t>{0, 0, 0, 1, 2, 15, 15, 16, 0, 0}, "overlong word offsets");
-  check(encode(*tokenizer, "x " + std::string(1 << 20, 'b'), 4) == std::vector<int32_t>{2, 1, 1, 3}, "an overlong word fills the budget");
+  check(encode(*tokenizer, "x " + std::string(1 << 20, 'b'), 4) == std::vector<int32_t>{2, 1, 1, 3},
+        "an overlong word fills the budget");
 
   const long inputs = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 2000;
   fuzz(*tokenizer, inputs, 12345);

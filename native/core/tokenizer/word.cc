@@ -50,9 +50,8 @@ void Word::add_ascii(const unsigned char* bytes, size_t len, const int16_t* map,
 
 void Word::close_run() {
   const size_t n = marks_.size();
-  const bool in_order =
-      std::adjacent_find(marks_.begin(), marks_.end(), [](const Mark& a, const Mark& b) { return a.ccc > b.ccc; }) ==
-      marks_.end();
+  const bool in_order = std::adjacent_find(marks_.begin(), marks_.end(),
+                                           [](const Mark& a, const Mark& b) { return a.ccc > b.ccc; }) == marks_.end();
   if (in_order) {
     // Position and source agree: each mark keeps its own source.
     for (const Mark& m : marks_) {

@@ -89,9 +89,9 @@ class Word {
   std::string bytes_;
   std::vector<uint32_t> src_begin_;
   std::vector<uint32_t> src_end_;
-  std::vector<Mark> marks_;    // the pending run, in input order
-  std::vector<Mark> ordered_;  // the run in canonical order, when input order was not
-  std::vector<Range> sources_; // the run's source characters, in input order
+  std::vector<Mark> marks_;     // the pending run, in input order
+  std::vector<Mark> ordered_;   // the run in canonical order, when input order was not
+  std::vector<Range> sources_;  // the run's source characters, in input order
 };
 
 }  // namespace svc::tok

@@ -60,9 +60,9 @@ class WordPiece {
   size_t max_input_chars_per_word() const { return max_chars_; }
 
  private:
-  VocabMap whole_;       // every token, for token_id()
-  Trie first_trie_;      // every token, for the first piece of a word
-  Trie continuation_;    // tokens that start with the prefix, prefix removed
+  VocabMap whole_;     // every token, for token_id()
+  Trie first_trie_;    // every token, for the first piece of a word
+  Trie continuation_;  // tokens that start with the prefix, prefix removed
   int32_t unk_id_;
   size_t max_chars_;
 };

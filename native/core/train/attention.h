@@ -22,9 +22,9 @@ namespace svc::train {
 
 struct PackedLayout {
   int texts = 0;
-  const int32_t* offsets = nullptr;       // first token row of each text
+  const int32_t* offsets = nullptr;  // first token row of each text
   const int32_t* lengths = nullptr;
-  int text0 = 0;                          // batch index of the first text: dropout masks are keyed by it
+  int text0 = 0;  // batch index of the first text: dropout masks are keyed by it
 };
 
 inline uint64_t attention_drop_index(int text, int head, int64_t cell) {
@@ -161,8 +161,8 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
         for (int64_t c = 0; c < nn; ++c) g[c] = kept[c] != T(0) ? g[c] * keep_scale : T(0);
       }
       softmax_backward_rows(n, scale, pr.data(), dp.data());
-      head_product<T>(bf16, false, false, n, d, n, dp.data(), n, q + hidden, ld, dq, ld);    // dQ = dS·K
-      head_product<T>(bf16, true, false, n, d, n, dp.data(), n, q, ld, dq + hidden, ld);     // dK = dSᵀ·Q
+      head_product<T>(bf16, false, false, n, d, n, dp.data(), n, q + hidden, ld, dq, ld);  // dQ = dS·K
+      head_product<T>(bf16, true, false, n, d, n, dp.data(), n, q, ld, dq + hidden, ld);   // dK = dSᵀ·Q
     }
   });
 }

@@ -18,7 +18,6 @@
 
 using namespace svc::train;
 
-
 static std::vector<float> values(size_t n, uint64_t seed, bool quarters) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) {
@@ -56,50 +55,51 @@ int main() {
   // (AMX), n not of the 32-column panel, k odd; the second shape spans several of AMX's
   // 128-row groups and a k that is not a whole number of its 32-deep tiles.
   for (const auto [m, n, k] : {std::array<int, 3>{45, 77, 131}, std::array<int, 3>{300, 70, 260}})
-  for (int variant = 0; variant < 8; ++variant) {
-    const bool ta = variant & 1, tb = variant & 2;
-    const float beta = (variant & 4) ? 1.f : 0.f;
-    const int lda = ta ? m : k, ldb = tb ? k : n;
-    for (const bool quarters : {true, false}) {
-      const std::vector<float> a = values(static_cast<size_t>(m) * k, 1 + variant, quarters),
-                               b = values(static_cast<size_t>(k) * n, 11 + variant, quarters),
-                               c0 = values(static_cast<size_t>(m) * n, 21 + variant, quarters);
-      std::vector<float> c = c0, ref = c0;
-      PackedBf16 packed;
-      pack_b_bf16(tb, b.data(), ldb, k, n, packed, &workers);
-      gemm_bf16(ta, m, a.data(), lda, packed, beta, c.data(), n, &workers);
-      gemm<float>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, beta, ref.data(), n, &workers);
-      double worst = 0;  // error over its bound: must stay <= 1
-      double largest = 0;
-      for (int i = 0; i < m; ++i)
-        for (int j = 0; j < n; ++j) {
-          double abs_sum = 0, exact = beta * c0[i * n + j];
-          for (int p = 0; p < k; ++p) {
-            const double x = ta ? a[p * lda + i] : a[i * lda + p], y = tb ? b[j * ldb + p] : b[p * ldb + j];
-            abs_sum += std::fabs(x * y);
-            exact += x * y;
+    for (int variant = 0; variant < 8; ++variant) {
+      const bool ta = variant & 1, tb = variant & 2;
+      const float beta = (variant & 4) ? 1.f : 0.f;
+      const int lda = ta ? m : k, ldb = tb ? k : n;
+      for (const bool quarters : {true, false}) {
+        const std::vector<float> a = values(static_cast<size_t>(m) * k, 1 + variant, quarters),
+                                 b = values(static_cast<size_t>(k) * n, 11 + variant, quarters),
+                                 c0 = values(static_cast<size_t>(m) * n, 21 + variant, quarters);
+        std::vector<float> c = c0, ref = c0;
+        PackedBf16 packed;
+        pack_b_bf16(tb, b.data(), ldb, k, n, packed, &workers);
+        gemm_bf16(ta, m, a.data(), lda, packed, beta, c.data(), n, &workers);
+        gemm<float>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, beta, ref.data(), n, &workers);
+        double worst = 0;  // error over its bound: must stay <= 1
+        double largest = 0;
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double abs_sum = 0, exact = beta * c0[i * n + j];
+            for (int p = 0; p < k; ++p) {
+              const double x = ta ? a[p * lda + i] : a[i * lda + p], y = tb ? b[j * ldb + p] : b[p * ldb + j];
+              abs_sum += std::fabs(x * y);
+              exact += x * y;
+            }
+            const double got = c[i * n + j];
+            if (quarters) {  // bf16-exact inputs and sums far inside fp32's 24 bits: exact
+              CHECK(got == exact && ref[i * n + j] == exact, "variant %d (%d,%d): %.9g, fp32 %.9g, exact %.9g", variant,
+                    i, j, got, ref[i * n + j], exact);
+              continue;
+            }
+            // Each product carries two roundings to bf16 (8-bit significand, unit roundoff 2^-8):
+            // relative error <= 2^-7 + 2^-16. fp32 summation of k terms adds <= k * 2^-24 of Σ|a·b|
+            // (and of |beta·c|, rounded once).
+            const double bound =
+                (std::ldexp(1.0, -7) + std::ldexp(1.0, -16) + (k + 1) * std::ldexp(1.0, -24)) * abs_sum +
+                std::ldexp(1.0, -23) * std::fabs(beta * c0[i * n + j]);
+            worst = std::max(worst, std::fabs(got - exact) / bound);
+            largest = std::max(largest, std::fabs(got - static_cast<double>(ref[i * n + j])));
           }
-          const double got = c[i * n + j];
-          if (quarters) {  // bf16-exact inputs and sums far inside fp32's 24 bits: exact
-            CHECK(got == exact && ref[i * n + j] == exact, "variant %d (%d,%d): %.9g, fp32 %.9g, exact %.9g", variant,
-                  i, j, got, ref[i * n + j], exact);
-            continue;
-          }
-          // Each product carries two roundings to bf16 (8-bit significand, unit roundoff 2^-8):
-          // relative error <= 2^-7 + 2^-16. fp32 summation of k terms adds <= k * 2^-24 of Σ|a·b|
-          // (and of |beta·c|, rounded once).
-          const double bound = (std::ldexp(1.0, -7) + std::ldexp(1.0, -16) + (k + 1) * std::ldexp(1.0, -24)) * abs_sum +
-                               std::ldexp(1.0, -23) * std::fabs(beta * c0[i * n + j]);
-          worst = std::max(worst, std::fabs(got - exact) / bound);
-          largest = std::max(largest, std::fabs(got - static_cast<double>(ref[i * n + j])));
-        }
-      if (quarters) continue;
-      std::printf("%dx%dx%d ta=%d tb=%d beta=%g: max error / bound %.3f, max |bf16 - fp32| %.3e\n", m, n, k, ta, tb,
-                  beta, worst, largest);
-      CHECK(worst <= 1.0, "variant %d: error %.3f times the bf16 bound", variant, worst);
-      CHECK(largest > 0, "variant %d: bf16 products equal fp32 ones: no bf16 rounding happened", variant);
+        if (quarters) continue;
+        std::printf("%dx%dx%d ta=%d tb=%d beta=%g: max error / bound %.3f, max |bf16 - fp32| %.3e\n", m, n, k, ta, tb,
+                    beta, worst, largest);
+        CHECK(worst <= 1.0, "variant %d: error %.3f times the bf16 bound", variant, worst);
+        CHECK(largest > 0, "variant %d: bf16 products equal fp32 ones: no bf16 rounding happened", variant);
+      }
     }
-  }
 
   // Training steps: the same toy encoder and batch with bf16 and with fp32 products. Products
   // of relative error 2^-7 pass through two layers, LayerNorms and the loss; the step losses stay

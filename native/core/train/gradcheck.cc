@@ -52,7 +52,8 @@ GradCheck check_layer_norm() {
   };
   loss();
   std::vector<double> dx(rows * cols), dg(cols, 0.0), db(cols, 0.0);
-  layer_norm_backward<double>(rows, cols, wy.data(), xhat.data(), rstd.data(), g.data(), dx.data(), dg.data(), db.data());
+  layer_norm_backward<double>(rows, cols, wy.data(), xhat.data(), rstd.data(), g.data(), dx.data(), dg.data(),
+                              db.data());
   compare(r, x, dx, loss);
   compare(r, g, dg, loss);
   compare(r, b, db, loss);
@@ -97,7 +98,8 @@ GradCheck check_attention() {
   const Packed packed({3, 5, 1, 4});
   const double p = 0.1;
   const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
-  auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 1.5), wy = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
+  auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 1.5),
+       wy = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
   std::vector<double> ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
   auto loss = [&] {
     attention_forward<double>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr);
@@ -185,7 +187,8 @@ GradCheck check_attention_fp32() {
   const double p = 0.1;
   const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
   // Wide scores (|q·k|/√d up to ~9) so the softmax's max shift and exp range matter.
-  auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 3.0), dctx = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
+  auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 3.0),
+       dctx = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
   std::vector<double> ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
   attention_forward<double>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr);
   attention_backward<double>(packed.lay, heads, hidden, qkv.data(), dctx.data(), dqkv.data(), drop, p, nullptr);
@@ -294,10 +297,10 @@ GradCheck check_whole_model(bool parallel, double& fp32_error, GradCheck* embedd
 std::vector<GradCheck> run_gradient_checks() {
   double fp32_error = 0;
   GradCheck embeddings{"toy_encoder_embeddings", 0, 0};
-  std::vector<GradCheck> out = {check_linear(),      check_layer_norm(),      check_gelu(),
-                                check_attention(),   check_pool_normalize_loss(), check_gemm_fp32(),
-                                check_gelu_fp32(),   check_attention_fp32(),
-                                check_whole_model(false, fp32_error, &embeddings)};
+  std::vector<GradCheck> out = {
+      check_linear(),    check_layer_norm(),          check_gelu(),
+      check_attention(), check_pool_normalize_loss(), check_gemm_fp32(),
+      check_gelu_fp32(), check_attention_fp32(),      check_whole_model(false, fp32_error, &embeddings)};
   out.push_back(embeddings);
   out.push_back(check_whole_model(true, fp32_error));
   out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});

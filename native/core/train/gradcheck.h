@@ -16,8 +16,8 @@ namespace svc::train {
 
 struct GradCheck {
   std::string name;
-  double max_rel_error;   // max over inputs of |analytic - numeric| / max(|analytic|, |numeric|, 1e-6)
-  int64_t compared;       // gradient components compared
+  double max_rel_error;  // max over inputs of |analytic - numeric| / max(|analytic|, |numeric|, 1e-6)
+  int64_t compared;      // gradient components compared
 };
 
 std::vector<GradCheck> run_gradient_checks();

@@ -41,7 +41,7 @@ constexpr double kGradFloor = 1e-6;
 
 // Compares analytic gradients of f with respect to x against (f(x+h) - f(x-h)) / 2h.
 inline void compare(GradCheck& out, std::vector<double>& x, const std::vector<double>& analytic,
-             const std::function<double()>& f, double h = 1e-4) {
+                    const std::function<double()>& f, double h = 1e-4) {
   for (size_t i = 0; i < x.size(); ++i) {
     const double keep = x[i];
     x[i] = keep + h;

@@ -20,7 +20,11 @@ LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
   const int64_t h = c.hidden, f = c.intermediate;
   LayerOffsets o;
   int64_t at = layer_param_count(c) * layer;
-  auto take = [&](int64_t n) { const int64_t here = at; at += n; return here; };
+  auto take = [&](int64_t n) {
+    const int64_t here = at;
+    at += n;
+    return here;
+  };
   o.wqkv = take(3 * h * h);
   o.bqkv = take(3 * h);
   o.wo = take(h * h);
@@ -61,14 +65,13 @@ std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
   return out;
 }
 
-
 namespace {
-const char* const kLoraTargetNames[kLoraTargets] = {"query", "key", "value", "attention.output.dense",
-                                                     "intermediate.dense", "output.dense"};
+const char* const kLoraTargetNames[kLoraTargets] = {
+    "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"};
 // Each target's module path inside a BERT layer, as PEFT names its tensors.
 const char* const kLoraModulePaths[kLoraTargets] = {"attention.self.query", "attention.self.key",
                                                     "attention.self.value", "attention.output.dense",
-                                                    "intermediate.dense", "output.dense"};
+                                                    "intermediate.dense",   "output.dense"};
 }  // namespace
 
 const char* lora_target_name(int target) { return kLoraTargetNames[target]; }
@@ -100,7 +103,9 @@ int64_t lora_layer_count(const EncoderConfig& c, const LoraConfig& lora) {
   return n;
 }
 
-int64_t lora_param_count(const EncoderConfig& c, const LoraConfig& lora) { return lora_layer_count(c, lora) * c.layers; }
+int64_t lora_param_count(const EncoderConfig& c, const LoraConfig& lora) {
+  return lora_layer_count(c, lora) * c.layers;
+}
 
 LoraOffsets lora_offsets(const EncoderConfig& c, const LoraConfig& lora, int layer) {
   LoraOffsets o;
@@ -152,7 +157,8 @@ void pack_frozen_layer(const EncoderConfig& c, const float* layer, PackedF32* fw
       // dx = dy·W: op(B) is W itself, which pack_f32 takes as the [in x out] matrix Wᵀ.
       std::vector<float> wt(static_cast<size_t>(outs[m]) * ins[m]);
       for (int r = 0; r < outs[m]; ++r)
-        for (int i = 0; i < ins[m]; ++i) wt[static_cast<size_t>(i) * outs[m] + r] = w[static_cast<int64_t>(r) * ins[m] + i];
+        for (int i = 0; i < ins[m]; ++i)
+          wt[static_cast<size_t>(i) * outs[m] + r] = w[static_cast<int64_t>(r) * ins[m] + i];
       bwd[m] = pack_frozen_f32(wt.data(), ins[m], outs[m]);
     }
   });

@@ -54,8 +54,10 @@ void scale_c(int m, int n, T beta, T* c, int ldc) {
   if (beta == T(1)) return;
   for (int i = 0; i < m; ++i) {
     T* row = c + static_cast<int64_t>(i) * ldc;
-    if (beta == T(0)) std::fill(row, row + n, T(0));
-    else for (int j = 0; j < n; ++j) row[j] *= beta;
+    if (beta == T(0))
+      std::fill(row, row + n, T(0));
+    else
+      for (int j = 0; j < n; ++j) row[j] *= beta;
   }
 }
 
@@ -108,8 +110,8 @@ void gemm<double>(bool ta, bool tb, int m, int n, int k, const double* a, int ld
 }
 
 template <>
-void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                 float beta, float* c, int ldc, Workers* workers) {
+void gemm<float>(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
+                 float* c, int ldc, Workers* workers) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     scale_c(m, n, beta, c, ldc);
@@ -179,7 +181,8 @@ void gemm_prepacked(bool ta, int m, const float* a, int lda, const PackedF32& pa
     const int64_t n = static_cast<int64_t>(packed.half.size());
     const uint16_t* src = packed.half.data();
     float* dst = wide.data.data();
-    parallel_for_grain(workers, n, 1 << 16, [=](int64_t i0, int64_t i1) { vector_ops().widen_f16(i1 - i0, src + i0, dst + i0); });
+    parallel_for_grain(workers, n, 1 << 16,
+                       [=](int64_t i0, int64_t i1) { vector_ops().widen_f16(i1 - i0, src + i0, dst + i0); });
     panels = &wide;
   }
   const PackedF32& b = *panels;

@@ -15,8 +15,8 @@
 namespace svc::train {
 
 template <typename T>
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T beta,
-          T* c, int ldc, Workers* workers = nullptr);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T beta, T* c,
+          int ldc, Workers* workers = nullptr);
 
 // op(B) packed once into the engine's panels, for products that reuse it (a
 // weight matrix used by every text group of a step).

@@ -26,8 +26,8 @@ void lora_forward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, int
     lora_shape(cfg, t, in, out);
     T* u = a.lora_u.data() + static_cast<int64_t>(t) * rows * lc.rank;
     const int64_t col = t <= kLoraValue ? static_cast<int64_t>(t) * cfg.hidden : 0;
-    lora_forward<T>(rows, in, out, lc.rank, T(lc.scale()), x, ad->values + o.a[t], ad->values + o.b[t], u, y + col,
-                    ldy, workers);
+    lora_forward<T>(rows, in, out, lc.rank, T(lc.scale()), x, ad->values + o.a[t], ad->values + o.b[t], u, y + col, ldy,
+                    workers);
   }
 }
 
@@ -35,8 +35,8 @@ void lora_forward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, int
 // dA, dB into ad->grads, and dx += the paths' input gradient unless dx is null.
 // `a` is the layer's kept activations (its lora_u); `g` is scratch.
 template <typename T>
-void lora_backward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, int l, int linear, int rows,
-                          const T* x, const T* dy, int ldy, T* dx, const LayerActivations<T>& a, std::vector<T>& g,
+void lora_backward_linear(const EncoderConfig& cfg, const AdapterPass<T>* ad, int l, int linear, int rows, const T* x,
+                          const T* dy, int ldy, T* dx, const LayerActivations<T>& a, std::vector<T>& g,
                           Workers* workers) {
   if (!ad || !ad->grads) return;
   const LoraConfig& lc = *ad->config;

@@ -28,8 +28,7 @@ void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const Pair
         for (int j = 0; j < h; ++j) wide[j] = T(half_to_float(emb.word_f16[static_cast<int64_t>(id) * h + j]));
         word = wide.data();
       }
-      for (int j = 0; j < h; ++j)
-        sum[j] = word[j] + emb.position[static_cast<int64_t>(i) * h + j] + emb.token_type[j];
+      for (int j = 0; j < h; ++j) sum[j] = word[j] + emb.position[static_cast<int64_t>(i) * h + j] + emb.token_type[j];
       layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.layer_norm_eps, x + row * h,
                             ws.emb_xhat.data() + row * h, ws.emb_rstd.data() + row);
     }
@@ -50,8 +49,10 @@ template <typename T>
 LayerPass<T> layer_pass(const EncoderConfig& cfg, const T* params, int l, const PackedLayout& lay, const TextGroup& g,
                         const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
                         const PackedBf16* panels16, const AdapterPass<T>* ad) {
-  return LayerPass<T>{cfg,    params, ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l), l, ws.tokens, lay,
-                      g.row0, key,    workers, panels, panels16, ad};
+  return LayerPass<T>{cfg,    params,    ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l),
+                      l,      ws.tokens, lay,
+                      g.row0, key,       workers,
+                      panels, panels16,  ad};
 }
 
 // Forward over one group; ws.emb gets the group's normalized embeddings. With `keep` (backward
@@ -182,8 +183,10 @@ void pack_weights(const EncoderConfig& cfg, const float* params, bool backward, 
       const LayerOffsets o = layer_offsets(cfg, l);
       const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
       const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
-      if (t < per * cfg.layers) pack(true, params + at[m], ins[m], ins[m], outs[m], fwd[index], nullptr);
-      else pack(false, params + at[m], ins[m], outs[m], ins[m], bwd[index], nullptr);
+      if (t < per * cfg.layers)
+        pack(true, params + at[m], ins[m], ins[m], outs[m], fwd[index], nullptr);
+      else
+        pack(false, params + at[m], ins[m], outs[m], ins[m], bwd[index], nullptr);
     }
   });
 }
@@ -225,9 +228,9 @@ std::vector<TextGroup> split_texts(const PairBatch& b, int parts) {
 }  // namespace
 
 template <typename T>
-T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads,
-                   const PairBatch& b, const StepKey& key, Workspace<T>& ws, Workers* workers,
-                   EmbeddingGrads<T>* emb_grads, const AdapterPass<T>* adapter) {
+T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, T* grads, const PairBatch& b,
+                   const StepKey& key, Workspace<T>& ws, Workers* workers, EmbeddingGrads<T>* emb_grads,
+                   const AdapterPass<T>* adapter) {
   const int h = cfg.hidden;
   if (adapter && grads) throw std::invalid_argument("an adapter trains on a frozen base: no base gradients");
   if (adapter && adapter->layers && !adapter->forward)
@@ -251,8 +254,10 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   const int parts = static_cast<int>(groups.size());
   ws.parts.resize(parts);
   auto each_group = [&](const std::function<void(int)>& fn) {
-    if (parts == 1) fn(0);
-    else workers->run(parts, [&](int64_t i, int) { fn(static_cast<int>(i)); });
+    if (parts == 1)
+      fn(0);
+    else
+      workers->run(parts, [&](int64_t i, int) { fn(static_cast<int>(i)); });
   };
   Workers* inner = parts == 1 ? workers : nullptr;
   const PackedF32* fwd = nullptr;
@@ -280,13 +285,13 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   }
   // Only a step that runs backward keeps every layer's activations.
   const bool keep = train_grads != nullptr && b.pairs > 0;
-  each_group([&](int i) {
-    forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16, adapter, keep);
-  });
+  each_group(
+      [&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16, adapter, keep); });
 
   ws.emb.resize(static_cast<int64_t>(b.texts) * h);
   for (int i = 0; i < parts; ++i)
-    std::copy(ws.parts[i].emb.begin(), ws.parts[i].emb.end(), ws.emb.begin() + static_cast<int64_t>(groups[i].text0) * h);
+    std::copy(ws.parts[i].emb.begin(), ws.parts[i].emb.end(),
+              ws.emb.begin() + static_cast<int64_t>(groups[i].text0) * h);
   if (b.pairs == 0) return T(0);
   ws.demb.resize(ws.emb.size());
   const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,

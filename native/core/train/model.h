@@ -25,10 +25,10 @@ struct LayerOffsets {
 };
 
 struct ParamTensor {
-  std::string name;              // checkpoint name, e.g. encoder.layer.0.attention.self.query.weight
+  std::string name;  // checkpoint name, e.g. encoder.layer.0.attention.self.query.weight
   int64_t offset;
   std::vector<int64_t> shape;
-  bool decay;                    // AdamW weight decay applies (not biases, not LayerNorm), as HF
+  bool decay;  // AdamW weight decay applies (not biases, not LayerNorm), as HF
 };
 
 // The four weight matrices of a layer, in the order their packed panels are kept:

@@ -33,9 +33,12 @@ template <typename T>
 void linear_forward(int rows, int in, int out, const T* x, const T* w, const T* b, T* y, Workers* workers,
                     PackedWeight packed = {}) {
   if constexpr (std::is_same_v<T, float>) {
-    if (packed.forward_bf16) gemm_bf16(false, rows, x, in, *packed.forward_bf16, 0.f, y, out, workers);
-    else if (packed.forward) gemm_prepacked(false, rows, x, in, *packed.forward, 0.f, y, out, workers);
-    else gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
+    if (packed.forward_bf16)
+      gemm_bf16(false, rows, x, in, *packed.forward_bf16, 0.f, y, out, workers);
+    else if (packed.forward)
+      gemm_prepacked(false, rows, x, in, *packed.forward, 0.f, y, out, workers);
+    else
+      gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
   } else {
     gemm<T>(false, true, rows, out, in, x, in, w, in, T(0), y, out, workers);
   }
@@ -50,9 +53,12 @@ void linear_backward(int rows, int in, int out, const T* x, const T* w, const T*
                      Workers* workers, PackedWeight packed = {}) {
   if (dx) {
     if constexpr (std::is_same_v<T, float>) {
-      if (packed.backward_bf16) gemm_bf16(false, rows, dy, out, *packed.backward_bf16, dx_beta, dx, in, workers);
-      else if (packed.backward) gemm_prepacked(false, rows, dy, out, *packed.backward, dx_beta, dx, in, workers);
-      else gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
+      if (packed.backward_bf16)
+        gemm_bf16(false, rows, dy, out, *packed.backward_bf16, dx_beta, dx, in, workers);
+      else if (packed.backward)
+        gemm_prepacked(false, rows, dy, out, *packed.backward, dx_beta, dx, in, workers);
+      else
+        gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
     } else {
       gemm<T>(false, false, rows, in, out, dy, out, w, in, dx_beta, dx, in, workers);
     }
@@ -76,8 +82,8 @@ void linear_backward(int rows, int in, int out, const T* x, const T* w, const T*
 // A [r x in], B [out x r] and s = alpha / r. y has row stride ldy (a slice of the fused
 // query-key-value output). Keeps u = s·x·Aᵀ [rows x r], scaled, for backward.
 template <typename T>
-void lora_forward(int rows, int in, int out, int rank, T scale, const T* x, const T* a, const T* b, T* u, T* y,
-                  int ldy, Workers* workers) {
+void lora_forward(int rows, int in, int out, int rank, T scale, const T* x, const T* a, const T* b, T* u, T* y, int ldy,
+                  Workers* workers) {
   gemm<T>(false, true, rows, rank, in, x, in, a, in, T(0), u, rank, workers);
   for (int64_t i = 0; i < static_cast<int64_t>(rows) * rank; ++i) u[i] *= scale;
   gemm<T>(false, true, rows, out, rank, u, rank, b, rank, T(1), y, ldy, workers);

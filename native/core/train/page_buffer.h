@@ -37,13 +37,19 @@ struct PageAllocator {
   }
   void deallocate(T* p, std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kMappedBytes) std::free(p);
-    else munmap(p, bytes);
+    if (bytes < kMappedBytes)
+      std::free(p);
+    else
+      munmap(p, bytes);
   }
   template <typename U>
-  bool operator==(const PageAllocator<U>&) const { return true; }
+  bool operator==(const PageAllocator<U>&) const {
+    return true;
+  }
   template <typename U>
-  bool operator!=(const PageAllocator<U>&) const { return false; }
+  bool operator!=(const PageAllocator<U>&) const {
+    return false;
+  }
 };
 
 template <typename T>

@@ -15,8 +15,8 @@ inline uint64_t mix64(uint64_t z) {
 }
 
 struct DropoutStream {
-  uint64_t key = 0;           // seed, step, layer and site mixed together
-  uint32_t threshold = 0;     // drop when the 32 random bits fall below it
+  uint64_t key = 0;        // seed, step, layer and site mixed together
+  uint32_t threshold = 0;  // drop when the 32 random bits fall below it
   bool active = false;
 
   bool keep(uint64_t index) const { return static_cast<uint32_t>(mix64(key ^ mix64(index)) >> 32) >= threshold; }

@@ -17,7 +17,6 @@
 using namespace svc::train;
 using svc::EncoderConfig;
 
-
 static std::vector<double> run_steps(int threads, int steps) {
   const EncoderConfig cfg = toy_config(32, 4, 64, 32);
   TrainerOptions o;
@@ -101,12 +100,13 @@ static void check_adapter_trainer() {
   CHECK(tensors.size() == 2 * 6 * 2, "%zu adapter tensors", tensors.size());
   CHECK(tensors[0].name == "base_model.model.encoder.layer.0.attention.self.query.lora_A.weight", "%s",
         tensors[0].name.c_str());
-  CHECK(tensors[0].rows == 4 && tensors[0].cols == 32, "query A is %lld x %lld", static_cast<long long>(tensors[0].rows),
-        static_cast<long long>(tensors[0].cols));
-  CHECK(tensors[9].name == "base_model.model.encoder.layer.0.intermediate.dense.lora_B.weight" && tensors[9].rows == 64 &&
-            tensors[9].cols == 4,
+  CHECK(tensors[0].rows == 4 && tensors[0].cols == 32, "query A is %lld x %lld",
+        static_cast<long long>(tensors[0].rows), static_cast<long long>(tensors[0].cols));
+  CHECK(tensors[9].name == "base_model.model.encoder.layer.0.intermediate.dense.lora_B.weight" &&
+            tensors[9].rows == 64 && tensors[9].cols == 4,
         "%s", tensors[9].name.c_str());
-  CHECK(tensors[23].name == "base_model.model.encoder.layer.1.output.dense.lora_B.weight", "%s", tensors[23].name.c_str());
+  CHECK(tensors[23].name == "base_model.model.encoder.layer.1.output.dense.lora_B.weight", "%s",
+        tensors[23].name.c_str());
   bool b_moved = false;
   for (int64_t i = 0; i < tensors[1].rows * tensors[1].cols; ++i) b_moved = b_moved || tensors[1].data[i] != 0.f;
   CHECK(b_moved, "query B is still zero");
@@ -144,7 +144,8 @@ int main() {
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0, "same seed and threads differ");
   // Two threads sum two groups' gradients, one thread one: equal up to rounding.
   for (size_t i = 0; i < a.size(); ++i)
-    CHECK(std::fabs(a[i] - c[i]) <= 1e-5 * std::fabs(c[i]), "1 and 2 threads differ at step %zu: %.9f %.9f", i, a[i], c[i]);
+    CHECK(std::fabs(a[i] - c[i]) <= 1e-5 * std::fabs(c[i]), "1 and 2 threads differ at step %zu: %.9f %.9f", i, a[i],
+          c[i]);
   CHECK(a.back() < a.front(), "loss did not go down: %f -> %f", a.front(), a.back());
 
   {

@@ -103,7 +103,8 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
 
 void Trainer::init_adapter(const TrainerOptions& o, const TensorValues& values) {
   check_lora_config(cfg_, o.adapter);
-  if (o.train_embeddings) throw std::invalid_argument("an adapter trains on frozen embeddings: trainEmbeddings must be off");
+  if (o.train_embeddings)
+    throw std::invalid_argument("an adapter trains on frozen embeddings: trainEmbeddings must be off");
   lora_ = o.adapter;
   // The frozen base a layer at a time: its weight matrices go straight into the packed panels
   // (never kept as fp32), its vectors (biases, LayerNorm) into a compact params_ that
@@ -165,8 +166,12 @@ void Trainer::init_adapter(const TrainerOptions& o, const TensorValues& values) 
 
 std::optional<AdapterPass<float>> Trainer::adapter_pass(bool with_grads) {
   if (!has_adapter()) return std::nullopt;
-  return AdapterPass<float>{&lora_,           lora_params_.data(), with_grads ? lora_grads_.data() : nullptr,
-                            frozen_fwd_.data(), frozen_bwd_.data(),  frozen_layers_.data()};
+  return AdapterPass<float>{&lora_,
+                            lora_params_.data(),
+                            with_grads ? lora_grads_.data() : nullptr,
+                            frozen_fwd_.data(),
+                            frozen_bwd_.data(),
+                            frozen_layers_.data()};
 }
 
 std::vector<AdapterTensor> Trainer::adapter_tensors() const {
@@ -273,7 +278,8 @@ void Trainer::embed(const int32_t* ids, const int32_t* lengths, int texts, float
     b.ids = ids;
     b.lengths = lengths + first;
     b.texts = end - first;
-    forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get(), nullptr, ad ? &*ad : nullptr);
+    forward_backward<float>(cfg_, emb_, params_.data(), nullptr, b, key, ws_, workers_.get(), nullptr,
+                            ad ? &*ad : nullptr);
     std::memcpy(out + first * h, ws_.emb.data(), sizeof(float) * h * b.texts);
     ids += tokens;
     first = end;
@@ -299,14 +305,18 @@ std::map<std::string, const float*> Trainer::fp32_sources() const {
 }
 
 void Trainer::save(const std::string& path) const {
-  if (has_adapter()) throw std::invalid_argument("an adapter trainer keeps the base as loaded: take its adapter tensors, not save()");
+  if (has_adapter())
+    throw std::invalid_argument("an adapter trainer keeps the base as loaded: take its adapter tensors, not save()");
   const std::map<std::string, const float*> sources = fp32_sources();
   std::map<std::string, StoredTensor> out;
   for (const auto& [name, t] : checkpoint_) {
     const auto it = sources.find(name);
-    if (it != sources.end()) out[name] = io::f16_tensor(t.shape, it->second);
-    else if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32") out[name] = io::f16_tensor(t.shape, t.to_f32().data());
-    else out[name] = t;  // integer tensors (position ids) as they came in
+    if (it != sources.end())
+      out[name] = io::f16_tensor(t.shape, it->second);
+    else if (t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F32")
+      out[name] = io::f16_tensor(t.shape, t.to_f32().data());
+    else
+      out[name] = t;  // integer tensors (position ids) as they came in
   }
   io::write_safetensors(path, out);
 }

@@ -26,7 +26,7 @@ using io::StoredTensor;
 
 struct TrainerOptions {
   std::optional<double> dropout;  // unset: the config's hidden_dropout_prob
-  AdamWOptions adam;           // adam.total_steps drives the schedule
+  AdamWOptions adam;              // adam.total_steps drives the schedule
   uint64_t seed = 42;
   int threads = 1;
   // Gradients whose global L2 norm exceeds this are scaled down to it before the update
@@ -53,9 +53,9 @@ struct AdapterTensor {
 
 struct StepResult {
   double loss = 0;
-  double lr = 0;               // the learning rate this step applied
-  int64_t step = 0;            // steps done after this one
-  double grad_norm = 0;        // global L2 norm of the gradient, before clipping
+  double lr = 0;         // the learning rate this step applied
+  int64_t step = 0;      // steps done after this one
+  double grad_norm = 0;  // global L2 norm of the gradient, before clipping
 };
 
 class Trainer {

@@ -28,8 +28,7 @@ struct VectorOps {
   // Its backward, each row: d = p ⊙ (d - Σ p⊙d) · scale.
   void (*softmax_backward_rows)(int64_t rows, int64_t n, float scale, const float* p, float* d);
   // One AdamW update of n parameters (torch.optim.AdamW arithmetic).
-  void (*adamw)(int64_t n, float* p, const float* g, float* m, float* v, const uint8_t* decay_mask,
-                const AdamWStep& s);
+  void (*adamw)(int64_t n, float* p, const float* g, float* m, float* v, const uint8_t* decay_mask, const AdamWStep& s);
   // out[i] = fp16 bits h[i] as fp32, exactly (F16C where the build has it).
   void (*widen_f16)(int64_t n, const uint16_t* h, float* out);
 };

@@ -61,8 +61,7 @@ void gelu_forward_impl(int64_t n, const float* __restrict x, float* __restrict y
   }
 }
 
-void gelu_backward_impl(int64_t n, const float* __restrict x, const float* __restrict cdf, const float* dy,
-                        float* dx) {
+void gelu_backward_impl(int64_t n, const float* __restrict x, const float* __restrict cdf, const float* dy, float* dx) {
   int64_t i = 0;
 #if defined(__AVX512F__)
   for (; i + 16 <= n; i += 16) {
@@ -91,16 +90,18 @@ void gelu_backward_impl(int64_t n, const float* __restrict x, const float* __res
 // AVX2 has no 64-bit multiply (AVX-512's build vectorizes mix64 with vpmullq): the low 64 bits of
 // a·b from three 32 x 32 -> 64 products, b a constant.
 inline __m256i mul64_lo(__m256i a, __m256i b) {
-  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
-                                         _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+  const __m256i cross =
+      _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b), _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
   return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
 }
 
 // mix64 (rng.h) of 4 lanes, bit for bit.
 inline __m256i mix64x4(__m256i z) {
   z = _mm256_add_epi64(z, _mm256_set1_epi64x(static_cast<int64_t>(0x9e3779b97f4a7c15ull)));
-  z = mul64_lo(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), _mm256_set1_epi64x(static_cast<int64_t>(0xbf58476d1ce4e5b9ull)));
-  z = mul64_lo(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), _mm256_set1_epi64x(static_cast<int64_t>(0x94d049bb133111ebull)));
+  z = mul64_lo(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)),
+               _mm256_set1_epi64x(static_cast<int64_t>(0xbf58476d1ce4e5b9ull)));
+  z = mul64_lo(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)),
+               _mm256_set1_epi64x(static_cast<int64_t>(0x94d049bb133111ebull)));
   return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
 }
 #endif
@@ -109,7 +110,8 @@ void dropout_impl(uint64_t key, uint32_t threshold, float scale, uint64_t index0
   int64_t i = 0;
 #if defined(__AVX2__) && !defined(__AVX512F__)
   // 8 cells a pass: the high 32 bits of each lane's mix, back in cell order, kept when >= threshold.
-  const __m256i vkey = _mm256_set1_epi64x(static_cast<int64_t>(key)), vthreshold = _mm256_set1_epi32(static_cast<int>(threshold));
+  const __m256i vkey = _mm256_set1_epi64x(static_cast<int64_t>(key)),
+                vthreshold = _mm256_set1_epi32(static_cast<int>(threshold));
   const __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m256 vscale = _mm256_set1_ps(scale);
   for (; i + 8 <= n; i += 8) {
@@ -168,7 +170,8 @@ void softmax_rows_impl(int64_t rows, int64_t n, float scale, float* x) {
 #if defined(__AVX512F__)
     __m512 acc = _mm512_setzero_ps();
     for (; j + 16 <= n; j += 16) {
-      const __m512 e = svc::vec::exp16(_mm512_fmsub_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(scale), _mm512_set1_ps(shift)));
+      const __m512 e =
+          svc::vec::exp16(_mm512_fmsub_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(scale), _mm512_set1_ps(shift)));
       _mm512_storeu_ps(row + j, e);
       acc = _mm512_add_ps(acc, e);
     }
@@ -176,7 +179,8 @@ void softmax_rows_impl(int64_t rows, int64_t n, float scale, float* x) {
 #elif defined(__AVX2__)
     __m256 acc = _mm256_setzero_ps();
     for (; j + 8 <= n; j += 8) {
-      const __m256 e = svc::vec::exp8(_mm256_fmsub_ps(_mm256_loadu_ps(row + j), _mm256_set1_ps(scale), _mm256_set1_ps(shift)));
+      const __m256 e =
+          svc::vec::exp8(_mm256_fmsub_ps(_mm256_loadu_ps(row + j), _mm256_set1_ps(scale), _mm256_set1_ps(shift)));
       _mm256_storeu_ps(row + j, e);
       acc = _mm256_add_ps(acc, e);
     }
@@ -224,8 +228,8 @@ void widen_f16_impl(int64_t n, const uint16_t* __restrict h, float* __restrict o
 }
 
 inline VectorOps make_vector_ops() {
-  return {gelu_forward_impl, gelu_backward_impl,    dropout_impl, small_gemm_impl,
-          softmax_rows_impl, softmax_backward_rows_impl, adamw_impl, widen_f16_impl};
+  return {gelu_forward_impl, gelu_backward_impl,         dropout_impl, small_gemm_impl,
+          softmax_rows_impl, softmax_backward_rows_impl, adamw_impl,   widen_f16_impl};
 }
 
 }  // namespace

@@ -64,7 +64,10 @@ function dense(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: 
  * Rows that already end in [SEP] are unchanged; the last token is found from the mask.
  */
 function closeTruncatedRows(g: GraphBuilder, maskFloat: string, sepTokenId: number): string {
-  const seqLength = g.op('Squeeze', [g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } }), g.int64s('axes_0_squeeze', [0])]);
+  const seqLength = g.op('Squeeze', [
+    g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } }),
+    g.int64s('axes_0_squeeze', [0]),
+  ]);
   const positions = g.op('Range', [g.int64s('range_start', [0], []), seqLength, g.int64s('range_step', [1], [])]);
   // Weight each kept token by its 1-based position: the largest marks the last attended token.
   const oneBased = g.op('Cast', [g.op('Add', [positions, g.int64s('position_one', [1], [])])], { to: { int: OnnxType.FLOAT } });
@@ -80,7 +83,12 @@ function embeddings(g: GraphBuilder, weights: BertWeights, inputIds: string): st
   const types = g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } });
   // Absolute positions 0..seq-1: the first `seq` rows of the position table, broadcast over the batch.
   const seqLength = g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } });
-  const positions = g.op('Slice', [table('position_embeddings', maxPositions), g.int64s('zero_start', [0]), seqLength, g.int64s('axis_0', [0])]);
+  const positions = g.op('Slice', [
+    table('position_embeddings', maxPositions),
+    g.int64s('zero_start', [0]),
+    seqLength,
+    g.int64s('axis_0', [0]),
+  ]);
   const sum = g.op('Add', [g.op('Add', [words, types]), positions]);
   return layerNorm(g, weights, sum, 'embeddings.LayerNorm');
 }

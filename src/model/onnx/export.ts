@@ -82,7 +82,10 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
   g.op('Identity', [embedding], {}, 'sentence_embedding');
   g.output('last_hidden_state', OnnxType.FLOAT, [kBatchDim, kSequenceDim, hiddenSize]);
   g.output('sentence_embedding', OnnxType.FLOAT, [kBatchDim, hiddenSize]);
-  return g.toModel({ graphName: `${weights.baseModel.name}-encoder-${precision}`, docString: `${weights.baseModel.name} sentence encoder` });
+  return g.toModel({
+    graphName: `${weights.baseModel.name}-encoder-${precision}`,
+    docString: `${weights.baseModel.name} sentence encoder`,
+  });
 }
 
 /**
@@ -100,7 +103,11 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
  * (await session.run(feeds)).logits.data; // Float32Array [0, -0.4727595]: P(true) = 0.384
  * ```
  */
-export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearHead | LinearHeads, options?: OnnxExportOptions): Uint8Array {
+export function buildClassifierOnnx(
+  baseModel: string | BaseModel,
+  head: LinearHead | LinearHeads,
+  options?: OnnxExportOptions,
+): Uint8Array {
   const { precision, sepTokenId } = resolveOptions(options);
   const weights = loadBertWeights(baseModel);
   const hiddenSize = weights.config.hiddenSize;
@@ -114,14 +121,18 @@ export function buildClassifierOnnx(baseModel: string | BaseModel, head: LinearH
   g.op('Add', [g.op('MatMul', [embedding, w]), b], {}, 'logits');
   g.output('logits', OnnxType.FLOAT, [kBatchDim, columns]);
   const kind = 'bias' in head ? 'binary' : `${columns}-label`;
-  return g.toModel({ graphName: `${weights.baseModel.name}-classifier-${precision}`, docString: `${weights.baseModel.name} ${kind} classifier` });
+  return g.toModel({
+    graphName: `${weights.baseModel.name}-classifier-${precision}`,
+    docString: `${weights.baseModel.name} ${kind} classifier`,
+  });
 }
 
 /** The head as the [hidden, columns] matrix the graph multiplies by, and its biases. */
 function headMatrix(head: LinearHead | LinearHeads, hiddenSize: number): { matrix: Float32Array; biases: Float32Array } {
   if (head !== null && typeof head === 'object' && 'biases' in head) {
     const labels = head.biases instanceof Float32Array ? head.biases.length : 0;
-    if (labels < 2 || !head.biases.every(Number.isFinite)) throw new TypeError('head.biases must be a Float32Array of at least 2 finite numbers');
+    if (labels < 2 || !head.biases.every(Number.isFinite))
+      throw new TypeError('head.biases must be a Float32Array of at least 2 finite numbers');
     if (!(head.weights instanceof Float32Array) || head.weights.length !== labels * hiddenSize) {
       throw new TypeError(`head.weights must be a Float32Array of length ${labels * hiddenSize} (${labels} labels x ${hiddenSize})`);
     }

@@ -184,7 +184,12 @@ export class GraphBuilder {
 
   /** An int64 initializer, e.g. a shape or axes list. */
   int64s(name: string, values: readonly number[], dims: readonly number[] = [values.length]): string {
-    return this.constant(name, OnnxType.INT64, dims, BigInt64Array.from(values, (v) => BigInt(v)));
+    return this.constant(
+      name,
+      OnnxType.INT64,
+      dims,
+      BigInt64Array.from(values, (v) => BigInt(v)),
+    );
   }
 
   /** A float initializer; a scalar when `dims` is `[]`. */

@@ -38,7 +38,11 @@ function validate(options: TransformersJsDirOptions): void {
     throw new RangeError(`options.precision must be 'fp32' or 'int8'`);
   }
   if (options.task === 'text-classification' && options.labels !== undefined) {
-    if (!Array.isArray(options.labels) || options.labels.length < 2 || !options.labels.every((l) => typeof l === 'string' && l.length > 0)) {
+    if (
+      !Array.isArray(options.labels) ||
+      options.labels.length < 2 ||
+      !options.labels.every((l) => typeof l === 'string' && l.length > 0)
+    ) {
       throw new TypeError('options.labels must be an array of at least 2 non-empty strings');
     }
     if (!options.head || !('biases' in options.head) || options.head.biases.length !== options.labels.length) {
