@@ -326,6 +326,19 @@ describe('/v2', () => {
           description:
             'Multi-label models: the probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5',
         },
+        truncate: {
+          type: 'string',
+          enum: ['end', 'start', 'none', 'chunks'],
+          description:
+            "Texts longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them (400), 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
+        },
+        explain: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 20,
+          description:
+            "Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to 20",
+        },
       },
       required: ['model', 'inputs'],
       additionalProperties: false,
