@@ -5,12 +5,13 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { imdbExamples } from '../_support/examples.js';
 import { kLevelSlowdown } from '../_support/level.js';
+import { launchChromium } from '../_support/browser.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-models-page-'));
 let server: RunningServer;
@@ -21,18 +22,7 @@ beforeAll(async () => {
   server = await startServer({ dataDir: dir, port: 0, logLevel: 'silent', proxy: false, pool: { workers: 1, engineThreads: 1 } });
   await server.service.createOrganization('acme');
   key = (await server.service.createApiKey('acme')).key;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
