@@ -108,15 +108,16 @@ describe('two svc serve replicas on one database, model files in the database', 
           expect(b).toEqual(a);
         }
 
-        // Two models of six files each: config.json, tokenizer.json and tokenizer_config.json are equal across them
-        // and stored once; the head, the manifest and the ONNX graph (which holds the head) are each model's own.
-        expect(await rowCounts(database)).toEqual({ files: 12, blobs: 9 });
+        // Two models of eight files each: config.json, tokenizer.json and tokenizer_config.json are equal across them
+        // and stored once; the head, the manifest, the ONNX graph (which holds the head) and the kept examples with
+        // their embeddings (what `explain` reads) are each model's own.
+        expect(await rowCounts(database)).toEqual({ files: 16, blobs: 13 });
         // No hub folder anywhere: replica two holds only its cache of the model it ran.
         expect(readdirSync(dir).sort()).toEqual(['one', 'two']);
         expect(readdirSync(join(dir, 'two', 'model-cache', 'acme'))).toEqual([model.id]);
 
         expect((await httpCall(two.url, 'DELETE', `/v2/models/${model.id}`, key)).status).toBe(200);
-        expect(await rowCounts(database)).toEqual({ files: 6, blobs: 6 });
+        expect(await rowCounts(database)).toEqual({ files: 8, blobs: 8 });
         expect((await hubFile(one.url, key, `/hub/acme/${model.id}/resolve/main/config.json`)).status).toBe(404);
       } finally {
         one.child.kill('SIGTERM');
