@@ -107,15 +107,40 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
+CpuLevel cpu_level() {
+  static const CpuLevel level = [] {
+    const CpuFeatures& f = cpu_features();
+    if (f.amx) return CpuLevel::kAvx512Amx;
+    if (f.avx512vnni) return CpuLevel::kAvx512Vnni;
+    if (f.avx512) return CpuLevel::kAvx512;
+    if (f.avx2 && f.avxvnni) return CpuLevel::kAvx2Vnni;
+    if (f.avx2) return CpuLevel::kAvx2;
+    if (f.neon_dotprod) return CpuLevel::kNeonDotprod;
+    if (f.neon) return CpuLevel::kNeon;
+    return CpuLevel::kScalar;
+  }();
+  return level;
+}
+
 const char* cpu_level_name() {
-  const CpuFeatures& f = cpu_features();
-  if (f.amx) return "avx512-amx";
-  if (f.avx512vnni) return "avx512-vnni";
-  if (f.avx512) return "avx512";
-  if (f.avx2 && f.avxvnni) return "avx2-vnni";
-  if (f.avx2) return "avx2";
-  if (f.neon_dotprod) return "neon-dotprod";
-  if (f.neon) return "neon";
+  switch (cpu_level()) {
+    case CpuLevel::kAvx512Amx:
+      return "avx512-amx";
+    case CpuLevel::kAvx512Vnni:
+      return "avx512-vnni";
+    case CpuLevel::kAvx512:
+      return "avx512";
+    case CpuLevel::kAvx2Vnni:
+      return "avx2-vnni";
+    case CpuLevel::kAvx2:
+      return "avx2";
+    case CpuLevel::kNeonDotprod:
+      return "neon-dotprod";
+    case CpuLevel::kNeon:
+      return "neon";
+    case CpuLevel::kScalar:
+      break;
+  }
   return "scalar";
 }
 

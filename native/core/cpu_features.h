@@ -30,8 +30,15 @@ struct CpuFeatures {
 // caps the level (for tests and benchmarks).
 const CpuFeatures& cpu_features();
 
-// "avx512-amx", "avx512-vnni", "avx512", "avx2-vnni", "avx2", "neon-dotprod", "neon" or "scalar": the best level
-// cpu_features() allows.
+// The kernel levels, lowest first. On one architecture each level holds everything below it, so a dispatch
+// asks `cpu_level() >= CpuLevel::kAvx2` instead of ordering the feature flags again; across architectures the
+// order means nothing (x86 dispatch code compares only with x86 levels, under SVC_ARCH_X86).
+enum class CpuLevel { kScalar, kNeon, kNeonDotprod, kAvx2, kAvx2Vnni, kAvx512, kAvx512Vnni, kAvx512Amx };
+
+// The best level cpu_features() allows: the one place that orders the flags.
+CpuLevel cpu_level();
+
+// "avx512-amx", "avx512-vnni", "avx512", "avx2-vnni", "avx2", "neon-dotprod", "neon" or "scalar": cpu_level()'s name.
 const char* cpu_level_name();
 
 }  // namespace svc

@@ -42,12 +42,12 @@ GemmKernel gemm_kernel_scalar() { return {4, 16, tile_scalar, nullptr}; }
 namespace {
 const detail::GemmKernel& kernel() {
   static const detail::GemmKernel k = [] {
-    const CpuFeatures& f = cpu_features();
+    [[maybe_unused]] const CpuLevel level = cpu_level();
 #if SVC_ARCH_X86
-    if (f.avx512) return detail::gemm_kernel_avx512();
-    if (f.avx2) return detail::gemm_kernel_avx2();
+    if (level >= CpuLevel::kAvx512) return detail::gemm_kernel_avx512();
+    if (level >= CpuLevel::kAvx2) return detail::gemm_kernel_avx2();
 #elif SVC_ARCH_ARM64
-    if (f.neon) return detail::gemm_kernel_neon();
+    if (level >= CpuLevel::kNeon) return detail::gemm_kernel_neon();
 #endif
     return detail::gemm_kernel_scalar();
   }();

@@ -15,10 +15,10 @@ void attention_head_s8_reference(const float* q, const float* k, const float* v,
 
 const OpsTable& ops() {
   static const OpsTable table = [] {
-    [[maybe_unused]] const CpuFeatures& f = cpu_features();
+    [[maybe_unused]] const CpuLevel level = cpu_level();
 #if SVC_ARCH_X86
-    if (f.avx512) return detail::ops_avx512(f.avx512vnni);
-    if (f.avx2) return detail::ops_avx2(f.avxvnni);
+    if (level >= CpuLevel::kAvx512) return detail::ops_avx512(level >= CpuLevel::kAvx512Vnni);
+    if (level >= CpuLevel::kAvx2) return detail::ops_avx2(level == CpuLevel::kAvx2Vnni);
 #endif
     // On aarch64 the portable build of these loops is already NEON code (Advanced SIMD is baseline).
     return detail::ops_scalar();

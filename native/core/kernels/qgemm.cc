@@ -60,14 +60,14 @@ void quantize_block_portable(const float* a, int64_t lda, int rows, int k, int k
 namespace {
 const detail::QGemmKernel& kernel() {
   static const detail::QGemmKernel k = [] {
-    const CpuFeatures& f = cpu_features();
+    [[maybe_unused]] const CpuLevel level = cpu_level();
 #if SVC_ARCH_X86
-    if (f.amx) return detail::qgemm_kernel_amx();
-    if (f.avx512) return detail::qgemm_kernel_avx512(f.avx512vnni);
-    if (f.avx2) return detail::qgemm_kernel_avx2(f.avxvnni);
+    if (level >= CpuLevel::kAvx512Amx) return detail::qgemm_kernel_amx();
+    if (level >= CpuLevel::kAvx512) return detail::qgemm_kernel_avx512(level >= CpuLevel::kAvx512Vnni);
+    if (level >= CpuLevel::kAvx2) return detail::qgemm_kernel_avx2(level == CpuLevel::kAvx2Vnni);
 #elif SVC_ARCH_ARM64
-    if (f.neon_dotprod) return detail::qgemm_kernel_neon_dotprod();
-    if (f.neon) return detail::qgemm_kernel_neon();
+    if (level >= CpuLevel::kNeonDotprod) return detail::qgemm_kernel_neon_dotprod();
+    if (level >= CpuLevel::kNeon) return detail::qgemm_kernel_neon();
 #endif
     return detail::qgemm_kernel_scalar();
   }();

@@ -11,10 +11,10 @@ VectorOps vector_ops_scalar() { return make_vector_ops(); }
 
 const VectorOps& vector_ops() {
   static const VectorOps table = [] {
-    [[maybe_unused]] const CpuFeatures& f = cpu_features();
+    [[maybe_unused]] const CpuLevel level = cpu_level();
 #if SVC_ARCH_X86
-    if (f.avx512) return detail::vector_ops_avx512();
-    if (f.avx2) return detail::vector_ops_avx2();
+    if (level >= CpuLevel::kAvx512) return detail::vector_ops_avx512();
+    if (level >= CpuLevel::kAvx2) return detail::vector_ops_avx2();
 #endif
     return detail::vector_ops_scalar();
   }();
