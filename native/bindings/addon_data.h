@@ -5,14 +5,11 @@
 
 #include <napi.h>
 
-#include <string>
-#include <unordered_map>
-
 namespace svc_bindings {
 
 struct AddonData {
-  // Class constructors by export name, for wraps that create instances of other wraps.
-  std::unordered_map<std::string, Napi::FunctionReference> constructors;
+  // The Adapter class of this environment: Encoder.embed checks that each segment's adapter is one.
+  Napi::FunctionReference adapter_constructor;
 };
 
 inline AddonData& addon_data(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

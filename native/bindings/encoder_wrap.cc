@@ -123,7 +123,7 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
       const Napi::Array adapters = info[4].As<Napi::Array>();
       if (adapters.Length() != counts.ElementLength())
         throw Napi::RangeError::New(env, "counts and adapters differ in length");
-      const Napi::Function ctor = addon_data(env).constructors["Adapter"].Value();
+      const Napi::Function ctor = addon_data(env).adapter_constructor.Value();
       segments.resize(counts.ElementLength());
       for (uint32_t s = 0; s < adapters.Length(); ++s) {
         segments[s].texts = counts[s];
@@ -175,11 +175,9 @@ Napi::Value LoadedWeightSets(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitEncoder(Napi::Env env, Napi::Object exports) {
-  Napi::Function ctor = EncoderWrap::Define(env);
-  addon_data(env).constructors["Encoder"] = Napi::Persistent(ctor);
-  exports.Set("Encoder", ctor);
+  exports.Set("Encoder", EncoderWrap::Define(env));
   Napi::Function adapter = AdapterWrap::Define(env);
-  addon_data(env).constructors["Adapter"] = Napi::Persistent(adapter);
+  addon_data(env).adapter_constructor = Napi::Persistent(adapter);
   exports.Set("Adapter", adapter);
   exports.Set("loadedWeightSets", Napi::Function::New(env, LoadedWeightSets, "loadedWeightSets"));
 }

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "addon_data.h"
 #include "errors.h"
 #include "tokenizer/tokenizer.h"
 
@@ -148,10 +147,6 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
 
 }  // namespace
 
-void InitTokenizer(Napi::Env env, Napi::Object exports) {
-  Napi::Function ctor = TokenizerWrap::Define(env);
-  addon_data(env).constructors["Tokenizer"] = Napi::Persistent(ctor);
-  exports.Set("Tokenizer", ctor);
-}
+void InitTokenizer(Napi::Env env, Napi::Object exports) { exports.Set("Tokenizer", TokenizerWrap::Define(env)); }
 
 }  // namespace svc_bindings

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "addon_data.h"
 #include "errors.h"
 #include "train/gradcheck.h"
 #include "train/trainer.h"
@@ -30,7 +30,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
   // new Trainer(configFile, weightsFile, { dropout?, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed,
-  //   threads, maxGradNorm, trainEmbeddings, adapter?: { rank, alpha, targets: string[] } })
+  //   threads, maxGradNorm, trainEmbeddings, adapter?: { rank, alpha, targets: string[] }, bf16Products? })
   explicit TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TrainerWrap>(info) {
     if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsObject())
       throw Napi::TypeError::New(info.Env(), "Trainer(configFile, weightsFile, options)");
@@ -50,6 +50,8 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     t.max_grad_norm = required_number(o, "maxGradNorm");
     t.train_embeddings = required_number(o, "trainEmbeddings") != 0;
     if (!o.Get("adapter").IsUndefined()) t.adapter = adapter_config(o.Get("adapter"));
+    // Left out: bf16 products wherever the CPU has them; 0 where they measured slower than fp32.
+    if (!o.Get("bf16Products").IsUndefined()) t.bf16_products = required_number(o, "bf16Products") != 0;
     const std::string config = info[0].As<Napi::String>().Utf8Value();
     const std::string weights = info[1].As<Napi::String>().Utf8Value();
     trainer_ = call_native(info.Env(), [&] { return std::make_unique<svc::train::Trainer>(config, weights, t); });
@@ -85,16 +87,22 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     return info.Env().Undefined();
   }
 
-  svc::train::PairBatch batch(const Napi::CallbackInfo& info) {
+  // Arguments 0 and 1: a packed batch of texts, the ids of all of them and each one's length.
+  static std::pair<Napi::Int32Array, Napi::Int32Array> packed_texts(const Napi::CallbackInfo& info) {
     Napi::Int32Array ids = typed_array_arg<Napi::Int32Array>(info, 0, "ids");
     Napi::Int32Array lengths = typed_array_arg<Napi::Int32Array>(info, 1, "lengths");
-    Napi::Int32Array pa = typed_array_arg<Napi::Int32Array>(info, 2, "pairA");
-    Napi::Int32Array pb = typed_array_arg<Napi::Int32Array>(info, 3, "pairB");
-    Napi::Float32Array labels = typed_array_arg<Napi::Float32Array>(info, 4, "labels");
     int64_t tokens = 0;
     for (size_t i = 0; i < lengths.ElementLength(); ++i) tokens += lengths[i];
     if (tokens != static_cast<int64_t>(ids.ElementLength()))
       throw Napi::RangeError::New(info.Env(), "lengths must add up to ids.length");
+    return {ids, lengths};
+  }
+
+  svc::train::PairBatch batch(const Napi::CallbackInfo& info) {
+    auto [ids, lengths] = packed_texts(info);
+    Napi::Int32Array pa = typed_array_arg<Napi::Int32Array>(info, 2, "pairA");
+    Napi::Int32Array pb = typed_array_arg<Napi::Int32Array>(info, 3, "pairB");
+    Napi::Float32Array labels = typed_array_arg<Napi::Float32Array>(info, 4, "labels");
     if (pb.ElementLength() != pa.ElementLength() || labels.ElementLength() != pa.ElementLength())
       throw Napi::RangeError::New(info.Env(), "pairA, pairB and labels must have the same length");
     return {ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), pa.Data(),
@@ -123,13 +131,8 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   // embed(ids, lengths, out: Float32Array of lengths.length x dim)
   Napi::Value Embed(const Napi::CallbackInfo& info) {
     svc::train::Trainer& trainer = live(info);
-    Napi::Int32Array ids = typed_array_arg<Napi::Int32Array>(info, 0, "ids");
-    Napi::Int32Array lengths = typed_array_arg<Napi::Int32Array>(info, 1, "lengths");
+    auto [ids, lengths] = packed_texts(info);
     Napi::Float32Array out = typed_array_arg<Napi::Float32Array>(info, 2, "out");
-    int64_t tokens = 0;
-    for (size_t i = 0; i < lengths.ElementLength(); ++i) tokens += lengths[i];
-    if (tokens != static_cast<int64_t>(ids.ElementLength()))
-      throw Napi::RangeError::New(info.Env(), "lengths must add up to ids.length");
     if (out.ElementLength() != lengths.ElementLength() * static_cast<size_t>(trainer.config().hidden))
       throw Napi::RangeError::New(info.Env(), "out must hold lengths.length x dim floats");
     call_native(info.Env(), [&] {
@@ -184,9 +187,7 @@ Napi::Value TrainSelfTest(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitTrainer(Napi::Env env, Napi::Object exports) {
-  Napi::Function ctor = TrainerWrap::Define(env);
-  addon_data(env).constructors["Trainer"] = Napi::Persistent(ctor);
-  exports.Set("Trainer", ctor);
+  exports.Set("Trainer", TrainerWrap::Define(env));
   exports.Set("trainSelfTest", Napi::Function::New(env, TrainSelfTest, "trainSelfTest"));
 }
 
