@@ -16,9 +16,10 @@ namespace svc_bindings {
 
 namespace {
 
-// new Adapter(configPath, adapterPath, rank, scale): a LoRA adapter read once (fp16 in the file,
-// fp32 here) and checked against the base's config, for Encoder.embed's segments. A batch holds
-// its own reference while it runs, so dispose() never frees an adapter in use.
+// new Adapter(configPath, adapterPath, rank, scale[, modules]): a LoRA adapter read once (held in
+// its file's float type) and checked against the base's config and, with `modules` (a bit mask,
+// see AdapterSpec), the modules adapter_config.json adapts, for Encoder.embed's segments. A batch
+// holds its own reference while it runs, so dispose() never frees an adapter in use.
 class AdapterWrap : public Napi::ObjectWrap<AdapterWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -29,12 +30,15 @@ class AdapterWrap : public Napi::ObjectWrap<AdapterWrap> {
 
   explicit AdapterWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<AdapterWrap>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() != 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsNumber() || !info[3].IsNumber())
-      throw Napi::TypeError::New(env, "Adapter(configPath, adapterPath, rank, scale)");
+    const bool with_modules = info.Length() == 5;
+    if ((info.Length() != 4 && !with_modules) || !info[0].IsString() || !info[1].IsString() || !info[2].IsNumber() ||
+        !info[3].IsNumber() || (with_modules && !info[4].IsNumber()))
+      throw Napi::TypeError::New(env, "Adapter(configPath, adapterPath, rank, scale[, modules])");
     svc::AdapterSpec spec;
     spec.path = info[1].As<Napi::String>().Utf8Value();
     spec.rank = info[2].As<Napi::Number>().Int32Value();
     spec.scale = info[3].As<Napi::Number>().FloatValue();
+    if (with_modules) spec.modules = info[4].As<Napi::Number>().Uint32Value();
     const std::string config = info[0].As<Napi::String>().Utf8Value();
     adapter_ = call_native(
         env, [&] { return std::make_shared<const svc::LoraAdapter>(spec, svc::read_encoder_config(config)); });

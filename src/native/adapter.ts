@@ -6,13 +6,16 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { callNative, SvcError } from '../errors.js';
-import { kAdapterConfigFile, kAdapterFile, parseAdapterConfig } from '../model/adapter.js';
+import { kAdapterConfigFile, kAdapterFile, kLoraModules, parseAdapterConfig } from '../model/adapter.js';
 import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeAdapter } from './binding.js';
 import { loadAddon } from './load.js';
 
-/** An adapter's weights file and, from its adapter_config.json, the rank and scale the native core needs. */
-export function findAdapter(path: unknown): { file: string; rank: number; scale: number } {
+/**
+ * An adapter's weights file and, from its adapter_config.json, what the native core checks it against: the rank, the
+ * scale, and the adapted modules as a bit mask (bit i: `kLoraModules[i]`).
+ */
+export function findAdapter(path: unknown): { file: string; rank: number; scale: number; modules: number } {
   if (typeof path !== 'string' || path.length === 0) throw new TypeError('options.adapter must be a non-empty string');
   const dir = existsSync(path) && statSync(path).isDirectory() ? path : dirname(path);
   const file = dir === path ? join(dir, kAdapterFile) : path;
@@ -29,7 +32,8 @@ export function findAdapter(path: unknown): { file: string; rank: number; scale:
     throw new SvcError('invalid_request', `${configFile} is not valid JSON`, { cause });
   }
   const settings = parseAdapterConfig(raw, configFile);
-  return { file, rank: settings.rank, scale: settings.scale };
+  const modules = settings.modules.reduce((mask, m) => mask | (1 << kLoraModules.indexOf(m)), 0);
+  return { file, rank: settings.rank, scale: settings.scale, modules };
 }
 
 /** Runs of a batch's texts and the adapter each runs through (null: the base alone); counts add up to the batch. */
@@ -60,14 +64,23 @@ export class Adapter {
 
   /**
    * Reads an adapter (a directory with PEFT's two files, or the safetensors file with its config beside it) and checks
-   * it against `base`: a base model name or a directory with config.json.
+   * it against `base` (a base model name or a directory with config.json) and its adapter_config.json, natively: a
+   * tensor of a module the config does not adapt, one it adapts but the file lacks, a wrong shape or a NaN or infinity
+   * throws `SvcError('invalid_request')` naming the tensor.
    */
   static load(path: string, options: { base: string }): Adapter {
-    const { file, rank, scale } = findAdapter(path);
+    const { file, rank, scale, modules } = findAdapter(path);
     const base = options.base;
     const configFile = isBaseModelName(base) ? resolveBaseModel(base).configFile : join(base, 'config.json');
     const { Adapter: NativeAdapterClass } = loadAddon();
-    return callNative(() => new Adapter(new NativeAdapterClass(configFile, file, rank, scale)));
+    try {
+      return callNative(() => new Adapter(new NativeAdapterClass(configFile, file, rank, scale, modules)));
+    } catch (error) {
+      // What the core refuses here is the adapter file (its message names the file and the tensor): the model's fault.
+      if (error instanceof SvcError && error.code === 'native_error')
+        throw new SvcError('invalid_request', error.message, { cause: error });
+      throw error;
+    }
   }
 
   /** The native handle; throws once disposed. */

@@ -136,8 +136,12 @@ export interface NativeAddon {
   /** Max relative error of each training-core gradient check against finite differences. */
   trainSelfTest(): Record<string, number>;
   Encoder: NativeEncoderConstructor;
-  /** Reads and checks PEFT's adapter_model.safetensors against the base's config.json, rank and lora_alpha / r. */
-  Adapter: new (configPath: string, adapterPath: string, rank: number, scale: number) => NativeAdapter;
+  /**
+   * Reads and checks PEFT's adapter_model.safetensors against the base's config.json, rank and lora_alpha / r, and,
+   * with `modules` (bit i: `kLoraModules[i]` is adapted), that it holds A and B of exactly those modules in every
+   * layer. The error names the tensor at fault.
+   */
+  Adapter: new (configPath: string, adapterPath: string, rank: number, scale: number, modules?: number) => NativeAdapter;
   /** Distinct weight sets currently loaded in this process. */
   loadedWeightSets(): number;
   Tokenizer: NativeTokenizerConstructor;

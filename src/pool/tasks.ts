@@ -53,6 +53,17 @@ export interface PredictTask {
   adapters?: (string | null)[];
 }
 
+/**
+ * Reads and checks an adapter model's adapter in a worker, natively, and leaves it in that worker's cache: what
+ * `Classifier.load` does instead of reading the values on the main thread.
+ */
+export interface AdapterTask {
+  kind: 'adapter';
+  baseModel: string;
+  /** The model's adapter_model.safetensors (adapter_config.json beside it). */
+  file: string;
+}
+
 /** A worker's adapter cache after a task that used it (counters since the worker started). */
 export interface AdapterCacheReport {
   worker: number;
@@ -215,7 +226,7 @@ export interface FitsTask {
   texts: string[];
 }
 
-export type PoolTask = EmbedTask | PredictTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask | FitsTask;
+export type PoolTask = EmbedTask | PredictTask | AdapterTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask | FitsTask;
 
 /** What the worker is started with. */
 export interface WorkerSettings {

@@ -21,7 +21,17 @@ import { AdapterCache } from './adapter-cache.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
-import type { EmbedTask, FitsTask, PingResult, PoolTask, PredictResult, PredictTask, SaveTask, WorkerSettings } from './tasks.js';
+import type {
+  AdapterTask,
+  EmbedTask,
+  FitsTask,
+  PingResult,
+  PoolTask,
+  PredictResult,
+  PredictTask,
+  SaveTask,
+  WorkerSettings,
+} from './tasks.js';
 
 const settings = workerData as WorkerSettings;
 
@@ -163,6 +173,11 @@ function predictThroughAdapters(task: PredictTask, files: (string | null)[]): Pr
   return { probabilities, truncated: embedded.truncated, adapterCache: { worker: threadId, hits, misses, evictions, bytes } };
 }
 
+/** Reads and checks an adapter into this worker's cache (a hit when it is there and unchanged). */
+function loadAdapter(task: AdapterTask): void {
+  adapters.release(adapters.acquire(task.baseModel, [task.file]));
+}
+
 async function save(task: SaveTask): Promise<void> {
   await writeModelDir(task.dir, task.manifest, task.head, task.encoderFile);
 }
@@ -181,6 +196,8 @@ async function dispatch(task: PoolTask): Promise<unknown> {
     case 'predict':
       // Two small arrays (5 bytes a text): copied with the object rather than moved one by one.
       return predict(task);
+    case 'adapter':
+      return loadAdapter(task);
     case 'fit':
       return atTrainingPriority(() => fitAndMeasure(task));
     case 'finetune':

@@ -385,6 +385,9 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     const fromHub = hub !== undefined && isHubId(dirOrHubId);
     const dir = fromHub ? await hub.resolve(dirOrHubId) : dirOrHubId;
     const { manifest, head, encoderFile } = await readModelDir(dir);
+    // A bad adapter fails the load, naming the tensor: a worker reads and checks it natively (the main thread reads
+    // none of its values) and keeps it for the first predict.
+    if (manifest.body === 'adapter') await runTask({ kind: 'adapter', baseModel: manifest.base_model, file: encoderFile! });
     const dim = resolveBaseModel(manifest.base_model).hiddenSize;
     // Read only when a call explains, each time (a large model's examples are megabytes; the hub may have moved its files meanwhile).
     const examples = async () => readExampleBank(fromHub ? await hub.resolve(dirOrHubId) : dir, manifest.id, manifest.task_type, dim);

@@ -86,4 +86,22 @@ describe('an adapter model', () => {
     writeFileSync(file, encodeSafetensors(tensors));
     await expect(Classifier.load(dir)).rejects.toThrow(`${file}: tensor '${bad}' holds a non-finite value at element 3`);
   });
+
+  it('fails to load when its adapter lacks a tensor its config adapts, naming it (checked in a pool worker)', async () => {
+    const dir = join(root, 'lacking');
+    await writeAdapterModel(dir);
+    const file = join(dir, 'adapter_model.safetensors');
+    const stored = SafetensorsFile.open(file);
+    const gone = loraTensorName(2, 'attention.self.value', 'A');
+    const tensors = stored.names
+      .filter((name) => name !== gone)
+      .map((name) => ({ name, shape: stored.info(name).shape, data: stored.float32(name), dtype: 'F16' as const }));
+    writeFileSync(file, encodeSafetensors(tensors));
+    await expect(Classifier.load(dir)).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: `${file}: tensor '${gone}' is missing (adapter_config.json adapts this module)`,
+    });
+    rmSync(file);
+    await expect(Classifier.load(dir)).rejects.toMatchObject({ code: 'not_found' });
+  });
 });

@@ -142,6 +142,35 @@ describe('adapter_model.safetensors', () => {
     await expect(read(missing)).rejects.toThrow(`tensor '${qB}' is missing (adapter_config.json adapts this module)`);
   });
 
+  it("is refused by the worker's native read with the same messages (what Classifier.load runs)", async () => {
+    const { Adapter } = await import('../../src/native/adapter.js');
+    const load = (dir: string) => () => Adapter.load(dir, { base: 'svc-small' });
+    const cases: [string, string][] = [
+      [
+        await tampered((ts) => ts.map((t) => (t.name === qB ? { ...t, data: t.data.map((v, i) => (i === 7 ? NaN : v)) } : t))),
+        `tensor '${qB}' holds a non-finite value at element 7`,
+      ],
+      [
+        await tampered((ts) =>
+          ts.map((t) => (t.name === qA ? { ...t, shape: [3, 256] as [number, number], data: new Float32Array(768) } : t)),
+        ),
+        `tensor '${qA}' has shape [3, 256], expected [2, 384] (r = 2 and the base's config)`,
+      ],
+      [await tampered((ts) => ts.filter((t) => t.name !== qB)), `tensor '${qB}' is missing (adapter_config.json adapts this module)`],
+    ];
+    // A module adapter_config.json does not adapt, though the encoder has it.
+    const kA = loraTensorName(1, 'attention.self.key', 'A');
+    cases.push([
+      await tampered((ts) => [...ts, { name: kA, shape: [2, 384], data: new Float32Array(768) }]),
+      `tensor '${kA}' is not a LoRA weight of the adapted modules (attention.self.query) in the base's 6 layers`,
+    ]);
+    for (const [dir, message] of cases) {
+      expect(load(dir)).toThrow(`${join(dir, 'adapter_model.safetensors')}: ${message}`);
+      expect(load(dir)).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+      await expect(read(dir)).rejects.toThrow(message);
+    }
+  });
+
   it('is refused by the native encoder too, which names the tensor', async () => {
     const { Encoder } = await import('../../src/native/encoder.js');
     const dir = await tampered((ts) => ts.map((t) => (t.name === qB ? { ...t, data: t.data.map((v, i) => (i === 7 ? Infinity : v)) } : t)));

@@ -76,13 +76,24 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
     const Module* module = nullptr;
     int layer = 0;
   };
+  // The adapted modules' names, as the library's check words them ("attention.self.query, output.dense").
+  const auto adapted = [&] {
+    std::string list;
+    for (std::size_t m = 0; m < std::size(kModules); ++m)
+      if (spec.modules & (1u << m)) list += (list.empty() ? "" : ", ") + std::string(kModules[m].name);
+    return list;
+  };
   std::map<std::string, Seen> seen;
   for (const auto& [name, info] : file.tensors()) {
     std::string linear;
     const Module* module = nullptr;
     char which = 0;
     int layer = 0;
-    if (!parse_name(name, config.layers, &linear, &module, &which, &layer))
+    const bool parsed = parse_name(name, config.layers, &linear, &module, &which, &layer);
+    if (spec.modules != 0 && (!parsed || !(spec.modules & (1u << (module - kModules)))))
+      throw fail(name, "is not a LoRA weight of the adapted modules (" + adapted() + ") in the base's " +
+                           std::to_string(config.layers) + " layers");
+    if (!parsed)
       throw fail(name, "is not a LoRA weight of this encoder's linear layers (" + std::to_string(config.layers) +
                            " layers; expected " + kPrefix + "encoder.layer.<i>.<module>.lora_A.weight or lora_B)");
     Seen& s = seen[linear];
@@ -90,6 +101,15 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
     s.layer = layer;
     (which == 'A' ? s.a : s.b) = name;
   }
+  // Every layer's A and B of every module adapter_config.json adapts, in layer, module, A-then-B order.
+  for (int layer = 0; spec.modules != 0 && layer < config.layers; ++layer)
+    for (std::size_t m = 0; m < std::size(kModules); ++m)
+      for (const char* which : {"A", "B"}) {
+        const std::string name = std::string(kPrefix) + "encoder.layer." + std::to_string(layer) + "." +
+                                 kModules[m].name + ".lora_" + which + ".weight";
+        if ((spec.modules & (1u << m)) && !file.tensors().count(name))
+          throw fail(name, "is missing (adapter_config.json adapts this module)");
+      }
   if (seen.empty()) throw json::Error(spec.path + ": the adapter holds no LoRA tensors");
   // One storage for the whole adapter: 16-bit when every tensor is (the trainer's F16), else fp32.
   const std::string first_dtype = file.info(seen.begin()->second.a).dtype;
@@ -106,7 +126,7 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
       const io::TensorInfo& info = file.info(name);
       if (info.shape != shape)
         throw fail(name, "has shape " + io::shape_text(info.shape) + ", expected " + io::shape_text(shape) +
-                             " (r = " + std::to_string(rank_) + " and the base model's config)");
+                             " (r = " + std::to_string(rank_) + " and the base's config)");
     };
     check_shape(s.a, {rank_, in});
     check_shape(s.b, {out, rank_});

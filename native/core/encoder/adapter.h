@@ -24,10 +24,14 @@
 namespace svc {
 
 // What an Encoder merges: the file, the rank adapter_config.json declares, and alpha / r.
+// `modules`, when not 0, is the set adapter_config.json adapts (bit i: the i-th of query, key,
+// value, attention.output.dense, intermediate.dense, output.dense): the file must then hold A and
+// B of exactly those modules in every layer. 0 takes whichever modules the file holds.
 struct AdapterSpec {
   std::string path;
   int rank = 0;
   float scale = 0.f;
+  uint32_t modules = 0;
 };
 
 // The largest rank read (the library's kMaxAdapterRank).
@@ -65,8 +69,10 @@ void lora_add_rows(const LoraPart& part, int rank, float scale, const float* x, 
 class LoraAdapter {
  public:
   // Reads every tensor and refuses, naming the tensor: a name that is not an adapted linear layer of
-  // this config, an A without its B (or the reverse), a shape other than [rank x in] / [out x rank],
-  // a non-finite value. Throws json::Error (a plain std::runtime_error) with the path.
+  // this config (of spec.modules when given), an A or B of spec.modules missing, an A without its B
+  // (or the reverse), a shape other than [rank x in] / [out x rank], a non-finite value. Throws
+  // json::Error (a plain std::runtime_error) with the path. This is the whole check a worker makes
+  // before an adapter model predicts: nothing on the main thread reads the values.
   LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config);
 
   // Adds scale B A into w (out x in, row-major) when `linear` (e.g. "encoder.layer.0.attention.self.query")
