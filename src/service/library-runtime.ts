@@ -1,3 +1,6 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+
 import { CachedArtifactHub } from '../artifacts/cached-hub.js';
 import { DirectoryArtifacts } from '../artifacts/directory.js';
 import { MergedExports } from '../artifacts/merged.js';
@@ -12,8 +15,14 @@ import { train } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';
 import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainHooks, RuntimeTrainJob } from './runtime.js';
 
-/** Loaded classifiers kept in memory (a head is a few kilobytes; the encoder is shared per worker). */
-export const kDefaultCachedModels = 256;
+/**
+ * Bytes of loaded classifiers kept by default (`LibraryRuntimeOptions.maxLoadedModelBytes`): some 1,500 adapter
+ * models (0.66 MB each at rank 8) or twenty full fine-tunes (45 MB files), and far more frozen ones. A count of 256
+ * before made a service of 1,000 adapter models load one on nearly every call.
+ */
+export const kDefaultLoadedModelBytes = 1024 * 2 ** 20;
+/** What a loaded classifier counts beside its weight file: its head (3 KB for svc-small), manifest and objects. */
+const kClassifierBytes = 16 * 1024;
 // Loads of a model whose cached files went away between its load and its predict (see predict).
 const kFetchAttempts = 3;
 
@@ -24,6 +33,13 @@ export interface LibraryRuntimeOptions {
   artifacts?: ArtifactStore;
   /** With `artifacts`: the bytes of model files `hubRoot` caches at most (least recently used evicted). */
   maxCacheBytes?: number;
+  /**
+   * Bytes of loaded classifiers kept in memory, least recently used unloaded first: each counts its weight file's
+   * bytes (an adapter model's adapter, about 0.66 MB at rank 8; a full fine-tune's encoder, 45 MB in fp16) and 16 KB
+   * for its head. Default 1 GiB. An unloaded model loads again on its next predict.
+   */
+  maxLoadedModelBytes?: number;
+  /** At most this many loaded classifiers as well. Default: no limit but `maxLoadedModelBytes`. */
   maxCachedModels?: number;
   /** Close the library's worker pool with the runtime (default true; false when the host app uses the library too). */
   closePool?: boolean;
@@ -47,9 +63,11 @@ export class LibraryRuntime implements ModelRuntime {
   // The hub's files, with adapter models' merged transformers.js files built on first download.
   readonly #files: MergedExports;
   readonly #maxCached: number;
+  readonly #maxBytes: number;
   readonly #closePool: boolean;
-  // Insertion order doubles as recency: a hit is moved to the end.
-  readonly #loaded = new Map<string, Promise<Classifier<TaskType>>>();
+  // Insertion order doubles as recency: a hit is moved to the end. `bytes` is kClassifierBytes until the load ends.
+  readonly #loaded = new Map<string, { classifier: Promise<Classifier<TaskType>>; bytes: number }>();
+  #loadedBytes = 0;
 
   constructor(options: LibraryRuntimeOptions) {
     if (options.artifacts === undefined) {
@@ -61,7 +79,8 @@ export class LibraryRuntime implements ModelRuntime {
       this.#artifacts = options.artifacts;
     }
     this.#files = new MergedExports(this.#artifacts, (id) => this.hub.resolve(id));
-    this.#maxCached = options.maxCachedModels ?? kDefaultCachedModels;
+    this.#maxCached = options.maxCachedModels ?? Infinity;
+    this.#maxBytes = options.maxLoadedModelBytes ?? kDefaultLoadedModelBytes;
     this.#closePool = options.closePool ?? true;
   }
 
@@ -83,7 +102,7 @@ export class LibraryRuntime implements ModelRuntime {
 
   async train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void> {
     const hubId = `${job.orgId}/${job.modelId}`;
-    this.#loaded.delete(hubId);
+    this.#unload(hubId);
     const classifier = await train(storedTrainRequest(job.baseModel, job.taskType, job.examples, job.options), {
       hub: hooks.fence === undefined ? this.hub : fencedHub(this.hub, hooks.fence),
       id: hubId,
@@ -109,53 +128,81 @@ export class LibraryRuntime implements ModelRuntime {
         // service checked): load it again, which fetches it again. A few times, as fetching evicts other models.
         const gone = error instanceof SvcError && error.code === 'not_found';
         if (!gone || !(this.hub instanceof CachedArtifactHub) || attempt >= kFetchAttempts) throw error;
-        if (this.#loaded.get(hubId) === loading) this.#loaded.delete(hubId);
+        if (this.#loaded.get(hubId)?.classifier === loading) this.#unload(hubId);
       }
     }
   }
 
   async remove(orgId: string, modelId: string): Promise<void> {
     const hubId = `${orgId}/${modelId}`;
-    const loading = this.#loaded.get(hubId);
-    this.#loaded.delete(hubId);
-    loading?.then(
-      (c) => c.dispose(),
-      () => {},
-    );
+    this.#unload(hubId, { dispose: true });
     await this.#files.forget(hubId);
     await this.hub.remove(hubId);
   }
 
   async close(): Promise<void> {
-    for (const loading of this.#loaded.values())
-      loading.then(
-        (c) => c.dispose(),
-        () => {},
-      );
-    this.#loaded.clear();
+    for (const hubId of [...this.#loaded.keys()]) this.#unload(hubId, { dispose: true });
     await this.#artifacts.close();
     if (this.#closePool) await closePool();
   }
 
   #classifier(hubId: string): Promise<Classifier<TaskType>> {
-    let loading = this.#loaded.get(hubId);
-    if (loading !== undefined) {
+    const held = this.#loaded.get(hubId);
+    if (held !== undefined) {
       this.#loaded.delete(hubId);
-    } else {
-      loading = Classifier.load<TaskType>(hubId, { hub: this.hub });
-      // A failed load is not cached: the next request tries again.
-      loading.catch(() => this.#loaded.get(hubId) === loading && this.#loaded.delete(hubId));
+      this.#loaded.set(hubId, held);
+      return held.classifier;
     }
-    this.#loaded.set(hubId, loading);
-    if (this.#loaded.size > this.#maxCached) {
-      const [oldest, evicted] = this.#loaded.entries().next().value as [string, Promise<Classifier<TaskType>>];
-      this.#loaded.delete(oldest);
-      evicted.then(
+    const loading = Classifier.load<TaskType>(hubId, { hub: this.hub });
+    const entry = { classifier: loading, bytes: kClassifierBytes };
+    this.#loaded.set(hubId, entry);
+    this.#loadedBytes += entry.bytes;
+    loading.then(
+      // Its size once loaded, off the predict's path; then the budget is kept again.
+      async (classifier) => {
+        const bytes = kClassifierBytes + (await this.#weightBytes(hubId, classifier));
+        if (this.#loaded.get(hubId) !== entry) return;
+        this.#loadedBytes += bytes - entry.bytes;
+        entry.bytes = bytes;
+        this.#evict();
+      },
+      // A failed load is not cached: the next request tries again.
+      () => this.#loaded.get(hubId) === entry && this.#unload(hubId),
+    );
+    this.#evict();
+    return loading;
+  }
+
+  /** The bytes of a loaded model's adapter or fine-tuned encoder file (0 for a frozen model, or a file gone since). */
+  async #weightBytes(hubId: string, classifier: Classifier<TaskType>): Promise<number> {
+    const { adapter_file, encoder_file } = classifier.manifest;
+    const file = adapter_file ?? encoder_file;
+    if (file === undefined) return 0;
+    return stat(join(this.hub.pathOf(hubId), file)).then(
+      (s) => s.size,
+      () => 0,
+    );
+  }
+
+  /** Least recently used first, until both bounds hold; the one most recently used always stays. */
+  #evict(): void {
+    for (const hubId of this.#loaded.keys()) {
+      if (this.#loaded.size <= 1 || (this.#loadedBytes <= this.#maxBytes && this.#loaded.size <= this.#maxCached)) return;
+      this.#unload(hubId, { dispose: true });
+    }
+  }
+
+  /** Forgets a loaded classifier; with `dispose`, releases it once loaded (a predict already holding it finishes). */
+  #unload(hubId: string, options: { dispose?: boolean } = {}): void {
+    const entry = this.#loaded.get(hubId);
+    if (entry === undefined) return;
+    this.#loaded.delete(hubId);
+    this.#loadedBytes -= entry.bytes;
+    if (options.dispose)
+      entry.classifier.then(
         (c) => c.dispose(),
         () => {},
       );
-    }
-    return loading;
   }
 }
 

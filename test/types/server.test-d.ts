@@ -27,6 +27,11 @@ describe('svc-classify/server types', () => {
     expectTypeOf(startServer).returns.resolves.toEqualTypeOf<RunningServer>();
   });
 
+  it('the library runtime bounds its loaded classifiers by bytes (and optionally by count)', () => {
+    expectTypeOf<server.LibraryRuntimeOptions['maxLoadedModelBytes']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<server.LibraryRuntimeOptions['maxCachedModels']>().toEqualTypeOf<number | undefined>();
+  });
+
   it('the model object is the schema inferred, with the fields users read', () => {
     expectTypeOf<ModelObject>().toEqualTypeOf<z.infer<typeof modelSchema>>();
     expectTypeOf<ModelObject['object']>().toEqualTypeOf<'model'>();
