@@ -71,7 +71,7 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     server: 'src/server/index.ts',
-    worker: 'src/pool/worker.ts',
+    worker: 'src/worker/worker.ts',
     cli: 'src/cli/main.ts',
   },
   format: ['esm', 'cjs'],

@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { finetune } from '../src/pool/finetune.js';
+import { finetune } from '../src/worker/finetune.js';
 import { closePool, poolThreads } from '../src/pool/pool.js';
 import type { AdapterOptions } from '../src/native/trainer.js';
 import { train } from '../src/train/train.js';

@@ -156,7 +156,7 @@ export function trainingWorkers(): number {
 
 /**
  * Where the worker entry is. Built: dist/worker.js (or .cjs) next to the bundle that runs
- * this code. From the TypeScript sources (tests, `tsx`): src/pool/worker.ts, run through
+ * this code. From the TypeScript sources (tests, `tsx`): src/worker/worker.ts, run through
  * tsx's loader in the worker.
  */
 export function workerEntry(): { filename: string; execArgv: string[] } {
@@ -166,7 +166,7 @@ export function workerEntry(): { filename: string; execArgv: string[] } {
   if (extension === '.ts') {
     // Resolved from here, so the worker finds tsx whatever the current directory is.
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-    return { filename: join(dir, 'worker.ts'), execArgv: ['--import', tsx] };
+    return { filename: join(dir, '..', 'worker', 'worker.ts'), execArgv: ['--import', tsx] };
   }
   const filename = join(dir, `worker${extension === '.cjs' ? '.cjs' : '.js'}`);
   if (!existsSync(filename)) throw new SvcError('internal', `svc-classify: the pool worker ${filename} is missing`);

@@ -6,9 +6,27 @@ import type { Head } from '../model/directory.js';
 import type { EncoderPrecision } from '../native/encoder.js';
 import type { AdapterOptions, AdapterTensor } from '../native/trainer.js';
 import type { Manifest } from '../contract/manifest.js';
-import type { CrossValidation } from '../train/cross-validate.js';
-import type { ExampleTargets } from '../train/pairs.js';
-import type { LabelWordsLever } from '../train/label-words.js';
+
+/**
+ * What each example is labelled with, as the pool's tasks carry it. `classes`: one class index per
+ * example (binary: 0 or 1; multi-class: the index into the model's labels); `label-sets`: per
+ * example a row of `count` 0/1 flags (multi-label, n x count, row-major).
+ */
+export type ExampleTargets =
+  | { readonly kind: 'classes'; readonly classes: Int32Array; readonly count: number }
+  | { readonly kind: 'label-sets'; readonly sets: Uint8Array; readonly count: number };
+
+/** Cross-validated quality of a head, as the model object and the manifest report it (train/cross-validate.ts). */
+export interface CrossValidation {
+  /** Share of held-out examples labelled correctly (multi-label: every label of the text right). */
+  accuracy: number;
+  /** Unweighted mean of each class's F1 on the held-out examples (multi-label: each label's). */
+  macroF1: number;
+  folds: number;
+}
+
+/** How the head uses the label words (train/label-words.ts); `none` fits on the examples alone. */
+export type LabelWordsLever = { kind: 'none' } | { kind: 'examples'; weight: number } | { kind: 'direction'; scale: number };
 
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
 export interface EmbedTask {

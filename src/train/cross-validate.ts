@@ -3,18 +3,13 @@
 // milliseconds). The embeddings must come from an encoder that never saw the examples: for a
 // fine-tuned body, training passes the base encoder's (one that saw every example scores 97-100 %).
 import { kDefaultSeed, seededRandom } from '../random.js';
+import type { CrossValidation } from '../pool/tasks.js';
 
 /** Folds used at most; fewer when the rarest class has fewer examples. */
 export const kMaxFolds = 5;
 
-/** Cross-validated quality of a head, as the model object and the manifest report it. */
-export interface CrossValidation {
-  /** Share of held-out examples labelled correctly (multi-label: every label of the text right). */
-  accuracy: number;
-  /** Unweighted mean of each class's F1 on the held-out examples (multi-label: each label's). */
-  macroF1: number;
-  folds: number;
-}
+// Cross-validated quality of a head: defined with the fit task's result that carries it.
+export type { CrossValidation };
 
 /**
  * A fold number per example: each class's examples, in a seeded shuffle, are dealt to the folds in

@@ -7,12 +7,12 @@
 // - `direction`: each class's mean template embedding becomes an extra feature x . p_k, scaled up so
 //   the L2 penalty barely holds its coefficient back, then folded back into the head (w += s c_k p_k):
 //   the head keeps its shape, and moving along the label's direction is nearly free.
-import type { ExampleTargets } from './pairs.js';
+import type { ExampleTargets, LabelWordsLever } from '../pool/tasks.js';
 import { targetCount } from './pairs.js';
 import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js';
 
-/** How the head uses the label words; `none` fits on the examples alone. */
-export type LabelWordsLever = { kind: 'none' } | { kind: 'examples'; weight: number } | { kind: 'direction'; scale: number };
+// How the head uses the label words: defined with the fit task that carries it.
+export type { LabelWordsLever };
 
 /**
  * What train() does without `options.labelWords`: the examples alone, SetFit's head. The lever that won

@@ -4,6 +4,7 @@ import { SvcError } from '../errors.js';
 import type { PairBatch } from '../native/trainer.js';
 import { kDefaultSeed, seededRandom } from '../random.js';
 import * as is from '../is.js';
+import type { ExampleTargets } from '../pool/tasks.js';
 
 /** Pairs per training step (SetFit's batch size). */
 export const kBatchPairs = 16;
@@ -61,14 +62,8 @@ function shuffle<T>(items: T[], random: () => number): T[] {
   return items;
 }
 
-/**
- * What each example is labelled with, as the pool's tasks carry it. `classes`: one class index per
- * example (binary: 0 or 1; multi-class: the index into the model's labels); `label-sets`: per
- * example a row of `count` 0/1 flags (multi-label, n x count, row-major).
- */
-export type ExampleTargets =
-  | { readonly kind: 'classes'; readonly classes: Int32Array; readonly count: number }
-  | { readonly kind: 'label-sets'; readonly sets: Uint8Array; readonly count: number };
+// What each example is labelled with: defined with the pool's task messages that carry it.
+export type { ExampleTargets };
 
 /** Examples in `targets`. */
 export function targetCount(targets: ExampleTargets): number {

@@ -23,7 +23,7 @@ afterAll(async () => {
 describe('pool', () => {
   it('runs the TypeScript worker through tsx when running from sources', () => {
     const entry = workerEntry();
-    expect(entry.filename.endsWith('/src/pool/worker.ts')).toBe(true);
+    expect(entry.filename.endsWith('/src/worker/worker.ts')).toBe(true);
     expect(entry.execArgv).toEqual(['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]);
   });
 

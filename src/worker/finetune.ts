@@ -14,7 +14,7 @@ import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount } from '../train/pairs.js';
 import { tokenizerFor } from './embed-texts.js';
-import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from './tasks.js';
+import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
 
 /** Steps the reported loss is averaged over. */
 const kLossWindow = 10;

@@ -20,7 +20,7 @@ import { fitAndMeasure } from '../train/fit-head.js';
 import { AdapterCache } from './adapter-cache.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
-import { kEncoderChannel, kWorkerError } from './tasks.js';
+import { kEncoderChannel, kWorkerError } from '../pool/tasks.js';
 import type {
   AdapterTask,
   EmbedTask,
@@ -31,7 +31,7 @@ import type {
   PredictTask,
   SaveTask,
   WorkerSettings,
-} from './tasks.js';
+} from '../pool/tasks.js';
 
 const settings = workerData as WorkerSettings;
 
