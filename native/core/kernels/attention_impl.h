@@ -24,8 +24,8 @@ namespace svc {
 namespace {
 
 #if defined(__AVX512F__) || defined(__AVX2__)
-// The few vector operations the kernel uses, at this translation unit's register width. The two
-// definitions are twins on purpose: one kernel body serves both widths.
+// The few vector operations the kernel uses, at this translation unit's register width, so that one
+// kernel body below serves AVX-512 and AVX2.
 #if defined(__AVX512F__)
 struct Simd {
   using V = __m512;

@@ -2,9 +2,6 @@
 // of k, two panel loads and 6 broadcasts feed 12 FMAs.
 #include <immintrin.h>
 
-#include <array>
-#include <utility>
-
 #include "kernels/gemm_tile.h"
 
 namespace svc {
@@ -50,15 +47,9 @@ void tile_fixed(const float* a, const float* panel, const float* bias, int k, fl
   }
 }
 
-using FixedFn = void (*)(const float*, const float*, const float*, int, float*, int64_t, int);
-template <int... R>
-constexpr auto make_table(std::integer_sequence<int, R...>) {
-  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1>...};
-}
-
 void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc, int cols,
           const float* residual, Epilogue epilogue) {
-  static constexpr auto kTable = make_table(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kTable = row_tiles<kMr>([](auto r) { return &tile_fixed<decltype(r)::value>; });
   kTable[rows - 1](a, static_cast<const float*>(panel), bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }

@@ -6,9 +6,6 @@
 
 #include <immintrin.h>
 
-#include <array>
-#include <utility>
-
 #include "kernels/gemm_tile.h"
 
 namespace svc {
@@ -70,16 +67,10 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
   }
 }
 
-using FixedFn = void (*)(const float*, const void*, const float*, int, float*, int64_t, int);
-template <bool kHalf, int... R>
-constexpr auto make_table(std::integer_sequence<int, R...>) {
-  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kHalf>...};
-}
-
 template <bool kHalf>
 void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc, int cols,
           const float* residual, Epilogue epilogue) {
-  static constexpr auto kTable = make_table<kHalf>(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kTable = row_tiles<kMr>([](auto r) { return &tile_fixed<decltype(r)::value, kHalf>; });
   kTable[rows - 1](a, panel, bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }

@@ -4,9 +4,6 @@
 // base architecture, so this file needs no extra flags; it is built for aarch64 only.
 #include <arm_neon.h>
 
-#include <array>
-#include <utility>
-
 #include "kernels/gemm_tile.h"
 
 namespace svc {
@@ -61,19 +58,10 @@ void tile_fixed(const float* a, const void* panel, const float* bias, int k, flo
   }
 }
 
-// The rows-to-fixed-tile table has the same shape as gemm_avx2.cc's and gemm_avx512.cc's on purpose:
-// each ISA's translation unit instantiates its own tiles (internal linkage, its own flags), so the
-// small table is repeated rather than shared through a header every ISA would compile.
-using FixedFn = void (*)(const float*, const void*, const float*, int, float*, int64_t, int);
-template <bool kHalf, int... R>
-constexpr auto make_table(std::integer_sequence<int, R...>) {
-  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kHalf>...};
-}
-
 template <bool kHalf>
 void tile(const float* a, int rows, const void* panel, const float* bias, int k, float* c, int64_t ldc, int cols,
           const float* residual, Epilogue epilogue) {
-  static constexpr auto kTable = make_table<kHalf>(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kTable = row_tiles<kMr>([](auto r) { return &tile_fixed<decltype(r)::value, kHalf>; });
   kTable[rows - 1](a, panel, bias, k, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }

@@ -9,9 +9,6 @@
 
 #include <immintrin.h>
 
-#include <array>
-#include <utility>
-
 #include "kernels/gemm_tile.h"
 #include "kernels/qgemm.h"
 
@@ -75,13 +72,6 @@ void tile_fixed(const uint8_t* a, const float* a_scale, const int8_t* panel, con
   }
 }
 
-using FixedFn = void (*)(const uint8_t*, const float*, const int8_t*, const float*, const int32_t*, const float*, int,
-                         float*, int64_t, int);
-template <bool kVnni, int... R>
-constexpr auto make_table(std::integer_sequence<int, R...>) {
-  return std::array<FixedFn, sizeof...(R)>{tile_fixed<R + 1, kVnni>...};
-}
-
 constexpr int kMrVnni = 14;
 constexpr int kMrBw = 8;
 
@@ -113,7 +103,8 @@ template <bool kVnni>
 void tile(const uint8_t* a, const float* a_scale, int rows, const int8_t* panel, const float* w_scale,
           const int32_t* offset, const float* bias, int kp, float* c, int64_t ldc, int cols, const float* residual,
           Epilogue epilogue) {
-  static constexpr auto kTable = make_table<kVnni>(std::make_integer_sequence < int, kVnni ? kMrVnni : kMrBw > {});
+  static constexpr auto kTable =
+      row_tiles<(kVnni ? kMrVnni : kMrBw)>([](auto r) { return &tile_fixed<decltype(r)::value, kVnni>; });
   kTable[rows - 1](a, a_scale, panel, w_scale, offset, bias, kp, c, ldc, cols);
   finish_tile(c, ldc, rows, cols, residual, epilogue);
 }
