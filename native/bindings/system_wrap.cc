@@ -6,6 +6,8 @@
 #endif
 
 #include "cpu_features.h"
+#include "errors.h"
+#include "kernels/autotune.h"
 
 namespace svc_bindings {
 
@@ -39,11 +41,44 @@ Napi::Value MallocBytesInUse(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// measureKernels(threads, budgetMs): [{ name, gflops, relError, rounds }] for every linear-layer kernel this CPU
+// allows (kernels/autotune.h). Blocks for about budgetMs.
+Napi::Value MeasureKernels(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "measureKernels(threads, budgetMs)");
+  const int threads = info[0].As<Napi::Number>().Int32Value();
+  const double budget = info[1].As<Napi::Number>().DoubleValue();
+  const std::vector<svc::KernelMeasurement> rows =
+      call_native(env, [&] { return svc::measure_linear_kernels(threads, budget); });
+  Napi::Array out = Napi::Array::New(env, rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Napi::Object row = Napi::Object::New(env);
+    row.Set("name", rows[i].name);
+    row.Set("gflops", rows[i].gflops);
+    row.Set("relError", rows[i].rel_error);
+    row.Set("rounds", rows[i].rounds);
+    out.Set(static_cast<uint32_t>(i), row);
+  }
+  return out;
+}
+
+// setBf16Kernel('amx' | 'vector'): which bf16 kernel runs where the CPU has both (process-wide).
+Napi::Value SetBf16Kernel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if (name != "amx" && name != "vector") throw Napi::TypeError::New(env, "setBf16Kernel('amx' | 'vector')");
+  svc::set_bf16_kernel(name == "amx" ? svc::Bf16Kernel::kAmx : svc::Bf16Kernel::kVector);
+  return env.Undefined();
+}
+
 }  // namespace
 
 void InitSystem(Napi::Env env, Napi::Object exports) {
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo, "cpuInfo"));
   exports.Set("mallocBytesInUse", Napi::Function::New(env, MallocBytesInUse, "mallocBytesInUse"));
+  exports.Set("measureKernels", Napi::Function::New(env, MeasureKernels, "measureKernels"));
+  exports.Set("setBf16Kernel", Napi::Function::New(env, SetBf16Kernel, "setBf16Kernel"));
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
 }
 

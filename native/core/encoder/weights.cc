@@ -12,7 +12,6 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "cpu_features.h"
 #include "io/safetensors.h"
 
 namespace svc {
@@ -133,9 +132,10 @@ uint32_t float_bits(float f) {
 
 std::shared_ptr<const ModelWeights> acquire_weights(const std::string& config_path, const std::string& weights_path,
                                                     Precision precision, const AdapterSpec* adapter) {
-  // Without AMX the vector bf16 kernel measured slower than the fp32 one for prediction (0.7x on
-  // an Intel Xeon's vdpbf16ps, docs/benchmarks.md): there a bf16 request runs (and shares) fp32.
-  if (precision == Precision::kBf16 && !cpu_features().amx) precision = Precision::kF32;
+  // A CPU without bf16 products runs (and shares) fp32. Where it has them a bf16 request is obeyed: whether
+  // they pay differs by CPU (0.7x fp32 on one Intel Xeon's vdpbf16ps, 1.7-1.9x on an AMD Zen 4), so the
+  // choice is measured (kernels/autotune.h) by the caller that asks for precision 'auto'.
+  if (precision == Precision::kBf16 && !train::bf16_products()) precision = Precision::kF32;
   // The config is part of the key: weights are checked against the config they were loaded
   // with, so the same file under another config.json is another load (and another check).
   const std::string key = file_key(weights_path) + "|" + file_key(config_path) +

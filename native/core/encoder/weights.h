@@ -18,8 +18,9 @@
 namespace svc {
 
 // kBf16: the linear layers' products in bf16 with fp32 sums, the kernels fine-tuning uses
-// (kernels/gemm_bf16.h); everything else fp32. Only on AMX tiles (cpu_features().amx): elsewhere
-// a request for bf16 loads (and shares) the fp32 weights.
+// (kernels/gemm_bf16.h); everything else fp32. On CPUs with bf16 products (AVX512_BF16, with or
+// without AMX); elsewhere a request for bf16 loads (and shares) the fp32 weights. Whether bf16 pays on
+// this CPU is measured, not assumed: precision 'auto' (src/native/kernel-choice.ts) asks for it only then.
 enum class Precision { kF32, kInt8, kBf16 };
 
 // A linear layer in exactly one of the three packed forms, chosen by precision.

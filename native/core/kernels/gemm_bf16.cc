@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "cpu_features.h"
+#include "kernels/autotune.h"
 
 namespace svc::train {
 
@@ -31,7 +32,9 @@ void gemm_bf16(bool ta, int m, const float* a, int lda, const PackedBf16& b, flo
   if (beta != 0.f && beta != 1.f) throw std::invalid_argument("gemm_bf16: beta must be 0 or 1");
   if (m <= 0 || b.n <= 0) return;
 #if SVC_ARCH_X86
-  if (bf16_products() && cpu_features().amx) return detail::gemm_bf16_amx(ta, m, a, lda, b, beta, c, ldc, workers);
+  // Where the CPU has both, the kernel the measurement picked (kernels/autotune.h); AMX until one is made.
+  if (bf16_products() && cpu_features().amx && bf16_kernel() == Bf16Kernel::kAmx)
+    return detail::gemm_bf16_amx(ta, m, a, lda, b, beta, c, ldc, workers);
   if (bf16_products()) return detail::gemm_bf16_avx512(ta, m, a, lda, b, beta, c, ldc, workers);
 #endif
   throw std::logic_error("gemm_bf16: this CPU has no bf16 products");
