@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { environment } from '../environment.js';
 import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
 import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../contract/schemas.js';
@@ -23,9 +24,10 @@ interface Connection {
 }
 
 function connection(values: { url?: string; key?: string }): Connection {
-  const key = values.key ?? process.env.SVC_KEY;
+  const env = environment();
+  const key = values.key ?? env.apiKey;
   if (key === undefined || key.length === 0) throw new SvcError('authentication', 'no API key: pass --key or set SVC_KEY');
-  return { url: (values.url ?? process.env.SVC_URL ?? kDefaultUrl).replace(/\/+$/, ''), key };
+  return { url: (values.url ?? env.serviceUrl ?? kDefaultUrl).replace(/\/+$/, ''), key };
 }
 
 /** One call; a non-2xx answer throws with the service's error message. */

@@ -1,3 +1,4 @@
+import { environment } from '../environment.js';
 import { SvcError } from '../errors.js';
 import { cpuInfo } from '../native/index.js';
 import { assertServerPackages } from '../optional-deps.js';
@@ -81,9 +82,9 @@ function usageProblem(error: unknown): string | undefined {
 const kIsaCaps = Object.freeze(['scalar', 'avx2', 'avx2-vnni', 'avx512', 'avx512-vnni', 'neon']);
 
 /** A wrong `SVC_ISA`, said before a command runs on kernels other than the ones asked for; undefined when fine. */
-function isaProblem(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const cap = env.SVC_ISA;
-  if (cap === undefined || cap === '' || kIsaCaps.includes(cap)) return undefined;
+function isaProblem(): string | undefined {
+  const cap = environment().isa;
+  if (cap === undefined || kIsaCaps.includes(cap)) return undefined;
   return `svc: SVC_ISA must be one of ${kIsaCaps.join(', ')} (or unset); got '${cap}'`;
 }
 

@@ -1,6 +1,8 @@
 // `svc serve`'s log lines: pino's JSON (one object a line) for machines, or short human lines on a terminal.
 import { Writable } from 'node:stream';
 
+import { environment, type EnvironmentSource } from '../environment.js';
+
 /** How `svc serve` writes its log: `json` (pino's lines as they are) or `pretty` (time, level, message, fields). */
 export const kLogFormats = Object.freeze(['pretty', 'json'] as const);
 export type LogFormat = (typeof kLogFormats)[number];
@@ -17,8 +19,8 @@ const kLevelNames: Readonly<Record<number, string>> = Object.freeze({
 const kBaseFields = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId']);
 
 /** `--log-format`, else `SVC_LOG_FORMAT`, else pretty on a terminal and JSON elsewhere. */
-export function logFormatOf(flag: string | undefined, env: NodeJS.ProcessEnv, isTTY: boolean): LogFormat {
-  const value = flag ?? (env.SVC_LOG_FORMAT || undefined);
+export function logFormatOf(flag: string | undefined, env: EnvironmentSource | undefined, isTTY: boolean): LogFormat {
+  const value = flag ?? environment(env).logFormat;
   if (value === undefined) return isTTY ? 'pretty' : 'json';
   if (!(kLogFormats as readonly string[]).includes(value)) {
     throw new RangeError(`${flag === undefined ? 'SVC_LOG_FORMAT' : '--log-format'} must be pretty or json; got '${value}'`);

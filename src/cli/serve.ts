@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import type { ProviderOptions } from '../proxy/types.js';
+import { environment } from '../environment.js';
 import * as is from '../is.js';
 import { checkPrecision } from '../native/encoder.js';
 import type { EncoderPrecision } from '../native/encoder.js';
@@ -37,15 +38,15 @@ function mib(value: number | undefined): number | undefined {
  * request unless the log level is debug or trace.
  */
 function logStreamOf(format: string | undefined, level: string | undefined): { write(line: string): void } | undefined {
-  if (logFormatOf(format, process.env, process.stdout.isTTY === true) === 'json') return undefined;
-  const effective = level ?? (process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel);
+  if (logFormatOf(format, undefined, process.stdout.isTTY === true) === 'json') return undefined;
+  const effective = level ?? environment().logLevel ?? kServerDefaults.logLevel;
   return prettyLogStream(process.stdout, { requests: effective === 'debug' || effective === 'trace' });
 }
 
 /** `--precision`, else `SVC_PRECISION`; a wrong one is a usage error naming where it came from. */
 function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
   if (flag !== undefined) return usageOf(() => checkPrecision(flag, '--precision'));
-  const env = process.env.SVC_PRECISION;
+  const env = environment().precision;
   return env ? usageOf(() => checkPrecision(env, 'SVC_PRECISION')) : undefined;
 }
 

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { environment, type EnvironmentSource } from '../environment.js';
 import { SvcError } from '../errors.js';
 import type { NativeAddon } from './binding.js';
 
@@ -43,7 +44,7 @@ export function currentTarget(): AddonTarget {
   let libc = '';
   if (process.platform === 'linux') {
     // The same test node-gyp-build applies when it picks a prebuild.
-    libc = process.env.LIBC ?? (existsSync('/etc/alpine-release') ? 'musl' : 'glibc');
+    libc = environment().libc ?? (existsSync('/etc/alpine-release') ? 'musl' : 'glibc');
   }
   return { platform: process.platform, arch: process.arch, libc, node: process.versions.node };
 }
@@ -79,8 +80,8 @@ export function addonMissingMessage(root: string, target: AddonTarget, shipped: 
  * The addon file this process should load: SVC_ADDON_PATH when set, else a local build,
  * else the prebuilt addon for this platform (found the way node-gyp-build finds it).
  */
-export function resolveAddonPath(root: string, env: NodeJS.ProcessEnv = process.env): string {
-  const override = env.SVC_ADDON_PATH;
+export function resolveAddonPath(root: string, env?: EnvironmentSource): string {
+  const override = environment(env).addonPath;
   if (override) {
     if (existsSync(override)) return override;
     throw new SvcError(

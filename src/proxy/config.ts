@@ -7,6 +7,7 @@ import type {
   RequestLogOptions,
   ResolvedProxyOptions,
 } from './types.js';
+import { environment, type EnvironmentSource } from '../environment.js';
 import * as is from '../is.js';
 
 /**
@@ -33,11 +34,6 @@ const kDefaults = Object.freeze({
   logProjectBodyBytes: 256 * 1024 * 1024,
 });
 
-function envPrefix(name: ProviderName): string {
-  // provider-a -> SVC_PROVIDER_A
-  return `SVC_${name.replace('-', '_').toUpperCase()}`;
-}
-
 /**
  * Provider URLs and keys from options, then the environment (`SVC_PROVIDER_A_URL`, `SVC_PROVIDER_A_KEY`, B and C
  * likewise), then the public API addresses.
@@ -50,15 +46,13 @@ function envPrefix(name: ProviderName): string {
  * //   'provider-c': { url: 'https://api.anthropic.com', key: '' } }
  * ```
  */
-export function resolveProviderConfig(
-  options: ProviderOptions = {},
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): ProviderConfig {
+export function resolveProviderConfig(options: ProviderOptions = {}, env?: EnvironmentSource): ProviderConfig {
   const out = {} as Record<ProviderName, { url: string; key: string }>;
   for (const name of kProviderNames) {
     const given = options[name] ?? {};
-    const url = given.url ?? env[`${envPrefix(name)}_URL`] ?? kDefaultProviderUrls[name];
-    const key = given.key ?? env[`${envPrefix(name)}_KEY`] ?? '';
+    const fromEnv = environment(env).provider(name);
+    const url = given.url ?? fromEnv.url ?? kDefaultProviderUrls[name];
+    const key = given.key ?? fromEnv.key ?? '';
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -83,33 +77,25 @@ export function resolveProxyOptions(options: ProxyRoutesOptions): ResolvedProxyO
   if (!(service instanceof SvcService)) throw new TypeError('options.service must be an SvcService');
   return {
     service,
-    providers: resolveProviderConfig(options.providers, options.env ?? process.env),
+    providers: resolveProviderConfig(options.providers, options.env),
     upstreamTimeoutMs: positiveInteger(options.upstreamTimeoutMs, 'upstreamTimeoutMs', kDefaults.upstreamTimeoutMs),
     pingIntervalMs: positiveInteger(options.pingIntervalMs, 'pingIntervalMs', kDefaults.pingIntervalMs),
     bodyLimit: positiveInteger(options.bodyLimit, 'bodyLimit', kDefaults.bodyLimit),
-    requestLog: resolveRequestLogOptions(options.requestLog, options.env ?? process.env),
+    requestLog: resolveRequestLogOptions(options.requestLog, options.env),
   };
 }
 
 /** Request-log body limits from options, then `SVC_LOG_BODY_BYTES` and `SVC_LOG_PROJECT_BODY_BYTES`, then defaults. */
-function resolveRequestLogOptions(
-  options: RequestLogOptions = {},
-  env: Readonly<Record<string, string | undefined>>,
-): Readonly<Required<RequestLogOptions>> {
+function resolveRequestLogOptions(options: RequestLogOptions = {}, env?: EnvironmentSource): Readonly<Required<RequestLogOptions>> {
   is.object(options, 'options.requestLog');
-  const fromEnv = (name: string): number | undefined => {
-    const text = env[name];
-    if (text === undefined || text === '') return undefined;
-    if (!/^\d+$/.test(text)) throw new TypeError(`${name} must be a positive integer`);
-    return Number(text);
-  };
+  const fromEnv = environment(env);
   return Object.freeze({
     maxBodyBytes: is.positiveInteger(
-      options.maxBodyBytes ?? fromEnv('SVC_LOG_BODY_BYTES') ?? kDefaults.logBodyBytes,
+      options.maxBodyBytes ?? fromEnv.logBodyBytes ?? kDefaults.logBodyBytes,
       'options.requestLog.maxBodyBytes',
     ),
     maxProjectBodyBytes: is.positiveInteger(
-      options.maxProjectBodyBytes ?? fromEnv('SVC_LOG_PROJECT_BODY_BYTES') ?? kDefaults.logProjectBodyBytes,
+      options.maxProjectBodyBytes ?? fromEnv.logProjectBodyBytes ?? kDefaults.logProjectBodyBytes,
       'options.requestLog.maxProjectBodyBytes',
     ),
   });

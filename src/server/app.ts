@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, LogController } from 'fastify';
 
+import { environment } from '../environment.js';
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
 import { lockDataDir } from '../service/data-lock.js';
@@ -119,18 +120,16 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
   if (options.pool) configurePool(options.pool);
+  const env = environment();
   const level =
     options.logLevel !== undefined
       ? logLevel(options.logLevel, 'options.logLevel')
-      : logLevel(process.env.SVC_LOG_LEVEL || kServerDefaults.logLevel, 'SVC_LOG_LEVEL');
-  const metricsToken = options.metricsToken ?? (process.env.SVC_METRICS_TOKEN || undefined);
+      : logLevel(env.logLevel ?? kServerDefaults.logLevel, 'SVC_LOG_LEVEL');
+  const metricsToken = options.metricsToken ?? env.metricsToken;
   const trustProxy =
     options.trustProxy !== undefined
       ? checkTrustProxy(options.trustProxy, 'options.trustProxy')
-      : checkTrustProxy(
-          process.env.SVC_TRUST_PROXY ? parseTrustProxy(process.env.SVC_TRUST_PROXY, 'SVC_TRUST_PROXY') : false,
-          'SVC_TRUST_PROXY',
-        );
+      : checkTrustProxy(env.trustProxy ? parseTrustProxy(env.trustProxy, 'SVC_TRUST_PROXY') : false, 'SVC_TRUST_PROXY');
   // A shared service answers an overloaded queue at once instead of late.
   configurePredictQueue({
     maxWaitingTexts: options.predictQueue?.maxWaitingTexts ?? kServicePredictQueue.maxWaitingTexts,

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 
+import { environment, type EnvironmentSource } from '../environment.js';
 import { SvcError } from '../errors.js';
 import { PostgresArtifacts } from '../artifacts/postgres.js';
 import { PostgresStore } from '../store/postgres.js';
@@ -18,11 +19,8 @@ import { SvcService } from './service.js';
  * // ['provider-a:gpt-4o-mini', 'provider-b:mistral-small']
  * ```
  */
-export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.SVC_PROXY_MODELS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+export function proxyModelsFromEnv(env?: EnvironmentSource): string[] {
+  return [...environment(env).proxyModels];
 }
 
 /**
@@ -33,8 +31,8 @@ export function proxyModelsFromEnv(env: NodeJS.ProcessEnv = process.env): string
  * databaseUrlFromEnv({ SVC_DATABASE_URL: 'postgres://svc@db.internal/svc' }); // 'postgres://svc@db.internal/svc'
  * ```
  */
-export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  return env.SVC_DATABASE_URL || undefined;
+export function databaseUrlFromEnv(env?: EnvironmentSource): string | undefined {
+  return environment(env).databaseUrl;
 }
 
 /**
@@ -45,8 +43,8 @@ export function databaseUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string
  * redisUrlFromEnv({ SVC_REDIS_URL: 'redis://cache.internal:6379' }); // 'redis://cache.internal:6379'
  * ```
  */
-export function redisUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  return env.SVC_REDIS_URL || undefined;
+export function redisUrlFromEnv(env?: EnvironmentSource): string | undefined {
+  return environment(env).redisUrl;
 }
 
 /** A `redis://` or `rediss://` (TLS) URL, else an `invalid_request` naming the flag. */

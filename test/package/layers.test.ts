@@ -18,12 +18,14 @@ const kNativeCore = fileURLToPath(new URL('../../native/core', import.meta.url))
  * only when neither imports the other.
  */
 const kLayers: Readonly<Record<string, number>> = Object.freeze({
-  // The leaves every layer may use: one error class, the zod-issue wording, argument checks, seeds, trace channels.
+  // The leaves every layer may use: one error class, the zod-issue wording, argument checks, seeds, trace channels,
+  // the environment variables.
   'errors.ts': 0,
   'parse.ts': 1,
   'is.ts': 1,
   'random.ts': 1,
   'telemetry.ts': 1,
+  'environment.ts': 1,
   // Zod schemas, limits, the model object, the manifest: what users and other tools read.
   contract: 2,
   // The model directory format, base models, the hub.
