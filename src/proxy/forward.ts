@@ -93,6 +93,9 @@ class ForwardedCall {
   #request: http.ClientRequest | null = null;
   // While a stream waits for its budget to grow, what the upstream sends waits here (null: not waiting).
   #held: (Buffer | 'end')[] | null = null;
+  // Streaming: the upstream's bytes cut at event boundaries, and whether the dialect's final event went by.
+  readonly #cutter = new SseEventCutter();
+  #terminal = false;
 
   constructor(call: ProxyCall, res: ServerResponse, settings: ForwardSettings) {
     this.#call = call;
@@ -261,67 +264,62 @@ class ForwardedCall {
     this.#phase = 'streaming';
     this.#charge = 'partial';
     if (!this.#sseOpen) this.#openSse(status, downstreamHeaders(upstream.headers, true));
-    const cutter = new SseEventCutter();
-    let terminal = false;
-    const onData = (chunk: Buffer): void => {
-      if (this.#phase === 'done') return;
-      if (this.#held !== null) return void this.#held.push(chunk);
-      this.#stopPing();
-      this.#capture(chunk);
-      const events = cutter.push(chunk);
-      if (events.length === 0) return;
-      const { dialect, meter } = this.#call;
-      const text = events.toString('utf8');
-      if (!terminal && dialect.isTerminal(text)) terminal = true;
-      for (const data of eventsMentioning(text, '{')) {
-        meter.report(dialect.usageFromEvent(data, meter.reported));
-        meter.addStreamed(dialect.streamedText(data));
-      }
-      if (!this.#call.hideUsageChunk) this.#relay(upstream, events);
-      else {
-        const shown = withoutEvents(text, '"usage"', isUsageOnlyChunk);
-        if (shown !== '') this.#relay(upstream, shown.length === text.length ? events : Buffer.from(shown));
-      }
-      const budget = this.#call.budget;
-      if (budget !== null && !terminal && meter.running() > budget.granted) this.#growBudget(upstream, budget, onData, onEnd);
-    };
-    const onEnd = (): void => {
-      if (this.#phase === 'done') return;
-      if (this.#held !== null) return void this.#held.push('end');
-      if (terminal && cutter.pending.toString('utf8').trim() === '') {
-        this.#charge = 'complete';
-        this.#res.end();
-        this.#finish(null);
-      } else {
-        this.#sendError(502, `${this.#call.provider} ended the stream before its final event`);
-      }
-    };
-    upstream.on('data', onData);
-    upstream.on('end', onEnd);
+    upstream.on('data', (chunk: Buffer) => this.#streamData(upstream, chunk));
+    upstream.on('end', () => this.#streamEnd());
+  }
+
+  /** Relays the complete events of a stream's chunk, counting their tokens; holds the chunk while the budget grows. */
+  #streamData(upstream: IncomingMessage, chunk: Buffer): void {
+    if (this.#phase === 'done') return;
+    if (this.#held !== null) return void this.#held.push(chunk);
+    this.#stopPing();
+    this.#capture(chunk);
+    const events = this.#cutter.push(chunk);
+    if (events.length === 0) return;
+    const { dialect, meter } = this.#call;
+    const text = events.toString('utf8');
+    if (!this.#terminal && dialect.isTerminal(text)) this.#terminal = true;
+    for (const data of eventsMentioning(text, '{')) {
+      meter.report(dialect.usageFromEvent(data, meter.reported));
+      meter.addStreamed(dialect.streamedText(data));
+    }
+    if (!this.#call.hideUsageChunk) this.#relay(upstream, events);
+    else {
+      const shown = withoutEvents(text, '"usage"', isUsageOnlyChunk);
+      if (shown !== '') this.#relay(upstream, shown.length === text.length ? events : Buffer.from(shown));
+    }
+    const budget = this.#call.budget;
+    if (budget !== null && !this.#terminal && meter.running() > budget.granted) this.#growBudget(upstream, budget);
+  }
+
+  /** The upstream ended the stream: complete after the dialect's final event, else a 502 error event. */
+  #streamEnd(): void {
+    if (this.#phase === 'done') return;
+    if (this.#held !== null) return void this.#held.push('end');
+    if (this.#terminal && this.#cutter.pending.toString('utf8').trim() === '') {
+      this.#charge = 'complete';
+      this.#res.end();
+      this.#finish(null);
+    } else {
+      this.#sendError(502, `${this.#call.provider} ended the stream before its final event`);
+    }
   }
 
   /**
    * The stream outgrew its budget hold: hold back the upstream while the hold grows; when the budget has no room
    * left, end the stream with the dialect's error event (403 budget_exceeded) and stop the upstream.
    */
-  #growBudget(upstream: IncomingMessage, budget: BudgetHold, onData: (chunk: Buffer) => void, onEnd: () => void): void {
+  #growBudget(upstream: IncomingMessage, budget: BudgetHold): void {
     this.#held = [];
     upstream.pause();
     const running = this.#call.meter.running();
     budget.grow(running).then(
-      (grown) => this.#afterGrowth(grown, upstream, budget, running, onData, onEnd),
-      () => this.#afterGrowth(false, upstream, budget, running, onData, onEnd),
+      (grown) => this.#afterGrowth(grown, upstream, budget, running),
+      () => this.#afterGrowth(false, upstream, budget, running),
     );
   }
 
-  #afterGrowth(
-    grown: boolean,
-    upstream: IncomingMessage,
-    budget: BudgetHold,
-    running: number,
-    onData: (chunk: Buffer) => void,
-    onEnd: () => void,
-  ): void {
+  #afterGrowth(grown: boolean, upstream: IncomingMessage, budget: BudgetHold, running: number): void {
     const held = this.#held ?? [];
     this.#held = null;
     if (this.#phase === 'done') return;
@@ -334,9 +332,9 @@ class ForwardedCall {
     upstream.resume();
     for (let i = 0; i < held.length; i++) {
       const item = held[i];
-      if (item === 'end') onEnd();
-      else onData(item);
-      // Outgrew the hold again (onData started a growth): what is left waits for the next one.
+      if (item === 'end') this.#streamEnd();
+      else this.#streamData(upstream, item);
+      // Outgrew the hold again (#streamData started a growth): what is left waits for the next one.
       const again = this.#held as (Buffer | 'end')[] | null;
       if (again !== null) {
         again.push(...held.slice(i + 1));
