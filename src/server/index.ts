@@ -1,5 +1,6 @@
-// `svc-classify/server`: the service pieces — the /v2, hub and proxy Fastify plugins, the stand-alone
-// server, the service and its stores, and the HTTP contract's schemas and types. This list is the
+// `svc-classify/server`: the service pieces — the /v2, hub, proxy and metrics Fastify plugins, the stand-alone
+// server, the service, its stores and artifact stores, and the HTTP contract's schemas and types (defined in
+// src/contract/, re-exported here). This list is the
 // supported API: etc/api/svc-classify-server.api.md records it (`npm run api`) and CI fails when it drifts.
 export { svcRoutes, kDefaultBodyLimit } from './routes.js';
 export type { SvcRoutesOptions } from './routes.js';

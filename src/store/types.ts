@@ -1,7 +1,8 @@
 /**
  * The Store: everything the service persists. SQLite (better-sqlite3, one process) is the embedded default;
  * PostgreSQL (`pg`) is the store several replicas share. Both pass one contract suite (test/store/contract.ts).
- * `store/` knows no HTTP; `service/` knows no SQL.
+ * `store/` knows no HTTP; `service/` reaches the data only through this interface (its one SQL statement takes the
+ * data directory's lock, service/data-lock.ts, a file no store opens).
  */
 
 import type { RequestLogWrite, TokenLedger } from './proxy-ledger.js';
