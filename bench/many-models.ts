@@ -60,6 +60,20 @@ interface Measured {
   seconds: number;
 }
 
+/** One call at a time: p50 / p99 of their latencies, texts per second of one text each. */
+function summarize(latencies: number[]): Measured {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const seconds = sorted.reduce((sum, ms) => sum + ms, 0) / 1000;
+  return {
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    textsPerSec: sorted.length / seconds,
+    latencies: sorted,
+    texts: sorted.length,
+    seconds,
+  };
+}
+
 function combine(parts: Measured[]): Measured {
   const latencies = parts.flatMap((p) => p.latencies).sort((a, b) => a - b);
   const texts = parts.reduce((sum, p) => sum + p.texts, 0);
@@ -192,8 +206,9 @@ async function compare(via: Row['via'], one: Predict, many: Predict, count: numb
 
 /**
  * `registered` models in one service whose workers hold `cacheAdapters` adapters: a first pass predicts `calls` of
- * them once each, a second pass the same ones again; by then each one's adapter has left the cache (and its
- * classifier the service's 256 loaded ones), so every call of the second pass is a first predict after eviction.
+ * them once each, each its model's first predict in the service (the classifier loads: manifest, head, and the
+ * worker's native read and check of the adapter); a second pass the same ones again, by when each one's adapter has
+ * left the worker's cache while its classifier stays loaded (a few hundred fit the service's maxLoadedModelBytes).
  */
 async function coldOverHttp(dirs: string[], registered: number, cacheAdapters: number, calls: number, cores: number) {
   const t0 = performance.now();
@@ -206,13 +221,21 @@ async function coldOverHttp(dirs: string[], registered: number, cacheAdapters: n
   try {
     const predict = httpPredict(service, service.ids);
     await measure((_, batch) => predict(0, batch), 1, 8, 4, 40);
-    // Spread over all registered models: model (k * stride) for k < calls.
+    // Spread over all registered models: model (1 + k * stride) for k < calls. Each cold call is followed by a warm
+    // one on model 0, so that the two compare at the same moments of a loaded machine.
     const stride = Math.max(1, Math.floor(registered / calls));
-    const spread: Predict = (k, batch) => predict((1 + k * stride) % registered, batch);
-    cursor = 0;
-    await measure(spread, calls, 1, 1, calls);
-    cursor = 0;
-    return await measure(spread, calls, 1, 1, calls);
+    const pass = async (): Promise<{ cold: Measured; warm: Measured }> => {
+      const cold: number[] = [];
+      const warm: number[] = [];
+      for (let k = 0; k < calls; k++) {
+        cold.push(await predictOverHttp(service, service.ids[(1 + k * stride) % registered]!, [corpus[k % corpus.length]!]));
+        warm.push(await predictOverHttp(service, service.ids[0]!, [corpus[(k + 1) % corpus.length]!]));
+      }
+      return { cold: summarize(cold), warm: summarize(warm) };
+    };
+    const first = await pass();
+    const again = await pass();
+    return { first: first.cold, again: again.cold, warm: summarize([...first.warm.latencies, ...again.warm.latencies]) };
   } finally {
     await service.close();
   }
@@ -272,6 +295,8 @@ export async function run(args: string[]): Promise<void> {
       await closePool();
     }
     let httpCold: Measured | undefined;
+    let httpFirst: Measured | undefined;
+    let httpWarm: Measured | undefined;
     if (via !== 'library') {
       const service = await startHttpService(dirs, count, pool);
       try {
@@ -283,7 +308,11 @@ export async function run(args: string[]): Promise<void> {
       } finally {
         await service.close();
       }
-      httpCold = await coldOverHttp(dirs, registered, coldCache, Math.min(300, registered - 1), cores);
+      ({
+        first: httpFirst,
+        again: httpCold,
+        warm: httpWarm,
+      } = await coldOverHttp(dirs, registered, coldCache, Math.min(300, registered - 1), cores));
     }
 
     const cold = (m: Measured | undefined) => m && { calls: m.latencies.length, cacheAdapters: coldCache, p50: m.p50, p99: m.p99 };
@@ -294,6 +323,8 @@ export async function run(args: string[]): Promise<void> {
       rows,
       cold: cold(libraryCold),
       httpCold: cold(httpCold) && { ...cold(httpCold), registered },
+      httpFirst: cold(httpFirst) && { ...cold(httpFirst), registered },
+      httpWarm: cold(httpWarm) && { ...cold(httpWarm), registered },
       memory,
     };
     if (json) {
@@ -316,6 +347,16 @@ export async function run(args: string[]): Promise<void> {
     if (libraryCold) {
       console.log(
         `library: first predict after its adapter left the cache (${libraryCold.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(libraryCold.p50)} ms, p99 ${f(libraryCold.p99)} ms`,
+      );
+    }
+    if (httpFirst) {
+      console.log(
+        `http, ${registered} models registered: first predict of a model in the service, its classifier loaded and its adapter read (${httpFirst.latencies.length} calls, 1 text, cache of ${coldCache}): p50 ${f(httpFirst.p50)} ms, p99 ${f(httpFirst.p99)} ms`,
+      );
+    }
+    if (httpWarm) {
+      console.log(
+        `http, ${registered} models registered: warm one-text calls on model 0 between those (${httpWarm.latencies.length} calls): p50 ${f(httpWarm.p50)} ms, p99 ${f(httpWarm.p99)} ms`,
       );
     }
     if (httpCold) {
