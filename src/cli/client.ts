@@ -175,30 +175,24 @@ export async function trainCommand(args: string[]): Promise<number> {
   checkTrainFlags(values);
   const conn = connection(values);
   const file = await readTrainFile(values.examples as string, values['label-text'], values['task-type'] as TaskType | undefined);
-  // --version-of: the next version of that classifier (not live until `svc models promote`); its id is `<id>@<n>`.
+  // --version-of: the body's model_id, the next version of that classifier (not live until `svc models promote`),
+  // printed as the model object `<id>@<n>`.
   const versionOf = values['version-of'];
-  const route = versionOf === undefined ? '/v2/train' : `/v2/models/${encodeURIComponent(versionOf)}/versions`;
-  let model = await call<ModelObject | VersionObject>(conn, 'POST', route, trainBody(file, values));
+  const body = { ...trainBody(file, values), ...(versionOf === undefined ? {} : { model_id: versionOf }) };
+  let model = await call<ModelObject>(conn, 'POST', '/v2/train', body);
   if (values.wait) {
     const report = progressReporter(process.stderr);
     while (model.status === 'training') {
       await new Promise((r) => setTimeout(r, kPollMs));
       const progress = await call<ProgressObject>(conn, 'GET', `/v2/models/${model.id}/progress`);
       report(progress);
-      if (progress.status !== 'training') model = await refetch(conn, model);
+      if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
     }
     const bar = model.status === 'trained' ? '#'.repeat(20) : '-'.repeat(20);
     process.stderr.write(`${process.stderr.isTTY ? '\r' : ''}[${bar}] ${model.status}\n`);
   }
   console.log(JSON.stringify(model, null, 2));
   return model.status === 'failed' ? 1 : 0;
-}
-
-/** The model or version object again, as the service has it now. */
-async function refetch(conn: Connection, model: ModelObject | VersionObject): Promise<ModelObject | VersionObject> {
-  if (model.object === 'model') return call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
-  const versions = await call<VersionList>(conn, 'GET', `/v2/models/${encodeURIComponent(model.model)}/versions`);
-  return versions.data.find((v) => v.version === model.version) ?? model;
 }
 
 /** `svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...`: prints the predict response. */

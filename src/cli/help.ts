@@ -202,7 +202,10 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--rank <r>', `with --finetune adapter: the adapter's rank (default ${kDefaultAdapterRank}, at most ${kMaxRequestAdapterRank})`],
       ['--num-iterations <n>', 'fine-tuning pair rounds per example (default 20)'],
       ['--truncate <mode>', 'examples past 256 tokens: end (default), start, none (refused) or chunks (the head reads them whole)'],
-      ['--version-of <id>', 'train the next version of that classifier (not live until svc models promote); prints the version object'],
+      [
+        '--version-of <id>',
+        'train the next version of that classifier (not live until svc models promote); sends it as model_id and prints the model object <id>@<n>',
+      ],
       ['--wait', 'poll until trained, showing the stage and the loss on stderr'],
       ...kConnectionOptions,
       kHelpOption,

@@ -1,5 +1,8 @@
-// The evaluation report of a model version over HTTP (`GET /v2/models/{id}/evaluation`).
+// The evaluation report of a model version over HTTP (`GET /v2/models/{id}/evaluation`), from its validation set or,
+// without one, from the cross-validation of its examples that training keeps in the manifest.
 import { z } from 'zod';
+
+import { kCvEncoders } from './manifest.js';
 
 const averages = z.object({ precision: z.number(), recall: z.number(), f1: z.number() });
 const scores = z.object({ accuracy: z.number(), macro_f1: z.number() });
@@ -17,7 +20,19 @@ export const evaluationSchema = z
   .object({
     object: z.literal('model.evaluation'),
     model: z.string().describe('<model>@<version>'),
-    source: z.literal('validation').describe('The held-out examples the version was trained with (its validation set)'),
+    source: z
+      .enum(['validation', 'cross-validation'])
+      .describe(
+        "'validation': the held-out examples the version was trained with (its validation set); 'cross-validation', when it had " +
+          'none: each training example scored by the head of the fold that held it out',
+      ),
+    folds: z.number().int().optional().describe("'cross-validation': the folds (up to 5)"),
+    encoder: z
+      .enum(kCvEncoders)
+      .optional()
+      .describe(
+        "'cross-validation': the encoder that embedded the examples, as the model's cv_encoder ('base' for fine-tuned models: a conservative estimate)",
+      ),
     examples: z.number().int(),
     labels: z.array(z.string()).describe("Class or label names; a binary model's are 'true' then 'false'"),
     accuracy: z.number().describe('Multi-label: the whole label set right'),
@@ -62,3 +77,6 @@ export const evaluationSchema = z
   .meta({ id: 'ModelEvaluation' });
 
 export type EvaluationObject = z.infer<typeof evaluationSchema>;
+
+/** A report without its envelope (whose model, from what, compared with what): the scores alone. */
+export type EvaluationScores = Omit<EvaluationObject, 'object' | 'model' | 'source' | 'folds' | 'encoder' | 'compared_with_live'>;

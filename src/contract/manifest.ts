@@ -2,6 +2,7 @@
 // Readers accept every format version written so far, upgrading old ones on load.
 import { SvcError } from '../errors.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
+import type { EvaluationScores } from './evaluation.js';
 import { type FinetuneMethod, kMaxClasses, kMinClasses, kTaskTypes, type TaskType } from './train-request.js';
 
 /**
@@ -132,6 +133,9 @@ export type CvEncoder = (typeof kCvEncoders)[number];
 const kCvFields = ['cv_accuracy', 'cv_macro_f1', 'cv_folds'];
 const kValidationFields = ['validation_accuracy', 'validation_macro_f1', 'validation_examples'];
 
+/** The manifest's cross-validation report: its folds, the encoder of the embeddings, and the scores. */
+export type CrossValidationReport = { folds: number; encoder: CvEncoder } & EvaluationScores;
+
 /** The parsed manifest.json of the current format version. */
 export interface Manifest {
   format_version: number;
@@ -155,6 +159,12 @@ export interface Manifest {
   head_file: string;
   training: TrainingSettings;
   metrics: TrainingMetrics;
+  /**
+   * The evaluation report of the same cross-validation as `metrics.cv_*` (confusion matrix, per-label scores, binary
+   * thresholds and calibration), each example scored by the head of the fold that held it out; absent on models
+   * trained before it was kept.
+   */
+  cross_validation_report?: CrossValidationReport;
   /** The svc-classify version that wrote it. */
   library_version: string;
 }
@@ -178,6 +188,11 @@ const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
 const isLabelList = (v: unknown) =>
   Array.isArray(v) && v.length >= kMinClasses && v.length <= kMaxClasses && v.every(isString) && new Set(v).size === v.length;
 const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const isReport = (v: unknown) =>
+  isObject(v) &&
+  Number.isInteger((v as { folds?: unknown }).folds) &&
+  Array.isArray((v as { confusion_matrix?: unknown }).confusion_matrix);
 
 /** The named fields that are present (each a finite number), for fields newer models add. */
 function optionalNumbers(raw: Record<string, unknown>, dir: string, names: string[]): Record<string, number> {
@@ -260,6 +275,9 @@ export function parseManifest(text: string, dir: string): Manifest {
         : { cv_encoder: field<CvEncoder>(metrics, dir, 'cv_encoder', (v) => kCvEncoders.includes(v as CvEncoder)) }),
       ...optionalNumbers(metrics, dir, kValidationFields),
     },
+    ...(manifest.cross_validation_report === undefined
+      ? {}
+      : { cross_validation_report: field<CrossValidationReport>(manifest, dir, 'cross_validation_report', isReport) }),
     library_version: typeof manifest.library_version === 'string' ? manifest.library_version : 'unknown',
   };
 }

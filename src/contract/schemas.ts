@@ -64,6 +64,16 @@ export const modelSchema = z
     owned_by: z.string(),
     task_type: z.enum(kTaskTypes),
     labels: z.array(z.string()).optional().describe('Multi-class and multi-label models: the class or label names'),
+    version: z
+      .number()
+      .int()
+      .optional()
+      .describe("The version this object describes: the live one for the classifier's id, n for <id>@<n>"),
+    live_version: z
+      .number()
+      .int()
+      .optional()
+      .describe("The version predict uses for the classifier's id (POST /v2/models/{id}/promote changes it)"),
     metrics: z
       .object({
         train_accuracy: z.number(),

@@ -116,6 +116,14 @@ const commonFields = {
       error: (issue) => `must be one of ${baseModelNames.join(', ')} (got '${String(issue.input)}')`,
     })
     .describe('Base encoder, e.g. svc-small'),
+  model_id: z
+    .string({ error: typeError('a string') })
+    .min(1, { error: 'must not be empty' })
+    .optional()
+    .describe(
+      "An existing classifier's id, e.g. svc-small-1a2b3c4d5e6f: the request trains its next version (same base model, task " +
+        'type and labels; not live until promoted), as POST /v2/models/{id}/versions does. Absent: a new classifier',
+    ),
   finetune: z
     .union(
       [

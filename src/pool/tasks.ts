@@ -147,6 +147,11 @@ export interface FitResult {
   trainAccuracy: number;
   /** The same head's k-fold cross-validated quality on the examples; null when the task asked for none. */
   crossValidation: CrossValidation | null;
+  /**
+   * With `crossValidation`: each example's probabilities from the fold that held it out, one row per example (binary:
+   * P(true); softmax: each class's; one-vs-rest: each label's). The evaluation report without a validation set.
+   */
+  outOfFold: Float64Array | null;
   /** The fitted head on the validation examples, when there were any. */
   validation: Scores | null;
 }

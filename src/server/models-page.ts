@@ -108,7 +108,11 @@ const kPage = `<!doctype html>
     $('classify-result').textContent = '';
     try {
       report = await api('/models/' + v.model + '/evaluation?version=' + v.version);
-      $('report-note').textContent = report.examples + ' validation texts, accuracy ' + fixed(report.accuracy) +
+      // A version trained without a validation set is reported from its examples' cross-validation.
+      const from = report.source === 'cross-validation'
+        ? report.examples + ' training examples, ' + report.folds + '-fold cross-validation'
+        : report.examples + ' validation texts';
+      $('report-note').textContent = from + ', accuracy ' + fixed(report.accuracy) +
         (report.compared_with_live ? ' · on the live version ' + report.compared_with_live.version + "'s texts: F1 " +
           fixed(report.compared_with_live.this.macro_f1) + ' vs live ' + fixed(report.compared_with_live.live.macro_f1) : '');
     } catch (error) {

@@ -1,8 +1,12 @@
 // Evaluation reports of model versions: each version predicts its own validation set (the held-out examples its
-// train request sent) and the report is scored against their labels; a version that is not live is also scored on
+// train request sent) and the report is scored against their labels; a version trained without one has the report of
+// its examples' cross-validation, which training kept in its manifest; a version that is not live is also scored on
 // the live version's validation set beside the live version, so the two are compared on the same texts. Reports
 // are kept in memory: a trained version's files never change.
+import { text } from 'node:stream/consumers';
+
 import { SvcError } from '../errors.js';
+import { kManifestFile, parseManifest, type CvEncoder } from '../contract/manifest.js';
 import type { EvaluationObject } from '../contract/evaluation.js';
 import type { Store, VersionRecord } from '../store/types.js';
 import { type EvaluationReport, evaluateBinary, evaluateMultiClass, evaluateMultiLabel } from '../train/evaluation.js';
@@ -14,6 +18,19 @@ import type { ClassifierVersions } from './versions.js';
 /** Reports kept, by the version's (and the live version's) stored ids. */
 const kCachedReports = 256;
 
+/** A manifest's cross-validation report, split into where it came from and its scores. */
+interface CrossValidationReport {
+  folds: number;
+  encoder: CvEncoder;
+  scores: EvaluationReport;
+}
+
+/** The scores of a kept report, without its folds and encoder. */
+function scoresOf(kept: Omit<CrossValidationReport, 'scores'> & EvaluationReport): EvaluationReport {
+  const { folds: _folds, encoder: _encoder, ...scores } = kept;
+  return scores;
+}
+
 type ValidationExample = { text: string; label?: boolean | string; labels?: string[] };
 
 export class VersionEvaluations {
@@ -21,6 +38,8 @@ export class VersionEvaluations {
   readonly #runtime: ModelRuntime;
   readonly #versions: ClassifierVersions;
   readonly #reports = new Map<string, Promise<EvaluationReport>>();
+  /** Cross-validation reports read from manifests, by the version's stored id. */
+  readonly #kept = new Map<string, Promise<CrossValidationReport | null>>();
 
   constructor(store: Store, runtime: ModelRuntime, versions: ClassifierVersions) {
     this.#store = store;
@@ -38,15 +57,7 @@ export class VersionEvaluations {
         param: 'version',
       });
     }
-    const own = await this.#validation(target);
-    if (own === null) {
-      throw new SvcError(
-        'not_found',
-        `Version ${target.version} of '${id}' was trained without a validation set: send 'validation' with the train request for a report`,
-        { param: 'version' },
-      );
-    }
-    const report = await this.#scored(target, target, own);
+    const { from, report } = await this.#ownReport(target, id);
     const live = versions.find((v) => v.live)!;
     const liveSet = live.id === target.id ? null : await this.#validation(live);
     const compared =
@@ -55,7 +66,48 @@ export class VersionEvaluations {
         : await Promise.all([this.#scored(target, live, liveSet), this.#scored(live, live, liveSet)]).then(([ours, theirs]) => ({
             compared_with_live: { version: live.version, examples: liveSet.length, this: headline(ours), live: headline(theirs) },
           }));
-    return { object: 'model.evaluation', model: `${id}@${target.version}`, source: 'validation', ...report, ...compared };
+    return { object: 'model.evaluation', model: `${id}@${target.version}`, ...from, ...report, ...compared };
+  }
+
+  /** The version's report on its validation set, else the cross-validation report training kept, else 404. */
+  async #ownReport(
+    target: VersionRecord,
+    id: string,
+  ): Promise<{ from: Pick<EvaluationObject, 'source' | 'folds' | 'encoder'>; report: EvaluationReport }> {
+    const own = await this.#validation(target);
+    if (own !== null) return { from: { source: 'validation' }, report: await this.#scored(target, target, own) };
+    const kept = await this.#crossValidation(target);
+    if (kept === null) {
+      throw new SvcError(
+        'not_found',
+        `Version ${target.version} of '${id}' was trained without a validation set, before training kept a cross-validation report: ` +
+          "train a new version (with 'validation' for a report on held-out texts)",
+        { param: 'version' },
+      );
+    }
+    return { from: { source: 'cross-validation', folds: kept.folds, encoder: kept.encoder }, report: kept.scores };
+  }
+
+  /** The cross-validation report training kept in the version's manifest, or null (trained before it was kept). */
+  #crossValidation(v: VersionRecord): Promise<CrossValidationReport | null> {
+    const key = `${v.orgId}/${v.id} cross-validation`;
+    let report = this.#kept.get(key);
+    if (report === undefined) {
+      // Through the artifact store, as the model object's metrics: with a database the local folder is only a cache.
+      report = this.#runtime
+        .hubFile(v.orgId, v.id, kManifestFile)
+        .then(async (file) => parseManifest(await text(file.stream), `${v.orgId}/${v.id}`).cross_validation_report ?? null)
+        // A runtime whose models keep no manifest has no report to give, as a manifest without one.
+        .catch((error: unknown) => {
+          if (error instanceof SvcError && error.code === 'not_found') return null;
+          throw error;
+        })
+        .then((kept) => (kept === null ? null : { folds: kept.folds, encoder: kept.encoder, scores: scoresOf(kept) }));
+      this.#kept.set(key, report);
+      report.catch(() => this.#kept.delete(key));
+      if (this.#kept.size > kCachedReports) this.#kept.delete(this.#kept.keys().next().value as string);
+    }
+    return report;
   }
 
   /** The validation examples the version's train request sent, or null. */

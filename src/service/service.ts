@@ -57,6 +57,8 @@ export interface SvcServiceOptions {
 }
 
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** A JSON object body (a train body with `model_id` goes to the classifier's versions). */
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const kBearer = /^Bearer\s+(\S+)\s*$/i;
 
 /**
@@ -283,8 +285,13 @@ export class SvcService {
 
   // ---- models ------------------------------------------------------------------------------
 
-  /** Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with `status: "training"`. */
+  /**
+   * Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with
+   * `status: "training"`: a new classifier (version 1, live), or with `model_id` the next version of that classifier
+   * (`<id>@<n>`, not live until promoted; the rules and errors of `versions.add`).
+   */
   async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
+    if (isObject(body) && body.model_id !== undefined) return this.#trainVersion(principal, body, options);
     const request = await acceptTrainRequest(body);
     const now = Date.now();
     const record: ModelRecord = {
@@ -306,14 +313,30 @@ export class SvcService {
       throw limitRejection({ kind: 'jobs', orgId: principal.orgId, queued, limit: maxQueuedJobs });
     }
     this.#jobs.kick();
-    return toModelObject(record);
+    return { ...toModelObject(record), version: 1, live_version: 1 };
+  }
+
+  /** `train` with `model_id`: the next version of that classifier, as its model object `<id>@<n>`. */
+  async #trainVersion(principal: Principal, body: Record<string, unknown>, options: Record<string, unknown>): Promise<ModelObject> {
+    const id = body.model_id;
+    // Not a string: the schema says what is wrong with it.
+    if (typeof id !== 'string') await acceptTrainRequest(body);
+    const named = id as string;
+    if (named.includes('@')) {
+      throw new SvcError('invalid_request', `model_id names a classifier, not a version: use '${named.slice(0, named.lastIndexOf('@'))}'`, {
+        param: 'model_id',
+      });
+    }
+    await this.versions.all(principal, named, 'model_id');
+    const added = await this.versions.add(principal, named, body, options);
+    return this.getModel(principal, added.id);
   }
 
   /** A classifier (its live version's status and metrics), or one version of it named `<id>@<n>`. */
   async getModel(principal: Principal, name: string): Promise<ModelObject> {
     const version = await this.versions.resolve(principal, name);
-    const first = (await this.versions.all(principal, version.classifierId))[0];
-    return this.versions.modelObject(name, version, first.createdAt);
+    const versions = await this.versions.all(principal, version.classifierId);
+    return this.versions.modelObject(name, version, versions[0].createdAt, versions.find((v) => v.live)!.version);
   }
 
   /**
@@ -344,7 +367,9 @@ export class SvcService {
     const classifiers = await this.store.listModels(principal.orgId);
     const live = new Map((await this.store.versions.listLive(principal.orgId)).map((v) => [v.classifierId, v]));
     const trained = classifiers.filter((c) => live.get(c.id)?.status === 'trained');
-    const own = await Promise.all(trained.map((c) => this.versions.modelObject(c.id, live.get(c.id)!, c.createdAt)));
+    const own = await Promise.all(
+      trained.map((c) => this.versions.modelObject(c.id, live.get(c.id)!, c.createdAt, live.get(c.id)!.version)),
+    );
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))
       : [];

@@ -21,8 +21,8 @@ const kModelIdPattern = /^[a-z0-9-]+-[0-9a-f]{12}$/;
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /** "not found" for another organization's model too: a key must not learn which ids exist. */
-export const modelNotFound = (id: string) =>
-  new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param: 'model' });
+export const modelNotFound = (id: string, param = 'model') =>
+  new SvcError('not_found', `The model '${id}' does not exist or is not visible to this API key`, { param });
 
 export interface ClassifierVersionsDeps {
   store: Store;
@@ -44,10 +44,10 @@ export class ClassifierVersions {
     this.#deps = deps;
   }
 
-  /** The classifier's versions, oldest first (version 1 first). */
-  async all(caller: Caller, id: string): Promise<VersionRecord[]> {
+  /** The classifier's versions, oldest first (version 1 first); 404 naming `param` for an unknown one. */
+  async all(caller: Caller, id: string, param = 'model'): Promise<VersionRecord[]> {
     const versions = kModelIdPattern.test(id) ? await this.#deps.store.versions.list(id) : [];
-    if (versions.length === 0 || versions[0].orgId !== caller.orgId) throw modelNotFound(id);
+    if (versions.length === 0 || versions[0].orgId !== caller.orgId) throw modelNotFound(id, param);
     return versions;
   }
 
@@ -79,6 +79,12 @@ export class ClassifierVersions {
   async add(caller: Caller, id: string, body: unknown, options: Record<string, unknown> = {}): Promise<VersionObject> {
     const first = (await this.all(caller, id))[0];
     const request = await acceptTrainRequest(body);
+    // `POST /v2/train` with model_id comes here too; a body sent to the versions route may repeat the id, not name another.
+    if (request.model_id !== undefined && request.model_id !== id) {
+      throw new SvcError('invalid_request', `model_id '${request.model_id}' is not the model '${id}' this request adds a version to`, {
+        param: 'model_id',
+      });
+    }
     const mismatch = (field: string, what: string, theirs: string, ours: string) =>
       new SvcError('invalid_request', `A new version of '${id}' must have its ${what} (${ours}); got ${theirs}`, { param: field });
     if (request.task_type !== first.taskType) throw mismatch('task_type', 'task type', request.task_type, first.taskType);
@@ -195,10 +201,19 @@ export class ClassifierVersions {
     };
   }
 
-  /** The model object of a classifier (its live version's status and metrics) or, named `<id>@<n>`, of one version. */
-  async modelObject(name: string, v: VersionRecord, classifierCreatedAt: number): Promise<ModelObject> {
+  /**
+   * The model object of a classifier (its live version's status and metrics) or, named `<id>@<n>`, of one version:
+   * with that version's number and the live one's.
+   */
+  async modelObject(name: string, v: VersionRecord, classifierCreatedAt: number, liveVersion: number): Promise<ModelObject> {
     const object = await this.#deps.models.object(v);
-    return { ...object, id: name, created_at: seconds(name.includes('@') ? v.createdAt : classifierCreatedAt) };
+    return {
+      ...object,
+      id: name,
+      created_at: seconds(name.includes('@') ? v.createdAt : classifierCreatedAt),
+      version: v.version,
+      live_version: liveVersion,
+    };
   }
 
   #noVersion(id: string, version: number, versions: readonly VersionRecord[]): SvcError {

@@ -1,7 +1,9 @@
 // The evaluation report of a classifier on labelled texts it did not train on: what a user reads before promoting a
 // version. Pure arithmetic over the true labels and the model's probabilities; the caller gets those from a
 // validation set. Precision of a label nothing was predicted as is 0 (scikit-learn's zero_division=0), and so is
-// recall of a label no text has.
+// recall of a label no text has. The probabilities come from a validation set, or from the examples' own
+// cross-validation (each example scored by the head of the fold that held it out).
+import { type ExampleTargets, targetCount } from './pairs.js';
 
 /** Thresholds of the binary precision/recall table: 0.05, 0.10, ..., 0.95. */
 export const kThresholds: readonly number[] = Object.freeze(Array.from({ length: 19 }, (_, i) => Math.round((i + 1) * 5) / 100));
@@ -195,4 +197,50 @@ export function evaluateMultiLabel(
     ...averages(perLabel, counts),
     hamming_loss: ratio(wrong, truth.length * labels.length),
   };
+}
+
+/**
+ * The report from probabilities of the examples' own cross-validation (`probabilities`: a row per example, as the
+ * fit task's `outOfFold` holds them: binary P(true); multi-class each class's, the most probable one predicted;
+ * multi-label each label's, predicted at >= 0.5). `labels`: a multi-class or multi-label model's names, null for binary.
+ *
+ * @example
+ * ```ts
+ * evaluateOutOfFold({ kind: 'classes', classes: Int32Array.of(1, 0), count: 2 }, null, Float64Array.of(0.8, 0.3)).accuracy; // 1
+ * ```
+ */
+export function evaluateOutOfFold(
+  targets: ExampleTargets,
+  labels: readonly string[] | null,
+  probabilities: Float64Array,
+): EvaluationReport {
+  const n = targetCount(targets);
+  if (labels === null) {
+    const classes = (targets as ExampleTargets & { kind: 'classes' }).classes;
+    return evaluateBinary(
+      Array.from(classes, (c) => c === 1),
+      Array.from(probabilities),
+    );
+  }
+  const k = labels.length;
+  const row = (i: number) => probabilities.subarray(i * k, (i + 1) * k);
+  if (targets.kind === 'classes') {
+    const predicted = Array.from({ length: n }, (_, i) => {
+      const p = row(i);
+      let best = 0;
+      for (let c = 1; c < k; c++) if (p[c] > p[best]) best = c;
+      return labels[best];
+    });
+    return evaluateMultiClass(
+      labels,
+      Array.from(targets.classes, (c) => labels[c]),
+      predicted,
+    );
+  }
+  const setOf = (flags: ArrayLike<number>, isOn: (v: number) => boolean) => labels.filter((_, l) => isOn(flags[l]));
+  return evaluateMultiLabel(
+    labels,
+    Array.from({ length: n }, (_, i) => setOf(targets.sets.subarray(i * k, (i + 1) * k), (v) => v === 1)),
+    Array.from({ length: n }, (_, i) => setOf(row(i), (v) => v >= 0.5)),
+  );
 }

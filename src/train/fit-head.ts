@@ -174,24 +174,56 @@ function foldsFor(targets: ExampleTargets): { fold: Int32Array; folds: number } 
   return stratifiedFolds(group, count + 1);
 }
 
-/** Cross-validation pooled over folds, for either kind of targets. */
-function crossValidateHead(x: Float32Array, targets: ExampleTargets, settings: FitSettings): CrossValidation {
-  const { fold, folds } = foldsFor(targets);
-  const fitOn = (train: Int32Array) => fitHead(takeRows(x, settings.dim, train), selectTargets(targets, train), settings);
-  if (targets.kind === 'classes') {
-    return crossValidate(targets.classes, targets.count, fold, folds, (train, test) =>
-      predictTargets(fitOn(train), settings.head, x, settings.dim, test),
-    );
+/**
+ * Each example's probabilities from the head of the fold that held it out, a row of `outputs` per example (binary:
+ * P(true); softmax: each class's; one-vs-rest: each label's): what the evaluation report is built from when no
+ * validation set was sent.
+ */
+function probabilityRows(head: FittedHead, kind: HeadKind, x: ArrayLike<number>, dim: number, rows: ArrayLike<number>): Float64Array {
+  const outputs = head.biases.length;
+  const out = new Float64Array(rows.length * outputs);
+  for (let r = 0; r < rows.length; r++) {
+    const z = logits(head, x, dim, rows[r]);
+    if (kind !== 'softmax') {
+      for (let k = 0; k < outputs; k++) out[r * outputs + k] = sigmoid(z[k]);
+      continue;
+    }
+    const top = Math.max(...z);
+    let sum = 0;
+    for (let k = 0; k < outputs; k++) sum += Math.exp(z[k] - top);
+    for (let k = 0; k < outputs; k++) out[r * outputs + k] = Math.exp(z[k] - top) / sum;
   }
+  return out;
+}
+
+/** Cross-validation pooled over folds, for either kind of targets, with each example's out-of-fold probabilities. */
+function crossValidateHead(
+  x: Float32Array,
+  targets: ExampleTargets,
+  settings: FitSettings,
+): { crossValidation: CrossValidation; outOfFold: Float64Array } {
+  const { fold, folds } = foldsFor(targets);
   const n = targetCount(targets);
+  const outputs = settings.head === 'logistic' ? 1 : targets.count;
+  const outOfFold = new Float64Array(n * outputs);
+  // The fold's head predicts its held-out rows: hard labels for the scores, probabilities for the report.
+  const fitAndPredict = (train: Int32Array, test: Int32Array) => {
+    const head = fitHead(takeRows(x, settings.dim, train), selectTargets(targets, train), settings);
+    const probabilities = probabilityRows(head, settings.head, x, settings.dim, test);
+    test.forEach((row, r) => outOfFold.set(probabilities.subarray(r * outputs, (r + 1) * outputs), row * outputs));
+    return predictTargets(head, settings.head, x, settings.dim, test);
+  };
+  if (targets.kind === 'classes') {
+    return { crossValidation: crossValidate(targets.classes, targets.count, fold, folds, fitAndPredict), outOfFold };
+  }
   const predicted = new Uint8Array(targets.sets.length);
   for (let f = 0; f < folds; f++) {
     const train = allRows(n).filter((i) => fold[i] !== f);
     const test = allRows(n).filter((i) => fold[i] === f);
-    const out = predictTargets(fitOn(train), settings.head, x, settings.dim, test);
+    const out = fitAndPredict(train, test);
     test.forEach((row, r) => predicted.set(out.subarray(r * targets.count, (r + 1) * targets.count), row * targets.count));
   }
-  return { ...multiLabelScores(targets.sets, predicted, targets.count), folds };
+  return { crossValidation: { ...multiLabelScores(targets.sets, predicted, targets.count), folds }, outOfFold };
 }
 
 /**
@@ -225,6 +257,7 @@ export function fitAndMeasure(task: FitTask): FitResult {
         predictTargets(head, kind, task.validation.embeddings, dim, allRows(targetCount(task.validation.targets))),
       )
     : null;
+  const measured = task.crossValidate ? crossValidateHead(embeddings, targets, settings) : null;
   return {
     weights: head.weights,
     biases: head.biases,
@@ -232,7 +265,8 @@ export function fitAndMeasure(task: FitTask): FitResult {
     iterations: head.iterations,
     gradientNorm: head.gradientNorm,
     trainAccuracy: trainScores.accuracy,
-    crossValidation: task.crossValidate ? crossValidateHead(embeddings, targets, settings) : null,
+    crossValidation: measured?.crossValidation ?? null,
+    outOfFold: measured?.outOfFold ?? null,
     validation,
   };
 }

@@ -26,6 +26,7 @@ import type { FinetunedEncoder } from './finetune-stage.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
 import type { ExampleTargets } from './pairs.js';
 import { finetunePlan, labelNames, numIterations } from './request.js';
+import { evaluateOutOfFold } from './evaluation.js';
 import { validateTrainRequest } from '../contract/train-request.js';
 import type {
   BinaryTrainRequest,
@@ -169,7 +170,10 @@ async function embedAll(
  * metrics (`cv_accuracy`, `cv_macro_f1`), and validation metrics when the request sends a
  * `validation` set. The head is cross-validated on the base encoder's embeddings of the examples
  * (`cv_encoder: 'base'`) when the encoder was fine-tuned, since the fine-tuned one has seen every
- * held-out fold: a conservative estimate, equal to the frozen model's on the same examples.
+ * held-out fold: a conservative estimate, equal to the frozen model's on the same examples. The
+ * manifest's `cross_validation_report` holds that cross-validation's evaluation report (confusion
+ * matrix, per-label scores, binary thresholds and calibration). A request's `model_id` is for the
+ * service (a new version of a classifier it keeps): `train()` rejects it.
  *
  * @example
  * ```ts
@@ -203,6 +207,13 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   checkOptions(options);
   const validated = validateTrainRequest(request);
   const { examples, model, task_type } = validated;
+  if (validated.model_id !== undefined) {
+    throw new SvcError(
+      'invalid_request',
+      'model_id adds a version to a classifier the service keeps (POST /v2/train); train() makes a new classifier: name it with options.id',
+      { param: 'model_id' },
+    );
+  }
   const hubId = options.hub ? options.id : undefined;
   if (hubId !== undefined) parseHubId(hubId);
   const id = options.id?.split('/').pop() ?? `${model}-${randomBytes(6).toString('hex')}`;
@@ -212,7 +223,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   const started = performance.now();
   const labels = validated.task_type === 'binary-classification' ? null : labelNames(validated);
   const targets = targetsOf(validated.task_type, validated.examples, labels);
-  const validation = validated.task_type === 'binary-classification' ? undefined : validated.validation;
+  const validation = validated.validation;
   const validationTargets = validation ? targetsOf(validated.task_type, validation, labels) : null;
   // Validation texts ride along: embedded by the same encoder as the examples, never paired.
   const texts = [...examples, ...(validation ?? [])].map((example) => example.text);
@@ -299,6 +310,8 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       estimateEmbeddings ? fitTask(estimateEmbeddings, baseWordEmbeddings, null, true) : null,
     ]);
     const crossValidation = (estimate ?? fit).crossValidation!;
+    // The same cross-validation's report, from each example's out-of-fold probabilities (no further fit).
+    const crossValidationReport = evaluateOutOfFold(targets, labels, (estimate ?? fit).outOfFold!);
     const seconds = (performance.now() - started) / 1000;
     options.onProgress?.({ stage: 'fit', done: 1, total: 1 });
 
@@ -343,6 +356,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
             }
           : {}),
       },
+      cross_validation_report: { folds: crossValidation.folds, encoder: estimate ? 'base' : 'trained', ...crossValidationReport },
       library_version: packageVersion(),
     };
     const head = Object.freeze(headOf(headKind, fit));

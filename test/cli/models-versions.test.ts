@@ -52,12 +52,12 @@ it(
       env,
     );
     expect(second.code).toBe(0);
+    // The model object of the new version: not live until promoted.
     expect(json(second.stdout)).toMatchObject({
       id: `${id}@2`,
-      object: 'model.version',
-      model: id,
+      object: 'model',
       version: 2,
-      live: false,
+      live_version: 1,
       status: 'trained',
     });
 

@@ -1,6 +1,7 @@
 // Evaluation reports through a real server on 127.0.0.1 with the library runtime (finetune: false): binary versions
-// trained with validation sets, each report checked against the server's own predictions on the same texts, and a
-// new version compared with the live one on the live one's validation set.
+// trained with validation sets, each report checked against the server's own predictions on the same texts, a new
+// version compared with the live one on the live one's validation set, and one trained without a validation set
+// reported from its cross-validation.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,6 +80,10 @@ it(
     expect(report.thresholds).toHaveLength(19);
     expect(report.calibration.bins.reduce((sum: number, b: { count: number }) => sum + b.count, 0)).toBe(16);
     expect(report.compared_with_live).toBeUndefined();
+    // A binary model's metrics use its validation set too, as multi-class and multi-label ones do: the same texts.
+    const { metrics } = (await call('GET', `/v2/models/${id}`)).body;
+    expect(metrics.validation_examples).toBe(16);
+    expect(Math.abs(metrics.validation_accuracy - report.accuracy)).toBeLessThanOrEqual(1 / 16);
 
     // Version 2 with its own validation set: its report, and both versions on version 1's texts.
     const added = await call('POST', `/v2/models/${id}/versions`, request(10, 60));
@@ -96,20 +101,31 @@ it(
       live: { accuracy: report.accuracy, macro_f1: report.macro.f1 },
     });
 
-    // Refusals: unknown version, a version without a validation set, a version not trained yet.
     expect((await call('GET', `/v2/models/${id}/evaluation?version=9`)).body.error.message).toBe(
       `The model '${id}' has no version 9 (its versions: 1, 2)`,
     );
-    const third = await call('POST', `/v2/models/${id}/versions`, request(20, null));
-    await settled(`${id}@${third.body.version}`);
-    expect(await call('GET', `/v2/models/${id}/evaluation?version=3`)).toEqual({
-      status: 404,
-      body: {
-        error: expect.objectContaining({
-          message: `Version 3 of '${id}' was trained without a validation set: send 'validation' with the train request for a report`,
-        }),
-      },
+
+    // Version 3, through /v2/train with model_id and without a validation set: the report of its examples'
+    // cross-validation, the same one its cv metrics come from, still compared with the live version on its texts.
+    const third = await call('POST', '/v2/train', { ...request(20, null), model_id: id });
+    expect(third.body).toMatchObject({ id: `${id}@3`, version: 3, live_version: 1, status: 'training' });
+    const trained = await settled(`${id}@3`);
+    const crossValidated = (await call('GET', `/v2/models/${id}/evaluation?version=3`)).body;
+    expect(crossValidated).toMatchObject({
+      object: 'model.evaluation',
+      model: `${id}@3`,
+      source: 'cross-validation',
+      folds: trained.metrics.cv_folds,
+      encoder: 'trained',
+      examples: 20,
+      labels: ['true', 'false'],
+      accuracy: trained.metrics.cv_accuracy,
     });
+    expect(crossValidated.macro.f1).toBeCloseTo(trained.metrics.cv_macro_f1, 12);
+    expect(crossValidated.per_label.map((l: { support: number }) => l.support)).toEqual([10, 10]);
+    expect(crossValidated.thresholds).toHaveLength(19);
+    expect(crossValidated.calibration.bins.reduce((sum: number, b: { count: number }) => sum + b.count, 0)).toBe(20);
+    expect(crossValidated.compared_with_live).toMatchObject({ version: 1, examples: 16, live: second.compared_with_live.live });
     expect((await call('GET', `/v2/models/${id}/evaluation?version=0`)).status).toBe(400);
   },
 );

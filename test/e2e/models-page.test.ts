@@ -1,5 +1,5 @@
 // The models page in headless Chromium over a real server with the library runtime: the key prompt, a classifier
-// with two versions (finetune: false, validation sets), a version's confusion matrix heat map, the precision/recall
+// with three versions (finetune: false; two with validation sets, one reported from cross-validation), a version's confusion matrix heat map, the precision/recall
 // chart and its movable threshold, and classifying a text; the page runs under its strict policy.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,6 +45,9 @@ it(
     const model = await server.service.train(principal, body(0));
     await server.service.idle();
     await server.service.versions.add(principal, model.id, body(10));
+    // Version 3 through train's model_id, without a validation set: reported from its cross-validation.
+    const { validation: _none, ...unvalidated } = body(20);
+    await server.service.train(principal, { ...unvalidated, model_id: model.id });
     await server.service.idle();
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -64,8 +67,9 @@ it(
     expect(rows).toEqual([
       [model.id, '1', 'trained', 'live'],
       [model.id, '2', 'trained', ''],
+      [model.id, '3', 'trained', ''],
     ]);
-    expect(await page.textContent('#status')).toBe('2 versions');
+    expect(await page.textContent('#status')).toBe('3 versions');
 
     await page.click('#rows tr:nth-child(2)');
     await page.waitForSelector('#confusion rect.cell');
@@ -102,6 +106,18 @@ it(
     await page.waitForSelector('#classify-result:not(:empty)');
     const expected = await server.service.predict(principal, { model: `${model.id}@2`, inputs: ['A wonderful, moving film.'] });
     expect(JSON.parse((await page.textContent('#classify-result'))!)).toEqual(expected.predictions[0]);
+
+    // Version 3's report comes from the cross-validation of its 20 examples, and says so.
+    await page.click('#rows tr:nth-child(3)');
+    await page.waitForFunction("document.querySelector('#report-note').textContent.includes('cross-validation')");
+    const third = await server.service.evaluations.report(principal, model.id, 3);
+    expect(third.source).toBe('cross-validation');
+    expect(await page.textContent('#report-note')).toContain(
+      `20 training examples, ${third.folds}-fold cross-validation, accuracy ${third.accuracy.toFixed(3)}`,
+    );
+    expect(await page.$$eval('#confusion text.cell-text', (texts) => texts.map((t) => t.textContent))).toEqual(
+      third.confusion_matrix.flat().map(String),
+    );
 
     mkdirSync(join(dir, 'shots'), { recursive: true });
     await page.screenshot({ path: join(dir, 'shots', 'models.png'), fullPage: true });

@@ -65,6 +65,8 @@ describe('svc serve: multi-class and multi-label models', () => {
       owned_by: 'acme',
       task_type: 'multi-class-classification',
       labels: ['amazon', 'imdb', 'yelp'],
+      version: 1,
+      live_version: 1,
       context_window: 256,
     };
     expect(started.body).toEqual(model);

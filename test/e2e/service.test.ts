@@ -74,6 +74,8 @@ describe('svc serve', () => {
       status: 'training',
       owned_by: 'acme',
       task_type: 'binary-classification',
+      version: 1,
+      live_version: 1,
       context_window: 256,
     };
     expect(started.body).toEqual(model);

@@ -177,10 +177,35 @@ async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<v
   expect(await hub('v2')).toBe(404);
   expect(readdirSync(join(hubFolder, 'acme'))).toEqual([id]);
   await refused('DELETE', `/v2/models/${id}/versions/2`, undefined, 404, `The model '${id}' has no version 2 (its versions: 1)`);
-  const third = await call('POST', `/v2/models/${id}/versions`, train(20));
-  expect(third.body.version).toBe(3);
+  // Version 3 through /v2/train with model_id: its model object names it and the live version.
+  const third = await call('POST', '/v2/train', { ...train(20), model_id: id });
+  expect(third.body).toMatchObject({ id: `${id}@3`, object: 'model', status: 'training', version: 3, live_version: 1 });
   await settled(`${id}@3`);
   await call('POST', `/v2/models/${id}/promote`, { version: 3 });
+  expect((await call('GET', `/v2/models/${id}`)).body).toMatchObject({ id, version: 3, live_version: 3 });
+  expect((await call('GET', '/v2/models')).body.data).toEqual([expect.objectContaining({ id, version: 3, live_version: 3 })]);
+  await refused(
+    'POST',
+    '/v2/train',
+    { ...train(0), model_id: 'svc-small-000000000000' },
+    404,
+    "The model 'svc-small-000000000000' does not exist or is not visible to this API key",
+  );
+  await refused(
+    'POST',
+    '/v2/train',
+    { ...train(0), model_id: id },
+    404,
+    `The model '${id}' does not exist or is not visible to this API key`,
+    otherKey,
+  );
+  await refused(
+    'POST',
+    '/v2/train',
+    { ...train(0, 'negative'), model_id: id },
+    400,
+    `A new version of '${id}' must have its label_text ('positive'); got 'negative'`,
+  );
   await refused(
     'DELETE',
     `/v2/models/${id}/versions/1`,

@@ -107,6 +107,8 @@ describe('/v2', () => {
       status: 'training',
       owned_by: 'acme',
       task_type: 'binary-classification',
+      version: 1,
+      live_version: 1,
       context_window: 256,
     });
     expect(Math.abs(model.created_at - Date.now() / 1000)).toBeLessThan(5);
@@ -343,6 +345,19 @@ describe('/v2', () => {
       required: ['model', 'inputs'],
       additionalProperties: false,
     });
+    // Versions: /v2/train takes a classifier's model_id, the model object names its version and the live one, and an
+    // evaluation report says where it came from.
+    const text = JSON.stringify(doc);
+    const schemas = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, Record<string, unknown>> }> } })
+      .components.schemas;
+    expect(Object.keys(schemas.Model.properties)).toEqual(expect.arrayContaining(['version', 'live_version']));
+    expect(schemas.Model.properties.live_version).toMatchObject({ type: 'integer' });
+    expect(schemas.ModelEvaluation.properties.source).toMatchObject({ enum: ['validation', 'cross-validation'] });
+    expect(schemas.ModelEvaluation.properties.folds).toMatchObject({ type: 'integer' });
+    for (const request of ['BinaryTrainRequest', 'MultiClassTrainRequest', 'MultiLabelTrainRequest']) {
+      expect(schemas[request].properties.model_id).toMatchObject({ type: 'string', minLength: 1 });
+    }
+    expect(text).toContain('as POST /v2/models/{id}/versions does');
   });
 });
 

@@ -129,6 +129,8 @@ describe('training jobs', () => {
       status: 'training',
       owned_by: 'acme',
       task_type: 'binary-classification',
+      version: 1,
+      live_version: 1,
       context_window: 256,
     });
     expect(created.id).toMatch(/^svc-small-[0-9a-f]{12}$/);

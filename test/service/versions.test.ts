@@ -107,3 +107,61 @@ it("takes a binary validation set with the examples' label_text only, and report
     param: 'version',
   });
 });
+
+it('trains the next version through train() with model_id, under the rules and errors of the versions route', async () => {
+  const model = await service.train(acme, request(0));
+  expect(model).toMatchObject({ version: 1, live_version: 1, status: 'training' });
+  await service.idle();
+  const added = await service.train(acme, { ...request(10), model_id: model.id });
+  expect(added).toMatchObject({ id: `${model.id}@2`, object: 'model', status: 'training', version: 2, live_version: 1 });
+  await service.idle();
+  expect(runtime.trained).toEqual([model.id, `${model.id}.v2`]);
+
+  // The model object names its version and the live one, whichever way it is asked for.
+  expect(await service.getModel(acme, model.id)).toMatchObject({ id: model.id, version: 1, live_version: 1 });
+  await service.versions.promote(acme, model.id, { version: 2 });
+  expect(await service.getModel(acme, model.id)).toMatchObject({ id: model.id, version: 2, live_version: 2 });
+  expect(await service.getModel(acme, `${model.id}@1`)).toMatchObject({ id: `${model.id}@1`, version: 1, live_version: 2 });
+  expect((await service.listModels(acme)).data).toEqual([expect.objectContaining({ id: model.id, version: 2, live_version: 2 })]);
+
+  const unknown = 'svc-small-000000000000';
+  expect(await refusal(service.train(acme, { ...request(0), model_id: unknown }))).toEqual({
+    status: 404,
+    message: `The model '${unknown}' does not exist or is not visible to this API key`,
+    param: 'model_id',
+  });
+  // Another organization's classifier reads as an unknown one.
+  await service.createOrganization('other');
+  const other = await service.authenticate((await service.createApiKey('other')).key);
+  expect(await refusal(service.train(other, { ...request(0), model_id: model.id }))).toEqual({
+    status: 404,
+    message: `The model '${model.id}' does not exist or is not visible to this API key`,
+    param: 'model_id',
+  });
+  const negative = { ...request(0), examples: request(0).examples.map((e) => ({ ...e, label_text: 'negative' })) };
+  expect(await refusal(service.train(acme, { ...negative, model_id: model.id }))).toEqual({
+    status: 400,
+    message: `A new version of '${model.id}' must have its label_text ('positive'); got 'negative'`,
+    param: 'examples',
+  });
+  expect(await refusal(service.train(acme, { ...request(0), model_id: `${model.id}@2` }))).toEqual({
+    status: 400,
+    message: `model_id names a classifier, not a version: use '${model.id}'`,
+    param: 'model_id',
+  });
+  expect(await refusal(service.versions.add(acme, model.id, { ...request(0), model_id: unknown }))).toEqual({
+    status: 400,
+    message: `model_id '${unknown}' is not the model '${model.id}' this request adds a version to`,
+    param: 'model_id',
+  });
+  // Nothing was queued by the refusals.
+  expect((await service.versions.list(acme, model.id)).data.map((v) => v.version)).toEqual([1, 2]);
+  // This runtime keeps no manifest, so no cross-validation report either: 404 saying why.
+  expect(await refusal(service.evaluations.report(acme, model.id))).toEqual({
+    status: 404,
+    message:
+      `Version 2 of '${model.id}' was trained without a validation set, before training kept a cross-validation report: ` +
+      "train a new version (with 'validation' for a report on held-out texts)",
+    param: 'version',
+  });
+});

@@ -48,6 +48,20 @@ describe('train', () => {
       cv_folds: 5,
       cv_encoder: 'trained',
     });
+    // The same cross-validation's report, kept in the manifest: each example scored by the fold that held it out.
+    const report = classifier.manifest.cross_validation_report!;
+    expect([report.folds, report.encoder, report.examples, report.labels, report.accuracy]).toEqual([
+      5,
+      'trained',
+      20,
+      ['true', 'false'],
+      0.85,
+    ]);
+    expect(report.confusion_matrix[0][0] + report.confusion_matrix[1][1]).toBe(17);
+    expect(report.per_label.map((l) => l.support)).toEqual([10, 10]);
+    expect(report.macro.f1).toBeCloseTo(0.849624060150376, 12);
+    expect(report.thresholds).toHaveLength(19);
+    expect(report.calibration!.bins.reduce((sum, b) => sum + b.count, 0)).toBe(20);
     // Newton from zero converges quadratically: after 4 steps the gradient norm sits at the
     // rounding floor around the 1e-14 tolerance, so whether a 5th step is taken depends on the
     // last bits of the embeddings. Those differ between kernel levels (each level's fp32 GEMM
@@ -90,6 +104,22 @@ describe('train', () => {
       gradient[384] += residual;
     });
     expect(Math.hypot(...gradient)).toBeLessThan(1e-8);
+  });
+
+  it('scores a binary model on its validation set, and leaves model_id to the service', async () => {
+    const validation = testSet.slice(0, 10).map((row) => ({ text: row.text, label: row.label, label_text: 'positive' }));
+    const classifier = await train({ ...request, validation });
+    const right = (await classifier.predict(validation.map((v) => v.text))).filter((p, i) => p.label === validation[i].label).length;
+    expect(classifier.metrics).toMatchObject({ cv_accuracy: 0.85, validation_examples: 10 });
+    // The head scored on the validation embeddings the training run made: what predict says of the same texts.
+    expect(Math.abs(classifier.metrics.validation_accuracy! - right / 10)).toBeLessThanOrEqual(0.1);
+    expect(classifier.metrics.validation_macro_f1).toEqual(expect.any(Number));
+    await expect(train({ ...request, model_id: 'svc-small-1a2b3c4d5e6f' })).rejects.toMatchObject({
+      code: 'invalid_request',
+      param: 'model_id',
+      message:
+        'model_id adds a version to a classifier the service keeps (POST /v2/train); train() makes a new classifier: name it with options.id',
+    });
   });
 
   it('passes validation errors on as SvcError', async () => {
