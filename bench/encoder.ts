@@ -1,8 +1,9 @@
 // `npm run bench -- encoder [--json] [--threads N] [--batches 1,8,32,128] [--corpus uci,email]
 //   [--uci-texts N] [--email-texts N] [--rounds R] [--latency-runs N]`
 // The native encoder against its peers, side by side in one process, same texts, same threads:
-// ours fp32, int8 and bf16 (pre-tokenized ids, and fp32 from raw texts; bf16 shows as a second
-// fp32 row on a CPU without AMX), onnxruntime-node fp32 and
+// ours fp32, int8, bf16 and auto (pre-tokenized ids, and fp32 from raw texts; bf16 shows as a second
+// fp32 row on a CPU without bf16 products, auto as `auto→` the precision it measured faster, with the kernel
+// choice's rates printed first), onnxruntime-node fp32 and
 // int8 on our exported graphs fed as users feed it (batches in input order padded to their
 // longest text) and length-sorted, and transformers.js feature-extraction (fp32 and q8) on the
 // model directory our exporter writes. Prints sentences/s, tokens/s, achieved GFLOP/s (useful
@@ -14,6 +15,7 @@ import type * as ort from 'onnxruntime-node';
 
 import { Encoder } from '../src/native/encoder.js';
 import { cpuInfo } from '../src/native/index.js';
+import { kernelChoice } from '../src/native/kernel-choice.js';
 import { hfTokenize, ortEmbedPadded, ortEncoderSession, transformersJsEmbedder } from '../fixtures/onnx-peers.js';
 import { intOption, type ThroughputResult } from './_common.js';
 import { allUciTexts, emailBodies } from '../fixtures/corpora.js';
@@ -100,6 +102,8 @@ export async function run(args: string[]): Promise<void> {
   const ours = Encoder.fromPretrained('svc-small', { precision: 'fp32', threads });
   const oursInt8 = Encoder.fromPretrained('svc-small', { precision: 'int8', threads });
   const oursBf16 = Encoder.fromPretrained('svc-small', { precision: 'bf16', threads });
+  const oursAuto = Encoder.fromPretrained('svc-small', { precision: 'auto', threads });
+  const choice = kernelChoice(threads);
   const ortFp32 = await ortEncoderSession('fp32', threads);
   const ortInt8 = await ortEncoderSession('int8', threads);
   const jsFp32 = await transformersJsEmbedder('fp32', threads);
@@ -108,6 +112,8 @@ export async function run(args: string[]): Promise<void> {
   log(
     `svc-small encoder, ${threads} threads, kernels ${cpuInfo().level}, ${cpus()[0]?.model ?? 'unknown CPU'} (${availableParallelism()} cores)`,
   );
+  const rates = choice.rates.map((r) => `${r.kernel} ${r.gflops.toFixed(1)} GFLOP/s`).join(', ');
+  log(`precision 'auto' runs ${oursAuto.precision} (kernel ${choice.kernel}, ${choice.source}${rates ? `: ${rates}` : ''})`);
   // SVC_ISA caps only our kernels; onnxruntime and transformers.js pick theirs from the CPU.
   if (process.env.SVC_ISA) log(`SVC_ISA=${process.env.SVC_ISA} caps svc-classify's kernels only; the peers use the CPU's best`);
   const results: ThroughputResult[] = [];
@@ -138,6 +144,7 @@ export async function run(args: string[]): Promise<void> {
         { impl: 'svc-classify', precision: 'fp32', part: ids(ours) },
         { impl: 'svc-classify', precision: 'int8', part: ids(oursInt8) },
         { impl: 'svc-classify', precision: oursBf16.precision, part: ids(oursBf16) },
+        { impl: 'svc-classify', precision: `auto→${oursAuto.precision}`, part: ids(oursAuto) },
         {
           impl: 'svc-classify texts',
           precision: 'fp32',
@@ -187,6 +194,7 @@ export async function run(args: string[]): Promise<void> {
     { impl: 'svc-classify', precision: 'fp32', part: () => void ours.embedIdsSync(one.ids, one.lengths) },
     { impl: 'svc-classify', precision: 'int8', part: () => void oursInt8.embedIdsSync(one.ids, one.lengths) },
     { impl: 'svc-classify', precision: oursBf16.precision, part: () => void oursBf16.embedIdsSync(one.ids, one.lengths) },
+    { impl: 'svc-classify', precision: `auto→${oursAuto.precision}`, part: () => void oursAuto.embedIdsSync(one.ids, one.lengths) },
     { impl: 'onnxruntime-node', precision: 'fp32', part: async () => void (await ortEmbedPadded(ortFp32, [row!])) },
     { impl: 'onnxruntime-node', precision: 'int8', part: async () => void (await ortEmbedPadded(ortInt8, [row!])) },
     { impl: 'transformers.js', precision: 'fp32', part: async () => void (await jsFp32.embed([text])) },
@@ -222,6 +230,7 @@ export async function run(args: string[]): Promise<void> {
   ours.dispose();
   oursInt8.dispose();
   oursBf16.dispose();
+  oursAuto.dispose();
   await Promise.all([ortFp32.release(), ortInt8.release(), jsFp32.dispose(), jsQ8.dispose()]);
-  if (json) console.log(JSON.stringify({ results }, null, 2));
+  if (json) console.log(JSON.stringify({ results, kernelChoice: choice }, null, 2));
 }

@@ -1,6 +1,9 @@
 import { environment } from '../environment.js';
 import { SvcError } from '../errors.js';
+import { availableParallelism } from 'node:os';
+
 import { cpuInfo } from '../native/index.js';
+import { kernelChoice } from '../native/kernel-choice.js';
 import { assertServerPackages } from '../optional-deps.js';
 import { packageVersion } from '../version.js';
 import { closestCommand, commandHelp, kCommandNames, overview } from './help.js';
@@ -28,7 +31,10 @@ const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freez
 
 async function infoCommand(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument '${args[0]}'`);
-  console.log(JSON.stringify({ version: packageVersion(), cpu: cpuInfo() }, null, 2));
+  // The kernel choice on as many threads as the pool's predicting encoders use by default (every core): measured
+  // once on this CPU, then read from the cache. `precision.auto` is what `--precision auto` runs here.
+  const kernels = kernelChoice(availableParallelism());
+  console.log(JSON.stringify({ version: packageVersion(), cpu: cpuInfo(), precision: { auto: kernels.precision }, kernels }, null, 2));
   return 0;
 }
 

@@ -5,7 +5,9 @@ import type { ProviderOptions } from '../proxy/types.js';
 import { environment } from '../environment.js';
 import * as is from '../is.js';
 import { checkPrecision } from '../native/encoder.js';
-import type { EncoderPrecision } from '../native/encoder.js';
+import type { PrecisionSetting } from '../native/encoder.js';
+import { runTask } from '../pool/pool.js';
+import type { PingResult } from '../pool/tasks.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import { parseTrustProxy } from '../server/trust-proxy.js';
 import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
@@ -44,10 +46,18 @@ function logStreamOf(format: string | undefined, level: string | undefined): { w
 }
 
 /** `--precision`, else `SVC_PRECISION`; a wrong one is a usage error naming where it came from. */
-function precisionOf(flag: string | undefined): EncoderPrecision | undefined {
+function precisionOf(flag: string | undefined): PrecisionSetting | undefined {
   if (flag !== undefined) return usageOf(() => checkPrecision(flag, '--precision'));
   const env = environment().precision;
   return env ? usageOf(() => checkPrecision(env, 'SVC_PRECISION')) : undefined;
+}
+
+/** "precision auto runs fp32 (kernel fp32, from the cache: fp32 78.5 GFLOP/s)". */
+function precisionInUse(ping: PingResult): string {
+  const k = ping.kernels;
+  const rates = k?.rates.map((r) => `${r.kernel} ${r.gflops.toFixed(1)} GFLOP/s`).join(', ');
+  const how = k === null ? '' : ` (kernel ${k.kernel}, ${k.source === 'cache' ? 'from the cache' : k.source}${rates ? `: ${rates}` : ''})`;
+  return `precision auto runs ${ping.precision}${how}`;
 }
 
 /** The library's TypeError for a wrong value, as the CLI's usage error (a RangeError: exit 2, not 1). */
@@ -61,7 +71,7 @@ function usageOf<T>(check: () => T): T {
 
 /**
  * `svc serve [--port 8080] [--host 127.0.0.1] [--data ./svc-data] [--database postgres://...] [--redis redis://...] [--artifacts DIR]
- * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16] [--adapter-cache-mb N]
+ * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16|auto] [--adapter-cache-mb N]
  * [--predict-queue TEXTS] [--predict-queue-per-org TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--log-format pretty|json] [--metrics-token T]
  * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS]` (B and C likewise; keys and the metrics token are better
@@ -155,6 +165,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     (redis === undefined ? '' : `, request counts: ${redactDatabaseUrl(redis)}`);
   const artifacts = values.artifacts === undefined ? '' : `, artifacts: ${resolve(values.artifacts)}`;
   console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
+  // A precision that depends on the CPU: say what it runs here, as a worker resolved it (measured or from the cache).
+  if (pool.precision === 'auto') console.log(`svc: ${precisionInUse(await runTask<PingResult>({ kind: 'ping' }))}`);
   if (server.metrics === undefined) {
     console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
   }

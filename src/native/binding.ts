@@ -17,7 +17,7 @@ export interface NativeCpuInfo {
   avx512vnni: boolean;
   /**
    * bf16 products (AVX512_BF16): fine-tuning's linear layers run in bf16 with fp32 sums; without
-   * them it keeps fp32 products. The `'bf16'` precision needs `amx` too.
+   * them it keeps fp32 products. Where they are faster is measured (`kernelChoice`).
    */
   bf16: boolean;
   /**
@@ -52,6 +52,8 @@ export interface NativeTrainerOptions {
   trainEmbeddings: number;
   /** Left out: the whole encoder trains. Targets by the names of `AdapterTarget`. */
   adapter?: { rank: number; alpha: number; targets: readonly string[] };
+  /** Left out: bf16 products wherever the CPU has them (AVX512_BF16). 0: fp32 products. */
+  bf16Products?: number;
 }
 
 /** One trained LoRA matrix, copied out: A is [r, in], B [out, r], row-major. */
@@ -87,7 +89,7 @@ export interface NativeEncoder {
   readonly threads: number;
   /** Resident bytes of the (shared) weights it uses. */
   readonly weightBytes: number;
-  /** The precision of its weights: 'fp32' for a 'bf16' request on a CPU without AMX. */
+  /** The precision of its weights: 'fp32' for a 'bf16' request on a CPU without bf16 products. */
   readonly precision: 'fp32' | 'int8' | 'bf16';
   /**
    * Mean-pooled, L2-normalized embeddings of the packed texts into `out` (lengths.length x dim). With `counts` and
@@ -131,6 +133,13 @@ export interface NativeAddon {
   napiVersion: number;
   /** Bytes the C allocator holds in use (glibc's mallinfo2); null where the C library cannot say. */
   mallocBytesInUse(): number | null;
+  /**
+   * Times every linear-layer kernel this CPU allows (after SVC_ISA's cap; fp32 first) for about `budgetMs`, rounds
+   * interleaved, each checked against fp32 (native/core/kernels/autotune.h).
+   */
+  measureKernels(threads: number, budgetMs: number): { name: string; gflops: number; relError: number; rounds: number }[];
+  /** Which bf16 kernel runs where the CPU has both (process-wide; AMX until set). */
+  setBf16Kernel(kernel: 'amx' | 'vector'): void;
   /** Throws when config.json or the weights are malformed, or a tensor's shape disagrees with the config. */
   Trainer: new (configFile: string, weightsFile: string, options: NativeTrainerOptions) => NativeTrainer;
   /** Max relative error of each training-core gradient check against finite differences. */

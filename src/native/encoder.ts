@@ -7,6 +7,7 @@ import { isBaseModelName, resolveBaseModel } from '../model/base-models.js';
 import type { NativeEncoder } from './binding.js';
 import { findAdapter, nativeSegments } from './adapter.js';
 import type { AdapterSegments } from './adapter.js';
+import { kernelChoice } from './kernel-choice.js';
 import { loadAddon } from './load.js';
 import { Tokenizer } from './tokenizer.js';
 import * as is from '../is.js';
@@ -14,14 +15,20 @@ import * as is from '../is.js';
 /**
  * Arithmetic of the encoder: fp32 (exact); int8 (weights per channel, activations per row; faster,
  * embeddings within about 0.995 cosine of fp32); bf16 (the linear layers' products in bf16 with
- * fp32 sums, on CPUs with AMX tiles, `cpuInfo().amx`; elsewhere it runs fp32, which
- * `Encoder#precision` then reports: without AMX the vector bf16 products measured slower than fp32).
+ * fp32 sums, on CPUs with bf16 products, `cpuInfo().bf16`; elsewhere it runs fp32, which
+ * `Encoder#precision` then reports).
  */
 export type EncoderPrecision = 'fp32' | 'int8' | 'bf16';
 
+/**
+ * A precision to ask for: one of {@link EncoderPrecision}, or `'auto'`: bf16 where a bf16 kernel measured faster than
+ * fp32 on this CPU within bf16's accuracy bound, fp32 elsewhere ({@link kernelChoice}). int8 is never chosen for you.
+ */
+export type PrecisionSetting = EncoderPrecision | 'auto';
+
 export interface EncoderOptions {
-  /** Default `'fp32'`. */
-  precision?: EncoderPrecision;
+  /** Default `'fp32'`. `'auto'`: bf16 where it measured faster on this CPU, fp32 elsewhere. */
+  precision?: PrecisionSetting;
   /** Threads the encoder computes on, the calling thread included. Default: `os.availableParallelism()`. */
   threads?: number;
   /**
@@ -33,21 +40,36 @@ export interface EncoderOptions {
 }
 
 interface ResolvedEncoderOptions {
-  precision: EncoderPrecision;
+  precision: PrecisionSetting;
   threads: number;
   adapter: { file: string; rank: number; scale: number } | null;
 }
 
-const kPrecisions: readonly EncoderPrecision[] = Object.freeze(['fp32', 'int8', 'bf16']);
+const kPrecisions: readonly PrecisionSetting[] = Object.freeze(['fp32', 'int8', 'bf16', 'auto']);
 // Weight files looked for in a model directory, in order.
 const kWeightFiles = Object.freeze(['model.safetensors', 'model.fp16.safetensors']);
 // sentence-transformers' max_seq_length for models given as a directory.
 const kDefaultMaxLength = 256;
 
 /** Checks a precision given by a caller (`name` is how the message calls it). */
-export function checkPrecision(value: unknown, name: string): EncoderPrecision {
-  if (!kPrecisions.includes(value as EncoderPrecision)) throw new TypeError(`${name} must be 'fp32', 'int8' or 'bf16'`);
-  return value as EncoderPrecision;
+export function checkPrecision(value: unknown, name: string): PrecisionSetting {
+  if (!kPrecisions.includes(value as PrecisionSetting)) {
+    throw new TypeError(`${name} must be 'fp32', 'int8', 'bf16' or 'auto'`);
+  }
+  return value as PrecisionSetting;
+}
+
+/**
+ * The precision an encoder on `threads` threads runs for a setting: `'auto'` as measured on this CPU (cached), and an
+ * explicit `'bf16'` with the faster bf16 kernel where the CPU has two. `'fp32'` and `'int8'` are taken as they are.
+ */
+export function resolvePrecision(setting: PrecisionSetting, threads: number): EncoderPrecision {
+  if (setting === 'auto') return kernelChoice(threads).precision;
+  if (setting !== 'bf16') return setting;
+  const cpu = loadAddon().cpuInfo();
+  // Which of AMX and vdpbf16ps runs bf16 is measured too, where the CPU has both.
+  if (cpu.amx) kernelChoice(threads);
+  return cpu.bf16 ? 'bf16' : 'fp32';
 }
 
 function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
@@ -160,19 +182,20 @@ export class Encoder {
     const resolved = resolveOptions(options);
     const files = findModelFiles(model);
     const { Encoder: NativeEncoderClass } = loadAddon();
+    const precision = resolvePrecision(resolved.precision, resolved.threads);
     return callNative(() => {
       const { adapter } = resolved;
       const native = adapter
         ? new NativeEncoderClass(
             files.configFile,
             files.weightsFile,
-            resolved.precision,
+            precision,
             resolved.threads,
             adapter.file,
             adapter.rank,
             adapter.scale,
           )
-        : new NativeEncoderClass(files.configFile, files.weightsFile, resolved.precision, resolved.threads);
+        : new NativeEncoderClass(files.configFile, files.weightsFile, precision, resolved.threads);
       return new Encoder(native, native.precision, files);
     });
   }
@@ -187,7 +210,7 @@ export class Encoder {
     return this.#live().dim;
   }
 
-  /** The precision in use: `'fp32'` when `'bf16'` was asked for on a CPU without AMX. */
+  /** The precision in use: what `'auto'` resolved to, and `'fp32'` when `'bf16'` was asked for on a CPU without it. */
   get precision(): EncoderPrecision {
     return this.#precision;
   }

@@ -1,5 +1,6 @@
 import { callNative, SvcError } from '../errors.js';
 import type { NativeTrainer } from './binding.js';
+import { kernelChoice } from './kernel-choice.js';
 import { loadAddon } from './load.js';
 import * as is from '../is.js';
 import { kDefaultSeed } from '../random.js';
@@ -181,7 +182,10 @@ export class EncoderTrainer {
    */
   static open(weightsFile: string, configFile: string, options: EncoderTrainerOptions): EncoderTrainer {
     const resolved = resolve(options);
-    const { Trainer } = loadAddon();
+    const { Trainer, cpuInfo } = loadAddon();
+    // bf16 products only where they measured faster than fp32 on this CPU (kernel-choice.ts); a CPU without them is
+    // not measured.
+    const bf16 = cpuInfo().bf16 ? { bf16Products: kernelChoice(resolved.threads).trainBf16 ? 1 : 0 } : {};
     return callNative(() => {
       return new EncoderTrainer(
         new Trainer(configFile, weightsFile, {
@@ -197,6 +201,7 @@ export class EncoderTrainer {
           totalSteps: resolved.totalSteps,
           seed: resolved.seed,
           threads: resolved.threads,
+          ...bf16,
         }),
         resolved.adapter !== undefined,
       );

@@ -14,7 +14,7 @@ import { Piscina } from 'piscina';
 import { SvcError, fromNativeError } from '../errors.js';
 import { checkPrecision } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
-import type { EncoderPrecision } from '../native/encoder.js';
+import type { PrecisionSetting } from '../native/encoder.js';
 import type { SvcErrorCode } from '../errors.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
@@ -30,10 +30,11 @@ export interface PoolOptions {
   engineThreads?: number;
   /**
    * Arithmetic of the encoders that predict: `fp32` (default; probabilities equal the exported ONNX
-   * model's within 1e-3) or `int8` (about 3x faster on CPUs with VNNI, probabilities within about
-   * 0.01 of fp32's: docs/benchmarks.md, "HTTP predict"). Training always embeds in fp32.
+   * model's within 1e-3), `int8` (about 3x faster on CPUs with VNNI, probabilities within about
+   * 0.01 of fp32's: docs/benchmarks.md, "HTTP predict"), `bf16` (on CPUs with bf16 products) or `auto` (bf16 where it
+   * measured faster than fp32 on this CPU, fp32 elsewhere: `kernelChoice`). Training always embeds in fp32.
    */
-  precision?: EncoderPrecision;
+  precision?: PrecisionSetting;
   /**
    * Bytes of LoRA adapters each worker keeps in memory, least recently used evicted first (default 256 MiB: about
    * 400 adapters of rank 8 on all six linear layers of svc-small, 0.66 MB each in fp16 as the file holds them). A model whose adapter left
@@ -183,8 +184,14 @@ function startPool(): Piscina {
     precision: options.precision,
     adapterCacheBytes: options.adapterCacheBytes,
   };
-  // bf16 on a CPU without AMX runs fp32: say so where the operator looks.
-  const precision = options.precision === 'bf16' && !cpuInfo().amx ? 'bf16 (fp32 products: this CPU has no AMX)' : options.precision;
+  // Say where the operator looks what a setting that depends on the CPU becomes (each worker resolves 'auto' itself,
+  // from the same cached measurement; a ping task reports it).
+  const precision =
+    options.precision === 'bf16' && !cpuInfo().bf16
+      ? 'bf16 (fp32 products: this CPU has no bf16 products)'
+      : options.precision === 'auto'
+        ? 'auto (bf16 where measured faster, else fp32)'
+        : options.precision;
   debug('pool: %d worker(s) x %d engine thread(s), predicting in %s, %s', options.workers, options.engineThreads, precision, filename);
   return new Piscina({
     filename,

@@ -3,7 +3,8 @@
 import type { MessagePort } from 'node:worker_threads';
 
 import type { Head } from '../model/directory.js';
-import type { EncoderPrecision } from '../native/encoder.js';
+import type { EncoderPrecision, PrecisionSetting } from '../native/encoder.js';
+import type { KernelChoice } from '../native/kernel-choice.js';
 import type { AdapterOptions, AdapterTensor } from '../native/trainer.js';
 import type { Manifest } from '../contract/manifest.js';
 
@@ -237,6 +238,10 @@ export interface PingResult {
   engineThreads: number;
   predictThreads: number;
   cpuLevel: string;
+  /** The precision the worker's predicting encoders run: the pool's setting, `'auto'` resolved on this CPU. */
+  precision: EncoderPrecision;
+  /** The measured kernel choice behind it; null for an explicit fp32 or int8, which need none. */
+  kernels: KernelChoice | null;
 }
 
 /**
@@ -263,8 +268,8 @@ export interface WorkerSettings {
   predictThreads: number;
   /** Nice value for the worker's threads (Linux), so the host's event loop comes first. */
   niceness: number;
-  /** Arithmetic of the encoders that predict (training embeds in fp32 whatever this says). */
-  precision: EncoderPrecision;
+  /** Arithmetic of the encoders that predict (training embeds in fp32 whatever this says); `'auto'` as measured. */
+  precision: PrecisionSetting;
   /** Bytes of LoRA adapters each worker keeps in memory (fp32), least recently used evicted first. */
   adapterCacheBytes: number;
 }

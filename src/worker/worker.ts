@@ -13,7 +13,9 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { writeMergedTransformersDir } from '../model/merged-export.js';
 import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
-import type { EncoderPrecision } from '../native/encoder.js';
+import { resolvePrecision } from '../native/encoder.js';
+import type { PrecisionSetting } from '../native/encoder.js';
+import { kernelChoice } from '../native/kernel-choice.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
@@ -89,7 +91,7 @@ const adapters = new AdapterCache(settings.adapterCacheBytes);
 const finetuned = new Map<string, { identity: string; encoder: Encoder }>();
 const kMaxFinetunedEncoders = 4;
 
-function loadEncoder(model: string, precision: EncoderPrecision, adapter?: string): Encoder {
+function loadEncoder(model: string, precision: PrecisionSetting, adapter?: string): Encoder {
   return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...(adapter ? { adapter } : {}) });
 }
 
@@ -98,7 +100,7 @@ function loadEncoder(model: string, precision: EncoderPrecision, adapter?: strin
  * embeds in fp32, so that a head is fitted on the numbers the exported ONNX model computes; predictions
  * run in the pool's precision (a fine-tuned model predicts in it too).
  */
-function encoderFor(baseModel: string, encoderFile: string | null, precision: EncoderPrecision): Encoder {
+function encoderFor(baseModel: string, encoderFile: string | null, precision: PrecisionSetting): Encoder {
   if (encoderFile === null) {
     const key = `${precision}:${baseModel}`;
     let encoder = encoders.get(key);
@@ -183,7 +185,16 @@ async function save(task: SaveTask): Promise<void> {
 }
 
 function ping(): PingResult {
-  return { threadId, engineThreads: settings.engineThreads, predictThreads: settings.predictThreads, cpuLevel: cpuInfo().level };
+  const { precision, predictThreads } = settings;
+  return {
+    threadId,
+    engineThreads: settings.engineThreads,
+    predictThreads,
+    cpuLevel: cpuInfo().level,
+    precision: resolvePrecision(precision, predictThreads),
+    // Measured (or read from the cache) only where the setting asks for a choice.
+    kernels: precision === 'auto' || precision === 'bf16' ? kernelChoice(predictThreads) : null,
+  };
 }
 
 async function dispatch(task: PoolTask): Promise<unknown> {

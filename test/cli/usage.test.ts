@@ -17,7 +17,7 @@ describe('svc usage errors say why', () => {
   it.each([
     [['serve', '--port', '99999'], 'serve', "--port must be an integer from 0 to 65535, got '99999'"],
     [['serve', '--port=-1'], 'serve', "--port must be an integer from 0 to 65535, got '-1'"],
-    [['serve', '--precision', 'fp16'], 'serve', "--precision must be 'fp32', 'int8' or 'bf16'"],
+    [['serve', '--precision', 'fp16'], 'serve', "--precision must be 'fp32', 'int8', 'bf16' or 'auto'"],
     [
       ['predict', 'some text'],
       'predict',

@@ -100,7 +100,7 @@ describe('Encoder options and lifecycle', () => {
       new TypeError('options.threads must be an integer from 1 to 1024'),
     );
     expect(() => Encoder.fromPretrained('svc-small', { precision: 'fp16' as 'fp32' })).toThrow(
-      new TypeError("options.precision must be 'fp32', 'int8' or 'bf16'"),
+      new TypeError("options.precision must be 'fp32', 'int8', 'bf16' or 'auto'"),
     );
     const error = (() => {
       try {

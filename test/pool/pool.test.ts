@@ -47,7 +47,7 @@ describe('pool', () => {
       new RangeError(`options.workers x options.engineThreads must be at most the ${cores} available cores (got ${cores} x 2)`),
     );
     expect(() => configurePool({ precision: 'int4' as 'int8' })).toThrow(
-      new TypeError("options.precision must be 'fp32', 'int8' or 'bf16'"),
+      new TypeError("options.precision must be 'fp32', 'int8', 'bf16' or 'auto'"),
     );
     expect(poolOptions()).toEqual({
       workers: Math.min(2, cores),
@@ -65,6 +65,8 @@ describe('pool', () => {
       expect(result.engineThreads).toBe(1);
       // Predicting encoders have every core of the pool: 2 workers x 1 engine thread.
       expect(result.predictThreads).toBe(2);
+      // fp32 by default, an explicit precision: nothing measured for it.
+      expect(result).toMatchObject({ precision: 'fp32', kernels: null });
     }
     expect(() => configurePool({ workers: 1 })).toThrow('configurePool must be called before the pool starts (call closePool first)');
     await closePool();
@@ -80,6 +82,22 @@ describe('pool', () => {
       precision: 'int8',
       adapterCacheBytes: kDefaultAdapterCacheBytes,
     });
+  });
+
+  it("reports what precision 'auto' runs in each worker, and the measurement behind it", async () => {
+    await closePool();
+    configurePool({ workers: 2, engineThreads: 1, precision: 'auto' });
+    const results = await Promise.all([runTask<PingResult>({ kind: 'ping' }), runTask<PingResult>({ kind: 'ping' })]);
+    for (const result of results) {
+      expect(result.kernels).not.toBeNull();
+      expect(result.precision).toBe(result.kernels!.precision);
+      expect(result.kernels!.threads).toBe(2);
+      expect(result.kernels!.rates[0]).toMatchObject({ kernel: 'fp32', relError: 0 });
+      expect(['measured', 'cache']).toContain(result.kernels!.source);
+    }
+    // Both workers hold the same rates: one measured, the other read its file (or both read an older one).
+    expect(results[1]!.kernels!.rates).toEqual(results[0]!.kernels!.rates);
+    await closePool();
   });
 
   it('keeps a worker, and its cores, for predictions: training gets the other workers, each on its own share', () => {

@@ -70,4 +70,14 @@ describe('svc-classify types', () => {
     expectTypeOf(library).not.toHaveProperty('labelNames');
     expectTypeOf(library).toHaveProperty('validateClassifyRequest');
   });
+
+  it("an encoder asked for 'auto' reports the precision it runs, never 'auto'; kernelChoice says why", () => {
+    expectTypeOf(library.Encoder.fromPretrained).toBeCallableWith('svc-small', { precision: 'auto' });
+    expectTypeOf<library.Encoder['precision']>().toEqualTypeOf<library.EncoderPrecision>();
+    expectTypeOf<library.PrecisionSetting>().toEqualTypeOf<'fp32' | 'int8' | 'bf16' | 'auto'>();
+    expectTypeOf(library.kernelChoice(2).precision).toEqualTypeOf<'fp32' | 'bf16'>();
+    expectTypeOf(library.kernelChoice(2).source).toEqualTypeOf<'measured' | 'cache' | 'forced'>();
+    expectTypeOf<library.KernelRate['kernel']>().toEqualTypeOf<library.KernelName>();
+    expectTypeOf(library.configurePool).toBeCallableWith({ precision: 'auto' });
+  });
 });
