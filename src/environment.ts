@@ -46,6 +46,12 @@ export interface Environment {
   readonly addonPath: string | undefined;
   /** `LIBC`: `glibc` or `musl`, as node-gyp-build reads it when it picks a prebuilt addon. */
   readonly libc: string | undefined;
+  /** `SVC_KERNEL`: forces the kernel choice (`fp32`, `bf16-vector`, `bf16-amx`) instead of measuring. */
+  readonly kernel: string | undefined;
+  /** `SVC_CACHE_DIR`: where the kernel measurements are cached. */
+  readonly cacheDir: string | undefined;
+  /** `XDG_CACHE_HOME`: the user's cache folder, the measurements' place without `SVC_CACHE_DIR`. */
+  readonly xdgCacheHome: string | undefined;
 }
 
 /** The variables by the name each has in {@link Environment}. */
@@ -65,6 +71,9 @@ export const kEnvironmentVariables = Object.freeze({
   isa: 'SVC_ISA',
   addonPath: 'SVC_ADDON_PATH',
   libc: 'LIBC',
+  kernel: 'SVC_KERNEL',
+  cacheDir: 'SVC_CACHE_DIR',
+  xdgCacheHome: 'XDG_CACHE_HOME',
 });
 
 const kProviderPrefixes: Readonly<Record<EnvironmentProvider, string>> = Object.freeze({
@@ -145,6 +154,15 @@ export function environment(source: EnvironmentSource = process.env): Environmen
     },
     get libc() {
       return text(v.libc);
+    },
+    get kernel() {
+      return text(v.kernel);
+    },
+    get cacheDir() {
+      return text(v.cacheDir);
+    },
+    get xdgCacheHome() {
+      return text(v.xdgCacheHome);
     },
   };
 }

@@ -15,6 +15,7 @@ import { cpus, homedir } from 'node:os';
 import { join } from 'node:path';
 import { debuglog } from 'node:util';
 
+import { environment, type EnvironmentSource } from '../environment.js';
 import { SvcError } from '../errors.js';
 import { kKernelNames, pickKernel } from './kernel-pick.js';
 import type { KernelName, KernelRate } from './kernel-pick.js';
@@ -54,10 +55,9 @@ const kWaitForOtherMs = 5_000;
 const choices = new Map<number, KernelChoice>();
 
 /** `SVC_CACHE_DIR`, else `$XDG_CACHE_HOME/svc-classify`, else `~/.cache/svc-classify`. */
-export function kernelCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.SVC_CACHE_DIR) return env.SVC_CACHE_DIR;
-  const base = env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'svc-classify');
+export function kernelCacheDir(env?: EnvironmentSource): string {
+  const { cacheDir, xdgCacheHome } = environment(env);
+  return cacheDir ?? join(xdgCacheHome ?? join(homedir(), '.cache'), 'svc-classify');
 }
 
 function availableKernels(): KernelName[] {
@@ -198,8 +198,8 @@ function ratesFor(
 }
 
 function forcedKernel(): KernelName | undefined {
-  const forced = process.env.SVC_KERNEL;
-  if (forced === undefined || forced === '') return undefined;
+  const forced = environment().kernel;
+  if (forced === undefined) return undefined;
   if (!kKernelNames.includes(forced as KernelName)) {
     throw new SvcError('invalid_request', `SVC_KERNEL must be one of ${kKernelNames.join(', ')}; got '${forced}'`);
   }
