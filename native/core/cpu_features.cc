@@ -123,25 +123,11 @@ CpuLevel cpu_level() {
 }
 
 const char* cpu_level_name() {
-  switch (cpu_level()) {
-    case CpuLevel::kAvx512Amx:
-      return "avx512-amx";
-    case CpuLevel::kAvx512Vnni:
-      return "avx512-vnni";
-    case CpuLevel::kAvx512:
-      return "avx512";
-    case CpuLevel::kAvx2Vnni:
-      return "avx2-vnni";
-    case CpuLevel::kAvx2:
-      return "avx2";
-    case CpuLevel::kNeonDotprod:
-      return "neon-dotprod";
-    case CpuLevel::kNeon:
-      return "neon";
-    case CpuLevel::kScalar:
-      break;
-  }
-  return "scalar";
+  // Indexed by CpuLevel, lowest first.
+  static constexpr const char* kNames[] = {"scalar",    "neon",   "neon-dotprod", "avx2",
+                                           "avx2-vnni", "avx512", "avx512-vnni",  "avx512-amx"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(CpuLevel::kAvx512Amx) + 1);
+  return kNames[static_cast<int>(cpu_level())];
 }
 
 }  // namespace svc
