@@ -180,7 +180,16 @@ async function lifecycle(servers: RunningServer[], hubFolder: string): Promise<v
   // Version 3 through /v2/train with model_id: its model object names it and the live version.
   const third = await call('POST', '/v2/train', { ...train(20), model_id: id });
   expect(third.body).toMatchObject({ id: `${id}@3`, object: 'model', status: 'training', version: 3, live_version: 1 });
-  await settled(`${id}@3`);
+  const { metrics } = (await settled(`${id}@3`)) as { metrics: { cv_folds: number; cv_accuracy: number } };
+  // Trained without a validation set: its report is its examples' cross-validation, read from the manifest through
+  // the artifact store (on the other replica with PostgreSQL).
+  expect((await call('GET', `/v2/models/${id}/evaluation?version=3`)).body).toMatchObject({
+    model: `${id}@3`,
+    source: 'cross-validation',
+    folds: metrics.cv_folds,
+    examples: 20,
+    accuracy: metrics.cv_accuracy,
+  });
   await call('POST', `/v2/models/${id}/promote`, { version: 3 });
   expect((await call('GET', `/v2/models/${id}`)).body).toMatchObject({ id, version: 3, live_version: 3 });
   expect((await call('GET', '/v2/models')).body.data).toEqual([expect.objectContaining({ id, version: 3, live_version: 3 })]);
