@@ -176,6 +176,11 @@ describe('multi-class classifiers', () => {
     expect(classifier.metrics.validation_accuracy).toBe(right / 3);
     // The estimate is the frozen model's above: cross-validated on the base encoder, which never saw the examples.
     expect(classifier.metrics).toMatchObject({ cv_accuracy: 0.75, cv_macro_f1: 0.7478991596638656, cv_folds: 5, cv_encoder: 'base' });
+    // Its cross-validation report is the same run's, on the same base-encoder embeddings: no second fine-tune.
+    const report = classifier.manifest.cross_validation_report!;
+    expect([report.encoder, report.folds, report.accuracy, report.labels]).toEqual(['base', 5, 0.75, classifier.labels]);
+    expect(report.macro.f1).toBeCloseTo(0.7478991596638656, 12);
+    expect(report.confusion_matrix.flat().reduce((sum, n) => sum + n, 0)).toBe(report.examples);
     for (const p of predictions) expect(Object.values(p.scores).reduce((s, v) => s + v, 0)).toBeCloseTo(1, 6);
     classifier.dispose();
     // Six training steps: seconds alone, minutes beside other busy processes on two cores.
@@ -190,6 +195,13 @@ describe('multi-label classifiers', () => {
     );
     const classifier = await train({ ...labelRequest, validation });
     expect(classifier.taskType).toBe('multi-label-classification');
+    // The cross-validation report: per label [tn, fp, fn, tp] over all 24 examples, and the Hamming loss.
+    const report = classifier.manifest.cross_validation_report!;
+    expect(report.confusion_matrix.map((row) => row.reduce((sum, n) => sum + n, 0))).toEqual([24, 24]);
+    expect(report.accuracy).toBe(classifier.metrics.cv_accuracy);
+    const wrong = report.confusion_matrix.reduce((sum, [, fp, fn]) => sum + fp + fn, 0);
+    expect(report.hamming_loss).toBe(wrong / 48);
+    expect(report.thresholds).toBeUndefined();
     expect(classifier.labels).toEqual(['film', 'positive']);
     expect(classifier.manifest.training).toMatchObject({
       head: 'one-vs-rest-logistic-regression',
