@@ -15,7 +15,7 @@ import { cpus, homedir } from 'node:os';
 import { join } from 'node:path';
 import { debuglog } from 'node:util';
 
-import { environment, type EnvironmentSource } from '../environment.js';
+import { environment } from '../environment.js';
 import { SvcError } from '../errors.js';
 import { kKernelNames, pickKernel } from './kernel-pick.js';
 import type { KernelName, KernelRate } from './kernel-pick.js';
@@ -55,8 +55,8 @@ const kWaitForOtherMs = 5_000;
 const choices = new Map<number, KernelChoice>();
 
 /** `SVC_CACHE_DIR`, else `$XDG_CACHE_HOME/svc-classify`, else `~/.cache/svc-classify`. */
-export function kernelCacheDir(env?: EnvironmentSource): string {
-  const { cacheDir, xdgCacheHome } = environment(env);
+export function kernelCacheDir(): string {
+  const { cacheDir, xdgCacheHome } = environment();
   return cacheDir ?? join(xdgCacheHome ?? join(homedir(), '.cache'), 'svc-classify');
 }
 
