@@ -82,6 +82,11 @@ export interface TrainingSettings {
    * Absent: the examples alone.
    */
   label_words?: { kind: 'examples'; weight: number; sentences: number } | { kind: 'direction'; scale: number; sentences: number };
+  /**
+   * Self-training on the request's `unlabeled` texts: the share of them pseudo-labelled per round, the rounds, and how
+   * many texts there were. Absent: none sent.
+   */
+  self_training?: { share: number; rounds: number; unlabeled: number };
   /** Newton's method (binary, one-vs-rest) or L-BFGS (softmax). */
   solver: 'newton-cholesky' | 'lbfgs';
   /** Steps the head took to converge (one-vs-rest: the most any label took). */

@@ -29,6 +29,14 @@ export interface CrossValidation {
 /** How the head uses the label words (train/label-words.ts); `none` fits on the examples alone. */
 export type LabelWordsLever = { kind: 'none' } | { kind: 'examples'; weight: number } | { kind: 'direction'; scale: number };
 
+/** How a head self-trains on unlabelled texts (train/self-training.ts). */
+export interface SelfTrainingOptions {
+  /** Share of the unlabelled texts pseudo-labelled, 0 < share <= 1. */
+  share: number;
+  /** Label-and-refit rounds (each relabels from the last head). */
+  rounds: number;
+}
+
 /** Sentence embeddings of `texts` (n x dim, L2-normalized), as one engine batch. */
 export interface EmbedTask {
   kind: 'embed';
@@ -128,6 +136,11 @@ export interface FitTask {
    * uses them (train/label-words.ts); every fold of the cross-validation uses them too. Absent: none.
    */
   labelWords?: { embeddings: Float32Array; targets: ExampleTargets; lever: LabelWordsLever } | null;
+  /**
+   * Unlabelled texts embedded by the same body: single-label heads self-train on them
+   * (train/self-training.ts), in every fold of the cross-validation too. Absent: none.
+   */
+  unlabeled?: { embeddings: Float32Array; selfTraining: SelfTrainingOptions } | null;
 }
 
 /** Accuracy and macro-F1 on a set of examples. */

@@ -27,6 +27,7 @@ export function storedTrainingOptions(request: TrainRequest): Record<string, unk
     num_iterations: request.num_iterations,
     truncate: request.truncate,
     validation: request.validation,
+    unlabeled: request.unlabeled,
     ...(request.task_type === 'binary-classification' ? {} : { class_weight: request.class_weight }),
   };
 }
@@ -43,7 +44,7 @@ export function storedLabels(taskType: TaskType, labelText: string): string[] | 
 
 /**
  * The train request a stored job stands for: its examples as stored, and the options the job
- * kept (`finetune`, `num_iterations`, `truncate`, `class_weight`, `validation`). The runtime validates it again.
+ * kept (`finetune`, `num_iterations`, `truncate`, `class_weight`, `validation`, `unlabeled`). The runtime validates it again.
  */
 export function storedTrainRequest(
   baseModel: string,
@@ -51,10 +52,10 @@ export function storedTrainRequest(
   examples: readonly TrainingExample[],
   options: Record<string, unknown>,
 ): TrainRequest {
-  const { finetune, num_iterations, truncate, class_weight, validation } = options;
-  const common = { model: baseModel, finetune, num_iterations, truncate } as Pick<
+  const { finetune, num_iterations, truncate, class_weight, validation, unlabeled } = options;
+  const common = { model: baseModel, finetune, num_iterations, truncate, unlabeled } as Pick<
     TrainRequest,
-    'model' | 'finetune' | 'num_iterations' | 'truncate'
+    'model' | 'finetune' | 'num_iterations' | 'truncate' | 'unlabeled'
   >;
   switch (taskType) {
     case 'binary-classification':

@@ -10,6 +10,8 @@ import { targetCount } from './pairs.js';
 import { balancedWeights, fitSoftmaxRegression } from './softmax.js';
 import { foldDirections, labelDirections, withDirectionFeatures, withLabelWordExamples } from './label-words.js';
 import type { LabelWords, LabelWordsLever } from './label-words.js';
+import { selfTrain } from './self-training.js';
+import type { SelfTrainingOptions } from './self-training.js';
 
 /** A fitted head: rows x dim weights and a bias per row, with how the solver ended. */
 interface FittedHead {
@@ -26,6 +28,8 @@ interface FitSettings {
   balanced: boolean;
   /** The label words embedded by the same body, and how the head uses them (label-words.ts). */
   labelWords?: { words: LabelWords; lever: LabelWordsLever } | null;
+  /** Unlabelled texts embedded by the same body, for self-training (self-training.ts). */
+  unlabeled?: { embeddings: Float32Array; options: SelfTrainingOptions } | null;
 }
 
 /** The targets of examples `rows` only. */
@@ -50,7 +54,15 @@ function times(weights: ArrayLike<number> | undefined, more: ArrayLike<number>):
   return Float64Array.from(more, (w, i) => (weights ? weights[i] : 1) * w);
 }
 
+/** The head on the examples; with unlabelled texts (single-label heads), self-trained on them too. */
 function fitHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSettings): FittedHead {
+  const { unlabeled } = settings;
+  if (!unlabeled || targets.kind !== 'classes') return fitExamplesHead(x, targets, settings);
+  const fit = (rows: ArrayLike<number>, rowTargets: ExampleTargets) => fitExamplesHead(rows, rowTargets, settings);
+  return selfTrain(fit, x, targets, unlabeled.embeddings, settings.dim, unlabeled.options).head;
+}
+
+function fitExamplesHead(x: ArrayLike<number>, targets: ExampleTargets, settings: FitSettings): FittedHead {
   const { words, lever } = settings.labelWords ?? { words: null, lever: { kind: 'none' } as LabelWordsLever };
   if (words === null || lever.kind === 'none') return fitPlainHead(x, targets, settings, undefined);
   if (lever.kind === 'examples') {
@@ -247,6 +259,7 @@ export function fitAndMeasure(task: FitTask): FitResult {
     C: task.C,
     balanced: task.balanced,
     labelWords: words && { words: { embeddings: words.embeddings, targets: words.targets }, lever: words.lever },
+    unlabeled: task.unlabeled ? { embeddings: task.unlabeled.embeddings, options: task.unlabeled.selfTraining } : null,
   };
   const head = fitHead(embeddings, targets, settings);
   const n = targetCount(targets);

@@ -21,6 +21,7 @@ import { keptExamples } from '../predict/example-bank.js';
 import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
+import { kSelfTraining } from './self-training.js';
 import type { LabelWordsLever } from './label-words.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
@@ -282,12 +283,27 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     const quiet = { signal: options.signal };
     const wordEmbeddings = words && (await embedAll(model, words.texts, dim, quiet, encoder?.encoderFile ?? null));
     const baseWordEmbeddings = words && encoder ? await embedAll(model, words.texts, dim, quiet) : wordEmbeddings;
+    // Unlabelled texts (request.unlabeled), embedded by the model's encoder: the head self-trains on them
+    // (self-training.ts). A fine-tuned model's estimate stays the base encoder's head without them.
+    const unlabeled = validated.task_type === 'multi-label-classification' ? [] : (validated.unlabeled ?? []);
+    const unlabeledEmbeddings =
+      unlabeled.length > 0
+        ? await embedExamples(unlabeled, truncate === 'none' ? 'end' : truncate, dim, (t) =>
+            embedAll(model, t, dim, quiet, encoder?.encoderFile ?? null),
+          )
+        : null;
     throwIfAborted(options.signal);
     options.onProgress?.({ stage: 'fit', done: 0, total: 1 });
     const split = examples.length * dim;
     const headKind = kHeadKinds[task_type];
     const balanced = validated.task_type !== 'binary-classification' && validated.class_weight === 'balanced';
-    const fitTask = (on: Float32Array, wordsOn: Float32Array | null, validationEmbeddings: Float32Array | null, crossValidate: boolean) =>
+    const fitTask = (
+      on: Float32Array,
+      wordsOn: Float32Array | null,
+      validationEmbeddings: Float32Array | null,
+      crossValidate: boolean,
+      unlabeledOn: Float32Array | null = null,
+    ) =>
       runTask<FitResult>(
         {
           kind: 'fit',
@@ -300,13 +316,14 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
           validation: validationTargets && validationEmbeddings ? { embeddings: validationEmbeddings, targets: validationTargets } : null,
           crossValidate,
           labelWords: words && wordsOn ? { embeddings: wordsOn, targets: words.targets, lever } : null,
+          unlabeled: unlabeledOn && { embeddings: unlabeledOn, selfTraining: kSelfTraining },
         },
         options.signal,
       );
     // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones
     // (and none on the trained ones, whose figure would be thrown away).
     const [fit, estimate] = await Promise.all([
-      fitTask(embeddings.subarray(0, split), wordEmbeddings, embeddings.subarray(split), estimateEmbeddings === null),
+      fitTask(embeddings.subarray(0, split), wordEmbeddings, embeddings.subarray(split), estimateEmbeddings === null, unlabeledEmbeddings),
       estimateEmbeddings ? fitTask(estimateEmbeddings, baseWordEmbeddings, null, true) : null,
     ]);
     const crossValidation = (estimate ?? fit).crossValidation!;
@@ -335,6 +352,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
         C: kHeadC,
         ...(balanced ? { class_weight: 'balanced' } : {}),
         ...(words && lever.kind !== 'none' ? { label_words: { ...lever, sentences: words.texts.length } } : {}),
+        ...(unlabeledEmbeddings ? { self_training: { ...kSelfTraining, unlabeled: unlabeled.length } } : {}),
         solver: fit.solver,
         iterations: fit.iterations,
         max_length: base.maxLength,
