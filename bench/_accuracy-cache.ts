@@ -18,8 +18,29 @@ import type { ExampleTargets } from '../src/train/pairs.js';
 import { targetsOf } from '../src/train/train.js';
 import type { Draw, Task } from './_accuracy-tasks.js';
 
-export type Body = 'frozen' | 'adapter' | 'full';
+export type Body = 'frozen' | 'adapter' | 'full' | 'full-wordpairs' | 'adapter-seed2' | 'adapter-seed3';
 export const kBodies: readonly Body[] = ['frozen', 'adapter', 'full'];
+/**
+ * Bodies of the untried levers: `full-wordpairs` fine-tunes the whole encoder with the label words'
+ * template sentences among the examples of the contrastive pairs (rounds scaled down so the pairs and
+ * steps stay as many as the examples alone make); `adapter-seed2` / `-seed3` are the adapter trained
+ * with another seed (the draw's seed + 1000 / + 2000), the members of an ensemble.
+ */
+export const kLeverBodies: readonly Body[] = ['full-wordpairs', 'adapter-seed2', 'adapter-seed3'];
+
+/** The seed a body's fine-tuning runs with on a draw whose training seed is `seed`. */
+function bodySeed(body: Body, seed: number): number {
+  return body === 'adapter-seed2' ? seed + 1000 : body === 'adapter-seed3' ? seed + 2000 : seed;
+}
+
+/** Class targets of `a` then `b`. */
+function concatClasses(a: ExampleTargets, b: ExampleTargets): ExampleTargets {
+  if (a.kind !== 'classes' || b.kind !== 'classes') throw new TypeError('word pairs are measured on single-label tasks');
+  const classes = new Int32Array(a.classes.length + b.classes.length);
+  classes.set(a.classes);
+  classes.set(b.classes, a.classes.length);
+  return { kind: 'classes', classes, count: a.count };
+}
 
 /** One draw as the head sees it: embeddings (rows x dim) and targets of examples, test texts and label words. */
 export interface DrawEmbeddings {
@@ -75,7 +96,11 @@ async function embedBase(texts: string[]): Promise<Float32Array> {
 /** The request train() would validate for this draw and body. */
 function requestOf(draw: Draw, body: Body): TrainRequest {
   const finetune =
-    body === 'frozen' ? false : body === 'full' ? { method: 'full' as const } : { method: 'adapter' as const, rank: kDefaultAdapterRank };
+    body === 'frozen'
+      ? false
+      : body === 'full' || body === 'full-wordpairs'
+        ? { method: 'full' as const }
+        : { method: 'adapter' as const, rank: kDefaultAdapterRank };
   return validateTrainRequest({ model: 'svc-small', ...draw.request, finetune } as TrainRequest);
 }
 
@@ -108,14 +133,18 @@ async function compute(draw: Draw, body: Body): Promise<{ all: Float32Array; bod
   const texts = [...parts.trainTexts, ...draw.testTexts, ...parts.words.texts];
   if (body === 'frozen') return { all: await embedBase(texts), bodySeconds: 0 };
   const started = performance.now();
+  const wordPairs = body === 'full-wordpairs';
+  const n = parts.trainTexts.length;
+  const all = n + parts.words.texts.length;
   const encoder = await runFinetuneStage({
     baseModel: 'svc-small',
-    texts: parts.trainTexts,
-    targets: parts.targets,
-    iterations: numIterations(request),
-    seed: draw.options.seed ?? kDefaultSeed,
+    texts: wordPairs ? [...parts.trainTexts, ...parts.words.texts] : parts.trainTexts,
+    targets: wordPairs ? concatClasses(parts.targets, parts.words.targets) : parts.targets,
+    // With the words among the paired texts, fewer rounds give as many pairs (and steps) as the examples alone.
+    iterations: wordPairs ? Math.max(1, Math.round((numIterations(request) * n) / all)) : numIterations(request),
+    seed: bodySeed(body, draw.options.seed ?? kDefaultSeed),
     threads: poolThreads(),
-    adapterRank: body === 'adapter' ? kDefaultAdapterRank : null,
+    adapterRank: body.startsWith('adapter') ? kDefaultAdapterRank : null,
   });
   const bodySeconds = (performance.now() - started) / 1000;
   try {

@@ -3,6 +3,7 @@
 import type { TrainOptions, TrainRequest } from '../src/index.js';
 import { kPerClass, split, splitClasses } from '../fixtures/draw.js';
 import { emailClasses, uciSentences, uciSites } from '../fixtures/corpora.js';
+import { seededRandom } from '../src/random.js';
 
 /** Training rows per class of the multi-class tasks (the fewest a multi-class request takes). */
 export const kMultiClassPerClass = 8;
@@ -60,6 +61,21 @@ function multiClassTask(name: string, rows: readonly { text: string; label: stri
       };
     },
   };
+}
+
+/**
+ * A draw's held-out rows [0, t) split once (seeded by the draw) into the user's unlabelled texts (up to
+ * `count`, at most half of them) and the test rows, both in corpus order.
+ */
+export function splitHeldOut(t: number, count: number, seed: number): { pool: Int32Array; test: Int32Array } {
+  const order = Array.from({ length: t }, (_, i) => i);
+  const random = seededRandom(1000 + seed);
+  for (let i = t - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const m = Math.min(count, Math.floor(t / 2));
+  return { pool: Int32Array.from(order.slice(0, m)).sort(), test: Int32Array.from(order.slice(m)).sort() };
 }
 
 export const kTasks: Readonly<Record<string, () => Task>> = {

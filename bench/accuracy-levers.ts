@@ -1,5 +1,5 @@
 // `npm run bench -- accuracy-levers [--json] [--seeds 5] [--tasks imdb,yelp,sites,email]
-//   [--bodies frozen,adapter,full] [--cache <dir>]`: head-level levers on the accuracy bench's draws.
+//   [--bodies frozen,adapter,full,full-wordpairs,...] [--cache <dir>]`: head-level levers on the accuracy bench's draws.
 //
 // Each draw's embeddings by each body (base encoder; LoRA adapter; fully fine-tuned encoder, as
 // train() builds them) are computed once and cached in `--cache` (default
@@ -17,7 +17,7 @@ import { fitAndMeasure } from '../src/train/fit-head.js';
 import type { LabelWordsLever } from '../src/train/label-words.js';
 import { kHeadKinds } from '../src/train/train.js';
 import { intOption } from './_common.js';
-import { drawEmbeddings, kBodies } from './_accuracy-cache.js';
+import { drawEmbeddings, kBodies, kLeverBodies } from './_accuracy-cache.js';
 import type { Body, DrawEmbeddings } from './_accuracy-cache.js';
 import { kTasks } from './_accuracy-tasks.js';
 import { listOption } from './accuracy.js';
@@ -86,7 +86,7 @@ export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
   const seeds = intOption(args, 'seeds', 5);
   const tasks = listOption(args, 'tasks', Object.keys(kTasks)).map((name) => kTasks[name]!());
-  const bodies = listOption(args, 'bodies', kBodies) as Body[];
+  const bodies = (args.includes('--bodies') ? listOption(args, 'bodies', [...kBodies, ...kLeverBodies]) : kBodies) as Body[];
   const at = args.indexOf('--cache');
   const cacheDir = at >= 0 ? args[at + 1]! : join(tmpdir(), 'svc-accuracy-cache');
   const names = [...kLevers.map((l) => l.name), 'cv-choice'];

@@ -1,4 +1,4 @@
-// `npm run bench -- accuracy [--json] [--seeds 5] [--methods frozen,finetuned,adapter,adapter-r16,frozen-words,...] [--tasks imdb,yelp,sites,email]`:
+// `npm run bench -- accuracy [--json] [--seeds 5] [--unlabeled 1000] [--methods frozen,finetuned,adapter,adapter-r16,frozen-words,...] [--tasks imdb,yelp,sites,email]`:
 // few-shot accuracy on data from npm packages, and how close each model's own cross-validated
 // estimate (`metrics.cv_accuracy`) comes to the accuracy it then has on held-out texts.
 //
@@ -16,12 +16,15 @@
 // pairs, then the head); `adapter` and `adapter-r16` train a LoRA adapter (rank 8 and 16) on the
 // frozen base instead of the whole encoder. `frozen-words`, `finetuned-words` and `adapter-words` are
 // the same with the label's own words as weighted examples for the head (train's options.labelWords).
+// With `--unlabeled N`, every draw's held-out rows are split once (as accuracy-unlabeled splits them):
+// up to N (at most half) are sent as the request's `unlabeled` texts by the `-unlabeled` methods, and
+// every method is scored on the rest.
 import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
 import type { TrainOptions, TrainRequest } from '../src/index.js';
 import { intOption } from './_common.js';
-import { kTasks } from './_accuracy-tasks.js';
+import { kTasks, splitHeldOut } from './_accuracy-tasks.js';
 import type { Task } from './_accuracy-tasks.js';
 
 interface Method {
@@ -29,6 +32,8 @@ interface Method {
   finetune: TrainRequest['finetune'];
   /** train()'s options.labelWords (the label's own words for the head); absent: the default. */
   labelWords?: TrainOptions['labelWords'];
+  /** Sends the draw's unlabelled texts (`--unlabeled`) as the request's `unlabeled`. */
+  unlabeled?: boolean;
 }
 
 /** The label-word lever that won on the levers bench (docs/benchmarks.md, "The label's own words"). */
@@ -44,6 +49,11 @@ const kMethods: readonly Method[] = [
   { name: 'frozen-words', finetune: false, labelWords: kWords },
   { name: 'finetuned-words', finetune: true, labelWords: kWords },
   { name: 'adapter-words', finetune: { method: 'adapter' }, labelWords: kWords },
+  // Self-training on the draw's unlabelled texts (request.unlabeled), with and without the label words.
+  { name: 'frozen-unlabeled', finetune: false, unlabeled: true },
+  { name: 'finetuned-unlabeled', finetune: true, unlabeled: true },
+  { name: 'frozen-words-unlabeled', finetune: false, labelWords: kWords, unlabeled: true },
+  { name: 'finetuned-words-unlabeled', finetune: true, labelWords: kWords, unlabeled: true },
 ];
 
 const kDefaultSeeds = 5;
@@ -84,10 +94,17 @@ function summarize(outcomes: Outcome[]): Summary {
   };
 }
 
-async function evaluate(method: Method, task: Task, seed: number): Promise<Outcome> {
-  const draw = task.draw(seed);
+async function evaluate(method: Method, task: Task, seed: number, unlabeledCount: number): Promise<Outcome> {
+  const full = task.draw(seed);
+  // With --unlabeled: the draw's unlabelled texts, and the test rows left.
+  const held = unlabeledCount > 0 ? splitHeldOut(full.testTexts.length, unlabeledCount, seed) : null;
+  const draw = held
+    ? { ...full, testTexts: Array.from(held.test, (i) => full.testTexts[i]!), expected: Array.from(held.test, (i) => full.expected[i]!) }
+    : full;
+  const unlabeled = held && method.unlabeled ? { unlabeled: Array.from(held.pool, (i) => full.testTexts[i]!) } : {};
+  if (method.unlabeled && !held) throw new Error(`${method.name} needs --unlabeled N`);
   const started = performance.now();
-  const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune } as TrainRequest, {
+  const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune, ...unlabeled } as TrainRequest, {
     ...draw.options,
     ...(method.labelWords ? { labelWords: method.labelWords } : {}),
   });
@@ -111,6 +128,7 @@ export function listOption(args: readonly string[], flag: string, names: readonl
 export async function run(args: string[]): Promise<void> {
   const json = args.includes('--json');
   const seeds = intOption(args, 'seeds', kDefaultSeeds);
+  const unlabeledCount = args.includes('--unlabeled') ? intOption(args, 'unlabeled', 1000) : 0;
   const methodNames = listOption(
     args,
     'methods',
@@ -121,13 +139,13 @@ export async function run(args: string[]): Promise<void> {
   const results: Record<string, Record<string, Summary>> = {};
   try {
     // Warm-up: start the pool's workers and load the encoder before anything is timed.
-    await evaluate(kMethods[0]!, tasks[0]!, 0);
+    await evaluate(kMethods[0]!, tasks[0]!, 0, 0);
     for (const task of tasks) {
       results[task.name] = {};
       for (const method of methods) {
         const outcomes: Outcome[] = [];
         for (let seed = 1; seed <= seeds; seed++) {
-          const o = await evaluate(method, task, seed);
+          const o = await evaluate(method, task, seed, unlabeledCount);
           outcomes.push(o);
           if (!json) {
             console.error(
