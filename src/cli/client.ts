@@ -8,6 +8,7 @@ import { SvcError } from '../errors.js';
 import { isModelFileName } from '../model/hub.js';
 import type { ModelList, ModelObject, PredictResponse, ProgressObject } from '../contract/schemas.js';
 import { parseModelName, type VersionList, type VersionObject } from '../contract/versions.js';
+import type { EvaluationObject } from '../contract/evaluation.js';
 import { kFinetuneMethods, kTaskTypes } from '../contract/train-request.js';
 import type { FinetuneMethod, TaskType } from '../contract/train-request.js';
 import { readTrainFile, type TrainFile } from './examples-file.js';
@@ -263,19 +264,20 @@ export async function classifyCommand(args: string[]): Promise<number> {
 }
 
 const kModelsUsage =
-  'usage: svc models list | svc models show <id>[@<n>] | svc models versions <id> | svc models promote <id> <n> | svc models delete <id>[@<n>]';
+  'usage: svc models list | svc models show <id>[@<n>] | svc models versions <id> | svc models promote <id> <n> | svc models evaluation <id>[@<n>] | svc models delete <id>[@<n>]';
 
 /**
  * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
  * labels and metrics (cross-validated accuracy and macro-F1 with the encoder they were measured on,
  * validation figures when sent), `<id>@<n>` one version's; `svc models versions <id>` the versions of a
  * classifier; `svc models promote <id> <n>` makes version n live (an older one rolls back);
+ * `svc models evaluation <id>[@<n>]` prints the live version's (or version n's) evaluation report;
  * `svc models delete <id>` deletes a model with every version and hub copy, `<id>@<n>` only version n.
  */
 export async function modelsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { ...kConnection }, allowPositionals: true });
   const [action, id, version] = positionals;
-  const arity: Record<string, number> = { list: 1, show: 2, versions: 2, promote: 3, delete: 2 };
+  const arity: Record<string, number> = { list: 1, show: 2, versions: 2, promote: 3, evaluation: 2, delete: 2 };
   const named = action === undefined ? undefined : parseModelName(id ?? '');
   if (action === undefined || arity[action] !== positionals.length || (id !== undefined && named === null)) {
     console.error(kModelsUsage);
@@ -288,7 +290,9 @@ export async function modelsCommand(args: string[]): Promise<number> {
   else if (action === 'show') answer = await call<ModelObject>(conn, 'GET', `/v2/models/${encodeURIComponent(id)}`);
   else if (action === 'versions') answer = await call<VersionList>(conn, 'GET', `${path}/versions`);
   else if (action === 'promote') answer = await call<VersionObject>(conn, 'POST', `${path}/promote`, { version: Number(version) });
-  else answer = await call<unknown>(conn, 'DELETE', named?.version == null ? path : `${path}/versions/${named.version}`);
+  else if (action === 'evaluation') {
+    answer = await call<EvaluationObject>(conn, 'GET', `${path}/evaluation${named?.version == null ? '' : `?version=${named.version}`}`);
+  } else answer = await call<unknown>(conn, 'DELETE', named?.version == null ? path : `${path}/versions/${named.version}`);
   console.log(JSON.stringify(answer, null, 2));
   return 0;
 }

@@ -227,14 +227,23 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'names separated by | (an empty cell: no label). Prints the model object.',
   },
   models: {
-    summary: 'list the trained models, show one with its labels and metrics, list its versions, promote one, or delete',
-    usage: ['models list', 'models show <id>[@<n>]', 'models versions <id>', 'models promote <id> <n>', 'models delete <id>[@<n>]'],
+    summary:
+      "list the trained models, show one with its labels and metrics, list its versions, promote one, show a version's evaluation report, or delete",
+    usage: [
+      'models list',
+      'models show <id>[@<n>]',
+      'models versions <id>',
+      'models promote <id> <n>',
+      'models evaluation <id>[@<n>]',
+      'models delete <id>[@<n>]',
+    ],
     options: [...kConnectionOptions, kHelpOption],
     examples: [
       'svc models list',
       'svc models show svc-small-5b8257b3efa7',
       'svc models versions svc-small-5b8257b3efa7',
       'svc models promote svc-small-5b8257b3efa7 2',
+      'svc models evaluation svc-small-5b8257b3efa7@2',
       'svc models delete svc-small-5b8257b3efa7@2',
     ],
     notes:
@@ -247,7 +256,9 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'Versions: `svc train --version-of <id>` trains the next version of a classifier (same task\n' +
       'type and labels); it is not live until `svc models promote <id> <n>`, and promoting an older\n' +
       'one rolls back. <id>@<n> names version n (predict --model takes it too); delete <id>@<n>\n' +
-      'removes only that version (not the live one, not version 1).',
+      "removes only that version (not the live one, not version 1). evaluation prints a version's report\n" +
+      '(confusion matrix, per-label scores, binary thresholds and calibration): on its validation set,\n' +
+      'else from the cross-validation of its examples (source says which).',
   },
   predict: {
     summary: 'classify texts with a trained model',

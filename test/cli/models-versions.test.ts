@@ -72,6 +72,15 @@ it(
     expect(json((await svc(['models', 'promote', id, '2'], env)).stdout)).toMatchObject({ id: `${id}@2`, live: true });
     const shown = json((await svc(['models', 'show', `${id}@2`], env)).stdout);
     expect([shown.id, shown.status]).toEqual([`${id}@2`, 'trained']);
+    // Trained without a validation set: the report of its examples' cross-validation.
+    const shownMetrics = json((await svc(['models', 'show', `${id}@2`], env)).stdout) as { metrics: { cv_accuracy: number } };
+    expect(json((await svc(['models', 'evaluation', `${id}@2`], env)).stdout)).toMatchObject({
+      object: 'model.evaluation',
+      model: `${id}@2`,
+      source: 'cross-validation',
+      examples: 20,
+      accuracy: shownMetrics.metrics.cv_accuracy,
+    });
     const predicted = json((await svc(['predict', '--model', `${id}@1`, 'A wonderful, moving film.'], env)).stdout);
     expect(predicted.model).toBe(`${id}@1`);
 
