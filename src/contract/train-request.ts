@@ -184,8 +184,8 @@ const commonFields = {
     .optional()
     .describe(
       'Texts of the same task without labels (binary and multi-class requests): embedded by the trained encoder, the half the ' +
-        'head is surest of join the examples with the labels it gives them, and the head is fitted again (self-training). ' +
-        'With about 500 to 1,000 such texts it gained 2 to 3 points of held-out accuracy on the accuracy bench',
+        'head is surest of join the examples with the labels it gives them, and the head is fitted again (self-training, with ' +
+        "the label's own words as examples). With 500 to 1,000 such texts it gained 1.7 to 4 points of held-out accuracy on the accuracy bench",
     ),
 };
 

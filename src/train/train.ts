@@ -21,7 +21,7 @@ import { keptExamples } from '../predict/example-bank.js';
 import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
-import { kSelfTraining } from './self-training.js';
+import { kSelfTraining, kSelfTrainingLabelWords } from './self-training.js';
 import type { LabelWordsLever } from './label-words.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
@@ -82,7 +82,8 @@ export interface TrainOptions {
    * to the examples, one class's together weighing `weight` examples (weight 2 won on the accuracy
    * bench: docs/benchmarks.md, "Beyond SetFit"); `{ kind: 'direction', scale }`
    * lets the head move along each label's direction nearly unpenalized. Cross-validation uses them in
-   * every fold; the manifest's `training.label_words` records it. Default `{ kind: 'none' }`.
+   * every fold; the manifest's `training.label_words` records it. Default `{ kind: 'none' }`; with the request's
+   * `unlabeled` texts, `{ kind: 'examples', weight: 2 }` (the two won together).
    */
   labelWords?: LabelWordsLever;
 }
@@ -277,7 +278,9 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       : null;
     // The label's own words in template sentences (label-words.ts), when the head uses them: embedded
     // by the model's encoder for the head and, beside a fine-tuned model's estimate, by the base one.
-    const lever = options.labelWords ?? kDefaultLabelWords;
+    const unlabeled = validated.task_type === 'multi-label-classification' ? [] : (validated.unlabeled ?? []);
+    // With unlabelled texts the label words join in unless the options say otherwise: together they won (self-training.ts).
+    const lever = options.labelWords ?? (unlabeled.length > 0 ? kSelfTrainingLabelWords : kDefaultLabelWords);
     const words =
       lever.kind === 'none' ? null : labelWordTexts(task_type, labels ?? (examples as BinaryTrainRequest['examples'])[0].label_text);
     const quiet = { signal: options.signal };
@@ -285,7 +288,6 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     const baseWordEmbeddings = words && encoder ? await embedAll(model, words.texts, dim, quiet) : wordEmbeddings;
     // Unlabelled texts (request.unlabeled), embedded by the model's encoder: the head self-trains on them
     // (self-training.ts). A fine-tuned model's estimate stays the base encoder's head without them.
-    const unlabeled = validated.task_type === 'multi-label-classification' ? [] : (validated.unlabeled ?? []);
     const unlabeledEmbeddings =
       unlabeled.length > 0
         ? await embedExamples(unlabeled, truncate === 'none' ? 'end' : truncate, dim, (t) =>

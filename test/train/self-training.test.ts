@@ -7,6 +7,7 @@ import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { closePool, runTask } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
+import { labelWordTexts } from '../../src/train/label-words.js';
 import { fitAndMeasure } from '../../src/train/fit-head.js';
 import { classProbabilities, kSelfTraining, pseudoLabels, withPseudoLabels } from '../../src/train/self-training.js';
 import type { FitTask } from '../../src/pool/tasks.js';
@@ -92,9 +93,10 @@ describe('train with unlabeled texts', () => {
   const texts = testSet.slice(0, 200).map((row) => row.text);
   const request = { model: 'svc-small' as const, task_type: 'binary-classification' as const, finetune: false, examples };
 
-  it('self-trains the head on the texts embedded by the model encoder, and records it', async () => {
+  it('self-trains the head on the texts embedded by the model encoder, with the label words, and records it', async () => {
     const classifier = await train({ ...request, unlabeled: texts });
     const embed = (t: string[]) => runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: t });
+    const words = labelWordTexts('binary-classification', 'positive');
     const expected = fitAndMeasure({
       kind: 'fit',
       head: 'logistic',
@@ -106,12 +108,20 @@ describe('train with unlabeled texts', () => {
       validation: null,
       crossValidate: true,
       unlabeled: { embeddings: await embed(texts), selfTraining: kSelfTraining },
+      // Unless options.labelWords says otherwise, unlabelled texts bring the label words in (w=2).
+      labelWords: { embeddings: await embed(words.texts), targets: words.targets, lever: { kind: 'examples', weight: 2 } },
     });
     // Embedded in other batches than train()'s chunks: equal to the GEMM's rounding at every kernel level.
     classifier.head.weights.forEach((w, j) => expect(Math.abs(w - expected.weights[j]!)).toBeLessThan(1e-5));
     expect(classifier.metrics.cv_accuracy).toBe(expected.crossValidation!.accuracy);
     expect(classifier.manifest.training.self_training).toEqual({ share: 0.5, rounds: 1, unlabeled: 200 });
+    expect(classifier.manifest.training.label_words).toEqual({ kind: 'examples', weight: 2, sentences: 12 });
+    // The option still decides when given.
+    const plainWords = await train({ ...request, unlabeled: texts }, { labelWords: { kind: 'none' } });
+    expect(plainWords.manifest.training.label_words).toBeUndefined();
+    expect(plainWords.manifest.training.self_training).toEqual({ share: 0.5, rounds: 1, unlabeled: 200 });
     classifier.dispose();
+    plainWords.dispose();
   });
 
   it('refuses unlabeled texts on a multi-label request, and a text that is not a string', async () => {
