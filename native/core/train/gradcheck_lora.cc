@@ -18,12 +18,14 @@ using check::kGradFloor;
 using check::Rand;
 using check::ToyEncoder;
 
-// y = x·Wᵀ + b + s·(x·Aᵀ)·Bᵀ written into columns [2, 8) of a wider output (as query, key
-// and value share the fused one), W frozen: gradients for x, A and B.
-GradCheck check_lora_op() {
-  GradCheck r{"lora", 0, 0};
+// y = x·Wᵀ + b + s·(x·Aᵀ)·Bᵀ written into columns [2, 2 + out) of a wider output (as query, key
+// and value share the fused one), W frozen: gradients for x, A and B. Ranks 8 and 16 take the
+// row kernels' fixed-rank paths, others the general one; rows past a multiple of 4 and widths
+// past a multiple of 16 take their tails.
+GradCheck check_lora_op(const char* name, int rows, int in, int out, int rank) {
+  GradCheck r{name, 0, 0};
   Rand rng{21};
-  const int rows = 5, in = 7, out = 6, rank = 3, ldy = 10, col = 2;
+  const int ldy = out + 4, col = 2;
   const double scale = 2.0 / 3.0;
   auto x = rng.vec(rows * in), w = rng.vec(out * in), bias = rng.vec(out), a = rng.vec(rank * in),
        b = rng.vec(out * rank), wy = rng.vec(rows * ldy);
@@ -51,6 +53,44 @@ GradCheck check_lora_op() {
   return r;
 }
 
+std::vector<float> narrow(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// The fp32 row kernels (VectorOps, at the SVC_ISA level) against double on the same values:
+// max |fp32 - double| / max |double| over y, dx, dA and dB.
+GradCheck check_lora_fp32(int rows, int in, int out, int rank) {
+  Rand rng{33};
+  const double scale = 2.0;
+  const auto x = rng.vec(rows * in), a = rng.vec(rank * in), b = rng.vec(out * rank), dy = rng.vec(rows * out);
+  std::vector<double> y(rows * out, 0.0), u(rows * rank), dx(rows * in, 0.0), da(rank * in), db(out * rank),
+      g(rows * rank);
+  lora_forward<double>(rows, in, out, rank, scale, x.data(), a.data(), b.data(), u.data(), y.data(), out, nullptr);
+  lora_backward<double>(rows, in, out, rank, scale, x.data(), a.data(), b.data(), u.data(), dy.data(), out, dx.data(),
+                        da.data(), db.data(), g.data(), nullptr);
+  const std::vector<float> x32 = narrow(x), a32 = narrow(a), b32 = narrow(b), dy32 = narrow(dy);
+  std::vector<float> y32(y.size(), 0.f), u32(u.size()), dx32(dx.size(), 0.f), da32(da.size()), db32(db.size()),
+      g32(g.size());
+  lora_forward<float>(rows, in, out, rank, static_cast<float>(scale), x32.data(), a32.data(), b32.data(), u32.data(),
+                      y32.data(), out, nullptr);
+  lora_backward<float>(rows, in, out, rank, static_cast<float>(scale), x32.data(), a32.data(), b32.data(), u32.data(),
+                       dy32.data(), out, dx32.data(), da32.data(), db32.data(), g32.data(), nullptr);
+  double worst = 0;
+  int64_t compared = 0;
+  auto relative = [&](const std::vector<double>& d, const std::vector<float>& f) {
+    double big = 0, diff = 0;
+    for (size_t i = 0; i < d.size(); ++i) {
+      big = std::max(big, std::fabs(d[i]));
+      diff = std::max(diff, std::fabs(d[i] - f[i]));
+    }
+    worst = std::max(worst, diff / big);
+    compared += static_cast<int64_t>(d.size());
+  };
+  relative(y, y32);
+  relative(dx, dx32);
+  relative(da, da32);
+  relative(db, db32);
+  return {"lora_rank8_fp32_vs_double", worst, compared};
+}
+
 LoraConfig every_target(int rank, double alpha) {
   LoraConfig lc;
   lc.rank = rank;
@@ -58,8 +98,6 @@ LoraConfig every_target(int rank, double alpha) {
   std::fill(std::begin(lc.targets), std::end(lc.targets), true);
   return lc;
 }
-
-std::vector<float> narrow(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 void check_toy_adapter(std::vector<GradCheck>& out) {
   ToyEncoder toy;
@@ -123,7 +161,8 @@ void check_toy_adapter(std::vector<GradCheck>& out) {
 }  // namespace
 
 std::vector<GradCheck> lora_gradient_checks() {
-  std::vector<GradCheck> out = {check_lora_op()};
+  std::vector<GradCheck> out = {check_lora_op("lora", 5, 7, 6, 3), check_lora_op("lora_rank8", 6, 19, 37, 8),
+                                check_lora_op("lora_rank16", 9, 21, 18, 16), check_lora_fp32(13, 40, 70, 8)};
   check_toy_adapter(out);
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "kernels/gemm_bf16.h"
 #include "train/linalg.h"
+#include "train/lora_kernels.h"
 #include "train/rng.h"
 #include "train/vector_ops.h"
 #include "workers.h"
@@ -76,29 +77,6 @@ void linear_backward(int rows, int in, int out, const T* x, const T* w, const T*
   if (!dw_done) gemm<T>(true, false, out, in, rows, dy, out, x, in, T(0), dw, in, workers);
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < out; ++j) db[j] += dy[r * out + j];
-}
-
-// The low-rank path LoRA adds to a frozen linear layer W [out x in]: y += s·(x·Aᵀ)·Bᵀ with
-// A [r x in], B [out x r] and s = alpha / r. y has row stride ldy (a slice of the fused
-// query-key-value output). Keeps u = s·x·Aᵀ [rows x r], scaled, for backward.
-template <typename T>
-void lora_forward(int rows, int in, int out, int rank, T scale, const T* x, const T* a, const T* b, T* u, T* y, int ldy,
-                  Workers* workers) {
-  gemm<T>(false, true, rows, rank, in, x, in, a, in, T(0), u, rank, workers);
-  for (int64_t i = 0; i < static_cast<int64_t>(rows) * rank; ++i) u[i] *= scale;
-  gemm<T>(false, true, rows, out, rank, u, rank, b, rank, T(1), y, ldy, workers);
-}
-
-// With g = s·dy·B [rows x r] (into scratch g): dB = dyᵀ·u, dA = gᵀ·x (both overwritten),
-// dx += g·A (skipped when dx is null): it adds to the frozen layer's dx, already written.
-template <typename T>
-void lora_backward(int rows, int in, int out, int rank, T scale, const T* x, const T* a, const T* b, const T* u,
-                   const T* dy, int ldy, T* dx, T* da, T* db, T* g, Workers* workers) {
-  gemm<T>(true, false, out, rank, rows, dy, ldy, u, rank, T(0), db, rank, workers);
-  gemm<T>(false, false, rows, rank, out, dy, ldy, b, rank, T(0), g, rank, workers);
-  for (int64_t i = 0; i < static_cast<int64_t>(rows) * rank; ++i) g[i] *= scale;
-  gemm<T>(true, false, rank, in, rows, g, rank, x, in, T(0), da, in, workers);
-  if (dx) gemm<T>(false, false, rows, in, rank, g, rank, a, in, T(1), dx, in, workers);
 }
 
 // y = g * (x - mean) / sqrt(var + eps) + b per row; keeps x̂ and 1/σ for backward.

@@ -1,5 +1,5 @@
 // The element-wise fp32 loops of a training step (GELU forward and backward,
-// dropout masks, attention's softmax, the AdamW update), compiled once per ISA from the same plain
+// dropout masks, attention's softmax, the AdamW update, LoRA's row kernels), compiled once per ISA from the same plain
 // code (vector_ops_impl.h) and picked at run time like the engine's kernels.
 // They use the engine's polynomial exp/erf (kernels/vec_math.h), so they
 // vectorize; the double-precision path of the gradient checks uses libm.
@@ -31,6 +31,12 @@ struct VectorOps {
   void (*adamw)(int64_t n, float* p, const float* g, float* m, float* v, const uint8_t* decay_mask, const AdamWStep& s);
   // out[i] = fp16 bits h[i] as fp32, exactly (F16C where the build has it).
   void (*widen_f16)(int64_t n, const uint16_t* h, float* out);
+  // LoRA's row kernels (lora_rows_impl.h): u = s·x·Aᵀ, y += u·Bᵀ from Aᵀ [in x r] and Bᵀ [r x out];
+  // and g = s·dy·B, dx += g·A (dx may be null), da += gᵀ·x, dbt += uᵀ·dy.
+  void (*lora_forward_rows)(int rows, int in, int out, int r, float s, const float* x, const float* at, const float* bt,
+                            float* u, float* y, int64_t ldy);
+  void (*lora_backward_rows)(int rows, int in, int out, int r, float s, const float* x, const float* a, const float* b,
+                             const float* u, const float* dy, int64_t ldy, float* dx, float* g, float* da, float* dbt);
 };
 
 const VectorOps& vector_ops();

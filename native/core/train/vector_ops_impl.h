@@ -5,6 +5,7 @@
 
 #include "kernels/vec_math.h"
 #include "tensor/half.h"
+#include "train/lora_rows_impl.h"
 #include "train/rng.h"
 #include "train/vector_ops.h"
 
@@ -227,9 +228,20 @@ void widen_f16_impl(int64_t n, const uint16_t* __restrict h, float* __restrict o
   for (; i < n; ++i) out[i] = svc::half_to_float(h[i]);
 }
 
+void lora_forward_rows_impl(int rows, int in, int out, int r, float s, const float* x, const float* at, const float* bt,
+                            float* u, float* y, int64_t ldy) {
+  lora_forward_rows<float>(rows, in, out, r, s, x, at, bt, u, y, ldy);
+}
+
+void lora_backward_rows_impl(int rows, int in, int out, int r, float s, const float* x, const float* a, const float* b,
+                             const float* u, const float* dy, int64_t ldy, float* dx, float* g, float* da, float* dbt) {
+  lora_backward_rows<float>(rows, in, out, r, s, x, a, b, u, dy, ldy, dx, g, da, dbt);
+}
+
 inline VectorOps make_vector_ops() {
-  return {gelu_forward_impl, gelu_backward_impl,         dropout_impl, small_gemm_impl,
-          softmax_rows_impl, softmax_backward_rows_impl, adamw_impl,   widen_f16_impl};
+  return {gelu_forward_impl,      gelu_backward_impl,         dropout_impl, small_gemm_impl,
+          softmax_rows_impl,      softmax_backward_rows_impl, adamw_impl,   widen_f16_impl,
+          lora_forward_rows_impl, lora_backward_rows_impl};
 }
 
 }  // namespace
