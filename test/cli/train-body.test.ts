@@ -44,6 +44,18 @@ describe('svc train body files', () => {
     });
   });
 
+  it('sends the unlabeled texts of a body file, for self-training', async () => {
+    const withTexts = join(dir, 'unlabeled.json');
+    writeFileSync(withTexts, JSON.stringify({ task_type: 'multi-class-classification', examples, unlabeled: ['a text', 'another'] }));
+    const file = await readTrainFile(withTexts, undefined);
+    expect(trainBody(file, {})).toEqual({
+      model: 'svc-small',
+      task_type: 'multi-class-classification',
+      examples,
+      unlabeled: ['a text', 'another'],
+    });
+  });
+
   it('lets each flag override the field it sets', async () => {
     const file = await readTrainFile(bodyFile, undefined, 'multi-class-classification');
     expect(trainBody(file, { finetune: 'adapter', rank: '4', 'num-iterations': '8', model: 'svc-small' })).toMatchObject({
