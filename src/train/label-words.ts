@@ -15,7 +15,8 @@ import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js'
 export type { LabelWordsLever };
 
 /**
- * What train() does without `options.labelWords`: the examples alone, SetFit's head. The lever that won
+ * What train() does without `options.labelWords` (and without unlabelled texts, which bring the label words
+ * in: self-training.ts): the examples alone, SetFit's head. The lever that won
  * on the accuracy bench is `{ kind: 'examples', weight: 2 }` (docs/benchmarks.md, "The label's own
  * words"); this is the one constant to flip once every test's expected figures are measured again with it.
  */
