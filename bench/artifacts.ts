@@ -14,6 +14,7 @@
 // loopback: a remote database adds its network.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,9 +24,8 @@ import pg from 'pg';
 import { startPostgres } from '../fixtures/postgres-cluster.js';
 import { cdcChunks, cdcSizes } from '../src/artifacts/cdc.js';
 import { fileChunks } from '../src/artifacts/chunks.js';
-import { DirectoryArtifacts } from '../src/artifacts/directory.js';
-import { PostgresArtifacts } from '../src/artifacts/postgres.js';
-import type { ArtifactStore } from '../src/artifacts/types.js';
+import { PostgresFiles } from '../src/artifacts/postgres-files.js';
+import { DirectoryHub, type Hub } from '../src/model/hub.js';
 import { kAdapterConfigFile, kAdapterFile, kLoraModules, loraTensorName, writeAdapter } from '../src/model/adapter.js';
 import { resolveBaseModel } from '../src/model/base-models.js';
 import { writeManifestAndHead } from '../src/model/directory.js';
@@ -41,7 +41,26 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
   return performance.now() - start;
 }
 
-async function drain(store: ArtifactStore, id: string): Promise<void> {
+/**
+ * What a backend's puts and reads cost: the folder hub's publish of a copy, and PostgreSQL's storage itself (a
+ * PostgresHub's publish also keeps the model in the replica's cache, which is not what this compares).
+ */
+interface Backend {
+  put(id: string, dir: string): Promise<void>;
+  open: Hub['open'];
+  close(): Promise<void>;
+}
+
+function folderBackend(root: string): Backend {
+  const hub = new DirectoryHub(root);
+  return {
+    put: (id, dir) => hub.publish(id, (staging) => cp(dir, staging, { recursive: true })),
+    open: (id, name) => hub.open(id, name),
+    close: () => hub.close(),
+  };
+}
+
+async function drain(store: Backend, id: string): Promise<void> {
   const { stream } = await store.open(id, 'onnx/model.onnx');
   for await (const piece of stream) void piece;
 }
@@ -105,7 +124,7 @@ async function oneBase(dir: string, url: string): Promise<void> {
   }
   const files = await Promise.all(models.map(async (m) => (await modelFileNames(m.dir)).map((name) => join(m.dir, ...name.split('/')))));
   const onnx = statSync(join(models[0].dir, 'onnx', 'model.onnx')).size;
-  const store = await PostgresArtifacts.open(url);
+  const store = await PostgresFiles.open(url);
   try {
     const stored: number[] = [];
     for (const model of models) {
@@ -180,7 +199,7 @@ async function adapters(dir: string, url: string): Promise<void> {
   console.log(
     `adapter   model directory ${(sizes[0] / 1e6).toFixed(3)} MB (${sizes[0]} bytes; adapter_model.safetensors ${adapterBytes} bytes, fp16)`,
   );
-  const store = await PostgresArtifacts.open(url);
+  const store = await PostgresFiles.open(url);
   try {
     let before = await storedBytes(url);
     for (const model of models) {
@@ -225,9 +244,9 @@ export async function run(args: string[]): Promise<void> {
   const cluster = await startPostgres();
   try {
     await chunker(join(model, 'onnx', 'model.onnx'), mb * 2 ** 20);
-    const backends: [string, ArtifactStore][] = [
-      ['folder', new DirectoryArtifacts(join(dir, 'hub'))],
-      ['postgres', await PostgresArtifacts.open(await cluster.createDatabase())],
+    const backends: [string, Backend][] = [
+      ['folder', folderBackend(join(dir, 'hub'))],
+      ['postgres', await PostgresFiles.open(await cluster.createDatabase())],
     ];
     const rssBefore = process.memoryUsage().rss;
     for (const [name, store] of backends) {

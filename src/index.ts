@@ -67,7 +67,7 @@ export type {
 } from './predict/classifier.js';
 export type { Neighbour } from './predict/nearest.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';
-export type { Hub, HubId } from './model/hub.js';
+export type { DirectoryHubOptions, Hub, HubFile, HubFileReader, HubId } from './model/hub.js';
 export { kManifestFormatVersion } from './contract/manifest.js';
 export { writeMergedTransformersDir } from './model/merged-export.js';
 export type { BodyKind, FinetuneSettings, Manifest, TrainingMetrics, TrainingSettings } from './contract/manifest.js';

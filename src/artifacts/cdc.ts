@@ -6,7 +6,7 @@
 import { seededRandom } from '../random.js';
 import { positiveInteger } from '../is.js';
 import { fileChunks } from './chunks.js';
-import { kChunkBytes } from './types.js';
+import { kChunkBytes } from '../model/hub.js';
 
 export interface CdcOptions {
   /** No cut before this many bytes (only a file's last chunk may be shorter); default 256 KiB. */

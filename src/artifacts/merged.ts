@@ -1,21 +1,21 @@
 // The hub's transformers.js files of adapter models. A model directory of an adapter model holds the adapter, the head
 // and the manifest (under a megabyte); transformers.js cannot apply an adapter, so the hub serves it config.json, the
 // tokenizer files and onnx/model.onnx of base + adapter merged, built by a pool worker on the first request and put in
-// the artifact store under `_merged/<sha256 of what they are built from>` (no organization name starts with '_'):
+// the hub under `_merged/<sha256 of what they are built from>` (no organization name starts with '_'):
 // built once per adapter and head, whichever replica asks, and shared by identical models.
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { SvcError } from '../errors.js';
 import { kAdapterConfigFile } from '../model/adapter.js';
 import { readManifest } from '../model/directory.js';
+import type { Hub, HubFileReader } from '../model/hub.js';
 import { kMergedExportVersion, kMergedFiles } from '../model/merged-export.js';
 import { runTask } from '../pool/pool.js';
-import type { ArtifactReader, ArtifactStore } from './types.js';
 
-/** The artifact-store "organization" of merged exports: organization names start with a letter or digit. */
+/** The hub "organization" of merged exports: organization names start with a letter or digit. */
 export const kMergedOrg = '_merged';
 
 /**
@@ -43,48 +43,46 @@ export async function mergedKey(modelDir: string): Promise<string> {
 }
 
 /**
- * A model's hub files over an {@link ArtifactStore}, with an adapter model's transformers.js files merged on demand.
- * `localDir` gives a local copy of a model's directory (the runtime's hub), which the merge reads.
+ * A model's files in a {@link Hub}, with an adapter model's transformers.js files merged on demand from the local
+ * copy of the model the hub resolves to.
  *
  * @example
  * ```ts
- * const files = new MergedExports(artifacts, (id) => hub.resolve(id));
+ * const files = new MergedExports(hub);
  * await files.list('acme/svc-small-1a2b3c4d5e6f');
  * // ['adapter_config.json', 'adapter_model.safetensors', 'config.json', 'head.json', 'manifest.json',
  * //  'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']
  * ```
  */
 export class MergedExports {
-  readonly #store: ArtifactStore;
-  readonly #localDir: (id: string) => Promise<string>;
+  readonly #hub: Hub;
   // One build per export at a time in this process: concurrent downloads wait for the same one.
   readonly #building = new Map<string, Promise<void>>();
 
-  constructor(store: ArtifactStore, localDir: (id: string) => Promise<string>) {
-    this.#store = store;
-    this.#localDir = localDir;
+  constructor(hub: Hub) {
+    this.#hub = hub;
   }
 
   /** The model's files, sorted; an adapter model's include the transformers.js files, built or not. */
   async list(id: string): Promise<string[]> {
-    const names = (await this.#store.list(id)).map((f) => f.name);
+    const names = (await this.#hub.list(id)).map((f) => f.name);
     if (!names.includes(kAdapterConfigFile)) return names;
     return [...new Set([...names, ...kMergedFiles])].sort();
   }
 
   /** Opens one of {@link list}'s files, building an adapter model's merged export first when it is not stored yet. */
-  async open(id: string, name: string): Promise<ArtifactReader> {
-    if (!kMergedFiles.includes(name)) return this.#store.open(id, name);
-    const names = (await this.#store.list(id)).map((f) => f.name);
-    if (!names.includes(kAdapterConfigFile)) return this.#store.open(id, name);
-    return this.#store.open(await this.mergedId(id), name);
+  async open(id: string, name: string): Promise<HubFileReader> {
+    if (!kMergedFiles.includes(name)) return this.#hub.open(id, name);
+    const names = (await this.#hub.list(id)).map((f) => f.name);
+    if (!names.includes(kAdapterConfigFile)) return this.#hub.open(id, name);
+    return this.#hub.open(await this.mergedId(id), name);
   }
 
-  /** The store id of the model's merged export, built and stored first if needed. */
+  /** The hub id of the model's merged export, built and stored first if needed. */
   async mergedId(id: string): Promise<string> {
-    const dir = await this.#localDir(id);
+    const dir = await this.#hub.resolve(id);
     const mergedId = `${kMergedOrg}/${await mergedKey(dir)}`;
-    const stored = await this.#store.list(mergedId).then(
+    const stored = await this.#hub.list(mergedId).then(
       (files) => kMergedFiles.every((name) => files.some((f) => f.name === name)),
       () => false,
     );
@@ -101,21 +99,21 @@ export class MergedExports {
   /** Drops the model's merged export, if it has one (a later download builds it again). */
   async forget(id: string): Promise<void> {
     // Only an adapter model has one; asking first spares fetching a full model into the cache just to delete it.
-    const names = await this.#store.list(id).then(
+    const names = await this.#hub.list(id).then(
       (files) => files.map((f) => f.name),
       () => [] as string[],
     );
     if (!names.includes(kAdapterConfigFile)) return;
-    const dir = await this.#localDir(id).catch(() => null);
+    const dir = await this.#hub.resolve(id).catch(() => null);
     const key = dir === null ? null : await mergedKey(dir).catch(() => null);
-    if (key !== null) await this.#store.delete(`${kMergedOrg}/${key}`);
+    if (key !== null) await this.#hub.remove(`${kMergedOrg}/${key}`);
   }
 
   async #build(modelDir: string, mergedId: string): Promise<void> {
     const out = await mkdtemp(join(tmpdir(), 'svc-classify-merged-'));
     try {
       await runTask({ kind: 'export-merged', modelDir, outDir: out });
-      await this.#store.put(mergedId, out);
+      await this.#hub.publish(mergedId, (dir) => cp(out, dir, { recursive: true }));
     } finally {
       await rm(out, { recursive: true, force: true });
     }

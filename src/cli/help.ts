@@ -1,7 +1,7 @@
 // What `svc --help`, `svc help <command>` and `svc <command> --help` print. One table, so the
 // overview, each command's page and the usage lines printed after a wrong call never disagree.
 
-import { kDefaultModelCacheBytes } from '../artifacts/cached-hub.js';
+import { kDefaultModelCacheBytes } from '../artifacts/model-cache.js';
 import { kDefaultAdapterCacheBytes } from '../pool/pool.js';
 import { kServicePredictQueue } from '../predict/batcher.js';
 import { kDefaultRateLimits } from '../server/rate-limit-defaults.js';

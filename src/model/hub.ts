@@ -1,10 +1,13 @@
 // The hub: where trained model directories are published and found again by id
 // (`<org>/<model_id>`, as on the Hugging Face hub).
 import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
+import type { Readable } from 'node:stream';
 
 import { SvcError } from '../errors.js';
+import { positiveInteger } from '../is.js';
 import { fsyncPath, fsyncTree } from './durable.js';
 
 // Staging and trash folders start with a dot, which no hub id segment can.
@@ -70,24 +73,53 @@ export function parseHubId(id: string): HubId {
   return { org, modelId };
 }
 
+/** One file of a model, by its name inside the model directory (`/`-separated, e.g. `onnx/model.onnx`). */
+export interface HubFile {
+  name: string;
+  /** Bytes. */
+  size: number;
+}
+
+/** One file opened for reading: its size (for `content-length`) and its bytes as a stream. */
+export interface HubFileReader {
+  size: number;
+  /** The bytes, in pieces of at most the hub's chunk size: a file is never whole in memory. */
+  stream: Readable;
+}
+
 /**
- * Where models are published and found by id. Implementations: {@link DirectoryHub} (a local folder), and
- * the service's `CachedArtifactHub` (artifacts/cached-hub.ts: an artifact store, cached in a local folder).
+ * Pieces files are streamed in: 1 MiB, small next to a database row's limits, few pieces for a 90 MB encoder; also
+ * the size PostgreSQL's content-defined chunks aim at.
+ */
+export const kChunkBytes = 1024 * 1024;
+
+/**
+ * Where model files live, by hub id (`<org>/<model_id>`). Implementations: {@link DirectoryHub} (a local folder, or
+ * a volume every replica mounts) and `PostgresHub` (svc-classify/server: files in PostgreSQL, each replica keeping
+ * the models it reads in a local cache folder). Every method rejects with `SvcError('invalid_request')` for a
+ * malformed hub id.
  */
 export interface Hub {
-  /** A local directory holding the model; rejects with `SvcError('not_found')` if there is none. */
+  /** A local directory holding the model (fetched first where the files are remote); rejects with `not_found`. */
   resolve(id: string): Promise<string>;
   /**
-   * Publishes a model: `write` fills a fresh, empty directory, which then replaces
-   * `<org>/<model_id>` in one step, so readers see the old model or the new one, never half.
+   * Publishes a model: `write` fills a fresh, empty directory, whose files then replace the model's in one step, so
+   * readers see the old model or the new one, never half.
    */
   publish(id: string, write: (dir: string) => Promise<void>): Promise<void>;
   /** Removes a model; resolves to false when there was none. */
   remove(id: string): Promise<boolean>;
-  /** The model's files as relative paths with `/`, sorted (for serving them one by one). */
-  files(id: string): Promise<string[]>;
-  /** The local path of one of the model's files; rejects with `not_found` for anything else. */
-  file(id: string, path: string): Promise<string>;
+  /** The model's files sorted by name (see {@link isModelFileName}); rejects with `not_found` for no such model. */
+  list(id: string): Promise<HubFile[]>;
+  /** Opens one file as a stream; rejects with `not_found` when the model or the file does not exist. */
+  open(id: string, name: string): Promise<HubFileReader>;
+  /** Releases what the hub holds open (a database pool); a folder holds nothing. */
+  close(): Promise<void>;
+}
+
+export interface DirectoryHubOptions {
+  /** Bytes per piece an opened file's stream delivers; default {@link kChunkBytes}. */
+  chunkBytes?: number;
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -121,16 +153,18 @@ export async function modelFileNames(dir: string): Promise<string[]> {
  * const hub = new DirectoryHub('./hub');
  * await classifier.save(hub.pathOf('acme/svc-small-1a2b3c4d5e6f'));
  * const again = await Classifier.load('acme/svc-small-1a2b3c4d5e6f', { hub });
- * await hub.files('acme/svc-small-1a2b3c4d5e6f');
+ * (await hub.list('acme/svc-small-1a2b3c4d5e6f')).map((f) => f.name);
  * // ['config.json', 'head.json', 'manifest.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']
  * ```
  */
 export class DirectoryHub implements Hub {
   readonly root: string;
+  readonly #chunkBytes: number;
 
-  constructor(root: string) {
+  constructor(root: string, options: DirectoryHubOptions = {}) {
     if (typeof root !== 'string' || root.length === 0) throw new TypeError('root must be a non-empty string');
     this.root = resolve(root);
+    this.#chunkBytes = positiveInteger(options.chunkBytes ?? kChunkBytes, 'options.chunkBytes');
   }
 
   /** The directory a model with this id lives in (whether it exists or not). */
@@ -195,10 +229,21 @@ export class DirectoryHub implements Hub {
     return true;
   }
 
-  async files(id: string): Promise<string[]> {
-    return modelFileNames(await this.resolve(id));
+  async list(id: string): Promise<HubFile[]> {
+    const dir = await this.resolve(id);
+    const names = await modelFileNames(dir);
+    return Promise.all(names.map(async (name) => ({ name, size: (await stat(join(dir, ...name.split('/')))).size })));
   }
 
+  async open(id: string, name: string): Promise<HubFileReader> {
+    const path = await this.file(id, name);
+    const { size } = await stat(path);
+    return { size, stream: createReadStream(path, { highWaterMark: this.#chunkBytes }) };
+  }
+
+  async close(): Promise<void> {}
+
+  /** The local path of one of the model's files; rejects with `not_found` for anything else. */
   async file(id: string, path: string): Promise<string> {
     const dir = await this.resolve(id);
     const safe = isModelFileName(path);

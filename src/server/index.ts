@@ -68,9 +68,7 @@ export type {
   Store,
   VersionRecord,
 } from '../store/types.js';
-export { DirectoryArtifacts } from '../artifacts/directory.js';
-export { PostgresArtifacts } from '../artifacts/postgres.js';
-export { CachedArtifactHub } from '../artifacts/cached-hub.js';
-export type { ArtifactFile, ArtifactReader, ArtifactStore } from '../artifacts/types.js';
+export { PostgresHub } from '../artifacts/postgres-hub.js';
+export type { PostgresHubOptions } from '../artifacts/postgres-hub.js';
 export { kDefaultProviderUrls } from '../proxy/config.js';
 export type { ProviderConfig, ProviderEndpoint, ProviderName, ProviderOptions, ProxyRoutesOptions } from '../proxy/types.js';

@@ -1,11 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { CachedArtifactHub } from '../artifacts/cached-hub.js';
-import { DirectoryArtifacts } from '../artifacts/directory.js';
 import { MergedExports } from '../artifacts/merged.js';
-import type { ArtifactReader, ArtifactStore } from '../artifacts/types.js';
-import type { DirectoryHub, Hub } from '../model/hub.js';
+import { PostgresHub } from '../artifacts/postgres-hub.js';
+import { DirectoryHub, type Hub, type HubFileReader } from '../model/hub.js';
 import { closePool, trainingWorkers } from '../pool/pool.js';
 import { SvcError } from '../errors.js';
 import { Classifier } from '../predict/classifier.js';
@@ -27,12 +25,11 @@ const kClassifierBytes = 16 * 1024;
 const kFetchAttempts = 3;
 
 export interface LibraryRuntimeOptions {
-  /** The hub directory: models live in `<hubRoot>/<org>/<model_id>/`; with `artifacts`, this replica's cache of them. */
-  hubRoot: string;
-  /** Model files in a store that replicas share (PostgreSQL); closed with the runtime. Default: the files in `hubRoot`. */
-  artifacts?: ArtifactStore;
-  /** With `artifacts`: the bytes of model files `hubRoot` caches at most (least recently used evicted). */
-  maxCacheBytes?: number;
+  /**
+   * Where model files live: a folder (a `DirectoryHub`, or its root; models in `<root>/<org>/<model_id>/`) or a
+   * `PostgresHub` that replicas share. Closed with the runtime.
+   */
+  hub: string | DirectoryHub | PostgresHub;
   /**
    * Bytes of loaded classifiers kept in memory, least recently used unloaded first: each counts its weight file's
    * bytes (an adapter model's adapter, about 0.66 MB at rank 8; a full fine-tune's encoder, 45 MB in fp16) and 16 KB
@@ -46,20 +43,19 @@ export interface LibraryRuntimeOptions {
 }
 
 /**
- * The model runtime on svc-classify's own library: `train()` publishes into a
- * `DirectoryHub`, `Classifier.load()` reads from it, all native work in the
+ * The model runtime on svc-classify's own library: `train()` publishes into the
+ * hub, `Classifier.load()` reads from it, all native work in the
  * library's pool. Training jobs run on all pool workers but one, which stays for predictions, and
  * fine-tune with their worker's engine threads only.
  *
  * @example
  * ```ts
- * const runtime = new LibraryRuntime({ hubRoot: './svc-data/hub' });
+ * const runtime = new LibraryRuntime({ hub: './svc-data/hub' });
  * const service = new SvcService({ store: SqliteStore.open('./svc-data'), runtime });
  * ```
  */
 export class LibraryRuntime implements ModelRuntime {
-  readonly hub: DirectoryHub | CachedArtifactHub;
-  readonly #artifacts: ArtifactStore;
+  readonly hub: DirectoryHub | PostgresHub;
   // The hub's files, with adapter models' merged transformers.js files built on first download.
   readonly #files: MergedExports;
   readonly #maxCached: number;
@@ -70,15 +66,8 @@ export class LibraryRuntime implements ModelRuntime {
   #loadedBytes = 0;
 
   constructor(options: LibraryRuntimeOptions) {
-    if (options.artifacts === undefined) {
-      const local = new DirectoryArtifacts(options.hubRoot);
-      this.hub = local.hub;
-      this.#artifacts = local;
-    } else {
-      this.hub = new CachedArtifactHub(options.artifacts, options.hubRoot, { maxBytes: options.maxCacheBytes });
-      this.#artifacts = options.artifacts;
-    }
-    this.#files = new MergedExports(this.#artifacts, (id) => this.hub.resolve(id));
+    this.hub = typeof options.hub === 'string' ? new DirectoryHub(options.hub) : options.hub;
+    this.#files = new MergedExports(this.hub);
     this.#maxCached = options.maxCachedModels ?? Infinity;
     this.#maxBytes = options.maxLoadedModelBytes ?? kDefaultLoadedModelBytes;
     this.#closePool = options.closePool ?? true;
@@ -96,7 +85,7 @@ export class LibraryRuntime implements ModelRuntime {
     return this.#files.list(`${orgId}/${modelId}`);
   }
 
-  hubFile(orgId: string, modelId: string, name: string): Promise<ArtifactReader> {
+  hubFile(orgId: string, modelId: string, name: string): Promise<HubFileReader> {
     return this.#files.open(`${orgId}/${modelId}`, name);
   }
 
@@ -123,11 +112,11 @@ export class LibraryRuntime implements ModelRuntime {
         // Organizations take turns in the batcher: one's large calls do not hold up another's.
         return await classifier.predict(texts, { ...options, tenant: orgId });
       } catch (error) {
-        // With an artifact store, this replica's cache may have evicted the model's folder while its classifier stayed
+        // With a PostgresHub, this replica's cache may have evicted the model's folder while its classifier stayed
         // loaded; a worker that no longer holds the adapter then finds its file gone. The model still exists (the
         // service checked): load it again, which fetches it again. A few times, as fetching evicts other models.
         const gone = error instanceof SvcError && error.code === 'not_found';
-        if (!gone || !(this.hub instanceof CachedArtifactHub) || attempt >= kFetchAttempts) throw error;
+        if (!gone || !(this.hub instanceof PostgresHub) || attempt >= kFetchAttempts) throw error;
         if (this.#loaded.get(hubId)?.classifier === loading) this.#unload(hubId);
       }
     }
@@ -142,7 +131,7 @@ export class LibraryRuntime implements ModelRuntime {
 
   async close(): Promise<void> {
     for (const hubId of [...this.#loaded.keys()]) this.#unload(hubId, { dispose: true });
-    await this.#artifacts.close();
+    await this.hub.close();
     if (this.#closePool) await closePool();
   }
 
@@ -208,7 +197,7 @@ export class LibraryRuntime implements ModelRuntime {
 
 /**
  * The hub with a fence before each publish: the model is saved into the publish's staging folder, then the fence is
- * awaited, and only then does the hub store it (the artifact store's put) and rename it into place. A fence that
+ * awaited, and only then does the hub store it (PostgresHub's database write) and rename it into place. A fence that
  * rejects leaves the published model as it was.
  */
 function fencedHub(hub: Hub, fence: () => Promise<void>): Hub {
@@ -220,7 +209,8 @@ function fencedHub(hub: Hub, fence: () => Promise<void>): Hub {
         await fence();
       }),
     remove: (id) => hub.remove(id),
-    files: (id) => hub.files(id),
-    file: (id, path) => hub.file(id, path),
+    list: (id) => hub.list(id),
+    open: (id, name) => hub.open(id, name),
+    close: () => hub.close(),
   };
 }

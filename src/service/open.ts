@@ -2,7 +2,7 @@ import { join } from 'node:path';
 
 import { environment, type EnvironmentSource } from '../environment.js';
 import { SvcError } from '../errors.js';
-import { PostgresArtifacts } from '../artifacts/postgres.js';
+import { PostgresHub } from '../artifacts/postgres-hub.js';
 import { PostgresStore } from '../store/postgres.js';
 import { SqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/types.js';
@@ -130,11 +130,11 @@ function serviceOn(store: Store, runtime: LibraryRuntime, proxyModels: readonly 
  */
 async function runtimeAt(location: ServiceLocation): Promise<LibraryRuntime> {
   if (location.database === undefined || location.artifactsDir !== undefined) {
-    return new LibraryRuntime({ hubRoot: artifactsDirOf(location) });
+    return new LibraryRuntime({ hub: artifactsDirOf(location) });
   }
-  const artifacts = await PostgresArtifacts.open(checkDatabaseUrl(location.database));
-  const hubRoot = join(location.dataDir, 'model-cache');
-  return new LibraryRuntime({ hubRoot, artifacts, maxCacheBytes: location.modelCacheBytes });
+  const cacheDir = join(location.dataDir, 'model-cache');
+  const hub = await PostgresHub.open(checkDatabaseUrl(location.database), { cacheDir, maxCacheBytes: location.modelCacheBytes });
+  return new LibraryRuntime({ hub });
 }
 
 /**
@@ -154,7 +154,7 @@ export function openService(
   proxyModels: readonly string[] = proxyModelsFromEnv(),
   retention: RetentionOptions = {},
 ): SvcService {
-  return serviceOn(SqliteStore.open(dataDir), new LibraryRuntime({ hubRoot: join(dataDir, 'hub') }), proxyModels, retention);
+  return serviceOn(SqliteStore.open(dataDir), new LibraryRuntime({ hub: join(dataDir, 'hub') }), proxyModels, retention);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ArtifactReader } from '../artifacts/types.js';
+import type { HubFileReader } from '../model/hub.js';
 import type { ClassPrediction, LabelSetPrediction, PredictOptions } from '../predict/classifier.js';
 import type { TaskType } from '../contract/train-request.js';
 import type { TrainProgress } from '../train/train.js';
@@ -64,7 +64,7 @@ export interface ModelRuntime {
   /** The model's files in the artifact store, sorted; rejects with `SvcError('not_found')` when it has none. */
   hubFiles(orgId: string, modelId: string): Promise<string[]>;
   /** One of the model's files, streamed from the artifact store; rejects with `SvcError('not_found')`. */
-  hubFile(orgId: string, modelId: string, name: string): Promise<ArtifactReader>;
+  hubFile(orgId: string, modelId: string, name: string): Promise<HubFileReader>;
   /** How many training jobs may run at once: the pool's share for training (predictions keep the rest). */
   readonly trainingSlots: number;
   close(): Promise<void>;

@@ -1,4 +1,4 @@
-import type { ArtifactReader } from '../artifacts/types.js';
+import type { HubFileReader } from '../model/hub.js';
 import { SvcError } from '../errors.js';
 import {
   type ApiKeyRecord,
@@ -442,7 +442,7 @@ export class SvcService {
   }
 
   /** The file behind `GET /hub/<org>/<model_id>/resolve/<revision>/<file>` (`name` with the revision's `@<n>`). */
-  async hubFile(principal: Principal, orgId: string, name: string, file: string): Promise<ArtifactReader> {
+  async hubFile(principal: Principal, orgId: string, name: string, file: string): Promise<HubFileReader> {
     const stored = await this.#hubVisible(principal, orgId, name);
     return this.runtime.hubFile(orgId, stored, file).catch((error: unknown) => {
       if (!(error instanceof SvcError) || error.code !== 'not_found') throw error;

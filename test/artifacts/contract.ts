@@ -1,21 +1,26 @@
-// The artifact store contract: every ArtifactStore backend runs these same tests (test/artifacts/directory.test.ts,
+// The hub contract: every Hub backend runs these same tests (test/artifacts/directory.test.ts,
 // test/artifacts/postgres.test.ts). How a backend keeps the bytes (folders, blobs counted by hash) is tested in
 // each backend's own file.
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import type { ArtifactStore } from '../../src/artifacts/types.js';
+import type { Hub } from '../../src/model/hub.js';
 
-/** The chunk size the contract opens stores with: small, so that a few-MiB file spans several chunks. */
+/** The chunk size the contract opens hubs with: small, so that a few-MiB file spans several chunks. */
 export const kTestChunk = 256 * 1024;
 
-export interface ArtifactBackend {
-  /** A store on a fresh, empty location, its streams in pieces of `chunkBytes`. */
-  open(chunkBytes: number): Promise<ArtifactStore>;
+export interface HubBackend {
+  /** A hub on a fresh, empty location, its streams in pieces of `chunkBytes`. */
+  open(chunkBytes: number): Promise<Hub>;
+}
+
+/** Publishes a copy of the local directory `dir` as model `id`. */
+export function put(hub: Hub, id: string, dir: string): Promise<void> {
+  return hub.publish(id, (staging) => cp(dir, staging, { recursive: true }));
 }
 
 /** Writes `files` (name -> bytes) under a fresh temporary directory and returns it. */
@@ -49,9 +54,9 @@ export async function pieces(stream: NodeJS.ReadableStream): Promise<Buffer[]> {
   return out;
 }
 
-export function artifactContract(name: string, backend: ArtifactBackend): void {
-  describe(`${name}: the ArtifactStore contract`, () => {
-    let store: ArtifactStore;
+export function hubContract(name: string, backend: HubBackend): void {
+  describe(`${name}: the Hub contract`, () => {
+    let store: Hub;
     const dir = useModelDirs();
     beforeEach(async () => {
       store = await backend.open(kTestChunk);
@@ -62,7 +67,8 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
 
     it('gives back a multi-MiB file byte for byte, and lists every file with its size', async () => {
       const weights = randomBytes(3 * 1024 * 1024 + 12_345);
-      await store.put(
+      await put(
+        store,
         'acme/svc-small-000000000001',
         await dir({
           'config.json': '{"a":1}\n',
@@ -84,7 +90,7 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
 
     it('streams a file larger than one chunk chunk by chunk', async () => {
       const bytes = randomBytes(3 * kTestChunk + 100);
-      await store.put('acme/svc-small-000000000002', await dir({ 'onnx/model.onnx': bytes }));
+      await put(store, 'acme/svc-small-000000000002', await dir({ 'onnx/model.onnx': bytes }));
       const { stream } = await store.open('acme/svc-small-000000000002', 'onnx/model.onnx');
       const got = await pieces(stream);
       expect(got.map((p) => p.length)).toEqual([kTestChunk, kTestChunk, kTestChunk, 100]);
@@ -92,8 +98,8 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
     });
 
     it("replaces a model's files as a whole: no file of the old set stays", async () => {
-      await store.put('acme/svc-small-000000000003', await dir({ 'head.json': 'old', 'extra.bin': 'x' }));
-      await store.put('acme/svc-small-000000000003', await dir({ 'head.json': 'new!' }));
+      await put(store, 'acme/svc-small-000000000003', await dir({ 'head.json': 'old', 'extra.bin': 'x' }));
+      await put(store, 'acme/svc-small-000000000003', await dir({ 'head.json': 'new!' }));
       expect(await store.list('acme/svc-small-000000000003')).toEqual([{ name: 'head.json', size: 4 }]);
       const { stream } = await store.open('acme/svc-small-000000000003', 'head.json');
       expect(Buffer.concat(await pieces(stream)).toString()).toBe('new!');
@@ -104,10 +110,10 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
 
     it('deletes one model and keeps the others, even those holding the same bytes', async () => {
       const files = { 'tokenizer.json': randomBytes(kTestChunk + 1), 'head.json': 'h' };
-      await store.put('acme/svc-small-000000000004', await dir(files));
-      await store.put('beta/svc-small-000000000005', await dir(files));
-      expect(await store.delete('acme/svc-small-000000000004')).toBe(true);
-      expect(await store.delete('acme/svc-small-000000000004')).toBe(false);
+      await put(store, 'acme/svc-small-000000000004', await dir(files));
+      await put(store, 'beta/svc-small-000000000005', await dir(files));
+      expect(await store.remove('acme/svc-small-000000000004')).toBe(true);
+      expect(await store.remove('acme/svc-small-000000000004')).toBe(false);
       await expect(store.list('acme/svc-small-000000000004')).rejects.toThrow("model 'acme/svc-small-000000000004' is not in the hub");
       await expect(store.open('acme/svc-small-000000000004', 'head.json')).rejects.toThrow(
         "model 'acme/svc-small-000000000004' is not in the hub",
@@ -118,7 +124,7 @@ export function artifactContract(name: string, backend: ArtifactBackend): void {
 
     it('refuses what is not a hub id or a model file name', async () => {
       await expect(store.list('../etc')).rejects.toThrow("'../etc' is not a hub id (expected <org>/<model_id>)");
-      await store.put('acme/svc-small-000000000006', await dir({ 'head.json': 'h' }));
+      await put(store, 'acme/svc-small-000000000006', await dir({ 'head.json': 'h' }));
       await expect(store.open('acme/svc-small-000000000006', '../head.json')).rejects.toThrow(
         "model 'acme/svc-small-000000000006' has no file '../head.json'",
       );

@@ -8,9 +8,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { CachedArtifactHub } from '../../src/artifacts/cached-hub.js';
 import { kMergedOrg, mergedKey, MergedExports } from '../../src/artifacts/merged.js';
-import { PostgresArtifacts } from '../../src/artifacts/postgres.js';
+import { PostgresHub } from '../../src/artifacts/postgres-hub.js';
 import { closePool } from '../../src/pool/pool.js';
 import { writeAdapterModel } from '../_support/adapter.js';
 import { usePostgres } from '../_support/postgres.js';
@@ -42,9 +41,8 @@ async function drain(reader: { stream: AsyncIterable<Buffer> }): Promise<number>
 describe('adapter models in PostgreSQL', () => {
   it('store under a megabyte each and get their merged transformers.js files built on the first download', async () => {
     const url = await server.cluster.createDatabase();
-    const store = await PostgresArtifacts.open(url);
-    const hub = new CachedArtifactHub(store, cache);
-    const files = new MergedExports(store, (id) => hub.resolve(id));
+    const hub = await PostgresHub.open(url, { cacheDir: cache });
+    const files = new MergedExports(hub);
     try {
       const id = 'acme/svc-small-adapter00pg1';
       await hub.publish(id, (dir) => writeAdapterModel(dir, { rank: 8 }).then(() => undefined));
@@ -63,10 +61,10 @@ describe('adapter models in PostgreSQL', () => {
         'tokenizer_config.json',
       ]);
       const key = await mergedKey(hub.pathOf(id));
-      await expect(store.list(`${kMergedOrg}/${key}`)).rejects.toMatchObject({ code: 'not_found' });
+      await expect(hub.list(`${kMergedOrg}/${key}`)).rejects.toMatchObject({ code: 'not_found' });
       const onnx = await drain(await files.open(id, 'onnx/model.onnx'));
       expect(onnx).toBeGreaterThan(80_000_000);
-      expect((await store.list(`${kMergedOrg}/${key}`)).map((f) => f.name)).toEqual([
+      expect((await hub.list(`${kMergedOrg}/${key}`)).map((f) => f.name)).toEqual([
         'config.json',
         'onnx/model.onnx',
         'tokenizer.json',
@@ -76,13 +74,13 @@ describe('adapter models in PostgreSQL', () => {
       expect(config.id2label).toEqual({ 0: 'false', 1: 'positive review' });
       // The model's own files come from the model, untouched.
       expect(await drain(await files.open(id, 'adapter_model.safetensors'))).toBe(
-        (await store.list(id)).find((f) => f.name === 'adapter_model.safetensors')!.size,
+        (await hub.list(id)).find((f) => f.name === 'adapter_model.safetensors')!.size,
       );
 
       await files.forget(id);
-      await expect(store.list(`${kMergedOrg}/${key}`)).rejects.toMatchObject({ code: 'not_found' });
+      await expect(hub.list(`${kMergedOrg}/${key}`)).rejects.toMatchObject({ code: 'not_found' });
     } finally {
-      await store.close();
+      await hub.close();
     }
   }, 240_000);
 });

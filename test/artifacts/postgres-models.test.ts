@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { fileChunks } from '../../src/artifacts/chunks.js';
-import { PostgresArtifacts } from '../../src/artifacts/postgres.js';
+import { PostgresFiles } from '../../src/artifacts/postgres-files.js';
 import { modelFileNames } from '../../src/model/hub.js';
 import { closePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
@@ -68,10 +68,10 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-describe('PostgresArtifacts with trained models', () => {
+describe('PostgresFiles with trained models', () => {
   it('stores two frozen models of one base in less than 1.2x the bytes of one, and gives both back byte for byte', async () => {
     const url = await server.cluster.createDatabase();
-    const artifacts = await PostgresArtifacts.open(url);
+    const artifacts = await PostgresFiles.open(url);
     const onnx = (await stat(join(models[0].dir, 'onnx', 'model.onnx'))).size;
     // Different examples, different heads: the graphs are the same size and not the same bytes.
     expect((await stat(join(models[1].dir, 'onnx', 'model.onnx'))).size).toBe(onnx);

@@ -1,23 +1,27 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 
 import { cdcChunks, cdcSizes } from '../../src/artifacts/cdc.js';
-import { PostgresArtifacts } from '../../src/artifacts/postgres.js';
-import { kChunkBytes } from '../../src/artifacts/types.js';
+import { PostgresFiles } from '../../src/artifacts/postgres-files.js';
+import { PostgresHub } from '../../src/artifacts/postgres-hub.js';
+import { kChunkBytes } from '../../src/model/hub.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { kPgMigrations, migratePostgres } from '../../src/store/postgres-migrations.js';
 import { usePostgres } from '../_support/postgres.js';
 import { seededBytes } from '../_support/seeded-bytes.js';
-import { artifactContract, kTestChunk, pieces, useModelDirs } from './contract.js';
+import { hubContract, kTestChunk, pieces, useModelDirs } from './contract.js';
 
 const server = usePostgres();
 
-artifactContract('PostgresArtifacts', {
-  open: async (chunkBytes) => PostgresArtifacts.open(await server.cluster.createDatabase(), { chunkBytes }),
+hubContract('PostgresHub', {
+  open: async (chunkBytes) =>
+    PostgresHub.open(await server.cluster.createDatabase(), { chunkBytes, cacheDir: await mkdtemp(join(tmpdir(), 'svc-cache-')) }),
 });
 
 /** Small cuts (16 KiB / 64 KiB / 256 KiB) so that a few hundred KiB span several chunks. */
@@ -50,12 +54,12 @@ export async function counts(url: string): Promise<Counts> {
   }
 }
 
-describe('PostgresArtifacts on its database', () => {
+describe('PostgresFiles on its database', () => {
   const dir = useModelDirs();
 
   it('stores a file two models hold once, and drops a blob and its chunks only with the last model holding them', async () => {
     const url = await server.cluster.createDatabase();
-    const artifacts = await PostgresArtifacts.open(url, { chunkBytes: kTestChunk, cdc: kCdc });
+    const artifacts = await PostgresFiles.open(url, { chunkBytes: kTestChunk, cdc: kCdc });
     const encoder = seededBytes(5, 300_000);
     await artifacts.put('acme/svc-small-000000000001', await dir({ 'model.safetensors': encoder, 'head.json': 'a' }));
     await artifacts.put('beta/svc-small-000000000002', await dir({ 'model.safetensors': encoder, 'head.json': 'b' }));
@@ -71,7 +75,7 @@ describe('PostgresArtifacts on its database', () => {
 
   it('two files sharing a run of bytes at different offsets store the run once', async () => {
     const url = await server.cluster.createDatabase();
-    const artifacts = await PostgresArtifacts.open(url, { chunkBytes: kTestChunk, cdc: kCdc });
+    const artifacts = await PostgresFiles.open(url, { chunkBytes: kTestChunk, cdc: kCdc });
     // The shape of two models' ONNX graphs: their own bytes around one long shared run, here at offsets 1000 and 5.
     const shared = seededBytes(6, 1024 * 1024);
     const one = Buffer.concat([seededBytes(7, 1000), shared, seededBytes(8, 3000)]);
@@ -98,7 +102,7 @@ describe('PostgresArtifacts on its database', () => {
 
   it('replacing a model drops the blobs only its old files held and keeps the ones it still holds', async () => {
     const url = await server.cluster.createDatabase();
-    const artifacts = await PostgresArtifacts.open(url, { chunkBytes: kTestChunk });
+    const artifacts = await PostgresFiles.open(url, { chunkBytes: kTestChunk });
     await artifacts.put('acme/svc-small-000000000005', await dir({ 'tokenizer.json': 'tok', 'head.json': 'v1' }));
     await artifacts.put('acme/svc-small-000000000005', await dir({ 'tokenizer.json': 'tok', 'head.json': 'v2' }));
     expect(await counts(url)).toEqual({ blobs: 2, chunks: 2, positions: 2, files: 2, bytes: 5 });
@@ -107,22 +111,22 @@ describe('PostgresArtifacts on its database', () => {
 
   it('shares its database with the PostgresStore: one schema, opened by either first, 1 MiB pieces by default', async () => {
     const url = await server.cluster.createDatabase();
-    const [artifacts, store] = await Promise.all([PostgresArtifacts.open(url), PostgresStore.open(url)]);
+    const [artifacts, store] = await Promise.all([PostgresFiles.open(url), PostgresStore.open(url)]);
     expect(await store.schemaVersion()).toBe(kMigrations.length);
     const bytes = randomBytes(kChunkBytes + 1);
     await artifacts.put('acme/svc-small-000000000006', await dir({ 'onnx/model.onnx': bytes }));
     const { stream } = await artifacts.open('acme/svc-small-000000000006', 'onnx/model.onnx');
     expect((await pieces(stream)).map((p) => p.length)).toEqual([kChunkBytes, 1]);
     await Promise.all([artifacts.close(), store.close()]);
-    await expect(PostgresArtifacts.open(url, { chunkBytes: 1.5 })).rejects.toThrow('options.chunkBytes must be a positive integer');
-    await expect(PostgresArtifacts.open(url, { cdc: { avgBytes: 1000 } })).rejects.toThrow(
+    await expect(PostgresFiles.open(url, { chunkBytes: 1.5 })).rejects.toThrow('options.chunkBytes must be a positive integer');
+    await expect(PostgresFiles.open(url, { cdc: { avgBytes: 1000 } })).rejects.toThrow(
       'options.avgBytes must be a power of two from 64 to 268435456',
     );
   });
 
   it('two replicas putting models that share files at the same moment both succeed, each chunk stored once', async () => {
     const url = await server.cluster.createDatabase();
-    const [one, two] = await Promise.all([PostgresArtifacts.open(url, { cdc: kCdc }), PostgresArtifacts.open(url, { cdc: kCdc })]);
+    const [one, two] = await Promise.all([PostgresFiles.open(url, { cdc: kCdc }), PostgresFiles.open(url, { cdc: kCdc })]);
     const shared = seededBytes(11, 1024 * 1024);
     const a = await dir({ 'tokenizer.json': shared, 'head.json': 'a' });
     const b = await dir({ 'tokenizer.json': shared, 'head.json': 'b' });
@@ -135,7 +139,7 @@ describe('PostgresArtifacts on its database', () => {
 
   it('puts of different files sharing runs, at the same moment, never deadlock and store each chunk once', async () => {
     const url = await server.cluster.createDatabase();
-    const replicas = await Promise.all([1, 2, 3].map(() => PostgresArtifacts.open(url, { cdc: kCdc })));
+    const replicas = await Promise.all([1, 2, 3].map(() => PostgresFiles.open(url, { cdc: kCdc })));
     const shared = [seededBytes(14, 512 * 1024), seededBytes(15, 512 * 1024)];
     // Each replica's file holds both runs, in its own order and with its own head: the puts claim the same chunks
     // from different files, in different file orders.
@@ -161,7 +165,7 @@ describe('PostgresArtifacts on its database', () => {
 
   it('a put and a delete of models sharing chunks, at the same moment, leave the put whole', async () => {
     const url = await server.cluster.createDatabase();
-    const [one, two] = await Promise.all([PostgresArtifacts.open(url, { cdc: kCdc }), PostgresArtifacts.open(url, { cdc: kCdc })]);
+    const [one, two] = await Promise.all([PostgresFiles.open(url, { cdc: kCdc }), PostgresFiles.open(url, { cdc: kCdc })]);
     const shared = seededBytes(12, 1024 * 1024);
     // Each round: the model going away and the one arriving share the run, not the file (different tails).
     for (let round = 0; round < 6; round += 1) {
@@ -204,7 +208,7 @@ describe('PostgresArtifacts on its database', () => {
     ]);
     await client.end();
 
-    const artifacts = await PostgresArtifacts.open(url);
+    const artifacts = await PostgresFiles.open(url);
     expect(await counts(url)).toEqual({ blobs: 1, chunks: 2, positions: 3, files: 1, bytes: kChunkBytes + 4 });
     // Stored uncompressed: pglz gains nothing on weights and costs a put most of its time.
     const storage = new pg.Client({ connectionString: url });

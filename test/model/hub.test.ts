@@ -37,7 +37,7 @@ describe('DirectoryHub', () => {
     const hub = new DirectoryHub(root);
     await publishFiles(hub, { 'manifest.json': '{}', 'head.json': '[]' });
     expect(await hub.resolve(id)).toBe(join(root, 'acme', 'svc-small-1a2b3c4d5e6f'));
-    expect(await hub.files(id)).toEqual(['head.json', 'manifest.json']);
+    expect((await hub.list(id)).map((f) => f.name)).toEqual(['head.json', 'manifest.json']);
     expect(await readFile(await hub.file(id, 'head.json'), 'utf8')).toBe('[]');
     // Nothing of the staging folder is left beside the model.
     expect(await readdir(join(root, 'acme'))).toEqual(['svc-small-1a2b3c4d5e6f']);

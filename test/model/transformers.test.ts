@@ -42,7 +42,7 @@ describe('a saved model directory in transformers.js', () => {
         },
         { hub, id },
       );
-      expect(await hub.files(id)).toEqual(
+      expect((await hub.list(id)).map((f) => f.name)).toEqual(
         [
           'config.json',
           'example_embeddings.safetensors',

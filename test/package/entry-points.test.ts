@@ -106,7 +106,7 @@ describe('package entry points', () => {
         `const request: ${lib}.TrainRequest = { model: 'svc-small', task_type: 'binary-classification', examples: [] };\n` +
         `export const trained: Promise<${lib}.Classifier<${lib}.TaskType>> = ${lib}.train(request);\n` +
         `export const hub: ${lib}.Hub = new ${lib}.DirectoryHub('./hub');\n` +
-        `export const runtime = new ${server}.LibraryRuntime({ hubRoot: './hub' });\n` +
+        `export const runtime = new ${server}.LibraryRuntime({ hub: './hub' });\n` +
         `export const routes: typeof ${server}.svcRoutes = ${server}.svcRoutes;\n`;
       writeFileSync(
         join(app, 'esm.mts'),

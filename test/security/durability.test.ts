@@ -62,7 +62,7 @@ it('flushes every file and folder of a model before the rename that publishes it
   );
   const afterRename = synced.filter((s) => s.published);
   expect(afterRename.map((s) => s.path)).toEqual([join(hub.root, 'acme')]);
-  expect(await hub.files('acme/svc-small-1a2b3c4d5e6f')).toEqual(['head.json', 'manifest.json', 'onnx/model.onnx']);
+  expect((await hub.list('acme/svc-small-1a2b3c4d5e6f')).map((f) => f.name)).toEqual(['head.json', 'manifest.json', 'onnx/model.onnx']);
 });
 
 it('removes leftover staging, replaced-model and dead fine-tuning folders at start-up, and nothing else', async () => {

@@ -77,7 +77,7 @@ it('lists and serves only plain names from the hub', async () => {
     writeFileSync(join(dir, '.env'), 'KEY=1');
     writeFileSync(join(dir, 'bad name.txt'), 'x');
   });
-  expect(await hub.files('acme/m')).toEqual(['config.json']);
+  expect((await hub.list('acme/m')).map((f) => f.name)).toEqual(['config.json']);
   for (const name of ['.env', '../m/config.json', 'a//b', 'a/./b', 'C:\\x', 'x\u0000y']) {
     expect(isModelFileName(name)).toBe(false);
     await expect(hub.file('acme/m', name)).rejects.toMatchObject({ code: 'not_found' });

@@ -28,7 +28,7 @@ beforeAll(async () => {
   scratchRoot = await mkdtemp(join(tmpdir(), 'svc-runtime-scratch-'));
   process.env.TMPDIR = scratchRoot;
   configurePool({ workers: 2, engineThreads: 1 });
-  runtime = new LibraryRuntime({ hubRoot: join(root, 'hub') });
+  runtime = new LibraryRuntime({ hub: join(root, 'hub') });
 });
 afterAll(async () => {
   await runtime.close();

@@ -27,11 +27,11 @@ afterAll(async () => {
 });
 
 /** Predicts each model once in order, deletes every folder, and says which still predict (were kept loaded). */
-async function keptAfterRoundRobin(name: string, options: Omit<LibraryRuntimeOptions, 'hubRoot'>): Promise<boolean[]> {
+async function keptAfterRoundRobin(name: string, options: Omit<LibraryRuntimeOptions, 'hub'>): Promise<boolean[]> {
   const hubRoot = join(root, name);
   // Rank 4 on all six modules: 331,776 bytes of fp16 A and B, about 340 KB counted with the file's header and head.
   for (const [m, id] of ids.entries()) await writeAdapterModel(join(hubRoot, kOrg, id), { seed: 60 + m, rank: 4 });
-  const runtime = new LibraryRuntime({ hubRoot, closePool: false, ...options });
+  const runtime = new LibraryRuntime({ hub: hubRoot, closePool: false, ...options });
   try {
     for (const id of ids) expect(await runtime.predict(kOrg, id, ['A fine film.'])).toHaveLength(1);
     await sleep(50); // a loaded model's size is read off the predict's path

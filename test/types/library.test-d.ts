@@ -80,4 +80,12 @@ describe('svc-classify types', () => {
     expectTypeOf<library.KernelRate['kernel']>().toEqualTypeOf<library.KernelName>();
     expectTypeOf(library.configurePool).toBeCallableWith({ precision: 'auto' });
   });
+
+  it('a Hub is where model files live: a folder implements it, files stream with their sizes', () => {
+    expectTypeOf<library.DirectoryHub>().toMatchTypeOf<library.Hub>();
+    expectTypeOf<library.Hub['list']>().returns.resolves.toEqualTypeOf<library.HubFile[]>();
+    expectTypeOf<library.Hub['open']>().returns.resolves.toEqualTypeOf<library.HubFileReader>();
+    expectTypeOf<library.HubFileReader['stream']>().toEqualTypeOf<import('node:stream').Readable>();
+    expectTypeOf<library.LoadOptions['hub']>().toEqualTypeOf<library.Hub | undefined>();
+  });
 });

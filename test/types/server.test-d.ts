@@ -5,6 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { describe, it } from 'vitest';
 import type { z } from 'zod';
 
+import type { DirectoryHub, Hub } from '../../src/index.js';
 import * as server from '../../src/server/index.js';
 import {
   type ErrorBody,
@@ -30,6 +31,12 @@ describe('svc-classify/server types', () => {
   it('the library runtime bounds its loaded classifiers by bytes (and optionally by count)', () => {
     expectTypeOf<server.LibraryRuntimeOptions['maxLoadedModelBytes']>().toEqualTypeOf<number | undefined>();
     expectTypeOf<server.LibraryRuntimeOptions['maxCachedModels']>().toEqualTypeOf<number | undefined>();
+  });
+
+  it('PostgresHub is a Hub, and the runtime takes a folder or either hub', () => {
+    expectTypeOf<server.PostgresHub>().toMatchTypeOf<Hub>();
+    expectTypeOf(server.PostgresHub.open).parameter(1).toEqualTypeOf<server.PostgresHubOptions>();
+    expectTypeOf<server.LibraryRuntimeOptions['hub']>().toEqualTypeOf<string | DirectoryHub | server.PostgresHub>();
   });
 
   it('the model object is the schema inferred, with the fields users read', () => {

@@ -1,4 +1,4 @@
-// Model files in PostgreSQL, for replicas that share no folder. Each file is cut at content-defined boundaries
+// Model files in PostgreSQL, for replicas that share no folder (PostgresHub, postgres-hub.ts, stores them here). Each file is cut at content-defined boundaries
 // (cdc.ts) and each chunk is stored once, named by its SHA-256, however many files hold it: every model of a base
 // shares its tokenizer files whole, and two models whose ONNX graphs differ only in their heads share every chunk of
 // the encoder. A file's bytes are a blob named by their SHA-256, the ordered list of its chunks; a model is a list
@@ -21,11 +21,10 @@ import type pg from 'pg';
 
 import { SvcError } from '../errors.js';
 import { positiveInteger } from '../is.js';
-import { modelFileNames, parseHubId } from '../model/hub.js';
+import { type HubFile, type HubFileReader, kChunkBytes, modelFileNames, parseHubId } from '../model/hub.js';
 import { inTransaction, openMigratedPool } from '../store/postgres-migrations.js';
 import { type CdcOptions, type CdcSizes, cdcChunks, cdcSizes } from './cdc.js';
 import { evenPieces, readRange } from './chunks.js';
-import { type ArtifactFile, type ArtifactReader, type ArtifactStore, kChunkBytes } from './types.js';
 
 /** Connections per replica for model files: a few downloads and one upload at once. */
 const kPoolSize = 4;
@@ -58,7 +57,7 @@ const kSql = Object.freeze({
     WHERE f.model = $1 ORDER BY f.name COLLATE "C"`,
 });
 
-export interface PostgresArtifactsOptions {
+export interface PostgresFilesOptions {
   /** Bytes per piece a stream delivers, whatever the stored chunks' sizes; default {@link kChunkBytes}. */
   chunkBytes?: number;
   /** Where files are cut into stored chunks; the defaults are `kCdcDefaults` (256 KiB / 1 MiB / 4 MiB). */
@@ -99,18 +98,11 @@ async function scanFile(path: string, sizes: CdcSizes): Promise<Omit<Upload, 'na
 const byHash = (hashes: Iterable<string>): string[] => [...new Set(hashes)].sort();
 
 /**
- * An {@link ArtifactStore} in PostgreSQL; it migrates the database like the `PostgresStore` does (same migrations,
- * same advisory lock), so either may open a fresh database first.
- *
- * @example
- * ```ts
- * const artifacts = await PostgresArtifacts.open('postgres://svc@db.internal/svc');
- * await artifacts.put('acme/svc-small-1a2b3c4d5e6f', './trained');
- * const { size, stream } = await artifacts.open('acme/svc-small-1a2b3c4d5e6f', 'onnx/model.onnx');
- * stream.pipe(createWriteStream('./model.onnx'));
- * ```
+ * The model files in PostgreSQL under their hub ids, PostgresHub's storage; it migrates the database like the
+ * `PostgresStore` does (same migrations, same advisory lock), so either may open a fresh database first. Every method
+ * rejects with `SvcError('invalid_request')` for a malformed hub id.
  */
-export class PostgresArtifacts implements ArtifactStore {
+export class PostgresFiles {
   readonly #pool: pg.Pool;
   readonly #chunkBytes: number;
   readonly #cdc: CdcSizes;
@@ -121,13 +113,17 @@ export class PostgresArtifacts implements ArtifactStore {
     this.#cdc = cdc;
   }
 
-  static async open(url: string, options: PostgresArtifactsOptions = {}): Promise<PostgresArtifacts> {
+  static async open(url: string, options: PostgresFilesOptions = {}): Promise<PostgresFiles> {
     const chunkBytes = positiveInteger(options.chunkBytes ?? kChunkBytes, 'options.chunkBytes');
     const cdc = cdcSizes(options.cdc);
     const pool = await openMigratedPool(url, kPoolSize);
-    return new PostgresArtifacts(pool, chunkBytes, cdc);
+    return new PostgresFiles(pool, chunkBytes, cdc);
   }
 
+  /**
+   * Makes the files under the local directory `dir` the model's files, replacing the previous ones in one
+   * transaction: a reader sees the old set or the new one, never a mix. Files are read in chunks, never whole.
+   */
   async put(id: string, dir: string): Promise<void> {
     parseHubId(id);
     // Cut and hashed before the transaction: a chunk another file already stored is neither read twice nor sent.
@@ -139,7 +135,8 @@ export class PostgresArtifacts implements ArtifactStore {
     await inTransaction(this.#pool, (client) => this.#replace(client, id, uploads));
   }
 
-  async open(id: string, name: string): Promise<ArtifactReader> {
+  /** Opens one file; rejects with `SvcError('not_found')` when the model or the file does not exist. */
+  async open(id: string, name: string): Promise<HubFileReader> {
     parseHubId(id);
     const { rows } = await this.#pool.query<{ sha256: string; size: number; chunks: number }>(kSql.file, [id, name]);
     if (rows.length === 0) {
@@ -161,13 +158,15 @@ export class PostgresArtifacts implements ArtifactStore {
     return { size, stream: Readable.from(evenPieces(read(), this.#chunkBytes), { objectMode: false, highWaterMark: 1 }) };
   }
 
-  async list(id: string): Promise<ArtifactFile[]> {
+  /** The model's files sorted by name; rejects with `SvcError('not_found')` when the model does not exist. */
+  async list(id: string): Promise<HubFile[]> {
     parseHubId(id);
-    const { rows } = await this.#pool.query<ArtifactFile>(kSql.list, [id]);
+    const { rows } = await this.#pool.query<HubFile>(kSql.list, [id]);
     if (rows.length === 0) throw new SvcError('not_found', `model '${id}' is not in the hub`, { param: 'model' });
     return rows.map((r) => ({ name: r.name, size: r.size }));
   }
 
+  /** Removes the model's files; resolves to false when there were none. */
   async delete(id: string): Promise<boolean> {
     parseHubId(id);
     return inTransaction(this.#pool, (client) => this.#replace(client, id, []));
