@@ -48,7 +48,7 @@ describe("train() with finetune: { method: 'adapter' }", () => {
       adapter_config_file: 'adapter_config.json',
       base_model: 'svc-small',
     });
-    expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4, lora_alpha: 8, learning_rate: 5e-4, steps: 5 });
+    expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4, lora_alpha: 8, learning_rate: 3e-4, steps: 5 });
 
     const dir = hub.pathOf(id);
     expect((await readdir(dir)).sort()).toEqual([
