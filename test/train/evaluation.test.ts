@@ -123,20 +123,12 @@ describe('the report of a cross-validation', () => {
       ['x', 'y'],
     ],
   ];
+  const fitTask = (head: HeadKind, targets: ExampleTargets, crossValidate: boolean) =>
+    fitAndMeasure({ kind: 'fit', head, embeddings, targets, dim, C: 1, balanced: false, validation: null, crossValidate });
   it.each(cases)(
     '%s: the report of the fit task out-of-fold probabilities has its cv accuracy and macro-F1',
     (_, head, targets, labels) => {
-      const fit = fitAndMeasure({
-        kind: 'fit',
-        head,
-        embeddings,
-        targets,
-        dim,
-        C: 1,
-        balanced: false,
-        validation: null,
-        crossValidate: true,
-      });
+      const fit = fitTask(head, targets, true);
       const outputs = head === 'logistic' ? 1 : targets.count;
       expect(fit.outOfFold).toHaveLength(n * outputs);
       const report = evaluateOutOfFold(targets, labels, fit.outOfFold!);
@@ -151,17 +143,7 @@ describe('the report of a cross-validation', () => {
 
   it('is absent when the fit task cross-validates nothing', () => {
     const [, head, targets] = cases[0];
-    const fit = fitAndMeasure({
-      kind: 'fit',
-      head,
-      embeddings,
-      targets,
-      dim,
-      C: 1,
-      balanced: false,
-      validation: null,
-      crossValidate: false,
-    });
+    const fit = fitTask(head, targets, false);
     expect([fit.crossValidation, fit.outOfFold]).toEqual([null, null]);
   });
 });
