@@ -1,5 +1,5 @@
 // `svc-classify/server`: the service pieces — the /v2, hub, proxy and metrics Fastify plugins, the stand-alone
-// server, the service, its stores and artifact stores, and the HTTP contract's schemas and types (defined in
+// server, the service, its stores and its hubs (a folder or PostgreSQL), and the HTTP contract's schemas and types (defined in
 // src/contract/, re-exported here). This list is the
 // supported API: etc/api/svc-classify-server.api.md records it (`npm run api`) and CI fails when it drifts.
 export { svcRoutes, kDefaultBodyLimit } from './routes.js';

@@ -93,7 +93,7 @@ export class VersionEvaluations {
     const key = `${v.orgId}/${v.id} cross-validation`;
     let report = this.#kept.get(key);
     if (report === undefined) {
-      // Through the artifact store, as the model object's metrics: with a database the local folder is only a cache.
+      // Through the hub, as the model object's metrics: with a database the local folder is only a cache.
       report = this.#runtime
         .hubFile(v.orgId, v.id, kManifestFile)
         .then(async (file) => parseManifest(await text(file.stream), `${v.orgId}/${v.id}`).cross_validation_report ?? null)

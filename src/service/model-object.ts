@@ -32,7 +32,7 @@ export class ModelObjects {
     const key = `${record.orgId}/${record.id}`;
     let metrics: TrainingMetrics | null | undefined = this.#metrics.get(key);
     if (metrics === undefined) {
-      // Through the artifact store, not the local folder: with a database that folder is only a cache.
+      // Through the hub, not the local folder: with a database that folder is only a cache.
       metrics = await this.#runtime
         .hubFile(record.orgId, record.id, kManifestFile)
         .then(async (file) => parseManifest(await text(file.stream), key).metrics)

@@ -51,7 +51,7 @@ export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal' 
 export interface ModelRuntime {
   /**
    * Trains the job and writes the model directory to the hub at `<org>/<model_id>`. With `hooks.fence`, it is awaited
-   * once the model is ready and before any of it is written to the hub (or the artifact store): when it rejects
+   * once the model is ready and before any of it is written to the hub (a folder or PostgreSQL): when it rejects
    * (the job runner lost the job), training rejects with that reason and the hub is left as it was.
    */
   train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void>;
@@ -61,9 +61,9 @@ export interface ModelRuntime {
   remove(orgId: string, modelId: string): Promise<void>;
   /** The hub directory of a model on this machine (it may not exist: with a database, a cache entry). */
   modelDir(orgId: string, modelId: string): string;
-  /** The model's files in the artifact store, sorted; rejects with `SvcError('not_found')` when it has none. */
+  /** The model's files in the hub, sorted; rejects with `SvcError('not_found')` when it has none. */
   hubFiles(orgId: string, modelId: string): Promise<string[]>;
-  /** One of the model's files, streamed from the artifact store; rejects with `SvcError('not_found')`. */
+  /** One of the model's files, streamed from the hub; rejects with `SvcError('not_found')`. */
   hubFile(orgId: string, modelId: string, name: string): Promise<HubFileReader>;
   /** How many training jobs may run at once: the pool's share for training (predictions keep the rest). */
   readonly trainingSlots: number;
