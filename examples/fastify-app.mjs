@@ -8,7 +8,7 @@ import { hubRoutes, LibraryRuntime, proxyRoutes, SqliteStore, SvcService, svcRou
 const dataDir = process.env.DATA_DIR ?? './svc-data';
 const service = new SvcService({
   store: SqliteStore.open(dataDir),
-  runtime: new LibraryRuntime({ hubRoot: `${dataDir}/hub` }),
+  runtime: new LibraryRuntime({ hub: `${dataDir}/hub` }),
 });
 await service.start(); // resumes training jobs a previous process left unfinished
 

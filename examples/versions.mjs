@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { LibraryRuntime, SqliteStore, SvcService } from 'svc-classify/server';
 
 const dataDir = process.env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'svc-versions-'));
-const service = new SvcService({ store: SqliteStore.open(dataDir), runtime: new LibraryRuntime({ hubRoot: `${dataDir}/hub` }) });
+const service = new SvcService({ store: SqliteStore.open(dataDir), runtime: new LibraryRuntime({ hub: `${dataDir}/hub` }) });
 await service.start();
 if ((await service.store.getOrganization('acme')) === null) await service.createOrganization('acme');
 const principal = await service.authenticate((await service.createApiKey('acme')).key);
