@@ -66,6 +66,13 @@ export class LibraryRuntime implements ModelRuntime {
   #loadedBytes = 0;
 
   constructor(options: LibraryRuntimeOptions) {
+    // Plain JavaScript callers get no type check: a missing hub (or the old `hubRoot`) would fail on the first predict.
+    // Checked by shape, not instanceof: the library and server entries may each carry their own copy of the classes.
+    const hub: unknown = options.hub;
+    if (typeof hub !== 'string' && (typeof hub !== 'object' || hub === null || typeof (hub as Hub).resolve !== 'function')) {
+      const old = 'hubRoot' in options ? ' (`hubRoot` is now `hub`)' : '';
+      throw new SvcError('invalid_request', `options.hub must be a folder path, a DirectoryHub or a PostgresHub${old}`);
+    }
     this.hub = typeof options.hub === 'string' ? new DirectoryHub(options.hub) : options.hub;
     this.#files = new MergedExports(this.hub);
     this.#maxCached = options.maxCachedModels ?? Infinity;

@@ -87,3 +87,13 @@ describe('LibraryRuntime publishing behind a fence', () => {
     expect((await readdir(join(dir, '..'))).sort()).toEqual([modelId]);
   });
 });
+
+describe('LibraryRuntime options', () => {
+  it('names the hub option when a caller gives none, or the old hubRoot', () => {
+    const plain = {} as unknown as ConstructorParameters<typeof LibraryRuntime>[0];
+    expect(() => new LibraryRuntime(plain)).toThrow('options.hub must be a folder path, a DirectoryHub or a PostgresHub');
+    const old = { hubRoot: join(root, 'hub') } as unknown as ConstructorParameters<typeof LibraryRuntime>[0];
+    expect(() => new LibraryRuntime(old)).toThrow('(`hubRoot` is now `hub`)');
+    expect(() => new LibraryRuntime({ hub: 42 as unknown as string })).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+  });
+});
