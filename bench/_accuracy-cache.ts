@@ -190,3 +190,15 @@ export async function drawEmbeddings(task: Task, seed: number, body: Body, cache
     bodySeconds,
   };
 }
+
+/** The share of rows whose most probable class (row-major `p`, one row per expected class) is the expected one. */
+export function argmaxAccuracy(p: Float64Array, expected: ArrayLike<number>): number {
+  const classes = p.length / expected.length;
+  let correct = 0;
+  for (let i = 0; i < expected.length; i++) {
+    let best = 0;
+    for (let k = 1; k < classes; k++) if (p[i * classes + k]! > p[i * classes + best]!) best = k;
+    if (best === expected[i]) correct++;
+  }
+  return correct / expected.length;
+}

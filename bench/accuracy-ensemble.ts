@@ -13,7 +13,7 @@ import { fitAndMeasure } from '../src/train/fit-head.js';
 import { classProbabilities } from '../src/train/self-training.js';
 import { kHeadKinds } from '../src/train/train.js';
 import { intOption } from './_common.js';
-import { drawEmbeddings } from './_accuracy-cache.js';
+import { argmaxAccuracy, drawEmbeddings } from './_accuracy-cache.js';
 import type { Body, DrawEmbeddings } from './_accuracy-cache.js';
 import { kTasks } from './_accuracy-tasks.js';
 import { listOption } from './accuracy.js';
@@ -37,15 +37,7 @@ function testProbabilities(d: DrawEmbeddings): Float64Array {
 }
 
 function accuracy(p: Float64Array, d: DrawEmbeddings): number {
-  const expected = (d.testTargets as { classes: Int32Array }).classes;
-  const classes = p.length / expected.length;
-  let correct = 0;
-  for (let i = 0; i < expected.length; i++) {
-    let best = 0;
-    for (let k = 1; k < classes; k++) if (p[i * classes + k]! > p[i * classes + best]!) best = k;
-    if (best === expected[i]) correct++;
-  }
-  return correct / expected.length;
+  return argmaxAccuracy(p, (d.testTargets as { classes: Int32Array }).classes);
 }
 
 const average = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;

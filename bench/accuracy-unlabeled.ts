@@ -22,7 +22,7 @@ import { classProbabilities } from '../src/train/self-training.js';
 import type { SelfTrainingOptions } from '../src/train/self-training.js';
 import { kHeadKinds } from '../src/train/train.js';
 import { intOption } from './_common.js';
-import { drawEmbeddings, kBodies, kLeverBodies } from './_accuracy-cache.js';
+import { argmaxAccuracy, drawEmbeddings, kBodies, kLeverBodies } from './_accuracy-cache.js';
 import type { Body, DrawEmbeddings } from './_accuracy-cache.js';
 import { kTasks, splitHeldOut } from './_accuracy-tasks.js';
 import { listOption } from './accuracy.js';
@@ -92,14 +92,7 @@ function scoreDraw(d: DrawEmbeddings, base: DrawEmbeddings, unlabeledCount: numb
     if (!cvOf.has(key)) cvOf.set(key, fitOn(base, config, true).crossValidation!.accuracy);
     const fitted = fitOn(d, config, false);
     const p = classProbabilities(fitted, testX, dim);
-    const classes = p.length / test.length;
-    let correct = 0;
-    for (let i = 0; i < test.length; i++) {
-      let best = 0;
-      for (let k = 1; k < classes; k++) if (p[i * classes + k]! > p[i * classes + best]!) best = k;
-      if (best === testY[i]) correct++;
-    }
-    return { accuracy: correct / test.length, cv: cvOf.get(key)! };
+    return { accuracy: argmaxAccuracy(p, testY), cv: cvOf.get(key)! };
   });
 }
 
