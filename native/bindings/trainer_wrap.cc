@@ -26,6 +26,8 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
          InstanceMethod<&TrainerWrap::Embed>("embed"), InstanceMethod<&TrainerWrap::Save>("save"),
          InstanceMethod<&TrainerWrap::Dispose>("dispose"),
          InstanceMethod<&TrainerWrap::AdapterTensors>("adapterTensors"),
+         InstanceMethod<&TrainerWrap::StartHeadPhase>("startHeadPhase"),
+         InstanceMethod<&TrainerWrap::HeadStep>("headStep"), InstanceMethod<&TrainerWrap::Head>("head"),
          InstanceAccessor<&TrainerWrap::StepsDone>("stepsDone"), InstanceAccessor<&TrainerWrap::Dim>("dim")});
   }
 
@@ -119,6 +121,52 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     out[1] = r.lr;
     out[2] = static_cast<double>(r.step);
     out[3] = r.grad_norm;
+    return out;
+  }
+
+  // startHeadPhase(weights: Float32Array classes x dim, bias: Float32Array classes,
+  //   { bodyLr, headLr, weightDecay, totalSteps })
+  Napi::Value StartHeadPhase(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
+    Napi::Float32Array weights = typed_array_arg<Napi::Float32Array>(info, 0, "weights");
+    Napi::Float32Array bias = typed_array_arg<Napi::Float32Array>(info, 1, "bias");
+    if (info.Length() < 3 || !info[2].IsObject()) throw Napi::TypeError::New(info.Env(), "options must be an object");
+    const Napi::Object o = info[2].As<Napi::Object>();
+    svc::train::HeadPhaseOptions h;
+    h.classes = static_cast<int>(bias.ElementLength());
+    if (weights.ElementLength() != bias.ElementLength() * static_cast<size_t>(trainer.config().hidden))
+      throw Napi::RangeError::New(info.Env(), "weights must hold bias.length x dim floats");
+    h.body_lr = required_number(o, "bodyLr");
+    h.head_lr = required_number(o, "headLr");
+    h.weight_decay = required_number(o, "weightDecay");
+    h.total_steps = static_cast<int64_t>(required_number(o, "totalSteps"));
+    call_native(info.Env(), [&] { trainer.start_head_phase(h, weights.Data(), bias.Data()); });
+    return info.Env().Undefined();
+  }
+
+  // headStep(ids, lengths, targets: Int32Array) -> Float64Array [loss, lr, stepsDone, gradNorm]
+  Napi::Value HeadStep(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
+    auto [ids, lengths] = packed_texts(info);
+    Napi::Int32Array targets = typed_array_arg<Napi::Int32Array>(info, 2, "targets");
+    if (targets.ElementLength() != lengths.ElementLength())
+      throw Napi::RangeError::New(info.Env(), "targets must have one class per text");
+    const svc::train::StepResult r = call_native(info.Env(), [&] {
+      return trainer.head_step(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), targets.Data());
+    });
+    Napi::Float64Array out = Napi::Float64Array::New(info.Env(), 4);
+    out[0] = r.loss;
+    out[1] = r.lr;
+    out[2] = static_cast<double>(r.step);
+    out[3] = r.grad_norm;
+    return out;
+  }
+
+  // head() -> Float32Array: the end-to-end head's weights (classes x dim), then its biases (a copy).
+  Napi::Value Head(const Napi::CallbackInfo& info) {
+    const std::vector<float>& head = live(info).head();
+    Napi::Float32Array out = Napi::Float32Array::New(info.Env(), head.size());
+    std::copy(head.begin(), head.end(), out.Data());
     return out;
   }
 

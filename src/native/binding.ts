@@ -76,6 +76,16 @@ export interface NativeTrainer {
   save(path: string): void;
   /** A and B of every adapted layer, layer by layer; [] without an adapter. */
   adapterTensors(): NativeAdapterTensor[];
+  /** Starts the end-to-end phase from a softmax head (weights classes x dim, then bias per class). */
+  startHeadPhase(
+    weights: Float32Array,
+    bias: Float32Array,
+    options: { bodyLr: number; headLr: number; weightDecay: number; totalSteps: number },
+  ): void;
+  /** One end-to-end step on packed texts and their classes; returns [loss, lr, stepsDone, gradNorm] (stepsDone: of the phase). */
+  headStep(ids: Int32Array, lengths: Int32Array, targets: Int32Array): Float64Array;
+  /** The end-to-end head as trained so far: weights (classes x dim), then the biases. */
+  head(): Float32Array;
   /** Frees the weights, optimizer state and threads now; later calls throw. */
   dispose(): void;
   readonly stepsDone: number;

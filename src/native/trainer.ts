@@ -98,6 +98,25 @@ export interface TrainStep {
   gradNorm: number;
 }
 
+/** The end-to-end phase's settings ({@link EncoderTrainer.startHeadPhase}); SetFit's names in brackets. */
+export interface HeadPhaseOptions {
+  /** Peak rate of the encoder's (or the adapter's) updates (`body_learning_rate`). */
+  bodyLr: number;
+  /** Peak rate of the head's updates (`head_learning_rate`, 1e-2). */
+  headLr: number;
+  /** AdamW decay of the body and of the head's weights (`l2_weight`, 0.01). */
+  weightDecay: number;
+  /** Steps the phase runs: its rates decay linearly to 0 over them, without warm-up. */
+  totalSteps: number;
+}
+
+/** A batch of the end-to-end phase: packed texts and each one's class. */
+export interface HeadBatch {
+  ids: Int32Array;
+  lengths: Int32Array;
+  targets: Int32Array;
+}
+
 interface ResolvedTrainerOptions {
   totalSteps: number;
   threads: number;
@@ -221,6 +240,39 @@ export class EncoderTrainer {
   step(batch: PairBatch): TrainStep {
     return this.#call(() => {
       const [loss, lr, step, gradNorm] = this.#native.step(batch.ids, batch.lengths, batch.pairA, batch.pairB, batch.labels);
+      return { loss: loss!, lr: lr!, step: step!, gradNorm: gradNorm! };
+    });
+  }
+
+  /**
+   * Starts the end-to-end phase (SetFit's `end_to_end`): after the contrastive steps, a softmax head
+   * over the normalized embeddings (`head.weights`, classes x dim; `head.bias`, one per class) trains
+   * together with the encoder, or with only the adapter, on the examples' cross-entropy. Each has an
+   * AdamW of its own; the embedding tables stay as they are.
+   *
+   * @example
+   * ```ts
+   * trainer.startHeadPhase({ weights: new Float32Array(2 * trainer.dim), bias: new Float32Array(2) },
+   *   { bodyLr: 1e-5, headLr: 1e-2, weightDecay: 0.01, totalSteps: 10 });
+   * trainer.headStep({ ids, lengths: Int32Array.of(7, 3), targets: Int32Array.of(1, 0) });
+   * // { loss: 0.693..., lr: 1e-5, step: 1, gradNorm: ... }
+   * ```
+   */
+  startHeadPhase(head: { weights: Float32Array; bias: Float32Array }, options: HeadPhaseOptions): void {
+    is.object(options, 'options');
+    const settings = {
+      bodyLr: is.numberInRange(options.bodyLr, 'options.bodyLr', 0, 1),
+      headLr: is.numberInRange(options.headLr, 'options.headLr', 0, 10),
+      weightDecay: is.numberInRange(options.weightDecay, 'options.weightDecay', 0, 1),
+      totalSteps: is.positiveInteger(options.totalSteps, 'options.totalSteps'),
+    };
+    this.#call(() => this.#native.startHeadPhase(head.weights, head.bias, settings));
+  }
+
+  /** One forward, backward and update of the end-to-end phase: the head's cross-entropy over the batch's texts. */
+  headStep(batch: HeadBatch): TrainStep {
+    return this.#call(() => {
+      const [loss, lr, step, gradNorm] = this.#native.headStep(batch.ids, batch.lengths, batch.targets);
       return { loss: loss!, lr: lr!, step: step!, gradNorm: gradNorm! };
     });
   }

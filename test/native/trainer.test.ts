@@ -60,7 +60,7 @@ function safetensorsHeader(file: string): Record<string, { dtype: string; shape:
 }
 
 describe('training core gradient checks', () => {
-  it('matches central finite differences in double precision for every backward kernel and a toy encoder, with and without an adapter', () => {
+  it('matches central finite differences in double precision for every backward kernel and a toy encoder, with and without an adapter, and the end-to-end head', () => {
     const errors = trainSelfTest();
     expect(Object.keys(errors)).toEqual([
       'linear',
@@ -82,6 +82,9 @@ describe('training core gradient checks', () => {
       'toy_encoder_lora',
       'toy_encoder_lora_data_parallel',
       'toy_encoder_lora_fp32_vs_double',
+      'head_cross_entropy',
+      'toy_encoder_head',
+      'toy_encoder_head_parallel',
     ]);
     for (const [name, error] of Object.entries(errors)) {
       expect({ name, ok: error <= 1e-4 && error > 0 }).toEqual({ name, ok: true });

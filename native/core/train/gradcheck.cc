@@ -305,6 +305,7 @@ std::vector<GradCheck> run_gradient_checks() {
   out.push_back(check_whole_model(true, fp32_error));
   out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});
   for (GradCheck& c : lora_gradient_checks()) out.push_back(std::move(c));
+  for (GradCheck& c : head_gradient_checks()) out.push_back(std::move(c));
   return out;
 }
 

@@ -23,6 +23,8 @@ struct GradCheck {
 std::vector<GradCheck> run_gradient_checks();
 // The adapter's (LoRA) checks, which run_gradient_checks() ends with.
 std::vector<GradCheck> lora_gradient_checks();
+// The end-to-end phase's (softmax head cross-entropy) checks, which run_gradient_checks() also runs.
+std::vector<GradCheck> head_gradient_checks();
 
 // A random BERT checkpoint (fp32 tensors, checkpoint names) of cfg's shapes for toy-sized tests.
 std::map<std::string, io::StoredTensor> toy_checkpoint(const EncoderConfig& cfg, uint64_t seed);

@@ -245,6 +245,12 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   for (int i = 0; i < b.pairs; ++i)
     if (b.pair_a[i] < 0 || b.pair_a[i] >= b.texts || b.pair_b[i] < 0 || b.pair_b[i] >= b.texts)
       throw std::invalid_argument("pair index out of range");
+  if (b.head) {
+    if (b.head->classes < 2) throw std::invalid_argument("a head needs at least two classes");
+    for (int t = 0; t < b.texts; ++t)
+      if (b.head->targets[t] < 0 || b.head->targets[t] >= b.head->classes)
+        throw std::invalid_argument("head target out of range");
+  }
 
   // Data parallel across threads: each runs whole layers on its own texts with
   // single-threaded kernels, meeting only for the loss and the gradient sum, so
@@ -284,7 +290,7 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     }
   }
   // Only a step that runs backward keeps every layer's activations.
-  const bool keep = train_grads != nullptr && b.pairs > 0;
+  const bool keep = train_grads != nullptr && (b.pairs > 0 || b.head);
   each_group(
       [&](int i) { forward_pass(cfg, emb, params, groups[i], key, ws.parts[i], inner, fwd, fwd16, adapter, keep); });
 
@@ -292,10 +298,11 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   for (int i = 0; i < parts; ++i)
     std::copy(ws.parts[i].emb.begin(), ws.parts[i].emb.end(),
               ws.emb.begin() + static_cast<int64_t>(groups[i].text0) * h);
-  if (b.pairs == 0) return T(0);
+  if (b.pairs == 0 && !b.head) return T(0);
   ws.demb.resize(ws.emb.size());
-  const T loss = cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels,
-                                train_grads ? ws.demb.data() : nullptr);
+  T* demb = train_grads ? ws.demb.data() : nullptr;
+  const T loss = b.head ? head_cross_entropy<T>(b.texts, h, ws.emb.data(), *b.head, demb)
+                        : cosine_loss<T>(b.texts, h, ws.emb.data(), b.pairs, b.pair_a, b.pair_b, b.labels, demb);
   if (!train_grads) return loss;
 
   const int64_t n = adapter ? lora_param_count(cfg, *adapter->config) : param_count(cfg);

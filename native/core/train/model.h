@@ -12,6 +12,7 @@
 
 #include "io/config.h"
 #include "train/attention.h"
+#include "train/head_loss.h"
 #include "kernels/gemm_bf16.h"
 #include "train/page_buffer.h"
 #include "workers.h"
@@ -126,6 +127,8 @@ struct PairBatch {
   const int32_t* pair_b = nullptr;
   const float* labels = nullptr;
   int pairs = 0;
+  // The end-to-end phase: with a head, the loss is its cross-entropy over every text (pairs unused).
+  const HeadBatch* head = nullptr;
 };
 
 // What one layer's backward reads and cannot recompute cheaply: the fused Q, K, V (attention's
@@ -175,7 +178,8 @@ struct StepKey {
   bool bf16 = false;
 };
 
-// Runs the forward pass and returns the cosine-similarity loss; ws.emb holds
+// Runs the forward pass and returns the cosine-similarity loss (the head's cross-entropy when the
+// batch has a head); ws.emb holds
 // the normalized embeddings. When grads is not null, also runs backward and
 // writes d loss / d params into grads (every entry is overwritten), and when
 // emb_grads is not null too, d loss / d the embedding tables into it.

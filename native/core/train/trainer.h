@@ -58,6 +58,17 @@ struct StepResult {
   double grad_norm = 0;  // global L2 norm of the gradient, before clipping
 };
 
+// SetFit's end-to-end phase after the contrastive one (trainer_head.cc): a softmax head over the
+// normalized embeddings trained together with the encoder (or only its adapter) on the examples'
+// cross-entropy, each with an AdamW of its own: linear decay to zero over the phase, no warm-up.
+struct HeadPhaseOptions {
+  int classes = 0;
+  double body_lr = 1e-5;
+  double head_lr = 1e-2;
+  double weight_decay = 0.01;  // SetFit's l2_weight, on the body and the head's weights
+  int64_t total_steps = 1;
+};
+
 class Trainer {
  public:
   // Loads a BERT checkpoint (names with or without a "bert." prefix) and its config.json;
@@ -73,6 +84,12 @@ class Trainer {
   // runs in slices of about 1,024 tokens to bound the activations kept.
   void embed(const int32_t* ids, const int32_t* lengths, int texts, float* out);
   void save(const std::string& path) const;
+  // Starts the end-to-end phase from the given head (classes x hidden weights, then the biases).
+  void start_head_phase(const HeadPhaseOptions& options, const float* weights, const float* bias);
+  // One step of it over `texts` packed texts and their classes; the embedding tables stay as they are.
+  StepResult head_step(const int32_t* ids, const int32_t* lengths, int texts, const int32_t* targets);
+  // The head as trained so far: weights (classes x hidden), then the biases.
+  const std::vector<float>& head() const { return head_; }
   // The adapter's A and B of every adapted layer, layer by layer; empty without an adapter.
   std::vector<AdapterTensor> adapter_tensors() const;
   bool has_adapter() const { return lora_.rank > 0; }
@@ -123,6 +140,10 @@ class Trainer {
   std::vector<float> lora_params_, lora_grads_;
   std::vector<PackedF32> frozen_fwd_, frozen_bwd_;
   std::vector<LayerOffsets> frozen_layers_;
+  // The end-to-end phase: its head, the head's gradients, and the two optimizers.
+  HeadPhaseOptions head_options_;
+  std::vector<float> head_, head_grads_;
+  std::unique_ptr<AdamW> head_adam_, joint_adam_;
 };
 
 }  // namespace svc::train
