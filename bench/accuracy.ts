@@ -20,6 +20,8 @@
 // up to N (at most half) are sent as the request's `unlabeled` texts by the `-unlabeled` methods, and
 // every method is scored on the rest. `--draws 4,5` runs only those draws (training is deterministic, so a
 // draw alone gives the figure it gives among the others): the way to finish a long task's missing draws.
+// `adapter-e2e`, `adapter-e2e4` and `finetuned-e2e` add SetFit's end-to-end phase after the contrastive
+// steps (train's options.endToEnd, 16 or 4 epochs).
 import { performance } from 'node:perf_hooks';
 
 import { closePool, train } from '../src/index.js';
@@ -33,6 +35,8 @@ interface Method {
   finetune: TrainRequest['finetune'];
   /** train()'s options.labelWords (the label's own words for the head); absent: the default. */
   labelWords?: TrainOptions['labelWords'];
+  /** train()'s options.endToEnd (SetFit's end-to-end phase after the contrastive steps); absent: none. */
+  endToEnd?: TrainOptions['endToEnd'];
   /** Sends the draw's unlabelled texts (`--unlabeled`) as the request's `unlabeled`. */
   unlabeled?: boolean;
 }
@@ -55,6 +59,10 @@ const kMethods: readonly Method[] = [
   { name: 'finetuned-unlabeled', finetune: true, unlabeled: true },
   { name: 'frozen-words-unlabeled', finetune: false, labelWords: kWords, unlabeled: true },
   { name: 'finetuned-words-unlabeled', finetune: true, labelWords: kWords, unlabeled: true },
+  // SetFit's end-to-end phase (16 epochs, its default; 4: a shorter one) after the contrastive steps.
+  { name: 'adapter-e2e', finetune: { method: 'adapter' }, endToEnd: { epochs: 16 } },
+  { name: 'adapter-e2e4', finetune: { method: 'adapter' }, endToEnd: { epochs: 4 } },
+  { name: 'finetuned-e2e', finetune: true, endToEnd: { epochs: 16 } },
 ];
 
 const kDefaultSeeds = 5;
@@ -108,6 +116,7 @@ async function evaluate(method: Method, task: Task, seed: number, unlabeledCount
   const classifier = await train({ model: 'svc-small', ...draw.request, finetune: method.finetune, ...unlabeled } as TrainRequest, {
     ...draw.options,
     ...(method.labelWords ? { labelWords: method.labelWords } : {}),
+    ...(method.endToEnd ? { endToEnd: method.endToEnd } : {}),
   });
   const seconds = (performance.now() - started) / 1000;
   const predictions = (await classifier.predict(draw.testTexts)) as { label: boolean | string }[];

@@ -53,6 +53,19 @@ export interface FinetuneSettings {
   threads: number;
   /** Mean cosine-similarity loss over the last 10 steps. */
   final_loss: number;
+  /**
+   * The end-to-end phase after the contrastive steps (train's `options.endToEnd`): a softmax head trained with the
+   * encoder (or the adapter) on the examples' cross-entropy, `batch` examples a step, rates decaying linearly to 0.
+   * Absent: none ran.
+   */
+  end_to_end?: {
+    epochs: number;
+    batch: number;
+    steps: number;
+    body_learning_rate: number;
+    head_learning_rate: number;
+    weight_decay: number;
+  };
   /** Wall time of the fine-tuning stage alone. */
   seconds: number;
 }

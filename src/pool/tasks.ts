@@ -209,6 +209,8 @@ export interface FinetuneTask {
   adapter?: AdapterOptions | null;
   /** Peak learning rate. Default: the method's, `kFinetuneRecipe.lr` (full) or `kAdapterRecipe.lr` (adapter). */
   lr?: number;
+  /** After the contrastive steps, the end-to-end phase for this many epochs (single-label targets only). Left out or null: none. */
+  endToEnd?: { epochs: number } | null;
   /** Where full fine-tuning writes the encoder (an adapter run writes nothing). */
   outDir: string;
   /** Receives a {@link FinetuneStepMessage} after every step. */
@@ -238,6 +240,8 @@ export interface FinetuneResult {
   pairs: number;
   steps: number;
   finalLoss: number;
+  /** Steps of the end-to-end phase; 0 when none ran. */
+  endToEndSteps: number;
   seconds: number;
 }
 

@@ -28,6 +28,8 @@ export interface FinetuneStageOptions {
   threads: number;
   /** Train a LoRA adapter of this rank on the frozen base instead of the whole encoder; null: full fine-tuning. */
   adapterRank: number | null;
+  /** The end-to-end phase after the contrastive steps (TrainOptions.endToEnd); null or left out: none. */
+  endToEnd?: { epochs: number } | null;
   onStep?: (step: FinetuneStepMessage) => void;
   signal?: AbortSignal;
 }
@@ -119,6 +121,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         seed: options.seed,
         threads,
         adapter,
+        endToEnd: options.endToEnd ?? null,
         outDir: dir,
         progress: port2,
         stop,

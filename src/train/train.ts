@@ -20,6 +20,7 @@ import { packageVersion } from '../version.js';
 import { keptExamples } from '../predict/example-bank.js';
 import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
 import { runFinetuneStage } from './finetune-stage.js';
+import { endToEndSettings } from './end-to-end-recipe.js';
 import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
 import { kSelfTraining, kSelfTrainingLabelWords } from './self-training.js';
 import type { LabelWordsLever } from './label-words.js';
@@ -86,6 +87,13 @@ export interface TrainOptions {
    * `unlabeled` texts, `{ kind: 'examples', weight: 2 }` (the two won together).
    */
   labelWords?: LabelWordsLever;
+  /**
+   * After fine-tuning's contrastive steps, SetFit's end-to-end phase for `epochs` passes over the
+   * examples: a softmax head trained together with the encoder (or the adapter) on the examples'
+   * cross-entropy, two examples a step; the model's head is then fitted on the final embeddings as
+   * usual. Single-label requests with `finetune` only; ignored otherwise. Default: none.
+   */
+  endToEnd?: { epochs: number };
 }
 
 /** Inverse L2 regularization strength of the head (scikit-learn's default). */
@@ -109,6 +117,10 @@ function checkOptions(options: TrainOptions): void {
   if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');
   if (options.threads !== undefined) is.positiveInteger(options.threads, 'options.threads');
   if (options.labelWords !== undefined) checkLabelWordsLever(options.labelWords, 'options.labelWords');
+  if (options.endToEnd !== undefined) {
+    is.object(options.endToEnd, 'options.endToEnd');
+    is.positiveInteger(options.endToEnd.epochs, 'options.endToEnd.epochs');
+  }
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -247,6 +259,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       seed,
       threads: options.threads ?? poolThreads(),
       adapterRank: plan.method === 'adapter' ? plan.rank : null,
+      endToEnd: options.endToEnd ?? null,
       signal: options.signal,
       onStep: (step) => options.onProgress?.({ stage: 'finetune', ...step }),
     });
@@ -349,7 +362,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       head_file: kHeadFile,
       training: {
         method: encoder ? 'setfit' : 'frozen-logistic',
-        ...(encoder ? { finetune: finetuneSettings(encoder, iterations, seed) } : {}),
+        ...(encoder ? { finetune: finetuneSettings(encoder, iterations, seed, options.endToEnd?.epochs) } : {}),
         ...(headKind === 'logistic' ? {} : { head: headKind === 'softmax' ? 'softmax-regression' : 'one-vs-rest-logistic-regression' }),
         C: kHeadC,
         ...(balanced ? { class_weight: 'balanced' } : {}),
@@ -445,7 +458,7 @@ function labelExamples(targets: ExampleTargets, labels: readonly string[]): Reco
   return Object.fromEntries(labels.map((label, k) => [label, counts[k]]));
 }
 
-function finetuneSettings(encoder: FinetunedEncoder, iterations: number, seed: number): FinetuneSettings {
+function finetuneSettings(encoder: FinetunedEncoder, iterations: number, seed: number, epochs: number | undefined): FinetuneSettings {
   const { adapter } = encoder;
   const recipe = adapter ? kAdapterRecipe : kFinetuneRecipe;
   return {
@@ -463,6 +476,7 @@ function finetuneSettings(encoder: FinetunedEncoder, iterations: number, seed: n
     seed,
     threads: encoder.threads,
     final_loss: encoder.finalLoss,
+    ...(encoder.endToEndSteps > 0 && epochs ? { end_to_end: endToEndSettings(epochs, encoder.endToEndSteps, recipe.lr) } : {}),
     seconds: Math.round(encoder.seconds * 1000) / 1000,
   };
 }

@@ -12,8 +12,9 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { kEncoderFile } from '../contract/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
-import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount } from '../train/pairs.js';
+import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount, targetCount } from '../train/pairs.js';
 import { tokenizerFor } from './embed-texts.js';
+import { runEndToEnd } from './end-to-end.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
 
 /** Steps the reported loss is averaged over. */
@@ -72,7 +73,15 @@ function train(task: FinetuneTask): FinetuneResult | null {
       const message: FinetuneStepMessage = { done: step + 1, total: steps, loss: mean(recent) };
       task.progress.postMessage(message);
     }
-    const summary = { pairs: pairs.a.length, steps, finalLoss: mean(recent) };
+    let endToEndSteps = 0;
+    if (task.endToEnd && task.targets.kind === 'classes') {
+      const examples = rows.slice(0, targetCount(task.targets));
+      const settings = { epochs: task.endToEnd.epochs, contrastiveLr: task.lr ?? recipe.lr, seed: task.seed, stop: task.stop };
+      const done = runEndToEnd(trainer, examples, task.targets, settings);
+      if (done === null) return null;
+      endToEndSteps = done;
+    }
+    const summary = { pairs: pairs.a.length, steps, finalLoss: mean(recent), endToEndSteps };
     if (adapter) {
       const embeddings = trainer.embed(ids, lengths);
       const seconds = (performance.now() - started) / 1000;
