@@ -1,5 +1,5 @@
 // `npm run bench -- train [--corpus uci|email] [--threads 2] [--task imdb] [--examples 20] [--iterations 20] [--steps N] [--method full|adapter] [--rank 8] [--json]`
-// `npm run bench -- train --library [--corpus uci|email] [--json]`: train() end to end as a caller waits for it
+// `npm run bench -- train --library [--corpus uci|email] [--method full|adapter] [--json]`: train() end to end as a caller waits for it
 // Contrastive fine-tuning speed as the library runs it, on UCI sentences (short) or SpamAssassin
 // e-mails (long, cut at the base model's 256 tokens as train() cuts them): SetFit pairs
 // (iterations x examples x 2), batches of 16 pairs, each distinct text encoded once per batch.
@@ -78,7 +78,7 @@ export async function run(args: string[]): Promise<void> {
     ];
   }
   if (args.includes('--library')) {
-    await runLibrary(corpus, chosen, json);
+    await runLibrary(corpus, chosen, method === 'adapter' ? { method, rank } : { method: 'full' }, json);
     return;
   }
   if (args.includes('--job')) {
@@ -175,11 +175,18 @@ export async function run(args: string[]): Promise<void> {
 }
 
 /** train() as a library caller runs it, timed from the call to the classifier; CPU time covers every thread. */
-async function runLibrary(corpus: string, chosen: LabelledText[], json: boolean): Promise<void> {
+async function runLibrary(
+  corpus: string,
+  chosen: LabelledText[],
+  finetune: { method: 'full' } | { method: 'adapter'; rank: number },
+  json: boolean,
+): Promise<void> {
+  // The method named (--method, full unless told), not train()'s default, so that the figures stay comparable.
   const request = {
     model: 'svc-small',
     task_type: 'binary-classification' as const,
     examples: chosen.map((r) => ({ text: r.text, label: r.label, label_text: 'positive' })),
+    finetune,
   };
   const rows = [];
   for (const threads of [poolThreads(), 1]) {
