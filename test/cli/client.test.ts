@@ -44,7 +44,11 @@ describe('svc train, predict and pull', () => {
       /^(\[[#-]{20}\] (finetune 0\/\d+|finetune [1-9]\d*\/\d+ loss \d+\.\d{4}|(embed|fit|save) \d+\/\d+)\n)*\[#{20}\] trained\n$/,
     );
     const steps = [...trained.stderr.matchAll(/\] (\w+) (\d+)\//g)].map((m) => `${m[1]} ${m[2]}`);
-    expect(new Set(steps).size).toBe(steps.length);
+    // A line per new step, never the same twice in a row. The default adapter model embeds its examples twice (the
+    // base encoder for the estimate, then base + adapter for the head), so only an embed step may come back later.
+    expect(steps.filter((step, i) => i > 0 && step === steps[i - 1])).toEqual([]);
+    const others = steps.filter((step) => !step.startsWith('embed '));
+    expect(new Set(others).size).toBe(others.length);
     // Ten fine-tuning steps of a few hundred milliseconds each, polled every 500 ms: several are seen.
     expect(steps.filter((step) => /^finetune [1-9]/.test(step)).length).toBeGreaterThanOrEqual(2);
 
@@ -59,21 +63,23 @@ describe('svc train, predict and pull', () => {
 
     const pulled = await svc(['pull', `acme/${model.id}`, '--dir', join(dir, 'pulled')], env);
     expect(pulled).toEqual({ code: 0, stdout: `${join(dir, 'pulled')}\n`, stderr: '' });
+    // The default fine-tune is an adapter: its own files, and the merged transformers.js files the hub builds.
     expect(readdirSync(join(dir, 'pulled'), { recursive: true }).map(String).sort()).toEqual([
+      'adapter_config.json',
+      'adapter_model.safetensors',
       'config.json',
       'example_embeddings.safetensors',
       'examples.json',
       'head.json',
       'manifest.json',
-      'model.fp16.safetensors',
       'onnx',
       join('onnx', 'model.onnx'),
       'tokenizer.json',
       'tokenizer_config.json',
     ]);
-    expect(readFileSync(join(dir, 'pulled', 'config.json'), 'utf8')).toBe(
-      readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'config.json'), 'utf8'),
-    );
+    for (const name of ['adapter_model.safetensors', 'head.json']) {
+      expect(readFileSync(join(dir, 'pulled', name))).toEqual(readFileSync(join(dir, 'data', 'hub', 'acme', model.id, name)));
+    }
 
     expect(await svc(['predict', '--model', 'svc-small-0123456789ab', 'x'], env)).toEqual({
       code: 1,
@@ -85,7 +91,8 @@ describe('svc train, predict and pull', () => {
       stdout: '',
       stderr: 'svc predict: no API key: pass --key or set SVC_KEY\n',
     });
-  });
+    // The pull builds the merged ONNX export (about 8 s on two quiet cores), as in the adapter test below.
+  }, 240_000);
 
   it('train --finetune adapter trains a LoRA adapter model; pull gets its adapter and the merged transformers.js files', async () => {
     const file = join(dir, 'adapter-examples.csv');

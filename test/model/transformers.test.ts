@@ -22,10 +22,16 @@ afterAll(async () => {
 
 const { trainSet, testSet } = split(uciSentences('imdb'), 1);
 
-// A frozen body exports the base encoder; a fine-tuned one (4 pair rounds here) its own weights.
+// A frozen body exports the base encoder; a fully fine-tuned one (4 pair rounds here) its own weights. Adapter models
+// (the default fine-tune) are test/model/transformers-adapter.test.ts.
 const bodies = [
   { body: 'frozen', fields: { finetune: false }, id: 'acme/svc-small-00112233aabb', weights: [] as string[] },
-  { body: 'finetuned', fields: { num_iterations: 4 }, id: 'acme/svc-small-44556677ccdd', weights: ['model.fp16.safetensors'] },
+  {
+    body: 'finetuned',
+    fields: { finetune: { method: 'full' as const }, num_iterations: 4 },
+    id: 'acme/svc-small-44556677ccdd',
+    weights: ['model.fp16.safetensors'],
+  },
 ];
 
 describe('a saved model directory in transformers.js', () => {

@@ -20,10 +20,12 @@ import { train } from '../../src/train/train.js';
 import type { TrainProgress } from '../../src/train/train.js';
 
 const { trainSet, testSet } = split(uciSentences('imdb'), 1);
-// 2 rounds: 80 pairs, 5 steps of 16.
+// 2 rounds: 80 pairs, 5 steps of 16. A full fine-tune, named since the default method is the adapter
+// (test/train/adapter-train.test.ts).
 const request = {
   model: 'svc-small',
   task_type: 'binary-classification' as const,
+  finetune: { method: 'full' as const },
   num_iterations: 2,
   examples: trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' })),
 };

@@ -168,7 +168,8 @@ describe('multi-class classifiers', () => {
 
   it('fine-tunes the encoder on pairs of same and other classes', async () => {
     const classifier = await train({ ...classRequest, finetune: true, num_iterations: 2, validation: heldOut.slice(0, 3) });
-    expect(classifier.body).toBe('finetuned');
+    // finetune: true is the default method, a LoRA adapter on the frozen base.
+    expect(classifier.body).toBe('adapter');
     // 24 examples x 2 rounds x (one same-class and one other-class pair) = 96 pairs, 6 steps of 16.
     expect(classifier.manifest.training.finetune).toMatchObject({ num_iterations: 2, pairs: 96, steps: 6 });
     const predictions = await classifier.predict(heldOut.slice(0, 3).map((row) => row.text));
