@@ -46,7 +46,10 @@ export interface Environment {
   readonly addonPath: string | undefined;
   /** `LIBC`: `glibc` or `musl`, as node-gyp-build reads it when it picks a prebuilt addon. */
   readonly libc: string | undefined;
-  /** `SVC_KERNEL`: forces the kernel choice (`fp32`, `bf16-vector`, `bf16-amx`) instead of measuring. */
+  /**
+   * `SVC_KERNEL`: forces the kernel choice (`fp32`, `bf16-vector`, `bf16-amx`, `bf16-emulated`) instead of measuring.
+   * The native core reads it too, for `bf16-emulated` (kernels/autotune.cc).
+   */
   readonly kernel: string | undefined;
   /** `SVC_CACHE_DIR`: where the kernel measurements are cached. */
   readonly cacheDir: string | undefined;

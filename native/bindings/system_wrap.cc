@@ -8,6 +8,7 @@
 #include "cpu_features.h"
 #include "errors.h"
 #include "kernels/autotune.h"
+#include "kernels/gemm_bf16.h"
 
 namespace svc_bindings {
 
@@ -21,7 +22,8 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   out.Set("avxvnni", f.avxvnni);
   out.Set("avx512", f.avx512);
   out.Set("avx512vnni", f.avx512vnni);
-  out.Set("bf16", f.avx512bf16);
+  // bf16 products: AVX512_BF16 (after SVC_ISA's cap), or emulated under SVC_KERNEL=bf16-emulated.
+  out.Set("bf16", svc::train::bf16_products());
   out.Set("amx", f.amx);
   out.Set("neon", f.neon);
   out.Set("neonDotprod", f.neon_dotprod);
@@ -63,12 +65,16 @@ Napi::Value MeasureKernels(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// setBf16Kernel('amx' | 'vector'): which bf16 kernel runs where the CPU has both (process-wide).
+// setBf16Kernel('amx' | 'vector' | 'emulated'): which bf16 kernel runs where the CPU has both (process-wide);
+// 'emulated' runs bf16 products on any CPU (kernels/gemm_bf16.h).
 Napi::Value SetBf16Kernel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-  if (name != "amx" && name != "vector") throw Napi::TypeError::New(env, "setBf16Kernel('amx' | 'vector')");
-  svc::set_bf16_kernel(name == "amx" ? svc::Bf16Kernel::kAmx : svc::Bf16Kernel::kVector);
+  if (name != "amx" && name != "vector" && name != "emulated")
+    throw Napi::TypeError::New(env, "setBf16Kernel('amx' | 'vector' | 'emulated')");
+  svc::set_bf16_kernel(name == "amx"      ? svc::Bf16Kernel::kAmx
+                       : name == "vector" ? svc::Bf16Kernel::kVector
+                                          : svc::Bf16Kernel::kEmulated);
   return env.Undefined();
 }
 

@@ -148,8 +148,8 @@ export interface NativeAddon {
    * interleaved, each checked against fp32 (native/core/kernels/autotune.h).
    */
   measureKernels(threads: number, budgetMs: number): { name: string; gflops: number; relError: number; rounds: number }[];
-  /** Which bf16 kernel runs where the CPU has both (process-wide; AMX until set). */
-  setBf16Kernel(kernel: 'amx' | 'vector'): void;
+  /** Which bf16 kernel runs where the CPU has both (process-wide; AMX until set); 'emulated' runs bf16 on any CPU. */
+  setBf16Kernel(kernel: 'amx' | 'vector' | 'emulated'): void;
   /** Throws when config.json or the weights are malformed, or a tensor's shape disagrees with the config. */
   Trainer: new (configFile: string, weightsFile: string, options: NativeTrainerOptions) => NativeTrainer;
   /** Max relative error of each training-core gradient check against finite differences. */

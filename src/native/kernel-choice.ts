@@ -6,7 +6,8 @@
  * (after SVC_ISA's cap) and the addon build, so later processes read it instead. A file that is unreadable, corrupt or
  * written for another CPU or build is measured again and replaced; one that cannot be written is only a lost cache.
  *
- * Overrides: `SVC_KERNEL=fp32|bf16-vector|bf16-amx` forces the pick (no measurement), `SVC_ISA` caps the candidates,
+ * Overrides: `SVC_KERNEL=fp32|bf16-vector|bf16-amx|bf16-emulated` forces the pick (no measurement; `bf16-emulated`
+ * runs bf16's rounding with fp32 instructions on any CPU, to test what a bf16 CPU would answer), `SVC_ISA` caps the candidates,
  * and an explicit precision ('fp32', 'int8', 'bf16') never asks for a choice at all.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -30,7 +31,7 @@ export interface KernelChoice {
   /** The kernel picked. */
   kernel: KernelName;
   /** The bf16 kernel in use where the CPU has bf16 products (the faster of AMX and vdpbf16ps); null without them. */
-  bf16Kernel: 'amx' | 'vector' | null;
+  bf16Kernel: 'amx' | 'vector' | 'emulated' | null;
   /** Whether fine-tuning's linear layers multiply in bf16 (where the CPU has bf16 products and they measured faster). */
   trainBf16: boolean;
   /** Each candidate's measured rate; empty when SVC_KERNEL forced the pick. */
@@ -61,6 +62,8 @@ export function kernelCacheDir(): string {
 }
 
 function availableKernels(): KernelName[] {
+  // Emulated bf16 is never measured: it is there only when forced (the core reads SVC_KERNEL for it at load).
+  if (environment().kernel === 'bf16-emulated') return ['fp32', 'bf16-emulated'];
   const cpu = loadAddon().cpuInfo();
   return ['fp32', ...(cpu.bf16 ? (['bf16-vector'] as const) : []), ...(cpu.amx ? (['bf16-amx'] as const) : [])];
 }

@@ -3,10 +3,14 @@
  * output stays within the accuracy bound, fp32 unless another one is clearly faster.
  */
 
-/** A kernel that can run the encoder's linear layers: fp32, bf16 with vdpbf16ps, or bf16 on AMX tiles. */
-export type KernelName = 'fp32' | 'bf16-vector' | 'bf16-amx';
+/**
+ * A kernel that can run the encoder's linear layers: fp32, bf16 with vdpbf16ps, bf16 on AMX tiles, or bf16 emulated
+ * with fp32 instructions (any CPU, slower than fp32, only when SVC_KERNEL forces it: it gives a machine without bf16
+ * the outputs a bf16 CPU gives, to test with).
+ */
+export type KernelName = 'fp32' | 'bf16-vector' | 'bf16-amx' | 'bf16-emulated';
 
-export const kKernelNames: readonly KernelName[] = Object.freeze(['fp32', 'bf16-vector', 'bf16-amx']);
+export const kKernelNames: readonly KernelName[] = Object.freeze(['fp32', 'bf16-vector', 'bf16-amx', 'bf16-emulated']);
 
 /** One kernel's measurement on this CPU (native/core/kernels/autotune.h). */
 export interface KernelRate {
@@ -35,7 +39,7 @@ export interface KernelPick {
   /** What precision 'auto' runs, and what fine-tuning's products use. */
   kernel: KernelName;
   /** The faster bf16 kernel where the CPU has both: what an explicit 'bf16' request runs. Null without bf16. */
-  bf16Kernel: 'amx' | 'vector' | null;
+  bf16Kernel: 'amx' | 'vector' | 'emulated' | null;
 }
 
 /**
@@ -58,7 +62,8 @@ export function pickKernel(
     if (!available.includes(force)) {
       throw new Error(`kernel '${force}' is not available on this CPU (available: ${available.join(', ')})`);
     }
-    return { kernel: force, bf16Kernel: force === 'bf16-amx' ? 'amx' : force === 'bf16-vector' ? 'vector' : bf16Kernel };
+    const forcedBf16 = force === 'bf16-amx' ? 'amx' : force === 'bf16-vector' ? 'vector' : force === 'bf16-emulated' ? 'emulated' : null;
+    return { kernel: force, bf16Kernel: forcedBf16 ?? bf16Kernel };
   }
   const fp32 = rateOf('fp32');
   let kernel: KernelName = 'fp32';

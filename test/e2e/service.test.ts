@@ -46,7 +46,8 @@ const notVisible = (what: string) => ({
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-e2e-'));
-  server = await startServer({ dataDir: dir, port: 0, proxyModels: ['provider-a:gpt-4o-mini'] });
+  // fp32, not the default 'auto': transformers.js on the exported ONNX model matching the service is an fp32 statement.
+  server = await startServer({ dataDir: dir, port: 0, proxyModels: ['provider-a:gpt-4o-mini'], pool: { precision: 'fp32' } });
   await server.service.createOrganization('acme');
   await server.service.createOrganization('globex');
   acmeKey = (await server.service.createApiKey('acme')).key;

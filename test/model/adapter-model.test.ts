@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Classifier, Encoder } from '../../src/index.js';
 import { loraTensorName } from '../../src/model/adapter.js';
 import { encodeSafetensors, SafetensorsFile } from '../../src/model/safetensors.js';
-import { closePool } from '../../src/pool/pool.js';
+import { closePool, configurePool } from '../../src/pool/pool.js';
 import { writeAdapterModel } from '../_support/adapter.js';
 
 const kTexts = ['A wonderful, moving film.', 'The battery died after a week.', 'Two hours I will never get back'];
@@ -17,6 +17,9 @@ let root: string;
 
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'svc-adapter-model-'));
+  // Predictions equal to the head on the merged encoder's embeddings to 1e-5: an fp32 statement. In bf16 the merged
+  // copy rounds W + BA, the pool's base-plus-low-rank path rounds W alone, and this random adapter is large.
+  configurePool({ precision: 'fp32' });
 });
 afterAll(async () => {
   await closePool();
@@ -43,8 +46,8 @@ describe('an adapter model', () => {
     const classifier = await Classifier.load(dir);
     expect(classifier.body).toBe('adapter');
     const predictions = await classifier.predict(kTexts);
-    const encoder = Encoder.fromPretrained('svc-small', { adapter: dir, threads: 1 });
-    const base = Encoder.fromPretrained('svc-small', { threads: 1 });
+    const encoder = Encoder.fromPretrained('svc-small', { adapter: dir, threads: 1, precision: 'fp32' });
+    const base = Encoder.fromPretrained('svc-small', { threads: 1, precision: 'fp32' });
     const embeddings = encoder.embedSync(kTexts);
     const baseEmbeddings = base.embedSync(kTexts);
     encoder.dispose();

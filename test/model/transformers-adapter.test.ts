@@ -25,7 +25,8 @@ async function call(method: string, path: string, body?: unknown) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-transformers-adapter-'));
-  server = await startServer({ dataDir: dir, port: 0 });
+  // fp32, not the default 'auto': the exported ONNX model matching our predictions is an fp32 statement.
+  server = await startServer({ dataDir: dir, port: 0, pool: { precision: 'fp32' } });
   await server.service.createOrganization('acme');
   key = (await server.service.createApiKey('acme')).key;
 });

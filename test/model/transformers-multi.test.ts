@@ -11,13 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uciSites } from '../../fixtures/corpora.js';
 import { splitClasses } from '../../fixtures/draw.js';
 import { DirectoryHub } from '../../src/model/hub.js';
-import { closePool } from '../../src/pool/pool.js';
+import { closePool, configurePool } from '../../src/pool/pool.js';
 import type { TrainRequest } from '../../src/contract/train-request.js';
 import { train } from '../../src/train/train.js';
 
 let root: string;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'svc-transformers-multi-'));
+  // fp32, not the default 'auto': the exported ONNX model matching our predictions is an fp32 statement.
+  configurePool({ precision: 'fp32' });
 });
 afterAll(async () => {
   await closePool();

@@ -8,12 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
-import { closePool } from '../../src/pool/pool.js';
+import { closePool, configurePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 
 let root: string;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'svc-transformers-'));
+  // fp32, not the default 'auto': the exported ONNX model matching our predictions is an fp32 statement.
+  configurePool({ precision: 'fp32' });
 });
 afterAll(async () => {
   await closePool();

@@ -56,6 +56,14 @@ describe('pickKernel (given measurements)', () => {
     expect(pickKernel([rate('fp32', 100), rate('bf16-vector', 111)], ['fp32', 'bf16-vector']).kernel).toBe('bf16-vector');
   });
 
+  it('obeys a forced emulated bf16 (it is never a measured candidate)', () => {
+    expect(pickKernel([], ['fp32', 'bf16-emulated'], { force: 'bf16-emulated' })).toEqual({
+      kernel: 'bf16-emulated',
+      bf16Kernel: 'emulated',
+    });
+    expect(() => pickKernel([], ['fp32'], { force: 'bf16-emulated' })).toThrow("kernel 'bf16-emulated' is not available");
+  });
+
   it('ignores a rate for a kernel the CPU does not have (a cap), and obeys a forced kernel only if the CPU has it', () => {
     expect(pickKernel([rate('fp32', 100), rate('bf16-amx', 300)], ['fp32']).kernel).toBe('fp32');
     expect(pickKernel([rate('fp32', 100), rate('bf16-vector', 300)], ['fp32', 'bf16-vector'], { force: 'fp32' })).toEqual({
@@ -84,7 +92,9 @@ function choiceIn(env: Record<string, string>, precision?: string): { choice: Ke
 }
 
 describe('kernelChoice (real addon, real timings)', () => {
-  const available = ['fp32', ...(cpuInfo().bf16 ? ['bf16-vector'] : []), ...(cpuInfo().amx ? ['bf16-amx'] : [])];
+  // The CPU's own kernels: the child processes below run without SVC_KERNEL, even when this run emulates bf16.
+  const hardwareBf16 = cpuInfo().bf16 && process.env.SVC_KERNEL !== 'bf16-emulated';
+  const available = ['fp32', ...(hardwareBf16 ? ['bf16-vector'] : []), ...(cpuInfo().amx ? ['bf16-amx'] : [])];
 
   it('measures every candidate on first need, caches it, and a second process reuses the cache', () => {
     const dir = join(scratch, 'reuse');
@@ -162,8 +172,51 @@ describe('kernelChoice (real addon, real timings)', () => {
       );
     }
     expect(() => choiceIn({ SVC_CACHE_DIR: dir, SVC_KERNEL: 'fp16' })).toThrow(
-      "SVC_KERNEL must be one of fp32, bf16-vector, bf16-amx; got 'fp16'",
+      "SVC_KERNEL must be one of fp32, bf16-vector, bf16-amx, bf16-emulated; got 'fp16'",
     );
+  });
+
+  it('SVC_KERNEL=bf16-emulated runs bf16 on any CPU, within the bound auto holds bf16 to, and measures nothing', () => {
+    const dir = join(scratch, 'emulated');
+    const source = `
+      import { kernelChoice, cpuInfo, Encoder } from './src/index.ts';
+      const texts = ['Why was I charged twice this month?', 'The app will not let me log in.', 'A wonderful, moving film.',
+        'Refund the second payment please', 'Great food, slow service, would come back for the soup.'];
+      const fp32 = Encoder.fromPretrained('svc-small', { threads: 2, precision: 'fp32' });
+      const auto = Encoder.fromPretrained('svc-small', { threads: 2, precision: 'auto' });
+      const a = fp32.embedSync(texts), b = auto.embedSync(texts);
+      let lowest = 1, bitwise = true;
+      for (let t = 0; t < texts.length; t++) {
+        let dot = 0;
+        for (let i = 0; i < fp32.dim; i++) { dot += a[t * fp32.dim + i] * b[t * fp32.dim + i]; bitwise &&= a[t * fp32.dim + i] === b[t * fp32.dim + i]; }
+        lowest = Math.min(lowest, dot); // both L2-normalized
+      }
+      console.log(JSON.stringify({ choice: kernelChoice(2), bf16: cpuInfo().bf16, precisions: [fp32.precision, auto.precision], lowest, bitwise }));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
+      cwd: packageRoot(),
+      env: { ...process.env, SVC_CACHE_DIR: dir, SVC_KERNEL: 'bf16-emulated' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const result = JSON.parse(out.trim()) as {
+      choice: KernelChoice;
+      bf16: boolean;
+      precisions: string[];
+      lowest: number;
+      bitwise: boolean;
+    };
+    expect(result.choice).toMatchObject({
+      source: 'forced',
+      kernel: 'bf16-emulated',
+      precision: 'bf16',
+      bf16Kernel: 'emulated',
+      trainBf16: true,
+    });
+    expect(result.bf16).toBe(true);
+    expect(result.precisions).toEqual(['fp32', 'bf16']);
+    expect(result.bitwise).toBe(false); // bf16's rounding did run
+    expect(result.lowest).toBeGreaterThanOrEqual(0.9999);
+    expect(() => readdirSync(dir)).toThrow();
   });
 
   it("an encoder with precision 'auto' runs the pick; an explicit fp32 or int8 encoder measures nothing", () => {

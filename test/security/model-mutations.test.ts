@@ -52,7 +52,7 @@ describe('model file mutations', () => {
   }, 60_000);
 
   it('loads the real svc-small through the same reader', () => {
-    const encoder = Encoder.fromPretrained('svc-small', { threads: 1 });
+    const encoder = Encoder.fromPretrained('svc-small', { threads: 1, precision: 'fp32' });
     const out = encoder.embedSync(['This is an example sentence']);
     expect(Array.from(out.slice(0, 4), (x) => +x.toFixed(4))).toEqual([0.0677, 0.0636, 0.0487, 0.0794]);
     encoder.dispose();

@@ -6,17 +6,22 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences, uciSites } from '../../fixtures/corpora.js';
 import { splitClasses, split } from '../../fixtures/draw.js';
 import { SvcError } from '../../src/errors.js';
-import { closePool, runTask } from '../../src/pool/pool.js';
+import { closePool, configurePool, runTask } from '../../src/pool/pool.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { fitLogisticRegression, sigmoid } from '../../src/train/logistic.js';
 import { balancedWeights, fitSoftmaxRegression } from '../../src/train/softmax.js';
 import { train } from '../../src/train/train.js';
 
+beforeAll(() => {
+  // fp32, not the default 'auto': predictions equal to the head on the embed task's fp32 embeddings (and to
+  // scikit-learn's fit on them) to 5-6 decimals is an fp32 statement; bf16 moves them within 1e-3.
+  configurePool({ precision: 'fp32' });
+});
 afterAll(async () => {
   await closePool();
 });

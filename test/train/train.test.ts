@@ -1,12 +1,17 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { SvcError } from '../../src/errors.js';
-import { closePool, poolOptions, runTask } from '../../src/pool/pool.js';
+import { closePool, configurePool, poolOptions, runTask } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 import type { TrainProgress } from '../../src/train/train.js';
 
+beforeAll(() => {
+  // fp32, not the default 'auto': predictions equal to the head on the embed task's fp32 embeddings (and to
+  // scikit-learn's fit on them) to 5-6 decimals is an fp32 statement; bf16 moves them within 1e-3.
+  configurePool({ precision: 'fp32' });
+});
 afterAll(async () => {
   await closePool();
 });

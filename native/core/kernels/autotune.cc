@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "cpu_features.h"
@@ -17,7 +19,14 @@ namespace svc {
 
 namespace {
 
-std::atomic<int> g_bf16_kernel{static_cast<int>(Bf16Kernel::kAmx)};
+// SVC_KERNEL=bf16-emulated is read here, as SVC_ISA is in cpu_features.cc: bf16 products must be there from the
+// addon's first call (bf16_products() decides what a 'bf16' load keeps), before anything above the core runs.
+Bf16Kernel initial_bf16_kernel() {
+  const char* forced = std::getenv("SVC_KERNEL");
+  return forced && std::strcmp(forced, "bf16-emulated") == 0 ? Bf16Kernel::kEmulated : Bf16Kernel::kAmx;
+}
+
+std::atomic<int> g_bf16_kernel{static_cast<int>(initial_bf16_kernel())};
 
 // Deterministic values in [-1, 1): the same inputs on every run and every CPU.
 float unit_value(uint64_t i) {

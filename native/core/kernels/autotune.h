@@ -11,7 +11,8 @@
 namespace svc {
 
 // Which bf16 kernel gemm_bf16 runs on a CPU that has both. Until something sets it: AMX where the CPU has it.
-enum class Bf16Kernel { kAmx, kVector };
+// kEmulated (SVC_KERNEL=bf16-emulated, gemm_bf16.h) runs bf16's arithmetic with fp32 instructions on any CPU.
+enum class Bf16Kernel { kAmx, kVector, kEmulated };
 void set_bf16_kernel(Bf16Kernel kernel);
 Bf16Kernel bf16_kernel();
 

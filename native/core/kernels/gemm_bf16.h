@@ -5,11 +5,18 @@
 // so only the products of a step lose precision, never the updates. Each product's
 // relative error is at most 2·2⁻⁸ (two roundings to bf16's 8-bit significand), so
 // |C_bf16 - C_fp32| <= 2⁻⁷ · Σ|a·b| plus fp32 summation error.
-// Other CPUs (and SVC_ISA=avx512 or lower) keep the fp32 products.
+// Other CPUs (and SVC_ISA=avx512 or lower) keep the fp32 products, unless SVC_KERNEL=bf16-emulated: then every CPU
+// runs bf16 products emulated (both operands rounded to bf16 as the hardware rounds them, multiplied and summed in
+// fp32 by the fp32 kernels, which is exact per product), slower than fp32 and never picked by measurement. It is
+// there so a machine without bf16 can run the test suite with the outputs a bf16 CPU gives (bf16's rounding; the
+// order of the sums differs).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
+#include "kernels/gemm.h"
 #include "tensor/aligned_buffer.h"
 #include "workers.h"
 
@@ -28,6 +35,13 @@ struct PackedBf16 {
   int n = 0;
   int k = 0;
   AlignedBuffer<uint16_t> data;
+  // Emulated bf16 only: the panels widened into the fp32 kernel's, made by the first product that needs them (an
+  // encoder's weights are packed once and multiplied by every batch). Replaced by each pack_b_bf16.
+  struct Widened {
+    std::once_flag once;
+    PackedF32 packed;
+  };
+  std::shared_ptr<Widened> widened;
   int pairs() const { return (k + 1) / 2; }
   int padded_pairs() const { return (pairs() + kBf16PairBlock - 1) / kBf16PairBlock * kBf16PairBlock; }
 };
@@ -35,6 +49,9 @@ struct PackedBf16 {
 // True when this CPU runs vdpbf16ps and SVC_ISA does not cap it away. Where it also has AMX
 // the products run on its tiles (tdpbf16ps), the same bf16 inputs with fp32 sums.
 bool bf16_products();
+
+// True when SVC_KERNEL=bf16-emulated asked for emulated bf16 products (kernels/autotune.h, Bf16Kernel::kEmulated).
+bool bf16_emulated();
 
 // Only when bf16_products().
 void pack_b_bf16(bool trans_b, const float* b, int ldb, int k, int n, PackedBf16& out, Workers* workers);
@@ -50,6 +67,9 @@ void gemm_bf16_avx512(bool trans_a, int m, const float* a, int lda, const Packed
                       Workers* workers);
 void gemm_bf16_amx(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c, int ldc,
                    Workers* workers);
+void pack_b_bf16_emulated(bool trans_b, const float* b, int ldb, int k, int n, PackedBf16& out);
+void gemm_bf16_emulated(bool trans_a, int m, const float* a, int lda, const PackedBf16& b, float beta, float* c,
+                        int ldc, Workers* workers);
 }  // namespace detail
 
 }  // namespace svc::train
