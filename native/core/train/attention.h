@@ -1,10 +1,10 @@
 // Multi-head self-attention over a packed batch: each text attends only to its
 // own tokens, per head, so no padding and no mask. Q, K, V sit side by side in
 // one [tokens x 3·hidden] matrix (the fused projection's output); head h owns
-// columns [h·d, (h+1)·d) of each. The softmax output P is not kept: backward
-// recomputes it from Q and K (heads x n² cells a text, 12 KB a token per layer for
-// svc-small's 256-token texts, against a product of n·d a cell), bit for bit, as it
-// recomputes the dropout masks from the RNG.
+// columns [h·d, (h+1)·d) of each. The softmax output P is not kept: backward recomputes it
+// from Q and K (heads x n² cells a text, 12 KB a token per layer for svc-small's 256-token
+// texts, against a product of n·d a cell), bit for bit. A training forward keeps instead which
+// cells survived dropout, a bit each (drawing the mask again cost two 64-bit hashes a cell).
 #pragma once
 
 #include <cmath>
@@ -14,6 +14,7 @@
 
 #include "kernels/gemm_bf16.h"
 #include "train/linalg.h"
+#include "train/page_buffer.h"
 #include "train/rng.h"
 #include "train/vector_ops.h"
 #include "workers.h"
@@ -29,6 +30,65 @@ struct PackedLayout {
 
 inline uint64_t attention_drop_index(int text, int head, int64_t cell) {
   return (static_cast<uint64_t>(text) << 40) ^ (static_cast<uint64_t>(head) << 32) ^ static_cast<uint64_t>(cell);
+}
+
+// What a training forward keeps for its attention's backward (AttentionKept::plan sizes it):
+// per text and head, a bit per cell of P (pack_kept_cells' layout), set where P after dropout is
+// not 0. A cell kept by dropout where P is 0 reads as dropped, which changes nothing: P̃ = P·scale
+// is 0 there either way, and the softmax backward multiplies its dP by P = 0.
+template <typename T>
+struct AttentionKept {
+  std::vector<int64_t> bits_at;  // per text: first byte of its heads' bits
+  StepBuffer<uint8_t> bits;
+  bool with_bits = false;
+
+  static int64_t head_bytes(int n) { return static_cast<int64_t>(n) * ((n + 7) / 8); }
+  void plan(const PackedLayout& lay, int heads, bool bits_wanted) {
+    with_bits = bits_wanted;
+    bits_at.resize(lay.texts);
+    int64_t bytes = 0;
+    for (int t = 0; t < lay.texts; ++t) {
+      bits_at[t] = bytes;
+      bytes += heads * head_bytes(lay.lengths[t]);
+    }
+    // As layer_pass.h's fit: a block that must grow is freed first; none is kept when unused.
+    const size_t n = with_bits ? static_cast<size_t>(bytes) : 0;
+    if (n == 0 || n > bits.capacity()) StepBuffer<uint8_t>().swap(bits);
+    bits.resize(n);
+  }
+};
+
+// The bits of AttentionKept from one text and head's P after dropout (n x n), each row of P in
+// (n + 7) / 8 bytes, so that fp32 sets and reads 8 cells a byte with vector compares.
+template <typename T>
+void pack_kept_cells(int n, const T* dropped, uint8_t* bits) {
+  if constexpr (std::is_same_v<T, float>) {
+    vector_ops().mask_bits(n, n, dropped, bits);
+  } else {
+    const int row_bytes = (n + 7) / 8;
+    for (int i = 0; i < n; ++i)
+      for (int j0 = 0; j0 < n; j0 += 8) {
+        uint8_t byte = 0;
+        for (int j = j0; j < j0 + 8 && j < n; ++j)
+          byte |= static_cast<uint8_t>(dropped[static_cast<int64_t>(i) * n + j] != T(0)) << (j - j0);
+        bits[static_cast<int64_t>(i) * row_bytes + j0 / 8] = byte;
+      }
+  }
+}
+
+// y[c] = bit c ? x[c]·scale : 0 over n x n cells (x may be y): the same products attention_dropout takes.
+template <typename T>
+void apply_kept_cells(int n, const uint8_t* bits, T scale, const T* x, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    vector_ops().apply_mask_bits(n, n, bits, scale, x, y);
+  } else {
+    const int row_bytes = (n + 7) / 8;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const int64_t c = static_cast<int64_t>(i) * n + j;
+        y[c] = (bits[static_cast<int64_t>(i) * row_bytes + j / 8] >> (j % 8)) & 1u ? x[c] * scale : T(0);
+      }
+  }
 }
 
 // x[c] = keep ? x[c]·scale : 0 over one text and head's cells. Their indices are consecutive
@@ -102,10 +162,11 @@ void head_probs(bool bf16, int n, int d, int hidden, T scale, const T* q, T* pr)
   softmax_rows(n, scale, pr);
 }
 
-// ctx[tokens x hidden] = softmax(Q·Kᵀ/√d) (dropped out) · V, per text and head.
+// ctx[tokens x hidden] = softmax(Q·Kᵀ/√d) (dropped out) · V, per text and head. With `kept`
+// (planned for this layout), also what it was planned to keep for backward.
 template <typename T>
 void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* qkv, T* ctx, const DropoutStream& drop,
-                       double p_drop, Workers* workers, bool bf16 = false) {
+                       double p_drop, Workers* workers, bool bf16 = false, AttentionKept<T>* kept = nullptr) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
@@ -114,10 +175,14 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
       const int t = static_cast<int>(w / heads), h = static_cast<int>(w % heads);
       const int n = lay.lengths[t];
       const T* q = qkv + static_cast<int64_t>(lay.offsets[t]) * ld + h * d;
-      pr.resize(static_cast<int64_t>(n) * n);
+      const int64_t nn = static_cast<int64_t>(n) * n;
+      pr.resize(nn);
       head_probs(bf16, n, d, hidden, scale, q, pr.data());
-      if (drop.active)
-        attention_dropout(drop, T(1) / T(1 - p_drop), lay.text0 + t, h, static_cast<int64_t>(n) * n, pr.data());
+      if (drop.active) {
+        attention_dropout(drop, T(1) / T(1 - p_drop), lay.text0 + t, h, nn, pr.data());
+        if (kept && kept->with_bits)
+          pack_kept_cells(n, pr.data(), kept->bits.data() + kept->bits_at[t] + h * AttentionKept<T>::head_bytes(n));
+      }
       head_product<T>(bf16, false, false, n, d, n, pr.data(), n, q + 2 * hidden, ld,
                       ctx + static_cast<int64_t>(lay.offsets[t]) * hidden + h * d, hidden);
     }
@@ -125,10 +190,12 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
 }
 
 // From d ctx to d qkv (overwritten): dV = P̃ᵀ·dC, dP̃ = dC·Vᵀ, dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √d,
-// dQ = dS·K, dK = dSᵀ·Q, where P (recomputed) is softmax(Q·Kᵀ/√d) and P̃ is P after dropout.
+// dQ = dS·K, dK = dSᵀ·Q, where P (recomputed) is softmax(Q·Kᵀ/√d) and P̃ is P after dropout (by
+// forward's kept bits, or the mask drawn again).
 template <typename T>
 void attention_backward(const PackedLayout& lay, int heads, int hidden, const T* qkv, const T* dctx, T* dqkv,
-                        const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false) {
+                        const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false,
+                        const AttentionKept<T>* kept = nullptr) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
@@ -143,24 +210,37 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
       const T* dc = dctx + row0 * hidden + h * d;
       pr.resize(nn);
       head_probs(bf16, n, d, hidden, scale, q, pr.data());
+      const T* pv = pr.data();  // P
       const T keep_scale = drop.active ? T(1) / T(1 - p_drop) : T(1);
-      const T* pv = pr.data();
+      const uint8_t* bits = kept && kept->with_bits
+                                ? kept->bits.data() + kept->bits_at[t] + h * AttentionKept<T>::head_bytes(n)
+                                : nullptr;
+      const T* pd = pv;  // P̃
       if (drop.active) {
-        dropped.assign(pr.begin(), pr.end());
-        attention_dropout(drop, keep_scale, lay.text0 + t, h, nn, dropped.data());
-        pv = dropped.data();
+        dropped.resize(nn);
+        if (bits) {
+          apply_kept_cells(n, bits, keep_scale, pv, dropped.data());
+        } else {
+          std::copy(pv, pv + nn, dropped.begin());
+          attention_dropout(drop, keep_scale, lay.text0 + t, h, nn, dropped.data());
+        }
+        pd = dropped.data();
       }
-      head_product<T>(bf16, true, false, n, d, n, pv, n, dc, hidden, dq + 2 * hidden, ld);  // dV
+      head_product<T>(bf16, true, false, n, d, n, pd, n, dc, hidden, dq + 2 * hidden, ld);  // dV
       dp.resize(nn);
       head_product<T>(bf16, false, true, n, n, d, dc, hidden, q + 2 * hidden, ld, dp.data(), n);  // dP̃
       if (drop.active) {
         // dP = dP̃ ⊙ mask·scale, the mask read off P̃ instead of drawn a third time: a cell of P̃ is 0
         // where it was dropped, or where P is 0, and there dS = P ⊙ (...) is 0 whatever dP holds.
-        const T* kept = dropped.data();
-        T* g = dp.data();
-        for (int64_t c = 0; c < nn; ++c) g[c] = kept[c] != T(0) ? g[c] * keep_scale : T(0);
+        if (bits) {
+          apply_kept_cells(n, bits, keep_scale, dp.data(), dp.data());
+        } else {
+          const T* kept_cells = dropped.data();
+          T* g = dp.data();
+          for (int64_t c = 0; c < nn; ++c) g[c] = kept_cells[c] != T(0) ? g[c] * keep_scale : T(0);
+        }
       }
-      softmax_backward_rows(n, scale, pr.data(), dp.data());
+      softmax_backward_rows(n, scale, pv, dp.data());
       head_product<T>(bf16, false, false, n, d, n, dp.data(), n, q + hidden, ld, dq, ld);  // dQ = dS·K
       head_product<T>(bf16, true, false, n, d, n, dp.data(), n, q, ld, dq + hidden, ld);   // dK = dSᵀ·Q
     }

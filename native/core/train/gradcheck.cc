@@ -208,6 +208,42 @@ GradCheck check_attention_fp32() {
   return r;
 }
 
+// Backward from the dropout mask's bits that forward kept against backward that draws the mask
+// again: the same bits of ctx and d qkv, in fp32 and double. Wide scores
+// make some cells of P exactly 0 (a kept cell then reads as dropped, which must change nothing).
+template <typename T>
+int64_t attention_kept_mismatches(int64_t& compared) {
+  Rand rng{11};
+  const int hidden = 32, heads = 2;
+  const Packed packed({1, 7, 16, 21, 40});
+  const double p = 0.1;
+  const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
+  const auto qkv_d = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 40.0),
+             dctx_d = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
+  const std::vector<T> qkv(qkv_d.begin(), qkv_d.end()), dctx(dctx_d.begin(), dctx_d.end());
+  std::vector<T> ctx(dctx.size()), want(qkv.size());
+  attention_forward<T>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr);
+  attention_backward<T>(packed.lay, heads, hidden, qkv.data(), dctx.data(), want.data(), drop, p, nullptr);
+  int64_t mismatches = 0;
+  AttentionKept<T> kept;
+  kept.plan(packed.lay, heads, true);
+  std::vector<T> ctx2(ctx.size()), got(qkv.size());
+  attention_forward<T>(packed.lay, heads, hidden, qkv.data(), ctx2.data(), drop, p, nullptr, false, &kept);
+  attention_backward<T>(packed.lay, heads, hidden, qkv.data(), dctx.data(), got.data(), drop, p, nullptr, false, &kept);
+  mismatches += std::memcmp(ctx2.data(), ctx.data(), ctx.size() * sizeof(T)) != 0;
+  for (size_t i = 0; i < got.size(); ++i) mismatches += std::memcmp(&got[i], &want[i], sizeof(T)) != 0;
+  compared += static_cast<int64_t>(got.size());
+  return mismatches;
+}
+
+GradCheck check_attention_kept() {
+  GradCheck r{"attention_kept_vs_recomputed", 0, 0};
+  const int64_t mismatches =
+      attention_kept_mismatches<float>(r.compared) + attention_kept_mismatches<double>(r.compared);
+  r.max_rel_error = mismatches ? 1.0 : 0.0;  // bitwise: any difference fails
+  return r;
+}
+
 // The toy encoder's parameters and, in `embeddings` (when given, unparallel run
 // only), its embedding tables, all against finite differences of the loss.
 GradCheck check_whole_model(bool parallel, double& fp32_error, GradCheck* embeddings = nullptr) {
@@ -301,6 +337,7 @@ std::vector<GradCheck> run_gradient_checks() {
       check_linear(),    check_layer_norm(),          check_gelu(),
       check_attention(), check_pool_normalize_loss(), check_gemm_fp32(),
       check_gelu_fp32(), check_attention_fp32(),      check_whole_model(false, fp32_error, &embeddings)};
+  out.push_back(check_attention_kept());
   out.push_back(embeddings);
   out.push_back(check_whole_model(true, fp32_error));
   out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});

@@ -85,7 +85,8 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   dropout_apply(dropout_stream(key.seed, key.step, -1, DropSite::kEmbeddings, p), p, g.row0, rows, h, ws.x0.data());
 
   for (int l = 0; l < cfg.layers; ++l) {
-    const LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
+    LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
+    lp.keep_bits = keep;
     layer_forward(lp, l == 0 ? ws.x0.data() : ws.x.data(), ws.x.data(), ws, ws.layers[keep ? l : 0]);
   }
 

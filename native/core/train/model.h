@@ -142,6 +142,8 @@ struct LayerActivations {
   std::vector<T> rstd1, rstd2;
   // Adapter training: s·x·Aᵀ of each target (rows x r), target t from t·rows·r.
   std::vector<T> lora_u;
+  // The attention's dropout mask, a bit a cell (attention.h), so backward need not draw it again.
+  AttentionKept<T> attention;
 };
 
 template <typename T>

@@ -23,6 +23,11 @@ struct VectorOps {
   // c[m x n] += op(a)[m x k] · b[k x n], for the small per-head attention products.
   void (*small_gemm)(int m, int n, int k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
                      float* c, int64_t ldc);
+  // Attention's dropout mask kept as bits, each of `rows` rows of n cells in (n + 7) / 8 bytes (bit
+  // j % 8 of byte j / 8): mask_bits sets the bits where x != 0; apply_mask_bits writes
+  // y = bit ? x·scale : 0 (y may be x).
+  void (*mask_bits)(int64_t rows, int64_t n, const float* x, uint8_t* bits);
+  void (*apply_mask_bits)(int64_t rows, int64_t n, const uint8_t* bits, float scale, const float* x, float* y);
   // Attention's softmax, each of `rows` rows of n in place: x = softmax(x·scale) (scale > 0).
   void (*softmax_rows)(int64_t rows, int64_t n, float scale, float* x);
   // Its backward, each row: d = p ⊙ (d - Σ p⊙d) · scale.

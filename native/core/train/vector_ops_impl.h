@@ -204,6 +204,40 @@ void softmax_backward_rows_impl(int64_t rows, int64_t n, float scale, const floa
   }
 }
 
+void mask_bits_impl(int64_t rows, int64_t n, const float* __restrict x, uint8_t* __restrict bits) {
+  const int64_t row_bytes = (n + 7) / 8;
+  for (int64_t r = 0; r < rows; ++r, x += n, bits += row_bytes) {
+    int64_t j = 0;
+#if defined(__AVX2__) || defined(__AVX512F__)
+    for (; j + 8 <= n; j += 8)
+      bits[j / 8] = static_cast<uint8_t>(
+          _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), _mm256_setzero_ps(), _CMP_NEQ_UQ)));
+#endif
+    for (; j < n; j += 8) {
+      uint8_t byte = 0;
+      for (int64_t k = j; k < j + 8 && k < n; ++k) byte |= static_cast<uint8_t>(x[k] != 0.0f) << (k - j);
+      bits[j / 8] = byte;
+    }
+  }
+}
+
+void apply_mask_bits_impl(int64_t rows, int64_t n, const uint8_t* bits, float scale, const float* x, float* y) {
+  const int64_t row_bytes = (n + 7) / 8;
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n, bits += row_bytes) {
+    int64_t j = 0;
+#if defined(__AVX2__) || defined(__AVX512F__)
+    // Each lane tests its own bit of the byte: the same and(x·scale, keep) as dropout_impl.
+    const __m256i select = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256 vscale = _mm256_set1_ps(scale);
+    for (; j + 8 <= n; j += 8) {
+      const __m256i keep = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(bits[j / 8]), select), select);
+      _mm256_storeu_ps(y + j, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vscale), _mm256_castsi256_ps(keep)));
+    }
+#endif
+    for (; j < n; ++j) y[j] = (bits[j / 8] >> (j % 8)) & 1u ? x[j] * scale : 0.0f;
+  }
+}
+
 void small_gemm_impl(int m, int n, int k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
                      float* c, int64_t ldc) {
   for (int i = 0; i < m; ++i) {
@@ -239,9 +273,9 @@ void lora_backward_rows_impl(int rows, int in, int out, int r, float s, const fl
 }
 
 inline VectorOps make_vector_ops() {
-  return {gelu_forward_impl,      gelu_backward_impl,         dropout_impl, small_gemm_impl,
-          softmax_rows_impl,      softmax_backward_rows_impl, adamw_impl,   widen_f16_impl,
-          lora_forward_rows_impl, lora_backward_rows_impl};
+  return {gelu_forward_impl, gelu_backward_impl,   dropout_impl,           small_gemm_impl,
+          mask_bits_impl,    apply_mask_bits_impl, softmax_rows_impl,      softmax_backward_rows_impl,
+          adamw_impl,        widen_f16_impl,       lora_forward_rows_impl, lora_backward_rows_impl};
 }
 
 }  // namespace
