@@ -6,7 +6,7 @@ import { environment } from '../environment.js';
 import * as is from '../is.js';
 import { checkPrecision } from '../native/encoder.js';
 import type { PrecisionSetting } from '../native/encoder.js';
-import { runTask } from '../pool/pool.js';
+import { poolOptions, runTask } from '../pool/pool.js';
 import type { PingResult } from '../pool/tasks.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import { parseTrustProxy } from '../server/trust-proxy.js';
@@ -166,7 +166,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   const artifacts = values.artifacts === undefined ? '' : `, artifacts: ${resolve(values.artifacts)}`;
   console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
   // A precision that depends on the CPU: say what it runs here, as a worker resolved it (measured or from the cache).
-  if (pool.precision === 'auto') console.log(`svc: ${precisionInUse(await runTask<PingResult>({ kind: 'ping' }))}`);
+  // The resolved setting: `auto` given on the command line or in SVC_PRECISION, or the pool's default.
+  if (poolOptions().precision === 'auto') console.log(`svc: ${precisionInUse(await runTask<PingResult>({ kind: 'ping' }))}`);
   if (server.metrics === undefined) {
     console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
   }
