@@ -111,17 +111,21 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
             pb.Data(),  labels.Data(),  static_cast<int>(pa.ElementLength())};
   }
 
-  // step(ids, lengths, pairA, pairB, labels) -> Float64Array [loss, lr, stepsDone, gradNorm]
-  Napi::Value Step(const Napi::CallbackInfo& info) {
-    svc::train::Trainer& trainer = live(info);
-    const svc::train::PairBatch b = batch(info);
-    const svc::train::StepResult r = call_native(info.Env(), [&] { return trainer.step(b); });
-    Napi::Float64Array out = Napi::Float64Array::New(info.Env(), 4);
+  // What step() and headStep() hand back: [loss, lr, stepsDone, gradNorm].
+  static Napi::Float64Array step_result(Napi::Env env, const svc::train::StepResult& r) {
+    Napi::Float64Array out = Napi::Float64Array::New(env, 4);
     out[0] = r.loss;
     out[1] = r.lr;
     out[2] = static_cast<double>(r.step);
     out[3] = r.grad_norm;
     return out;
+  }
+
+  // step(ids, lengths, pairA, pairB, labels) -> Float64Array [loss, lr, stepsDone, gradNorm]
+  Napi::Value Step(const Napi::CallbackInfo& info) {
+    svc::train::Trainer& trainer = live(info);
+    const svc::train::PairBatch b = batch(info);
+    return step_result(info.Env(), call_native(info.Env(), [&] { return trainer.step(b); }));
   }
 
   // startHeadPhase(weights: Float32Array classes x dim, bias: Float32Array classes,
@@ -151,15 +155,10 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     Napi::Int32Array targets = typed_array_arg<Napi::Int32Array>(info, 2, "targets");
     if (targets.ElementLength() != lengths.ElementLength())
       throw Napi::RangeError::New(info.Env(), "targets must have one class per text");
-    const svc::train::StepResult r = call_native(info.Env(), [&] {
-      return trainer.head_step(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()), targets.Data());
-    });
-    Napi::Float64Array out = Napi::Float64Array::New(info.Env(), 4);
-    out[0] = r.loss;
-    out[1] = r.lr;
-    out[2] = static_cast<double>(r.step);
-    out[3] = r.grad_norm;
-    return out;
+    return step_result(info.Env(), call_native(info.Env(), [&] {
+                         return trainer.head_step(ids.Data(), lengths.Data(), static_cast<int>(lengths.ElementLength()),
+                                                  targets.Data());
+                       }));
   }
 
   // head() -> Float32Array: the end-to-end head's weights (classes x dim), then its biases (a copy).
