@@ -164,17 +164,25 @@ export async function serveCommand(args: string[]): Promise<number> {
     (database === undefined ? '' : `, database: ${redactDatabaseUrl(database)}`) +
     (redis === undefined ? '' : `, request counts: ${redactDatabaseUrl(redis)}`);
   const artifacts = values.artifacts === undefined ? '' : `, artifacts: ${resolve(values.artifacts)}`;
-  console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
-  // A precision that depends on the CPU: say what it runs here, as a worker resolved it (measured or from the cache).
-  // The resolved setting: `auto` given on the command line or in SVC_PRECISION, or the pool's default.
-  if (poolOptions().precision === 'auto') console.log(`svc: ${precisionInUse(await runTask<PingResult>({ kind: 'ping' }))}`);
-  if (server.metrics === undefined) {
-    console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
-  }
-  const signal = await new Promise<NodeJS.Signals>((done) => {
+  // Listening from here on: a SIGTERM must shut down gracefully even while the start-up lines below are pending.
+  const stopped = new Promise<NodeJS.Signals>((done) => {
     process.once('SIGINT', () => done('SIGINT'));
     process.once('SIGTERM', () => done('SIGTERM'));
   });
+  console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
+  if (server.metrics === undefined) {
+    console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
+  }
+  // A precision that depends on the CPU: say what it runs here, as a worker resolved it (measured or from the cache),
+  // once a worker has started; requests are served meanwhile. The resolved setting: `auto` given on the command line
+  // or in SVC_PRECISION, or the pool's default.
+  if (poolOptions().precision === 'auto') {
+    runTask<PingResult>({ kind: 'ping' }).then(
+      (ping) => console.log(`svc: ${precisionInUse(ping)}`),
+      (error: unknown) => console.error(`svc: could not read the precision auto runs: ${(error as Error).message}`),
+    );
+  }
+  const signal = await stopped;
   console.log(`svc: ${signal}, shutting down`);
   await server.close();
   setTimeout(() => process.exit(0), kExitGraceMs).unref();
