@@ -67,6 +67,8 @@ function scoreDraw(d: DrawEmbeddings, base: DrawEmbeddings, unlabeledCount: numb
   const t = classesOf(d.testTargets).length;
   const { pool, test } = splitHeldOut(t, unlabeledCount, seed);
   const unlabeled = rowsOf(d.test, dim, pool);
+  // The same texts as the base encoder embeds them, for the estimate's self-training (train() embeds them with both).
+  const baseUnlabeled = d === base ? unlabeled : rowsOf(base.test, dim, pool);
   const testX = rowsOf(d.test, dim, test);
   const testY = Int32Array.from(test, (row) => classesOf(d.testTargets)[row]!);
   const head = kHeadKinds[d.taskType];
@@ -83,12 +85,12 @@ function scoreDraw(d: DrawEmbeddings, base: DrawEmbeddings, unlabeledCount: numb
       validation: null,
       crossValidate,
       labelWords: { embeddings: on.words, targets: on.wordTargets, lever: config.words },
-      // The estimate self-trains too where the unlabelled texts are embedded by its body (frozen), as train()'s does.
-      unlabeled: config.selfTraining && on === d ? { embeddings: unlabeled, selfTraining: config.selfTraining } : null,
+      // The estimate self-trains in every fold too, on the texts as its encoder (the base one) embeds them, as train()'s does.
+      unlabeled: config.selfTraining ? { embeddings: on === base ? baseUnlabeled : unlabeled, selfTraining: config.selfTraining } : null,
     });
   const cvOf = new Map<string, number>();
   return kConfigs.map((config) => {
-    const key = JSON.stringify([config.words, d === base ? config.selfTraining : null]);
+    const key = JSON.stringify([config.words, config.selfTraining]);
     if (!cvOf.has(key)) cvOf.set(key, fitOn(base, config, true).crossValidation!.accuracy);
     const fitted = fitOn(d, config, false);
     const p = classProbabilities(fitted, testX, dim);

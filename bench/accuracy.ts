@@ -60,6 +60,8 @@ const kMethods: readonly Method[] = [
   { name: 'finetuned-unlabeled', finetune: { method: 'full' }, unlabeled: true },
   { name: 'frozen-words-unlabeled', finetune: false, labelWords: kWords, unlabeled: true },
   { name: 'finetuned-words-unlabeled', finetune: { method: 'full' }, labelWords: kWords, unlabeled: true },
+  { name: 'adapter-unlabeled', finetune: { method: 'adapter' }, unlabeled: true },
+  { name: 'adapter-words-unlabeled', finetune: { method: 'adapter' }, labelWords: kWords, unlabeled: true },
   // SetFit's end-to-end phase (16 epochs, its default; 4: a shorter one) after the contrastive steps.
   { name: 'adapter-e2e', finetune: { method: 'adapter' }, endToEnd: { epochs: 16 } },
   { name: 'adapter-e2e4', finetune: { method: 'adapter' }, endToEnd: { epochs: 4 } },

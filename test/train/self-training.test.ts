@@ -124,6 +124,40 @@ describe('train with unlabeled texts', () => {
     plainWords.dispose();
   });
 
+  it("estimates a fine-tuned model's accuracy on the base encoder, self-training in every fold on the texts it embeds", async () => {
+    // An adapter's encoder saw every example, so the estimate is the base encoder's: the examples, the label
+    // words and the unlabelled texts as the base encoder embeds them, self-trained in each fold as the head is.
+    const few = texts.slice(0, 40);
+    const classifier = await train({ ...request, finetune: { method: 'adapter' }, unlabeled: few }, { seed: 7 });
+    const embed = (t: string[]) => runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: t });
+    const words = labelWordTexts('binary-classification', 'positive');
+    const [baseExamples, baseWords, baseTexts] = await Promise.all([embed(examples.map((e) => e.text)), embed(words.texts), embed(few)]);
+    const estimate = (unlabeled: Float32Array | null) =>
+      fitAndMeasure({
+        kind: 'fit',
+        head: 'logistic',
+        embeddings: baseExamples,
+        targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => (e.label ? 1 : 0)), count: 2 },
+        dim: 384,
+        C: 1,
+        balanced: false,
+        validation: null,
+        crossValidate: true,
+        unlabeled: unlabeled && { embeddings: unlabeled, selfTraining: kSelfTraining },
+        labelWords: { embeddings: baseWords, targets: words.targets, lever: { kind: 'examples', weight: 2 } },
+      });
+    const expected = estimate(baseTexts);
+    expect(classifier.manifest.body).toBe('adapter');
+    expect(classifier.metrics.cv_encoder).toBe('base');
+    expect(classifier.metrics.cv_accuracy).toBe(expected.crossValidation!.accuracy);
+    expect(classifier.metrics.cv_macro_f1).toBe(expected.crossValidation!.macroF1);
+    expect(classifier.manifest.training.self_training).toEqual({ share: 0.5, rounds: 1, unlabeled: 40 });
+    // Every fold self-trained: the out-of-fold probabilities are not those of the head fitted without the texts.
+    expect(Array.from(expected.outOfFold!)).not.toEqual(Array.from(estimate(null).outOfFold!));
+    classifier.dispose();
+    // One adapter fine-tuning run (a few seconds on a quiet machine).
+  }, 300_000);
+
   it('refuses unlabeled texts on a multi-label request, and a text that is not a string', async () => {
     const labelled = examples.map((e) => ({ text: e.text, labels: [e.label ? 'positive' : 'negative'] }));
     await expect(
