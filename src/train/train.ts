@@ -12,13 +12,14 @@ import type { Hub } from '../model/hub.js';
 import { kAdapterConfigFile, kAdapterFile } from '../model/adapter.js';
 import { kEncoderFile, kHeadFile, kManifestFormatVersion } from '../contract/manifest.js';
 import type { FinetuneSettings, Manifest } from '../contract/manifest.js';
-import { poolOptions, poolThreads, runTask } from '../pool/pool.js';
+import { poolThreads, runTask } from '../pool/pool.js';
 import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
 import { packageVersion } from '../version.js';
 import { keptExamples } from '../predict/example-bank.js';
 import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
+import { embedAll, throwIfAborted } from './embed-all.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import { endToEndSettings } from './end-to-end-recipe.js';
 import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
@@ -98,9 +99,6 @@ export interface TrainOptions {
 
 /** Inverse L2 regularization strength of the head (scikit-learn's default). */
 export const kHeadC = 1;
-/** Examples per embedding task: small enough that aborting and progress stay prompt. */
-const kEmbedChunk = 64;
-
 function checkOptions(options: TrainOptions): void {
   is.object(options, 'options');
   if (options.onProgress !== undefined) is.func(options.onProgress, 'options.onProgress');
@@ -121,51 +119,6 @@ function checkOptions(options: TrainOptions): void {
     is.object(options.endToEnd, 'options.endToEnd');
     is.positiveInteger(options.endToEnd.epochs, 'options.endToEnd.epochs');
   }
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new SvcError('aborted', 'training was aborted');
-}
-
-/** Rejects as soon as `signal` aborts, without waiting for `work` (which runs on in the pool). */
-function abortable<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new SvcError('aborted', 'training was aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-async function embedAll(
-  baseModel: string,
-  texts: string[],
-  dim: number,
-  options: TrainOptions,
-  encoderFile: string | null = null,
-): Promise<Float32Array> {
-  const embeddings = new Float32Array(texts.length * dim);
-  options.onProgress?.({ stage: 'embed', done: 0, total: texts.length });
-  // Spread even a small job over every worker, in chunks of at most kEmbedChunk.
-  const size = Math.min(kEmbedChunk, Math.ceil(texts.length / poolOptions().workers));
-  const chunks: number[] = [];
-  for (let start = 0; start < texts.length; start += size) chunks.push(start);
-  let done = 0;
-  let next = 0;
-  // As many chunks in flight as there are workers; each lands at its own offset.
-  const lane = async () => {
-    while (next < chunks.length) {
-      throwIfAborted(options.signal);
-      const start = chunks[next++];
-      const part = texts.slice(start, start + size);
-      const vectors = await abortable(runTask<Float32Array>({ kind: 'embed', baseModel, encoderFile, texts: part }), options.signal);
-      embeddings.set(vectors, start * dim);
-      done += part.length;
-      options.onProgress?.({ stage: 'embed', done, total: texts.length });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(poolOptions().workers, chunks.length) }, lane));
-  return embeddings;
 }
 
 /**
