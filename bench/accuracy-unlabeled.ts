@@ -1,5 +1,5 @@
 // `npm run bench -- accuracy-unlabeled [--json] [--seeds 5] [--tasks imdb,yelp,sites,email]
-//   [--bodies frozen,full] [--unlabeled 1000] [--cache <dir>]`: self-training on unlabelled texts of
+//   [--bodies frozen,full] [--unlabeled 1000] [--cache <dir>] [--levers none,words w=2 + self-training share=0.5]`: self-training on unlabelled texts of
 // the same task, at the head, on the accuracy bench's draws (cached embeddings, as accuracy-levers).
 //
 // Per draw, the held-out rows are split once (seeded): up to `--unlabeled` of them (at most half) are
@@ -62,7 +62,7 @@ interface Scored {
   cv: number;
 }
 
-function scoreDraw(d: DrawEmbeddings, base: DrawEmbeddings, unlabeledCount: number, seed: number): Scored[] {
+function scoreDraw(d: DrawEmbeddings, base: DrawEmbeddings, unlabeledCount: number, seed: number, configs: readonly Config[]): Scored[] {
   const dim = d.dim;
   const t = classesOf(d.testTargets).length;
   const { pool, test } = splitHeldOut(t, unlabeledCount, seed);
@@ -89,7 +89,7 @@ function scoreDraw(d: DrawEmbeddings, base: DrawEmbeddings, unlabeledCount: numb
       unlabeled: config.selfTraining ? { embeddings: on === base ? baseUnlabeled : unlabeled, selfTraining: config.selfTraining } : null,
     });
   const cvOf = new Map<string, number>();
-  return kConfigs.map((config) => {
+  return configs.map((config) => {
     const key = JSON.stringify([config.words, config.selfTraining]);
     if (!cvOf.has(key)) cvOf.set(key, fitOn(base, config, true).crossValidation!.accuracy);
     const fitted = fitOn(d, config, false);
@@ -106,6 +106,13 @@ export async function run(args: string[]): Promise<void> {
   const unlabeledCount = intOption(args, 'unlabeled', 1000);
   const tasks = listOption(args, 'tasks', Object.keys(kTasks)).map((name) => kTasks[name]!());
   const bodies = (args.includes('--bodies') ? listOption(args, 'bodies', [...kBodies, ...kLeverBodies]) : kBodies) as Body[];
+  // `--levers a,b`: only those rows (by name; `none` first, as the deltas are against it).
+  const leverNames = listOption(
+    args,
+    'levers',
+    kConfigs.map((c) => c.name),
+  );
+  const configs = kConfigs.filter((c) => c.name === 'none' || leverNames.includes(c.name));
   const at = args.indexOf('--cache');
   const cacheDir = at >= 0 ? args[at + 1]! : join(tmpdir(), 'svc-accuracy-cache');
   const results: Record<string, Record<string, Scored[][]>> = {};
@@ -121,11 +128,11 @@ export async function run(args: string[]): Promise<void> {
           const t = classesOf(on.testTargets).length;
           sizes[task.name] =
             `${Math.min(unlabeledCount, Math.floor(t / 2))} unlabelled, ${t - Math.min(unlabeledCount, Math.floor(t / 2))} test`;
-          const scored = scoreDraw(on, base, unlabeledCount, seed);
+          const scored = scoreDraw(on, base, unlabeledCount, seed, configs);
           perSeed.push(scored);
           if (!json)
             console.error(
-              `${task.name} ${body} seed ${seed}: ${scored.map((s, k) => `${kConfigs[k]!.name} ${s.accuracy.toFixed(4)}`).join(', ')}`,
+              `${task.name} ${body} seed ${seed}: ${scored.map((s, k) => `${configs[k]!.name} ${s.accuracy.toFixed(4)}`).join(', ')}`,
             );
         }
         results[task.name]![body] = perSeed;
@@ -136,7 +143,7 @@ export async function run(args: string[]): Promise<void> {
   }
   const meanOf = (task: string, body: Body, k: number, key: keyof Scored) => average(results[task]![body]!.map((s) => s[k]![key]));
   if (json) {
-    console.log(JSON.stringify({ seeds, sizes, configs: kConfigs.map((c) => c.name), results }, null, 2));
+    console.log(JSON.stringify({ seeds, sizes, configs: configs.map((c) => c.name), results }, null, 2));
     return;
   }
   const pct = (x: number) => (x * 100).toFixed(1);
@@ -144,15 +151,17 @@ export async function run(args: string[]): Promise<void> {
   console.log(
     `\n${seeds} seeds; ${tasks.map((t) => `${t.name}: ${sizes[t.name]}`).join('; ')}; held-out accuracy % on the test rows (Δ vs the same body's none)\n`,
   );
-  console.log(`| body | lever | ${tasks.map((t) => `${t.name} % (Δ)`).join(' | ')} | mean Δ | worst Δ | mean abs(cv - held-out) |`);
+  console.log(
+    `| body | lever | ${tasks.map((t) => `${t.name} % (Δ)`).join(' | ')} | mean Δ | worst Δ | mean abs(cv - held-out) (per task) |`,
+  );
   console.log(`|---|---|${tasks.map(() => '---|').join('')}---|---|---|`);
   for (const body of bodies) {
-    kConfigs.forEach((config, k) => {
+    configs.forEach((config, k) => {
       const deltas = tasks.map((t) => meanOf(t.name, body, k, 'accuracy') - meanOf(t.name, body, 0, 'accuracy'));
       const cells = tasks.map((t, i) => `${pct(meanOf(t.name, body, k, 'accuracy'))} (${signed(deltas[i]!)})`);
-      const cvError = average(tasks.map((t) => average(results[t.name]![body]!.map((s) => Math.abs(s[k]!.cv - s[k]!.accuracy)))));
+      const cvErrors = tasks.map((t) => average(results[t.name]![body]!.map((s) => Math.abs(s[k]!.cv - s[k]!.accuracy))));
       console.log(
-        `| ${body} | ${config.name} | ${cells.join(' | ')} | ${signed(average(deltas))} | ${signed(Math.min(...deltas))} | ${pct(cvError)} |`,
+        `| ${body} | ${config.name} | ${cells.join(' | ')} | ${signed(average(deltas))} | ${signed(Math.min(...deltas))} | ${pct(average(cvErrors))} (${cvErrors.map(pct).join(' / ')}) |`,
       );
     });
   }
