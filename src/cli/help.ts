@@ -67,7 +67,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--engine-threads <n>', 'native engine threads per worker (default cores / workers)'],
       [
         '--precision <p>',
-        'fp32 (default: equals the exported ONNX model), int8 (faster, probabilities within ~0.01), bf16 (bf16 products on CPUs with them, probabilities within ~0.001; fp32 elsewhere) or auto (bf16 where it measured faster on this CPU, else fp32; see svc info) for predictions (or SVC_PRECISION)',
+        'auto (default: bf16 where it measured faster on this CPU, probabilities within ~0.001 of fp32; else fp32; see svc info), fp32 (equals the exported ONNX model on every CPU), int8 (faster, probabilities within ~0.01) or bf16 (bf16 products on CPUs with them; fp32 elsewhere) for predictions (or SVC_PRECISION)',
       ],
       [
         '--adapter-cache-mb <n>',

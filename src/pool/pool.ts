@@ -29,10 +29,11 @@ export interface PoolOptions {
   /** Threads each worker's engine uses. Keep workers x engineThreads <= cores. */
   engineThreads?: number;
   /**
-   * Arithmetic of the encoders that predict: `fp32` (default; probabilities equal the exported ONNX
-   * model's within 1e-3), `int8` (about 3x faster on CPUs with VNNI, probabilities within about
-   * 0.01 of fp32's: docs/benchmarks.md, "HTTP predict"), `bf16` (on CPUs with bf16 products) or `auto` (bf16 where it
-   * measured faster than fp32 on this CPU, fp32 elsewhere: `kernelChoice`). Training always embeds in fp32.
+   * Arithmetic of the encoders that predict: `auto` (default: bf16 where it measured faster than fp32 on this CPU,
+   * with embeddings within cosine 0.9999 of fp32's and probabilities within 1e-3; fp32 elsewhere: `kernelChoice`),
+   * `fp32` (probabilities equal the exported ONNX model's within 1e-3), `int8` (about 3x faster on CPUs with VNNI,
+   * probabilities within about 0.01 of fp32's: docs/benchmarks.md, "HTTP predict") or `bf16` (on CPUs with bf16
+   * products). Training always embeds in fp32.
    */
   precision?: PrecisionSetting;
   /**
@@ -60,7 +61,7 @@ function defaultPoolOptions(): ResolvedPoolOptions {
   return {
     workers,
     engineThreads: Math.max(1, Math.floor(cores / workers)),
-    precision: 'fp32',
+    precision: 'auto',
     adapterCacheBytes: kDefaultAdapterCacheBytes,
   };
 }

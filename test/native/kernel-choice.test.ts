@@ -183,7 +183,7 @@ describe('kernelChoice (real addon, real timings)', () => {
       const texts = ['Why was I charged twice this month?', 'The app will not let me log in.', 'A wonderful, moving film.',
         'Refund the second payment please', 'Great food, slow service, would come back for the soup.'];
       const fp32 = Encoder.fromPretrained('svc-small', { threads: 2, precision: 'fp32' });
-      const auto = Encoder.fromPretrained('svc-small', { threads: 2, precision: 'auto' });
+      const auto = Encoder.fromPretrained('svc-small', { threads: 2 }); // the default precision
       const a = fp32.embedSync(texts), b = auto.embedSync(texts);
       let lowest = 1, bitwise = true;
       for (let t = 0; t < texts.length; t++) {

@@ -98,9 +98,11 @@ describe('predict explain', () => {
         expect(n).toEqual({ text: example.text, label: example.label, similarity: n.similarity, supports: example.label === p.label });
       }
     }
-    // A training example's nearest example is itself.
+    // A training example's nearest example is itself: similarity 1 up to the default precision's rounding (the stored
+    // embeddings are fp32, the prediction's 'auto', bf16 where it measured faster: cosine >= 0.9999 to fp32).
     expect(answers[0].nearest![0].text).toBe(examples[3].text);
-    expect(answers[0].nearest![0].similarity).toBeCloseTo(1, 5);
+    expect(answers[0].nearest![0].similarity).toBeGreaterThanOrEqual(0.9999);
+    expect(answers[0].nearest![0].similarity).toBeLessThan(1 + 1e-5);
     // Explaining changes no probability.
     expect(answers.slice(1).map((p) => p.probability)).toEqual(
       (await classifier.predict(texts)).map((p) => expect.closeTo(p.probability, 5)),

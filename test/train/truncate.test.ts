@@ -47,7 +47,10 @@ describe('train truncate', () => {
       try {
         const [answer] = await classifier.predict([examples[18].text], { truncate, explain: 1 });
         expect(answer.nearest![0].text).toBe(examples[18].text);
-        expect(answer.nearest![0].similarity).toBeCloseTo(1, 5);
+        // 1 up to the default precision's rounding: stored embeddings are fp32, the prediction's 'auto' (bf16 where it
+        // measured faster: cosine >= 0.9999 to fp32).
+        expect(answer.nearest![0].similarity).toBeGreaterThanOrEqual(0.9999);
+        expect(answer.nearest![0].similarity).toBeLessThan(1 + 1e-5);
         expect(answer.chunks).toBe(truncate === 'chunks' ? 3 : undefined);
       } finally {
         classifier.dispose();
