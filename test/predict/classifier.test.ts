@@ -9,6 +9,7 @@ import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { closePool, runTask } from '../../src/pool/pool.js';
+import type { PingResult } from '../../src/pool/tasks.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
@@ -125,11 +126,20 @@ describe('save and load', () => {
 
   it('loads a format-1 directory and predicts with its head', async () => {
     const old = await Classifier.load(join(dirname(fileURLToPath(import.meta.url)), '..', 'model', 'fixtures', 'format-1'));
-    const probability = (await old.predict(texts[0])).probability;
-    const embedding = await runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: [texts[0]] });
+    const some = texts.slice(0, 5);
+    const probabilities = (await old.predict(some)).map((p) => p.probability);
+    // The embed task embeds in fp32 (as training does); predictions run in the pool's default precision, 'auto'.
+    const embeddings = await runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: some });
+    const { precision } = await runTask<PingResult>({ kind: 'ping' });
     const { weights, bias } = old.head;
-    const z = weights.reduce((sum, w, j) => sum + w * embedding[j], bias);
-    expect(probability).toBeCloseTo(1 / (1 + Math.exp(-z)), 6);
+    some.forEach((_, i) => {
+      const z = weights.reduce((sum, w, j) => sum + w * embeddings[i * 384 + j], bias);
+      const expected = 1 / (1 + Math.exp(-z));
+      // Where 'auto' runs fp32 the prediction is the head on fp32 embeddings to 6 decimals; where it runs bf16, it is
+      // within bf16's bound of it (probabilities within 1e-3).
+      if (precision === 'fp32') expect(probabilities[i]).toBeCloseTo(expected, 6);
+      else expect(Math.abs(probabilities[i] - expected)).toBeLessThan(1e-3);
+    });
   });
 
   it('refuses to work once disposed', async () => {
