@@ -2,10 +2,10 @@
 // package does. A ```console block is a session: each `$ ` line runs in bash, in a fresh folder of its own that holds
 // the clone's examples/, with `svc` defined as the README's alias defines it in the clone, and what follows it up to
 // the next `$ ` line is the output the README promises. Output is held line by line, with `...` standing for any
-// lines; values that differ from run to run (model ids, keys, URLs, timestamps, the data path, training seconds)
-// match any value of their kind, and an id, key or URL met in an output stands for the real one in the commands
-// after it (the model id `svc train` printed is the one `svc predict` gets). Other numbers may differ by 0.05
-// (kernel levels round differently).
+// lines; values that differ from run to run or CPU to CPU (model ids, keys, URLs, timestamps, the data path, training
+// seconds, what `svc serve` says precision auto runs) match any value of their kind, and an id, key or URL met in an
+// output stands for the real one in the commands after it (the model id `svc train` printed is the one `svc predict`
+// gets). Other numbers may differ by 0.05 (kernel levels round differently).
 // The only changes to the commands: servers listen on a free port (`svc serve --port 0`, PORT=0 for a program),
 // SVC_URL points the client commands at the address `svc serve` printed instead of its default 8080, and
 // SVC_LOG_FORMAT=pretty gives `svc serve` the log format of a terminal.
@@ -48,6 +48,8 @@ const kVariables: { pattern: string; carry?: boolean; number?: boolean }[] = [
   { pattern: '\\(data: [^)]*\\)' },
   { pattern: '\\b\\d{10}\\b' },
   { pattern: '(?<="train_seconds": )\\d+(?:\\.\\d+)?' },
+  // What `precision auto` runs, as measured on this CPU (bf16 where it measured faster), and the kernels' rates.
+  { pattern: '(?<=svc: precision auto runs )(?:fp32|bf16) \\([^)]*\\)' },
   { pattern: '-?\\d+\\.\\d+(?:e-?\\d+)?', number: true },
 ];
 const kVariable = new RegExp(kVariables.map((v) => `(${v.pattern})`).join('|'), 'g');
@@ -268,5 +270,11 @@ describe('the README output matcher', () => {
       ),
     ).toBe(true);
     expect(carried.get('http://127.0.0.1:8080')).toBe('http://127.0.0.1:41234');
+    const precision = ['svc: precision auto runs fp32 (kernel fp32, measured: fp32 88.7 GFLOP/s)'];
+    const bf16 = 'svc: precision auto runs bf16 (kernel bf16-vector, from the cache: fp32 61.0 GFLOP/s, bf16-vector 120.4 GFLOP/s)\n';
+    expect(matchOutput(precision, bf16, carried, false)).toBe(true);
+    expect(matchOutput(precision, 'svc: precision auto runs bf16 (kernel bf16-emulated, forced)\n', carried, false)).toBe(true);
+    expect(matchOutput(precision, 'svc: precision auto runs int8 (kernel fp32)\n', carried, false)).toBe(false);
+    expect(matchOutput(precision, 'svc: could not read the precision auto runs: worker died\n', carried, false)).toBe(false);
   });
 });
