@@ -93,24 +93,34 @@ describe('train with unlabeled texts', () => {
   const texts = testSet.slice(0, 200).map((row) => row.text);
   const request = { model: 'svc-small' as const, task_type: 'binary-classification' as const, finetune: false, examples };
 
-  it('self-trains the head on the texts embedded by the model encoder, with the label words, and records it', async () => {
-    const classifier = await train({ ...request, unlabeled: texts });
-    const embed = (t: string[]) => runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: t });
-    const words = labelWordTexts('binary-classification', 'positive');
-    const expected = fitAndMeasure({
+  const embed = (t: string[]) => runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: t });
+  const words = labelWordTexts('binary-classification', 'positive');
+  // The head as train() fits it on the base encoder's embeddings, cross-validated: with the label words (w=2, which
+  // unlabelled texts bring in unless options.labelWords says otherwise) and, when given, self-training on `unlabeled`.
+  async function fitOnBase(unlabeled: string[] | null) {
+    const [onExamples, onWords, onUnlabeled] = await Promise.all([
+      embed(examples.map((e) => e.text)),
+      embed(words.texts),
+      unlabeled ? embed(unlabeled) : null,
+    ]);
+    return fitAndMeasure({
       kind: 'fit',
       head: 'logistic',
-      embeddings: await embed(examples.map((e) => e.text)),
+      embeddings: onExamples,
       targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => (e.label ? 1 : 0)), count: 2 },
       dim: 384,
       C: 1,
       balanced: false,
       validation: null,
       crossValidate: true,
-      unlabeled: { embeddings: await embed(texts), selfTraining: kSelfTraining },
-      // Unless options.labelWords says otherwise, unlabelled texts bring the label words in (w=2).
-      labelWords: { embeddings: await embed(words.texts), targets: words.targets, lever: { kind: 'examples', weight: 2 } },
+      unlabeled: onUnlabeled && { embeddings: onUnlabeled, selfTraining: kSelfTraining },
+      labelWords: { embeddings: onWords, targets: words.targets, lever: { kind: 'examples', weight: 2 } },
     });
+  }
+
+  it('self-trains the head on the texts embedded by the model encoder, with the label words, and records it', async () => {
+    const classifier = await train({ ...request, unlabeled: texts });
+    const expected = await fitOnBase(texts);
     // Embedded in other batches than train()'s chunks: equal to the GEMM's rounding at every kernel level.
     classifier.head.weights.forEach((w, j) => expect(Math.abs(w - expected.weights[j]!)).toBeLessThan(1e-5));
     expect(classifier.metrics.cv_accuracy).toBe(expected.crossValidation!.accuracy);
@@ -129,31 +139,14 @@ describe('train with unlabeled texts', () => {
     // words and the unlabelled texts as the base encoder embeds them, self-trained in each fold as the head is.
     const few = texts.slice(0, 40);
     const classifier = await train({ ...request, finetune: { method: 'adapter' }, unlabeled: few }, { seed: 7 });
-    const embed = (t: string[]) => runTask<Float32Array>({ kind: 'embed', baseModel: 'svc-small', texts: t });
-    const words = labelWordTexts('binary-classification', 'positive');
-    const [baseExamples, baseWords, baseTexts] = await Promise.all([embed(examples.map((e) => e.text)), embed(words.texts), embed(few)]);
-    const estimate = (unlabeled: Float32Array | null) =>
-      fitAndMeasure({
-        kind: 'fit',
-        head: 'logistic',
-        embeddings: baseExamples,
-        targets: { kind: 'classes', classes: Int32Array.from(examples, (e) => (e.label ? 1 : 0)), count: 2 },
-        dim: 384,
-        C: 1,
-        balanced: false,
-        validation: null,
-        crossValidate: true,
-        unlabeled: unlabeled && { embeddings: unlabeled, selfTraining: kSelfTraining },
-        labelWords: { embeddings: baseWords, targets: words.targets, lever: { kind: 'examples', weight: 2 } },
-      });
-    const expected = estimate(baseTexts);
+    const expected = await fitOnBase(few);
     expect(classifier.manifest.body).toBe('adapter');
     expect(classifier.metrics.cv_encoder).toBe('base');
     expect(classifier.metrics.cv_accuracy).toBe(expected.crossValidation!.accuracy);
     expect(classifier.metrics.cv_macro_f1).toBe(expected.crossValidation!.macroF1);
     expect(classifier.manifest.training.self_training).toEqual({ share: 0.5, rounds: 1, unlabeled: 40 });
     // Every fold self-trained: the out-of-fold probabilities are not those of the head fitted without the texts.
-    expect(Array.from(expected.outOfFold!)).not.toEqual(Array.from(estimate(null).outOfFold!));
+    expect(Array.from(expected.outOfFold!)).not.toEqual(Array.from((await fitOnBase(null)).outOfFold!));
     classifier.dispose();
     // One adapter fine-tuning run (a few seconds on a quiet machine).
   }, 300_000);
