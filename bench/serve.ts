@@ -1,14 +1,15 @@
 // `npm run bench -- serve [--json] [--seconds S] [--warmup S] [--finetune]`
 // /v2/predict on a running `svc serve` (its own process, the micro-batcher and the worker pool as
-// shipped), in fp32 (the default) and with `--precision int8` and `--precision bf16` (fp32 where
-// the CPU has no AMX), against the server a Node user would
-// otherwise write: Fastify plus a transformers.js text-classification pipeline (fp32 and q8) on the
-// same model, exported by svc-classify. One load generator (autocannon, in this process) sends
-// requests of 8 UCI sentences at concurrency 1, 8 and 64, one server at a time, in one run. Prints
-// requests/s, p50 and p99 per server and the ratios of like with like (fp32 with fp32, int8 with
-// q8), how many texts the micro-batcher put in each engine batch (read from the server's
-// NODE_DEBUG=svc lines), and how far int8's and bf16's probabilities are from fp32's on the bench's
-// texts. bf16 is set against transformers.js fp32 (the full-precision peer).
+// shipped): first with no `--precision` (the default, `auto`, which runs the kernel its measurement
+// picked on this CPU; the server's own line saying what it runs is printed), then with
+// `--precision fp32`, `int8` and `bf16` (bf16 runs fp32 where the CPU has no bf16 products), against
+// the server a Node user would otherwise write: Fastify plus a transformers.js text-classification
+// pipeline (fp32 and q8) on the same model, exported by svc-classify. One load generator (autocannon,
+// in this process) sends requests of 8 UCI sentences at concurrency 1, 8 and 64, one server at a time,
+// in one run. Prints requests/s, p50 and p99 per server and the ratios of like with like (the default
+// and fp32 and bf16 with transformers.js fp32, int8 with q8), how many texts the micro-batcher put in
+// each engine batch (read from the server's NODE_DEBUG=svc lines), and how far the default's, int8's
+// and bf16's probabilities are from fp32's on the bench's texts.
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -111,6 +112,19 @@ async function measure(target: Target, connections: number, seconds: number, war
   return row;
 }
 
+/**
+ * The server's "svc: precision auto runs ..." line: it prints it once a worker has answered, which a
+ * predict has made sure of; a short wait covers the line's way through the pipe.
+ */
+async function precisionLine(server: { output: () => string }): Promise<string | undefined> {
+  for (let waited = 0; waited < 5000; waited += 100) {
+    const match = /svc: (precision auto runs [^\n]*)/.exec(server.output());
+    if (match) return match[1];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return undefined;
+}
+
 export async function run(args: string[]): Promise<void> {
   const asJson = args.includes('--json');
   const seconds = intOption(args, 'seconds', 10);
@@ -169,8 +183,11 @@ export async function run(args: string[]): Promise<void> {
     const probabilities: Record<string, number[]> = {};
     // One server at a time, so each has the machine's cores to itself while it is measured. The data
     // directory takes one server at a time: the next one starts when the previous one has stopped.
-    for (const precision of ['fp32', 'int8', 'bf16'] as const) {
-      if (precision !== 'fp32') {
+    // The first server (which trained the model) runs the default precision; its line says what
+    // `auto` picked on this CPU, so the rows' names can say it too.
+    let autoRuns: string | undefined;
+    for (const precision of ['auto', 'fp32', 'int8', 'bf16'] as const) {
+      if (precision !== 'auto') {
         server.child.kill('SIGTERM');
         await exited(server.child);
         server = await serve(['--data', data, '--precision', precision], { NODE_DEBUG: 'svc' });
@@ -178,6 +195,7 @@ export async function run(args: string[]): Promise<void> {
       }
       const current = server;
       probabilities[precision] = await predictAll(`${current.url}/v2/predict`, auth, svcBodies);
+      if (precision === 'auto') autoRuns = await precisionLine(current);
       let seen = current.output().length;
       const target: Target = {
         name: `svc-classify ${precision}`,
@@ -187,7 +205,7 @@ export async function run(args: string[]): Promise<void> {
         batchSizes: () => {
           const lines = current.output().slice(seen);
           seen += lines.length;
-          return Array.from(lines.matchAll(/predict batch: \d+ call\(s\), (\d+) text\(s\)/g), (m) => Number(m[1]));
+          return Array.from(lines.matchAll(/predict batch: \d+ part\(s\), (\d+) text\(s\)/g), (m) => Number(m[1]));
         },
       };
       for (const connections of kConcurrency) rows.push(await measure(target, connections, seconds, warmup));
@@ -201,7 +219,11 @@ export async function run(args: string[]): Promise<void> {
         labelsChanged: probabilities.fp32.filter((p, i) => p >= 0.5 !== other[i] >= 0.5).length,
       };
     };
-    const precisionCost = { int8: costOf(probabilities.int8), bf16: costOf(probabilities.bf16) };
+    const precisionCost = {
+      auto: costOf(probabilities.auto),
+      int8: costOf(probabilities.int8),
+      bf16: costOf(probabilities.bf16),
+    };
     if (!finetune) {
       for (const dtype of ['fp32', 'q8'] as const) {
         const peer = await startNode(['--import', 'tsx', 'bench/_serve-peer.ts', peerDir, dtype], /peer listening on (http:\/\/\S+)/);
@@ -214,13 +236,14 @@ export async function run(args: string[]): Promise<void> {
     }
 
     if (asJson) {
-      console.log(JSON.stringify({ level: cpuInfo().level, cores: cpus().length, seconds, rows, precisionCost }));
+      console.log(JSON.stringify({ level: cpuInfo().level, cores: cpus().length, seconds, autoRuns, rows, precisionCost }));
       return;
     }
     console.log(
       `serve: ${kTextsPerRequest} texts a request, ${seconds} s a phase after ${warmup} s warm-up, ` +
         `${cpus().length} cores, kernel level ${cpuInfo().level}, ${finetune ? 'fine-tuned' : 'frozen'} model`,
     );
+    console.log(`svc-classify auto (the default): ${autoRuns ?? 'the server did not say what it runs'}`);
     console.log('server                concurrency   req/s     p50 ms   p99 ms   errors  texts/batch (mean, max)');
     for (const r of rows) {
       const batch = r.meanBatch === undefined ? '' : `${r.meanBatch.toFixed(1)}, ${r.maxBatch}`;
@@ -230,6 +253,7 @@ export async function run(args: string[]): Promise<void> {
       );
     }
     const pairs = [
+      ['svc-classify auto', 'transformers.js fp32'],
       ['svc-classify fp32', 'transformers.js fp32'],
       ['svc-classify int8', 'transformers.js q8'],
       ['svc-classify bf16', 'transformers.js fp32'],
