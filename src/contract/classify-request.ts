@@ -5,15 +5,8 @@ import { z } from 'zod';
 
 import { parseRequest, typeError } from '../parse.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
-import {
-  classExampleSchema,
-  exampleSchema,
-  kMaxClasses,
-  kMaxTextLength,
-  kMinClasses,
-  labelNameSchema,
-  labelSetExampleSchema,
-} from './train-request.js';
+import { kMaxClasses, kMinClasses } from './train-request.js';
+import { classExampleSchema, exampleSchema, kMaxTextLength, labelNameSchema, labelSetExampleSchema } from './labelled-examples.js';
 import { explainSchema, truncateSchema } from './long-texts.js';
 
 /** Most texts one classify call may label (Cohere's classify endpoint took as many). */

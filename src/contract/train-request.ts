@@ -6,6 +6,12 @@ import { z } from 'zod';
 import { parseRequest, typeError } from '../parse.js';
 import { truncateSchema } from './long-texts.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
+import { classExampleSchema, exampleSchema, kMaxTextLength, labelSetExampleSchema } from './labelled-examples.js';
+
+// The example shapes and the text limit are the classify request's too (labelled-examples.ts); the train request's
+// users take them from here.
+export { kMaxTextLength } from './labelled-examples.js';
+export type { ClassExample, LabelSetExample, TrainExample } from './labelled-examples.js';
 
 /**
  * Fewest examples a classifier is trained from.
@@ -19,8 +25,6 @@ import { baseModelNames, isBaseModelName } from './base-models.js';
 export const kMinExamples = 20;
 /** Most examples one training request may carry (see {@link kMinExamples}). */
 export const kMaxExamples = 10_000;
-/** Longest example text, in UTF-16 code units (JavaScript string length; see {@link kMinExamples}). */
-export const kMaxTextLength = 100_000;
 /** SetFit's pair rounds per example when fine-tuning (each gives one same-label and one other-label pair). */
 export const kDefaultNumIterations = 20;
 /** Most pair rounds per example a request may ask for. */
@@ -56,62 +60,12 @@ export const kMinClasses = 2;
 export const kMaxClasses = 100;
 /** Fewest examples of each class a multi-class request carries: fewer cannot be cross-validated or learned. */
 export const kMinExamplesPerClass = 8;
-/** Longest class or label name. */
-export const kMaxLabelLength = 200;
 
 /** Most unlabelled texts a request may send for self-training. */
 export const kMaxUnlabeled = 10_000;
 
 // Messages are written without the field name; `parseRequest` puts the path in front
 // (`examples[3].label must be a boolean`). Issues flagged `whole` are complete sentences.
-export const textSchema = z
-  .string({ error: typeError('a string') })
-  .min(1, { error: 'must not be empty' })
-  .max(kMaxTextLength, {
-    error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
-  });
-
-export const exampleSchema = z
-  .object({
-    text: textSchema,
-    label: z.boolean({ error: typeError('a boolean') }),
-    label_text: z
-      .string({ error: typeError('a non-empty string') })
-      .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
-      // config.json's id2label names the false class 'false'.
-      .refine((value) => value !== 'false', { error: "must not be 'false' (that names the other class)" }),
-  })
-  .strict()
-  .describe('One labelled example; label_text names what label: true means, e.g. "positive review"');
-
-/** A class or label name: what predictions return and config.json's id2label holds. */
-export const labelNameSchema = z
-  .string({ error: typeError('a non-empty string') })
-  .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
-  .refine((value) => value.length <= kMaxLabelLength, { error: `must be at most ${kMaxLabelLength} characters` });
-
-export const classExampleSchema = z
-  .object({ text: textSchema, label: labelNameSchema })
-  .strict()
-  .describe('One example of a class, e.g. { "text": "Refund not received", "label": "billing" }');
-
-export const labelSetExampleSchema = z
-  .object({
-    text: textSchema,
-    labels: z
-      .array(labelNameSchema, { error: typeError('an array of strings') })
-      .refine((labels) => new Set(labels).size === labels.length, { error: 'must not name a label twice' }),
-  })
-  .strict()
-  .describe('One example with its labels, possibly none, e.g. { "text": "Slow and pricey", "labels": ["speed", "price"] }');
-
-/** One labelled example of a binary request. `label_text` names what `label: true` means, e.g. "positive review". */
-export type TrainExample = z.infer<typeof exampleSchema>;
-/** One example of a multi-class request: its class. */
-export type ClassExample = z.infer<typeof classExampleSchema>;
-/** One example of a multi-label request: its labels (possibly none). */
-export type LabelSetExample = z.infer<typeof labelSetExampleSchema>;
-
 // Fields every task type shares.
 const commonFields = {
   model: z
