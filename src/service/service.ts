@@ -1,28 +1,17 @@
 import type { HubFileReader } from '../model/hub.js';
 import { SvcError } from '../errors.js';
-import {
-  type ApiKeyRecord,
-  type ModelRecord,
-  type OrgLimits,
-  type Organization,
-  type Project,
-  type Store,
-  usageMonth,
-} from '../store/types.js';
+import { type ApiKeyRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
 import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
-import type { ModelRuntime, RuntimePrediction } from './runtime.js';
-import { acceptTrainRequest, storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
-import { ClassifierVersions, modelNotFound } from './versions.js';
+import type { ModelRuntime } from './runtime.js';
+import { ClassifierVersions } from './versions.js';
 import { VersionEvaluations } from './evaluation.js';
-import { ModelObjects, toModelObject } from './model-object.js';
-import type { ClassPrediction, LabelSetPrediction } from '../predict/classifier.js';
+import { ModelObjects } from './model-object.js';
+import { CallerModels } from './caller-models.js';
 import { classifyForOrg } from './classify.js';
-import { parseRequest } from '../parse.js';
 import {
-  predictRequestSchema,
   type ClassifyResponseBody,
   type DeletedModel,
   type ModelList,
@@ -57,8 +46,6 @@ export interface SvcServiceOptions {
 }
 
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
-/** A JSON object body (a train body with `model_id` goes to the classifier's versions). */
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const kBearer = /^Bearer\s+(\S+)\s*$/i;
 
 /**
@@ -82,6 +69,7 @@ export class SvcService {
   readonly #jobs: JobRunner;
   readonly #retention: RetentionTimer | null;
   readonly #models: ModelObjects;
+  readonly #callerModels: CallerModels;
   /** The versions of the caller's classifiers: list, add, promote, delete (`/v2/models/{id}/versions`). */
   readonly versions: ClassifierVersions;
   /** Evaluation reports of the caller's versions on their validation sets (`/v2/models/{id}/evaluation`). */
@@ -93,14 +81,22 @@ export class SvcService {
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
     this.#models = new ModelObjects(options.runtime);
+    const maxQueuedJobs = async (orgId: string) => (await this.orgLimits(orgId)).maxQueuedJobs;
     this.versions = new ClassifierVersions({
       store: this.store,
       runtime: this.runtime,
       jobs: this.#jobs,
       models: this.#models,
-      maxQueuedJobs: async (orgId) => (await this.orgLimits(orgId)).maxQueuedJobs,
+      maxQueuedJobs,
     });
     this.evaluations = new VersionEvaluations(this.store, this.runtime, this.versions);
+    this.#callerModels = new CallerModels({
+      store: this.store,
+      runtime: this.runtime,
+      jobs: this.#jobs,
+      versions: this.versions,
+      maxQueuedJobs,
+    });
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
   }
@@ -283,60 +279,20 @@ export class SvcService {
     return project;
   }
 
-  // ---- models ------------------------------------------------------------------------------
+  // ---- models: the caller's own, in caller-models.ts -----------------------------------------
 
   /**
    * Parses `body` with `trainRequestSchema`, stores the job and its examples and returns the model with
    * `status: "training"`: a new classifier (version 1, live), or with `model_id` the next version of that classifier
    * (`<id>@<n>`, not live until promoted; the rules and errors of `versions.add`).
    */
-  async train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
-    if (isObject(body) && body.model_id !== undefined) return this.#trainVersion(principal, body, options);
-    const request = await acceptTrainRequest(body);
-    const now = Date.now();
-    const record: ModelRecord = {
-      id: newId(`${request.model}-`),
-      orgId: principal.orgId,
-      baseModel: request.model,
-      taskType: request.task_type,
-      labelText: storedLabelText(request),
-      status: 'training',
-      error: null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    const examples = storedExamples(request);
-    const training = storedTrainingOptions(request);
-    const { maxQueuedJobs } = await this.orgLimits(principal.orgId);
-    const { created, queued } = await this.store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
-    if (!created) {
-      throw limitRejection({ kind: 'jobs', orgId: principal.orgId, queued, limit: maxQueuedJobs });
-    }
-    this.#jobs.kick();
-    return { ...toModelObject(record), version: 1, live_version: 1 };
-  }
-
-  /** `train` with `model_id`: the next version of that classifier, as its model object `<id>@<n>`. */
-  async #trainVersion(principal: Principal, body: Record<string, unknown>, options: Record<string, unknown>): Promise<ModelObject> {
-    const id = body.model_id;
-    // Not a string: the schema says what is wrong with it.
-    if (typeof id !== 'string') await acceptTrainRequest(body);
-    const named = id as string;
-    if (named.includes('@')) {
-      throw new SvcError('invalid_request', `model_id names a classifier, not a version: use '${named.slice(0, named.lastIndexOf('@'))}'`, {
-        param: 'model_id',
-      });
-    }
-    await this.versions.all(principal, named, 'model_id');
-    const added = await this.versions.add(principal, named, body, options);
-    return this.getModel(principal, added.id);
+  train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
+    return this.#callerModels.train(principal, body, options);
   }
 
   /** A classifier (its live version's status and metrics), or one version of it named `<id>@<n>`. */
-  async getModel(principal: Principal, name: string): Promise<ModelObject> {
-    const version = await this.versions.resolve(principal, name);
-    const versions = await this.versions.all(principal, version.classifierId);
-    return this.versions.modelObject(name, version, versions[0].createdAt, versions.find((v) => v.live)!.version);
+  getModel(principal: Principal, name: string): Promise<ModelObject> {
+    return this.#callerModels.getModel(principal, name);
   }
 
   /**
@@ -344,22 +300,8 @@ export class SvcService {
    * in with `done === total` (`stage: 'done', done: 1, total: 1` when it was trained before this
    * process started); a model that has not started yet, or failed, reports `stage: null`.
    */
-  async getProgress(principal: Principal, name: string): Promise<ProgressObject> {
-    const record = await this.versions.resolve(principal, name);
-    // A failed job's last progress says nothing useful about the model: it reports no stage.
-    const progress = record.status === 'failed' ? null : await this.#jobs.progress(record.id);
-    const base = { object: 'training.progress' as const, model: name, status: record.status };
-    if (record.status === 'trained') {
-      const total = progress?.total ?? 1;
-      return { ...base, stage: progress?.stage ?? 'done', done: total, total, loss: progress?.loss ?? null };
-    }
-    return {
-      ...base,
-      stage: progress?.stage ?? null,
-      done: progress?.done ?? 0,
-      total: progress?.total ?? 0,
-      loss: progress?.loss ?? null,
-    };
+  getProgress(principal: Principal, name: string): Promise<ProgressObject> {
+    return this.#callerModels.getProgress(principal, name);
   }
 
   /** The models that accept requests (live version trained), then the proxy models when the organization may use the proxy. */
@@ -380,38 +322,8 @@ export class SvcService {
    * Parses `body` with the predict schema (the same one `POST /v2/predict` documents) and classifies its inputs.
    * `signal` aborts the call (the HTTP client went away): its texts not in a batch yet are dropped.
    */
-  async predict(principal: Principal, body: unknown, options: { signal?: AbortSignal } = {}): Promise<PredictResponse> {
-    const request = parseRequest(predictRequestSchema, body);
-    // `<id>` is the live version, `<id>@<n>` version n; `record.id` is where that version's files are.
-    const record = await this.versions.resolve(principal, request.model);
-    const name = request.model;
-    if (record.status === 'training') {
-      throw new SvcError('conflict', `The model '${name}' is still training; retry when its status is 'trained'`, {
-        param: 'model',
-      });
-    }
-    if (record.status === 'failed') {
-      throw new SvcError('conflict', `The model '${name}' failed to train: ${record.error}`, { param: 'model' });
-    }
-    if (request.threshold !== undefined && record.taskType !== 'multi-label-classification') {
-      throw new SvcError('invalid_request', `threshold is only used by multi-label models; ${name} is ${record.taskType}`, {
-        param: 'threshold',
-      });
-    }
-    const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
-    const extras = { truncate: request.truncate, explain: request.explain, paramOf: (t: number) => `inputs[${t}]` };
-    const predictions = await this.runtime.predict(record.orgId, record.id, request.inputs, {
-      ...threshold,
-      ...extras,
-      signal: options.signal,
-    });
-    if (record.taskType === 'binary-classification') {
-      return { model: name, label_text: record.labelText, predictions: predictions as RuntimePrediction[] };
-    }
-    if (record.taskType === 'multi-class-classification') {
-      return { model: name, task_type: record.taskType, predictions: predictions as ClassPrediction[] };
-    }
-    return { model: name, task_type: record.taskType, predictions: predictions as LabelSetPrediction[] };
+  predict(principal: Principal, body: unknown, options: { signal?: AbortSignal } = {}): Promise<PredictResponse> {
+    return this.#callerModels.predict(principal, body, options);
   }
 
   /** `POST /v2/classify`: the inputs labelled by the examples sent with them; the organization's turn in the predict batcher. */
@@ -420,39 +332,18 @@ export class SvcService {
   }
 
   /** Removes the model with every version: their jobs and examples, and their hub copies; running jobs are stopped first. */
-  async deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
-    const versions = await this.versions.all(principal, modelId);
-    await this.store.deleteModel(modelId);
-    await this.versions.forget(versions);
-    return { id: modelId, object: 'model', deleted: true };
-  }
-
-  /**
-   * Where one of the caller's trained versions keeps its files (`<id>`: the live one; `<id>@<n>`: version n); anything
-   * else is "not found", so names do not leak.
-   */
-  async #hubVisible(principal: Principal, orgId: string, name: string): Promise<string> {
-    const hidden = modelNotFound(`${orgId}/${name}`);
-    if (orgId !== principal.orgId) throw hidden;
-    const record = await this.versions.resolve(principal, name).catch(() => {
-      throw hidden;
-    });
-    if (record.status !== 'trained') throw hidden;
-    return record.id;
+  deleteModel(principal: Principal, modelId: string): Promise<DeletedModel> {
+    return this.#callerModels.deleteModel(principal, modelId);
   }
 
   /** The file behind `GET /hub/<org>/<model_id>/resolve/<revision>/<file>` (`name` with the revision's `@<n>`). */
-  async hubFile(principal: Principal, orgId: string, name: string, file: string): Promise<HubFileReader> {
-    const stored = await this.#hubVisible(principal, orgId, name);
-    return this.runtime.hubFile(orgId, stored, file).catch((error: unknown) => {
-      if (!(error instanceof SvcError) || error.code !== 'not_found') throw error;
-      throw new SvcError('not_found', `The file '${file}' does not exist in ${orgId}/${name}`, { param: 'file' });
-    });
+  hubFile(principal: Principal, orgId: string, name: string, file: string): Promise<HubFileReader> {
+    return this.#callerModels.hubFile(principal, orgId, name, file);
   }
 
   /** The files of a model version in the hub, as `/`-separated paths relative to its directory, sorted. */
-  async hubFiles(principal: Principal, orgId: string, name: string): Promise<string[]> {
-    return this.runtime.hubFiles(orgId, await this.#hubVisible(principal, orgId, name));
+  hubFiles(principal: Principal, orgId: string, name: string): Promise<string[]> {
+    return this.#callerModels.hubFiles(principal, orgId, name);
   }
 }
 
