@@ -1,44 +1,19 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
-import { publishProxyCall } from '../telemetry.js';
 import type { BudgetHold } from './budget.js';
 import { UsageBody } from './body-usage.js';
-import type { Dialect } from './dialects.js';
+import { CallRecord } from './call-record.js';
 import { downstreamHeaders, kStreamHeaders, upstreamHeaders } from './headers.js';
-import { type Charge, Meter } from './metering.js';
+import type { ProxyCall } from './proxy-call.js';
 import { redactSecrets } from './redact.js';
 import type { RequestLogQueue } from './request-log.js';
 import { eventsMentioning, SseEventCutter, withoutEvents } from './sse.js';
 import { isUsageOnlyChunk } from './stream-usage.js';
-import type { ProviderName } from './types.js';
-import { type UpstreamAgents, type UpstreamTarget, upstreamMessage } from './upstream.js';
+import { type UpstreamAgents, upstreamMessage } from './upstream.js';
 
+export type { ProxyCall } from './proxy-call.js';
 export { createUpstreamAgents, type UpstreamAgents, type UpstreamTarget, upstreamTarget } from './upstream.js';
-
-/** One proxied call, checked and ready to go upstream. */
-export interface ProxyCall {
-  dialect: Dialect;
-  provider: ProviderName;
-  upstream: UpstreamTarget;
-  providerKey: string;
-  /** The request body as sent upstream (prefix stripped). */
-  body: Buffer;
-  /** The request body as the client sent it, for the log. */
-  clientBody: string;
-  stream: boolean;
-  /** The proxy asked the upstream for a usage chunk the client did not ask for: keep it from the client. */
-  hideUsageChunk: boolean;
-  /** The model as the client sent it. */
-  model: string;
-  projectId: string;
-  keyId: string;
-  /** Counts the call's tokens; made before the call so that its reservation used the same input estimate. */
-  meter: Meter;
-  /** The part of the project's budget the call holds; null when the project has no budget. */
-  budget: BudgetHold | null;
-}
 
 export interface ForwardSettings {
   agents: UpstreamAgents;
@@ -79,14 +54,9 @@ class ForwardedCall {
   readonly #call: ProxyCall;
   readonly #res: ServerResponse;
   readonly #settings: ForwardSettings;
-  readonly #createdAt = Date.now();
-  readonly #t0 = performance.now();
-  readonly #captured: Buffer[] = [];
-  #capturedBytes = 0;
+  // The account the log row and the telemetry are written from: bytes captured, first byte, status sent, charge.
+  readonly #record: CallRecord;
   #phase: 'waiting' | 'streaming' | 'relaying' | 'refusing' | 'done' = 'waiting';
-  #charge: Charge = 'nothing';
-  #statusSent = 0;
-  #ttfbMs: number | null = null;
   #sseOpen = false; // the client has an SSE head: failures become error events
   #timedOut = false;
   #pingTimer: NodeJS.Timeout | null = null;
@@ -101,6 +71,7 @@ class ForwardedCall {
     this.#call = call;
     this.#res = res;
     this.#settings = settings;
+    this.#record = new CallRecord(call, settings.log);
   }
 
   start(incoming: IncomingMessage): void {
@@ -135,21 +106,11 @@ class ForwardedCall {
     this.#res.on('close', () => {
       if (this.#phase === 'done') return;
       // Still waiting: the provider has the prompt. Streaming or relaying a 2xx answer: already charged as partial.
-      if (this.#phase === 'waiting') this.#charge = 'partial';
-      this.#statusSent = 0;
+      if (this.#phase === 'waiting') this.#record.charge = 'partial';
+      this.#record.statusSent = 0;
       request.destroy();
       this.#finish('client closed the connection');
     });
-  }
-
-  #capture(chunk: Buffer): void {
-    if (this.#capturedBytes >= this.#settings.log.captureBytes) return;
-    this.#captured.push(chunk);
-    this.#capturedBytes += chunk.length;
-  }
-
-  #markFirstByte(): void {
-    if (this.#ttfbMs === null) this.#ttfbMs = performance.now() - this.#t0;
   }
 
   #stopPing(): void {
@@ -158,7 +119,7 @@ class ForwardedCall {
   }
 
   #openSse(status: number, headers: http.OutgoingHttpHeaders): void {
-    this.#statusSent = status;
+    this.#record.statusSent = status;
     this.#sseOpen = true;
     this.#res.writeHead(status, headers);
     this.#res.flushHeaders();
@@ -169,34 +130,7 @@ class ForwardedCall {
     if (this.#phase === 'done') return;
     this.#phase = 'done';
     this.#stopPing();
-    const call = this.#call;
-    const usage = call.meter.final(this.#charge);
-    const totalMs = performance.now() - this.#t0;
-    publishProxyCall({
-      provider: call.provider,
-      status: this.#statusSent,
-      seconds: totalMs / 1000,
-      tokensIn: usage.tokensIn,
-      tokensOut: usage.tokensOut,
-      error,
-    });
-    this.#settings.log.push({
-      projectId: call.projectId,
-      keyId: call.keyId,
-      provider: call.provider,
-      model: call.model,
-      stream: call.stream,
-      status: this.#statusSent,
-      ttfbMs: this.#ttfbMs === null ? null : round(this.#ttfbMs),
-      totalMs: round(totalMs),
-      tokensIn: usage.tokensIn,
-      tokensOut: usage.tokensOut,
-      error,
-      requestBody: call.clientBody,
-      responseBody: this.#captured,
-      createdAt: this.#createdAt,
-      reservationId: call.budget?.id ?? null,
-    });
+    this.#record.write(error);
   }
 
   /** Ends the client's reply with an error in its dialect; `logged` is the log's account when it says more. */
@@ -205,14 +139,14 @@ class ForwardedCall {
     const res = this.#res;
     if (this.#sseOpen) {
       const event = Buffer.from(this.#call.dialect.streamErrorEvent(status, message, detail));
-      this.#capture(event);
-      this.#markFirstByte();
+      this.#record.capture(event);
+      this.#record.markFirstByte();
       res.end(event);
     } else if (!res.headersSent) {
       const body = Buffer.from(JSON.stringify(this.#call.dialect.errorBody(status, message, detail)));
-      this.#capture(body);
-      this.#statusSent = status;
-      this.#markFirstByte();
+      this.#record.capture(body);
+      this.#record.statusSent = status;
+      this.#record.markFirstByte();
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length });
       res.end(body);
     } else {
@@ -238,7 +172,7 @@ class ForwardedCall {
 
   // Pipes with backpressure: a slow client slows the upstream read instead of growing memory.
   #relay(upstream: IncomingMessage, data: Buffer): void {
-    this.#markFirstByte();
+    this.#record.markFirstByte();
     if (!this.#res.write(data)) {
       upstream.pause();
       this.#res.once('drain', () => {
@@ -262,7 +196,7 @@ class ForwardedCall {
 
   #stream(upstream: IncomingMessage, status: number): void {
     this.#phase = 'streaming';
-    this.#charge = 'partial';
+    this.#record.charge = 'partial';
     if (!this.#sseOpen) this.#openSse(status, downstreamHeaders(upstream.headers, true));
     upstream.on('data', (chunk: Buffer) => this.#streamData(upstream, chunk));
     upstream.on('end', () => this.#streamEnd());
@@ -273,7 +207,7 @@ class ForwardedCall {
     if (this.#phase === 'done') return;
     if (this.#held !== null) return void this.#held.push(chunk);
     this.#stopPing();
-    this.#capture(chunk);
+    this.#record.capture(chunk);
     const events = this.#cutter.push(chunk);
     if (events.length === 0) return;
     const { dialect, meter } = this.#call;
@@ -297,7 +231,7 @@ class ForwardedCall {
     if (this.#phase === 'done') return;
     if (this.#held !== null) return void this.#held.push('end');
     if (this.#terminal && this.#cutter.pending.toString('utf8').trim() === '') {
-      this.#charge = 'complete';
+      this.#record.charge = 'complete';
       this.#res.end();
       this.#finish(null);
     } else {
@@ -376,13 +310,13 @@ class ForwardedCall {
   /** Status, headers and body as the upstream sent them; the usage is read from the body as it goes by. */
   #passThrough(upstream: IncomingMessage, status: number): void {
     this.#phase = 'relaying';
-    if (status < 300) this.#charge = 'partial';
+    if (status < 300) this.#record.charge = 'partial';
     this.#stopPing();
-    this.#statusSent = status;
+    this.#record.statusSent = status;
     this.#res.writeHead(status, downstreamHeaders(upstream.headers, false));
     const usageBody = new UsageBody();
     upstream.on('data', (chunk: Buffer) => {
-      this.#capture(chunk);
+      this.#record.capture(chunk);
       if (status < 300) {
         usageBody.push(chunk);
         this.#call.meter.addBodyBytes(chunk.length);
@@ -391,21 +325,17 @@ class ForwardedCall {
     });
     upstream.on('end', () => {
       if (this.#phase === 'done') return;
-      this.#markFirstByte();
+      this.#record.markFirstByte();
       if (status < 300) {
         const { dialect, meter } = this.#call;
         meter.report(dialect.usageFromBody(usageBody.body()));
-        this.#charge = 'complete';
+        this.#record.charge = 'complete';
       }
       this.#res.end();
       const provider = this.#call.provider;
       this.#finish(
-        status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(this.#captured).toString('utf8'))}` : null,
+        status >= 400 ? `${provider} answered ${status}: ${upstreamMessage(Buffer.concat(this.#record.captured).toString('utf8'))}` : null,
       );
     });
   }
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
 }
