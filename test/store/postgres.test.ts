@@ -5,7 +5,8 @@ import { PostgresStore } from '../../src/store/postgres.js';
 import { kPgMigrations, toPostgres } from '../../src/store/postgres-migrations.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { usePostgres } from '../_support/postgres.js';
-import { type StoreBackend, storeContract } from './contract.js';
+import { storeContract } from './contract.js';
+import type { StoreBackend } from './contract-fixtures.js';
 import { versionsContract } from './versions-contract.js';
 
 const server = usePostgres();

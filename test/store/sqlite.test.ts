@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { kDatabaseFile, kPruneLogSql, SqliteStore } from '../../src/store/sqlite.js';
 import { kMigrations } from '../../src/store/migrations.js';
-import { type StoreBackend, storeContract } from './contract.js';
+import { storeContract } from './contract.js';
+import type { StoreBackend } from './contract-fixtures.js';
 import { versionsContract } from './versions-contract.js';
 
 const dirs: string[] = [];

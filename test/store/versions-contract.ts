@@ -1,9 +1,9 @@
-// The versions part of the store contract (test/store/contract.ts holds the rest): both backends run it, each with
+// The versions part of the store contract (test/store/contract.ts runs the rest): both backends run it, each with
 // two stores on one database, as two processes or two replicas would have.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { ModelRecord, Store } from '../../src/store/types.js';
-import { claim, examples, model, type StoreBackend } from './contract.js';
+import { claim, examples, model, type StoreBackend } from './contract-fixtures.js';
 
 const kClassifier = 'svc-small-0123456789ab';
 const versionOf = (orgId = 'acme', labelText = 'positive'): Omit<ModelRecord, 'id'> => {
