@@ -6,32 +6,22 @@ import type Database from 'better-sqlite3';
 import { migrate } from './migrations.js';
 import { loadSqlite } from './sqlite-driver.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
-import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
-import { SqliteVersions } from './sqlite-versions.js';
 import {
-  type ExampleRow,
-  type JobRow,
   type KeyRow,
   type LimitsRow,
-  type LogPreviewRow,
-  type LogRow,
   type ModelRow,
   type OrgRow,
   type ProjectRow,
-  logPageSql,
-  toExample,
-  toJob,
-  toJobProgress,
   toKey,
   toLimits,
-  toLog,
-  toLogPage,
   toModel,
   toOrg,
   toProject,
-  toProgressColumn,
 } from './rows.js';
-import { rowTokens, usageMonth } from './types.js';
+import { SqliteJobQueue } from './sqlite-job-queue.js';
+import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
+import { SqliteRequestLog } from './sqlite-request-log.js';
+import { SqliteVersions } from './sqlite-versions.js';
 import type {
   ApiKeyRecord,
   JobState,
@@ -51,15 +41,6 @@ import type {
   TrainingExample,
   TrainingJob,
 } from './types.js';
-
-/**
- * One retention batch: a project's rows too old, or at or below the id of the newest row it no longer keeps.
- * Exported for the test that checks its query plan.
- */
-export const kPruneLogSql = `DELETE FROM request_log WHERE id IN (
-  SELECT id FROM request_log WHERE project_id = ? AND created_at < ?
-  UNION SELECT id FROM request_log WHERE project_id = ? AND id <= ?
-  LIMIT ?)`;
 
 /** The database file inside a data directory. */
 export const kDatabaseFile = 'svc.sqlite';
@@ -85,10 +66,15 @@ export class SqliteStore implements Store {
   readonly versions: SqliteVersions;
   readonly #db: Database.Database;
   readonly #sql;
+  /** The training jobs (sqlite-job-queue.ts) and the request log (sqlite-request-log.ts): the Store's methods forward. */
+  readonly #jobs: SqliteJobQueue;
+  readonly #log: SqliteRequestLog;
 
   private constructor(db: Database.Database) {
     this.#db = db;
     this.proxyLedger = new SqliteProxyLedger(db);
+    this.#jobs = new SqliteJobQueue(db);
+    this.#log = new SqliteRequestLog(db, this.proxyLedger);
     const p = (sql: string) => db.prepare(sql);
     this.#sql = {
       insertOrg: p('INSERT INTO organizations (id, created_at, proxy_access) VALUES (?, ?, 0)'),
@@ -112,86 +98,11 @@ export class SqliteStore implements Store {
       getProject: p('SELECT * FROM projects WHERE id = ?'),
       listProjects: p('SELECT * FROM projects WHERE org_id = ? ORDER BY created_at, id'),
       setBudget: p('UPDATE projects SET monthly_token_budget = ? WHERE id = ?'),
-      insertModel: p(
-        `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      insertJob: p(
-        `INSERT INTO training_jobs (model_id, state, attempts, options, created_at, updated_at)
-         VALUES (?, 'queued', 0, ?, ?, ?)`,
-      ),
-      insertExample: p('INSERT INTO training_examples (model_id, position, text, label, label_text) VALUES (?, ?, ?, ?, ?)'),
       getModel: p('SELECT * FROM models WHERE id = ?'),
       listModels: p('SELECT * FROM models WHERE org_id = ? AND classifier_id IS NULL ORDER BY created_at, id'),
-      setModelStatus: p('UPDATE models SET status = ?, error = ?, updated_at = ? WHERE id = ?'),
       deleteModel: p('DELETE FROM models WHERE id = ?'),
-      getJob: p('SELECT * FROM training_jobs WHERE model_id = ?'),
-      examples: p('SELECT text, label, label_text FROM training_examples WHERE model_id = ? ORDER BY position'),
-      setJobState: p('UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL WHERE model_id = ?'),
-      countQueued: p(
-        "SELECT COUNT(*) AS n FROM training_jobs j JOIN models m ON m.id = j.model_id WHERE j.state = 'queued' AND m.org_id = ?",
-      ),
-      // Round robin by organization (the one served longest ago first), oldest job first within one, skipping
-      // organizations at their running cap. A running job whose lease ended (no lease: left by a dead process)
-      // neither counts towards the cap nor stays out of reach.
-      nextFair: p(
-        `SELECT j.*, m.org_id FROM training_jobs j
-           JOIN models m ON m.id = j.model_id
-           JOIN organizations o ON o.id = m.org_id
-           LEFT JOIN org_limits l ON l.org_id = m.org_id
-         WHERE (j.state = 'queued' OR (j.state = 'running' AND COALESCE(j.locked_until, 0) < @at))
-           AND (SELECT COUNT(*) FROM training_jobs rj JOIN models rm ON rm.id = rj.model_id
-                WHERE rj.state = 'running' AND COALESCE(rj.locked_until, 0) >= @at AND rm.org_id = m.org_id)
-               < COALESCE(l.max_running_jobs, @cap)
-         ORDER BY COALESCE(o.last_job_started_at, -1), j.seq
-         LIMIT 1`,
-      ),
-      markOrgServed: p('UPDATE organizations SET last_job_started_at = ? WHERE id = ?'),
-      markRunning: p(
-        `UPDATE training_jobs SET state = 'running', attempts = attempts + 1, updated_at = ?, locked_by = ?, locked_until = ?,
-           progress = NULL, lease_token = lease_token + 1 WHERE model_id = ?`,
-      ),
-      // A holder's writes: only while the job is running under its claim (its name and its claim's token).
-      recordProgress: p(
-        "UPDATE training_jobs SET progress = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?",
-      ),
-      jobProgress: p('SELECT progress FROM training_jobs WHERE model_id = ?'),
-      renewLease: p(
-        "UPDATE training_jobs SET locked_until = ? WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?",
-      ),
-      requeue: p(
-        `UPDATE training_jobs SET state = 'queued', updated_at = ?, locked_by = NULL, locked_until = NULL, progress = NULL
-         WHERE state = 'running' AND COALESCE(locked_until, 0) < ?`,
-      ),
-      release: p(
-        `UPDATE training_jobs SET state = 'queued', attempts = MAX(attempts - 1, 0), updated_at = ?, locked_by = NULL,
-           locked_until = NULL, progress = NULL WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?`,
-      ),
-      finish: p(
-        `UPDATE training_jobs SET state = ?, updated_at = ?, locked_by = NULL, locked_until = NULL
-         WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?`,
-      ),
-      countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
-      insertLog: p(
-        `INSERT INTO request_log (project_id, key_id, provider, model, stream, status, ttfb_ms, total_ms,
-           tokens_in, tokens_out, error, request_body, response_body, created_at, body_bytes)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      addUsage: p(
-        `INSERT INTO project_usage (project_id, month, tokens) VALUES (?, ?, ?)
-         ON CONFLICT (project_id, month) DO UPDATE SET tokens = tokens + excluded.tokens`,
-      ),
-      getUsage: p('SELECT tokens FROM project_usage WHERE project_id = ? AND month = ?'),
-      listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
-      listLogPage: p(logPageSql({ project: '@project', before: '@before', limit: '@limit', maxBytes: '@maxBytes', chars: '@chars' })),
-      getLog: p('SELECT * FROM request_log WHERE project_id = ? AND id = ?'),
-      logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
-      // The oldest row the project keeps by count: everything at or below the next id goes.
-      nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
-      // The deleted rows' body bytes leave the project's count (see `proxyLedger`).
-      pruneLog: p(`${kPruneLogSql} RETURNING body_bytes`),
     };
-    this.versions = new SqliteVersions(db, (m, examples, options, limit) => this.#queueModel(m, examples, options, limit));
+    this.versions = new SqliteVersions(db, (m, examples, options, limit) => this.#jobs.queueModel(m, examples, options, limit));
   }
 
   /** Opens (creating if needed) the store in `dataDir` and migrates it to the newest schema. */
@@ -279,26 +190,6 @@ export class SqliteStore implements Store {
     return (this.#sql.listProjects.all(orgId) as ProjectRow[]).map(toProject);
   }
 
-  async createModelWithJob(
-    m: ModelRecord,
-    examples: TrainingExample[],
-    options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
-  ): Promise<QueuedJob> {
-    // IMMEDIATE: the count and the insert see the same queue, even with a second process on the file.
-    return this.#db.transaction(() => this.#queueModel(m, examples, options, limit)).immediate();
-  }
-
-  /** Inside a transaction: the queue cap's check, then the model, its job and its examples. */
-  #queueModel(m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>, limit?: { maxQueuedJobs: number }): QueuedJob {
-    const queued = (this.#sql.countQueued.get(m.orgId) as { n: number }).n;
-    if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
-    this.#sql.insertModel.run(m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt);
-    this.#sql.insertJob.run(m.id, JSON.stringify(options), m.createdAt, m.createdAt);
-    examples.forEach((e, i) => this.#sql.insertExample.run(m.id, i, e.text, e.label ? 1 : 0, e.label_text));
-    return { created: true, queued: queued + 1 };
-  }
-
   async getModel(id: string): Promise<ModelRecord | null> {
     const row = this.#sql.getModel.get(id) as ModelRow | undefined;
     return row === undefined ? null : toModel(row);
@@ -308,166 +199,101 @@ export class SqliteStore implements Store {
     return (this.#sql.listModels.all(orgId) as ModelRow[]).map(toModel);
   }
 
-  async setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void> {
-    this.#sql.setModelStatus.run(status, error, at, id);
-  }
-
   async deleteModel(id: string): Promise<boolean> {
     // The job and its examples go with it, and its later versions with theirs (ON DELETE CASCADE).
     return this.#sql.deleteModel.run(id).changes > 0;
   }
 
-  async getJob(modelId: string): Promise<TrainingJob | null> {
-    const row = this.#sql.getJob.get(modelId) as JobRow | undefined;
-    return row === undefined ? null : toJob(row);
+  // Training jobs: sqlite-job-queue.ts.
+
+  createModelWithJob(
+    m: ModelRecord,
+    examples: TrainingExample[],
+    options: Record<string, unknown>,
+    limit?: { maxQueuedJobs: number },
+  ): Promise<QueuedJob> {
+    return this.#jobs.createModelWithJob(m, examples, options, limit);
   }
 
-  async getJobExamples(modelId: string): Promise<TrainingExample[]> {
-    return (this.#sql.examples.all(modelId) as ExampleRow[]).map(toExample);
+  setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void> {
+    return this.#jobs.setModelStatus(id, status, error, at);
   }
 
-  async setJobState(modelId: string, state: JobState, at: Millis): Promise<void> {
-    this.#sql.setJobState.run(state, at, modelId);
+  getJob(modelId: string): Promise<TrainingJob | null> {
+    return this.#jobs.getJob(modelId);
   }
 
-  async claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null> {
-    // One IMMEDIATE transaction, so two runners on one file never claim the same job.
-    return this.#db
-      .transaction(() => {
-        const found = this.#sql.nextFair.get({ at, cap: claim.maxRunningJobs }) as (JobRow & { org_id: string }) | undefined;
-        if (found === undefined) return null;
-        const { org_id: orgId, ...row } = found;
-        const until = at + claim.leaseMs;
-        this.#sql.markRunning.run(at, claim.holder, until, row.model_id);
-        this.#sql.markOrgServed.run(at, orgId);
-        return toJob({
-          ...row,
-          state: 'running',
-          attempts: row.attempts + 1,
-          updated_at: at,
-          locked_by: claim.holder,
-          locked_until: until,
-          lease_token: row.lease_token + 1,
-        });
-      })
-      .immediate();
+  getJobExamples(modelId: string): Promise<TrainingExample[]> {
+    return this.#jobs.getJobExamples(modelId);
   }
 
-  async renewLease(modelId: string, lease: JobLease, until: Millis): Promise<boolean> {
-    return this.#sql.renewLease.run(until, modelId, lease.holder, lease.token).changes > 0;
+  setJobState(modelId: string, state: JobState, at: Millis): Promise<void> {
+    return this.#jobs.setJobState(modelId, state, at);
   }
 
-  async recordJobProgress(modelId: string, lease: JobLease, progress: JobProgress): Promise<boolean> {
-    return this.#sql.recordProgress.run(toProgressColumn(progress), modelId, lease.holder, lease.token).changes > 0;
+  claimNextJob(at: Millis, claim: JobClaim): Promise<TrainingJob | null> {
+    return this.#jobs.claimNextJob(at, claim);
   }
 
-  async getJobProgress(modelId: string): Promise<JobProgress | null> {
-    const row = this.#sql.jobProgress.get(modelId) as { progress: string | null } | undefined;
-    return toJobProgress(row?.progress ?? null);
+  renewLease(modelId: string, lease: JobLease, until: Millis): Promise<boolean> {
+    return this.#jobs.renewLease(modelId, lease, until);
   }
 
-  async requeueInterruptedJobs(at: Millis): Promise<number> {
-    return this.#sql.requeue.run(at, at).changes;
+  recordJobProgress(modelId: string, lease: JobLease, progress: JobProgress): Promise<boolean> {
+    return this.#jobs.recordJobProgress(modelId, lease, progress);
   }
 
-  async releaseJob(modelId: string, lease: JobLease, at: Millis): Promise<void> {
-    this.#sql.release.run(at, modelId, lease.holder, lease.token);
+  getJobProgress(modelId: string): Promise<JobProgress | null> {
+    return this.#jobs.getJobProgress(modelId);
   }
 
-  async finishJob(modelId: string, lease: JobLease, at: Millis, failure: string | null): Promise<boolean> {
-    return this.#db
-      .transaction(() => {
-        if (this.#sql.finish.run(failure === null ? 'done' : 'failed', at, modelId, lease.holder, lease.token).changes === 0) return false;
-        this.#sql.setModelStatus.run(failure === null ? 'trained' : 'failed', failure, at, modelId);
-        return true;
-      })
-      .immediate();
+  requeueInterruptedJobs(at: Millis): Promise<number> {
+    return this.#jobs.requeueInterruptedJobs(at);
   }
 
-  async countJobs(): Promise<Record<JobState, number>> {
-    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
-    for (const row of this.#sql.countJobs.all() as { state: JobState; n: number }[]) counts[row.state] = row.n;
-    return counts;
+  releaseJob(modelId: string, lease: JobLease, at: Millis): Promise<void> {
+    return this.#jobs.releaseJob(modelId, lease, at);
   }
 
-  async insertRequestLog(r: Omit<RequestLogRow, 'id'>, write: RequestLogWrite = {}): Promise<number> {
-    // One transaction: the usage counter never misses a logged call, nor counts one twice, and the call's
-    // reservation is given back in the same step that counts its tokens.
-    return this.#db
-      .transaction(() => {
-        const kept = this.proxyLedger.keepBodies(r.projectId, r.requestBody, r.responseBody, write.maxProjectBodyBytes);
-        const info = this.#sql.insertLog.run(
-          r.projectId,
-          r.keyId,
-          r.provider,
-          r.model,
-          r.stream ? 1 : 0,
-          r.status,
-          r.ttfbMs,
-          r.totalMs,
-          r.tokensIn,
-          r.tokensOut,
-          r.error,
-          kept.requestBody,
-          kept.responseBody,
-          r.createdAt,
-          kept.bytes,
-        );
-        const tokens = rowTokens(r);
-        if (tokens > 0) this.#sql.addUsage.run(r.projectId, usageMonth(r.createdAt), tokens);
-        this.proxyLedger.releaseInTransaction(write.reservationId);
-        return Number(info.lastInsertRowid);
-      })
-      .immediate();
+  finishJob(modelId: string, lease: JobLease, at: Millis, failure: string | null): Promise<boolean> {
+    return this.#jobs.finishJob(modelId, lease, at, failure);
   }
 
-  async getProjectUsage(projectId: string, month: string): Promise<number> {
-    return (this.#sql.getUsage.get(projectId, month) as { tokens: number } | undefined)?.tokens ?? 0;
+  countJobs(): Promise<Record<JobState, number>> {
+    return this.#jobs.countJobs();
   }
 
-  async listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
-    const before = options.before ?? Number.MAX_SAFE_INTEGER;
-    return (this.#sql.listLog.all(projectId, before, options.limit) as LogRow[]).map(toLog);
+  // The proxy's request log: sqlite-request-log.ts.
+
+  insertRequestLog(r: Omit<RequestLogRow, 'id'>, write: RequestLogWrite = {}): Promise<number> {
+    return this.#log.insertRequestLog(r, write);
   }
 
-  async listRequestLogPreviews(
+  getProjectUsage(projectId: string, month: string): Promise<number> {
+    return this.#log.getProjectUsage(projectId, month);
+  }
+
+  listRequestLog(projectId: string, options: { limit: number; before?: number }): Promise<RequestLogRow[]> {
+    return this.#log.listRequestLog(projectId, options);
+  }
+
+  listRequestLogPreviews(
     projectId: string,
     options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
   ): Promise<RequestLogPage> {
-    const query = {
-      project: projectId,
-      before: options.before ?? Number.MAX_SAFE_INTEGER,
-      limit: options.limit + 1,
-      maxBytes: options.maxBodyBytes,
-      chars: options.previewChars,
-    };
-    return toLogPage(this.#sql.listLogPage.all(query) as LogPreviewRow[], options.limit);
+    return this.#log.listRequestLogPreviews(projectId, options);
   }
 
-  async getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {
-    const row = this.#sql.getLog.get(projectId, id) as LogRow | undefined;
-    return row === undefined ? null : toLog(row);
+  getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {
+    return this.#log.getRequestLog(projectId, id);
   }
 
-  async listRequestLogProjects(): Promise<string[]> {
-    return (this.#sql.logProjects.all() as { project_id: string }[]).map((r) => r.project_id);
+  listRequestLogProjects(): Promise<string[]> {
+    return this.#log.listRequestLogProjects();
   }
 
-  async pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
-    const nth = this.#sql.nthNewestLog.get(projectId, options.keepNewest) as { id: number } | undefined;
-    // Both halves walk an index on (project_id, ...); UNION counts a row in both once, so a short batch means done.
-    return this.#db
-      .transaction(() => {
-        const gone = this.#sql.pruneLog.all(projectId, options.olderThan, projectId, nth?.id ?? 0, options.limit) as {
-          body_bytes: number;
-        }[];
-        this.proxyLedger.forgetBodies(
-          projectId,
-          gone.reduce((sum, row) => sum + row.body_bytes, 0),
-        );
-        return gone.length;
-      })
-      .immediate();
+  pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number> {
+    return this.#log.pruneRequestLog(projectId, options);
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { kDatabaseFile, kPruneLogSql, SqliteStore } from '../../src/store/sqlite.js';
+import { kDatabaseFile, SqliteStore } from '../../src/store/sqlite.js';
+import { kPruneLogSql } from '../../src/store/sqlite-request-log.js';
 import { kMigrations } from '../../src/store/migrations.js';
 import { storeContract } from './contract.js';
 import type { StoreBackend } from './contract-fixtures.js';
