@@ -8,28 +8,24 @@ import { performance } from 'node:perf_hooks';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { parseHubId } from '../model/hub.js';
-import type { Hub } from '../model/hub.js';
-import { kAdapterConfigFile, kAdapterFile } from '../model/adapter.js';
-import { kEncoderFile, kHeadFile, kManifestFormatVersion } from '../contract/manifest.js';
-import type { FinetuneSettings, Manifest } from '../contract/manifest.js';
 import { poolThreads, runTask } from '../pool/pool.js';
 import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
-import { packageVersion } from '../version.js';
 import { keptExamples } from '../predict/example-bank.js';
 import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
 import { embedAll, throwIfAborted } from './embed-all.js';
 import { runFinetuneStage } from './finetune-stage.js';
-import { endToEndSettings } from './end-to-end-recipe.js';
-import { checkLabelWordsLever, kDefaultLabelWords, labelWordTexts } from './label-words.js';
+import { kDefaultLabelWords, labelWordTexts } from './label-words.js';
 import { kSelfTraining, kSelfTrainingLabelWords } from './self-training.js';
-import type { LabelWordsLever } from './label-words.js';
 import type { FinetunedEncoder } from './finetune-stage.js';
-import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, pairCount, stepCount } from './pairs.js';
+import { pairCount, stepCount } from './pairs.js';
 import type { ExampleTargets } from './pairs.js';
 import { finetunePlan, labelNames, numIterations } from './request.js';
 import { evaluateOutOfFold } from './evaluation.js';
+import { checkOptions } from './train-options.js';
+import type { TrainOptions } from './train-options.js';
+import { trainingManifest } from './training-manifest.js';
 import { validateTrainRequest } from '../contract/train-request.js';
 import type {
   BinaryTrainRequest,
@@ -41,85 +37,13 @@ import type {
   TrainExample,
   TrainRequest,
 } from '../contract/train-request.js';
-import * as is from '../is.js';
 import { kDefaultSeed } from '../random.js';
 
-/** A progress event: `done` of `total` units of the current stage. */
-export interface TrainProgress {
-  /**
-   * `finetune`: contrastive steps done (with `loss`); `embed`: examples embedded by the base
-   * encoder (frozen models: to fit the head; fine-tuned ones, after fine-tuning: to estimate
-   * accuracy); `fit`: head fitted (0 or 1 of 1); `save`: published (0 or 1 of 1).
-   */
-  stage: 'finetune' | 'embed' | 'fit' | 'save';
-  done: number;
-  total: number;
-  /** `finetune` only: the cosine-similarity loss, averaged over the last 10 steps. */
-  loss?: number;
-}
-
-export interface TrainOptions {
-  onProgress?: (progress: TrainProgress) => void;
-  /** Cancels training; the promise rejects with `SvcError('aborted')`. */
-  signal?: AbortSignal;
-  /** Publishes the trained model there under `id` (which must then be `<org>/<model_id>`). */
-  hub?: Hub;
-  /** The model id, or with `hub` the hub id `<org>/<model_id>`. Default: `<model>-<12 hex>`. */
-  id?: string;
-  /**
-   * Seeds the fine-tuning pairs, their order and the dropout masks: the same examples, seed and
-   * pool size give the same classifier, bit for bit. Default 42.
-   */
-  seed?: number;
-  /**
-   * Engine threads for fine-tuning. Default: the whole pool's (workers x engine threads, every core
-   * with the default pool), since nothing waits beside a library call; the service passes its
-   * training share instead, so predictions keep their cores. Each thread fine-tunes its own texts of
-   * a step and their gradients add up in thread order: the same count gives the same bits.
-   */
-  threads?: number;
-  /**
-   * How the head uses the label's own words (`label_text`, or the class names, in the zero-shot
-   * templates, embedded by the model's encoder): `{ kind: 'examples', weight }` adds those sentences
-   * to the examples, one class's together weighing `weight` examples (weight 2 won on the accuracy
-   * bench: docs/benchmarks.md, "Beyond SetFit"); `{ kind: 'direction', scale }`
-   * lets the head move along each label's direction nearly unpenalized. Cross-validation uses them in
-   * every fold; the manifest's `training.label_words` records it. Default `{ kind: 'none' }`; with the request's
-   * `unlabeled` texts, `{ kind: 'examples', weight: 2 }` (the two won together).
-   */
-  labelWords?: LabelWordsLever;
-  /**
-   * After fine-tuning's contrastive steps, SetFit's end-to-end phase for `epochs` passes over the
-   * examples: a softmax head trained together with the encoder (or the adapter) on the examples'
-   * cross-entropy, two examples a step; the model's head is then fitted on the final embeddings as
-   * usual. Single-label requests with `finetune` only; ignored otherwise. Default: none.
-   */
-  endToEnd?: { epochs: number };
-}
+// train()'s options live in train-options.ts; the service and the library entry take their types from here.
+export type { TrainOptions, TrainProgress } from './train-options.js';
 
 /** Inverse L2 regularization strength of the head (scikit-learn's default). */
 export const kHeadC = 1;
-function checkOptions(options: TrainOptions): void {
-  is.object(options, 'options');
-  if (options.onProgress !== undefined) is.func(options.onProgress, 'options.onProgress');
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new TypeError('options.signal must be an AbortSignal');
-  }
-  if (options.hub !== undefined && (typeof options.hub !== 'object' || typeof options.hub?.publish !== 'function')) {
-    throw new TypeError('options.hub must be a Hub');
-  }
-  if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0)) {
-    throw new TypeError('options.id must be a non-empty string');
-  }
-  if (options.hub && options.id === undefined) throw new TypeError('options.id is required with options.hub');
-  if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');
-  if (options.threads !== undefined) is.positiveInteger(options.threads, 'options.threads');
-  if (options.labelWords !== undefined) checkLabelWordsLever(options.labelWords, 'options.labelWords');
-  if (options.endToEnd !== undefined) {
-    is.object(options.endToEnd, 'options.endToEnd');
-    is.positiveInteger(options.endToEnd.epochs, 'options.endToEnd.epochs');
-  }
-}
 
 /**
  * Trains a binary classifier on labelled examples, as SetFit does: the encoder is fine-tuned
@@ -300,51 +224,28 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     const seconds = (performance.now() - started) / 1000;
     options.onProgress?.({ stage: 'fit', done: 1, total: 1 });
 
-    const counts = labels === null ? null : labelExamples(targets, labels);
-    const trueExamples = counts === null ? (targets as { classes: Int32Array }).classes.reduce((sum, label) => sum + label, 0) : 0;
-    const manifest: Manifest = {
-      format_version: kManifestFormatVersion,
+    const manifest = trainingManifest({
       id,
-      created_at: Math.floor(Date.now() / 1000),
-      task_type,
-      base_model: model,
-      ...(labels === null ? { label_text: (examples as BinaryTrainRequest['examples'])[0].label_text } : { labels }),
-      body: encoder ? (encoder.adapter ? 'adapter' : 'finetuned') : 'frozen',
-      ...(encoder && !encoder.adapter ? { encoder_file: kEncoderFile } : {}),
-      ...(encoder?.adapter ? { adapter_file: kAdapterFile, adapter_config_file: kAdapterConfigFile } : {}),
-      head_file: kHeadFile,
-      training: {
-        method: encoder ? 'setfit' : 'frozen-logistic',
-        ...(encoder ? { finetune: finetuneSettings(encoder, iterations, seed, options.endToEnd?.epochs) } : {}),
-        ...(headKind === 'logistic' ? {} : { head: headKind === 'softmax' ? 'softmax-regression' : 'one-vs-rest-logistic-regression' }),
-        C: kHeadC,
-        ...(balanced ? { class_weight: 'balanced' } : {}),
-        ...(words && lever.kind !== 'none' ? { label_words: { ...lever, sentences: words.texts.length } } : {}),
-        ...(unlabeledEmbeddings ? { self_training: { ...kSelfTraining, unlabeled: unlabeled.length } } : {}),
-        solver: fit.solver,
-        iterations: fit.iterations,
-        max_length: base.maxLength,
-        examples: examples.length,
-        ...(counts === null ? { true_examples: trueExamples, false_examples: examples.length - trueExamples } : { label_examples: counts }),
-      },
-      metrics: {
-        train_accuracy: fit.trainAccuracy,
-        train_seconds: Math.round(seconds * 1000) / 1000,
-        cv_accuracy: crossValidation.accuracy,
-        cv_macro_f1: crossValidation.macroF1,
-        cv_folds: crossValidation.folds,
-        cv_encoder: estimate ? 'base' : 'trained',
-        ...(fit.validation && validation
-          ? {
-              validation_accuracy: fit.validation.accuracy,
-              validation_macro_f1: fit.validation.macroF1,
-              validation_examples: validation.length,
-            }
-          : {}),
-      },
-      cross_validation_report: { folds: crossValidation.folds, encoder: estimate ? 'base' : 'trained', ...crossValidationReport },
-      library_version: packageVersion(),
-    };
+      request: validated,
+      labels,
+      targets,
+      encoder,
+      iterations,
+      seed,
+      endToEndEpochs: options.endToEnd?.epochs,
+      headKind,
+      C: kHeadC,
+      balanced,
+      words,
+      lever,
+      selfTrainedOn: unlabeledEmbeddings ? unlabeled.length : null,
+      fit,
+      crossValidation,
+      cvEncoder: estimate ? 'base' : 'trained',
+      crossValidationReport,
+      maxLength: base.maxLength,
+      seconds,
+    });
     const head = Object.freeze(headOf(headKind, fit));
     // The examples as the head saw them, for `explain`.
     const bank = { examples: keptExamples(examples), embeddings: embeddings.slice(0, split), dim };
@@ -401,35 +302,4 @@ export function targetsOf(taskType: TaskType, examples: readonly AnyExample[], l
     for (const label of (example as LabelSetExample).labels) sets[i * index.size + (index.get(label) as number)] = 1;
   });
   return { kind: 'label-sets', sets, count: index.size };
-}
-
-/** Training examples of each class, or carrying each label. */
-function labelExamples(targets: ExampleTargets, labels: readonly string[]): Record<string, number> {
-  const counts = new Array<number>(labels.length).fill(0);
-  if (targets.kind === 'classes') for (const k of targets.classes) counts[k]++;
-  else targets.sets.forEach((flag, i) => (counts[i % labels.length] += flag));
-  return Object.fromEntries(labels.map((label, k) => [label, counts[k]]));
-}
-
-function finetuneSettings(encoder: FinetunedEncoder, iterations: number, seed: number, epochs: number | undefined): FinetuneSettings {
-  const { adapter } = encoder;
-  const recipe = adapter ? kAdapterRecipe : kFinetuneRecipe;
-  return {
-    method: adapter ? 'adapter' : 'full',
-    ...(adapter ? { rank: adapter.rank, lora_alpha: adapter.alpha, target_modules: [...adapter.targets] } : {}),
-    num_iterations: iterations,
-    pairs: encoder.pairs,
-    batch_pairs: kBatchPairs,
-    steps: encoder.steps,
-    learning_rate: recipe.lr,
-    weight_decay: recipe.weightDecay,
-    warmup_ratio: recipe.warmupRatio,
-    dropout: recipe.dropout,
-    max_grad_norm: recipe.maxGradNorm,
-    seed,
-    threads: encoder.threads,
-    final_loss: encoder.finalLoss,
-    ...(encoder.endToEndSteps > 0 && epochs ? { end_to_end: endToEndSettings(epochs, encoder.endToEndSteps, recipe.lr) } : {}),
-    seconds: Math.round(encoder.seconds * 1000) / 1000,
-  };
 }
