@@ -2,8 +2,29 @@
 // counted with every insert, and retention's pruning by age and by count. contract.ts runs it for every backend.
 import { describe, expect, it } from 'vitest';
 
-import { usageMonth } from '../../src/store/types.js';
+import { type RequestLogRow, usageMonth } from '../../src/store/types.js';
 import { freshStore, type StoreBackend } from './contract-fixtures.js';
+
+/** A proxy log row of proj_1 as the tests insert it; each test changes what it is about. */
+function logRow(overrides: Partial<Omit<RequestLogRow, 'id'>> = {}): Omit<RequestLogRow, 'id'> {
+  return {
+    projectId: 'proj_1',
+    keyId: 'key_1',
+    provider: 'provider-a',
+    model: 'provider-a:m',
+    stream: false,
+    status: 200,
+    ttfbMs: 1,
+    totalMs: 2,
+    tokensIn: 1,
+    tokensOut: 1,
+    error: null,
+    requestBody: '{}',
+    responseBody: '{}',
+    createdAt: 0,
+    ...overrides,
+  };
+}
 
 export function requestLogContract(backend: StoreBackend): void {
   describe('the proxy request log', () => {
@@ -11,22 +32,7 @@ export function requestLogContract(backend: StoreBackend): void {
 
     it('lists the request log newest first with a cursor', async () => {
       const { store } = fresh;
-      const row = {
-        projectId: 'proj_1',
-        keyId: 'key_1',
-        provider: 'provider-a' as const,
-        model: 'provider-a:m',
-        stream: true,
-        status: 200,
-        ttfbMs: 1.5,
-        totalMs: 3,
-        tokensIn: 4,
-        tokensOut: 5,
-        error: null,
-        requestBody: '{}',
-        responseBody: '{}',
-        createdAt: 1,
-      };
+      const row = logRow({ stream: true, ttfbMs: 1.5, totalMs: 3, tokensIn: 4, tokensOut: 5, createdAt: 1 });
       const ids = [];
       for (let i = 0; i < 3; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i }));
       await store.insertRequestLog({ ...row, projectId: 'proj_2' });
@@ -39,22 +45,7 @@ export function requestLogContract(backend: StoreBackend): void {
       const { store } = fresh;
       // The cut counts characters and the sizes bytes alike on both stores, with two-byte characters too.
       const requestBody = `{"q":"${'é'.repeat(5000)}"}`;
-      const row = {
-        projectId: 'proj_1',
-        keyId: 'key_1',
-        provider: 'provider-a' as const,
-        model: 'provider-a:m',
-        stream: false,
-        status: 200,
-        ttfbMs: 1,
-        totalMs: 2,
-        tokensIn: null,
-        tokensOut: null,
-        error: null,
-        requestBody,
-        responseBody: 'ok',
-        createdAt: 7,
-      };
+      const row = logRow({ tokensIn: null, tokensOut: null, requestBody, responseBody: 'ok', createdAt: 7 });
       const first = await store.insertRequestLog(row);
       const second = await store.insertRequestLog({ ...row, createdAt: 8 });
       const other = await store.insertRequestLog({ ...row, projectId: 'proj_2' });
@@ -89,22 +80,7 @@ export function requestLogContract(backend: StoreBackend): void {
 
     it("counts each project's tokens per UTC month with every log insert, and keeps the count when log rows go", async () => {
       const { store } = fresh;
-      const row = {
-        projectId: 'proj_1',
-        keyId: 'key_1',
-        provider: 'provider-a' as const,
-        model: 'provider-a:m',
-        stream: false,
-        status: 200,
-        ttfbMs: 1,
-        totalMs: 2,
-        tokensIn: 4,
-        tokensOut: 5,
-        error: null,
-        requestBody: '{}',
-        responseBody: '{}',
-        createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999),
-      };
+      const row = logRow({ tokensIn: 4, tokensOut: 5, createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999) });
       await store.insertRequestLog(row);
       await store.insertRequestLog({ ...row, tokensIn: 10, tokensOut: null });
       await store.insertRequestLog({ ...row, tokensIn: null, tokensOut: null, status: 502 });
@@ -123,22 +99,7 @@ export function requestLogContract(backend: StoreBackend): void {
 
     it("prunes a project's request log by age and by count, a batch at a time", async () => {
       const { store } = fresh;
-      const row = {
-        projectId: 'proj_1',
-        keyId: 'key_1',
-        provider: 'provider-a' as const,
-        model: 'provider-a:m',
-        stream: false,
-        status: 200,
-        ttfbMs: 1,
-        totalMs: 2,
-        tokensIn: 1,
-        tokensOut: 1,
-        error: null,
-        requestBody: '{}',
-        responseBody: '{}',
-        createdAt: 0,
-      };
+      const row = logRow();
       // proj_1: ten rows created at 100, 200, ..., 1000; proj_2: two old rows that must survive proj_1's pruning.
       const ids = [];
       for (let i = 1; i <= 10; i += 1) ids.push(await store.insertRequestLog({ ...row, createdAt: i * 100 }));
