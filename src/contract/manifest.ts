@@ -220,6 +220,30 @@ function optionalNumbers(raw: Record<string, unknown>, dir: string, names: strin
 }
 
 /**
+ * manifest.json's `files`: the SHA-256 (lowercase hex) of each file written with the manifest, by its path in the
+ * directory (`head.json`, `onnx/model.onnx`); loading a model checks the files it reads against it. Kept apart from
+ * {@link Manifest}: it describes one copy of the directory, not the model, so a model's manifest stays the same
+ * before and after a save. Directories written before checksums existed have none.
+ */
+export type FileChecksums = Readonly<Record<string, string>>;
+
+const kSha256Hex = /^[0-9a-f]{64}$/;
+// A path inside the directory: relative, forward slashes, no `.` or `..` segment.
+const isInnerPath = (name: string) => name.length > 0 && name.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+
+function parseFileChecksums(raw: unknown, dir: string): FileChecksums | null {
+  if (raw === undefined) return null;
+  if (!isObject(raw)) throw invalid(dir, 'files must be an object of file names and their SHA-256');
+  const files: Record<string, string> = {};
+  for (const [name, hash] of Object.entries(raw as Record<string, unknown>)) {
+    if (!isInnerPath(name) || name.includes('\\')) throw invalid(dir, `files names '${name}', which is not a path inside the directory`);
+    if (typeof hash !== 'string' || !kSha256Hex.test(hash)) throw invalid(dir, `files['${name}'] is not a SHA-256 in lowercase hex`);
+    files[name] = hash;
+  }
+  return Object.freeze(files);
+}
+
+/**
  * Parses a manifest.json's text, upgrading older format versions. Unknown (newer or
  * invalid) versions are refused with an error that says what to do.
  *
@@ -231,6 +255,19 @@ function optionalNumbers(raw: Record<string, unknown>, dir: string, names: strin
  * ```
  */
 export function parseManifest(text: string, dir: string): Manifest {
+  return parseManifestAndChecksums(text, dir).manifest;
+}
+
+/**
+ * {@link parseManifest}, and the directory's {@link FileChecksums} (null when it was written before they existed).
+ *
+ * @example
+ * ```ts
+ * parseManifestAndChecksums(readFileSync('model/manifest.json', 'utf8'), 'model').files;
+ * // { 'adapter_config.json': '3f1c…', 'adapter_model.safetensors': '9b0e…', 'head.json': 'c2d4…' }
+ * ```
+ */
+export function parseManifestAndChecksums(text: string, dir: string): { manifest: Manifest; files: FileChecksums | null } {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -238,7 +275,12 @@ export function parseManifest(text: string, dir: string): Manifest {
     throw invalid(dir, 'is not valid JSON');
   }
   if (!isObject(raw)) throw invalid(dir, 'is not a JSON object');
-  let manifest = raw as Record<string, unknown>;
+  const files = parseFileChecksums((raw as Record<string, unknown>).files, dir);
+  return { manifest: parseManifestFields(raw as Record<string, unknown>, dir), files };
+}
+
+function parseManifestFields(raw: Record<string, unknown>, dir: string): Manifest {
+  let manifest = raw;
   const version = manifest.format_version;
   if (!Number.isInteger(version) || (version as number) < 1) {
     throw invalid(dir, `format_version ${JSON.stringify(version) ?? 'is missing'}: not a svc-classify model format`);

@@ -6,8 +6,9 @@ import { basename, join } from 'node:path';
 import { SvcError } from '../errors.js';
 import { readAdapterSettings } from './adapter.js';
 import { writeFileDurably } from './durable.js';
-import { kManifestFile, parseManifest } from '../contract/manifest.js';
-import type { Manifest } from '../contract/manifest.js';
+import { sha256Hex } from './checksums.js';
+import { kManifestFile, parseManifestAndChecksums } from '../contract/manifest.js';
+import type { FileChecksums, Manifest } from '../contract/manifest.js';
 
 /** A trained logistic-regression head: P(true | text) = sigmoid(weights . embedding + bias). */
 export interface LogisticHead {
@@ -63,6 +64,8 @@ export interface ModelFiles {
    * where they are read, natively in a pool worker: `Classifier.load`); null for the frozen base encoder.
    */
   encoderFile: string | null;
+  /** manifest.json's SHA-256 of the directory's files (null: written before they existed); see `verifyModelFiles`. */
+  checksums: FileChecksums | null;
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -139,13 +142,17 @@ export function parseHead(raw: unknown, file: string, labels?: number): Head {
 
 /** Reads and parses a model directory's manifest.json alone. */
 export async function readManifest(dir: string): Promise<Manifest> {
+  return (await readManifestAndChecksums(dir)).manifest;
+}
+
+async function readManifestAndChecksums(dir: string): Promise<{ manifest: Manifest; files: FileChecksums | null }> {
   const manifestText = await readFile(join(dir, kManifestFile), 'utf8').catch((cause: NodeJS.ErrnoException) => {
     if (cause.code === 'ENOENT' || cause.code === 'ENOTDIR') {
       throw new SvcError('not_found', `${dir} is not a svc-classify model directory (no ${kManifestFile})`, { cause });
     }
     throw cause;
   });
-  return parseManifest(manifestText, dir);
+  return parseManifestAndChecksums(manifestText, dir);
 }
 
 /**
@@ -161,7 +168,7 @@ export async function readManifest(dir: string): Promise<Manifest> {
  */
 export async function readModelDir(dir: string): Promise<ModelFiles> {
   const manifestFile = join(dir, kManifestFile);
-  const manifest = await readManifest(dir);
+  const { manifest, files: checksums } = await readManifestAndChecksums(dir);
   // Files are named by the manifest; refuse anything that could leave the directory.
   for (const key of ['head_file', 'encoder_file', 'adapter_file', 'adapter_config_file'] as const) {
     const name = manifest[key];
@@ -187,11 +194,14 @@ export async function readModelDir(dir: string): Promise<ModelFiles> {
       `${manifest.body === 'adapter' ? 'the adapter' : 'the fine-tuned encoder'}: ${encoderFile} does not exist`,
     );
   }
-  return { manifest, head, encoderFile };
+  return { manifest, head, encoderFile, checksums };
 }
 
-/** Writes manifest.json and the head into `dir` (created if missing). */
-export async function writeManifestAndHead(dir: string, manifest: Manifest, head: Head): Promise<void> {
+/**
+ * Writes the head, then manifest.json, into `dir` (created if missing). The manifest's `files` records the head's
+ * SHA-256 and those of `files`, the other files written into the directory before it (see `writeModelDir`).
+ */
+export async function writeManifestAndHead(dir: string, manifest: Manifest, head: Head, files: FileChecksums = {}): Promise<void> {
   await mkdir(dir, { recursive: true });
   const headFile: HeadFile | MultiHeadFile = isMultiHead(head)
     ? multiHeadFile(head)
@@ -202,8 +212,15 @@ export async function writeManifestAndHead(dir: string, manifest: Manifest, head
         bias: head.bias,
       };
   // Doubles print with enough digits to read back bit for bit.
-  await writeFileDurably(join(dir, manifest.head_file), `${JSON.stringify(headFile)}\n`);
-  await writeFileDurably(join(dir, kManifestFile), `${JSON.stringify(manifest, null, 2)}\n`);
+  const headText = `${JSON.stringify(headFile)}\n`;
+  await writeFileDurably(join(dir, manifest.head_file), headText);
+  const checksums = { ...files, [manifest.head_file]: sha256Hex(headText) };
+  const sorted = Object.fromEntries(
+    Object.keys(checksums)
+      .sort()
+      .map((name) => [name, checksums[name]]),
+  );
+  await writeFileDurably(join(dir, kManifestFile), `${JSON.stringify({ ...manifest, files: sorted }, null, 2)}\n`);
 }
 
 function multiHeadFile(head: MultiHead): MultiHeadFile {

@@ -8,6 +8,7 @@ import { SvcError } from '../errors.js';
 import { readAdapter } from './adapter.js';
 import { writeMergedWeights } from './adapter-merge.js';
 import { resolveBaseModel } from './base-models.js';
+import { verifyModelFiles } from './checksums.js';
 import { readModelDir } from './directory.js';
 import { parseBertConfig, writeTransformersJsModelDir } from './onnx/index.js';
 import { transformersHead } from './write.js';
@@ -31,13 +32,15 @@ export const kMergedExportVersion = 1;
  * ```
  */
 export async function writeMergedTransformersDir(modelDir: string, outDir: string): Promise<string[]> {
-  const { manifest, head, encoderFile } = await readModelDir(modelDir);
+  const { manifest, head, encoderFile, checksums } = await readModelDir(modelDir);
   if (manifest.body !== 'adapter' || encoderFile === null) {
     throw new SvcError('invalid_request', `${modelDir} is not an adapter model; its transformers.js files are in its directory`);
   }
   const base = resolveBaseModel(manifest.base_model);
   const config = parseBertConfig(JSON.parse(await readFile(base.configFile, 'utf8')) as Record<string, unknown>, base.configFile);
   const adapter = await readAdapter(join(modelDir, manifest.adapter_config_file as string), encoderFile, config);
+  // A download carries what the model predicts: not an adapter or head changed since the model was saved.
+  await verifyModelFiles(modelDir, manifest, checksums);
   // The merged weights go through a file because the ONNX builder reads a checkpoint; it is not one of the outputs.
   const merged = join(outDir, '.merged.safetensors');
   await mkdir(outDir, { recursive: true });

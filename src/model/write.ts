@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 
 import { kAdapterConfigFile } from './adapter.js';
 import { resolveBaseModel } from './base-models.js';
+import { fileChecksums } from './checksums.js';
 import { fsyncTree, renameDurably } from './durable.js';
 import { isMultiHead, writeManifestAndHead } from './directory.js';
 import type { Head } from './directory.js';
@@ -16,7 +17,8 @@ import type { TransformersJsDirOptions } from './onnx/index.js';
  * Writes the files transformers.js loads (config.json with the label maps, tokenizer.json,
  * tokenizer_config.json, onnx/model.onnx: encoder + mean pooling + normalization + head),
  * a fine-tuned model's own encoder weights (copied from `encoderFile`), then head.json and,
- * last, manifest.json: a directory with a manifest is complete.
+ * last, manifest.json: a directory with a manifest is complete. The manifest's `files` holds the
+ * SHA-256 of every file written before it (see model/checksums.ts).
  */
 export async function writeModelDir(dir: string, manifest: Manifest, head: Head, encoderFile: string | null = null): Promise<void> {
   if (manifest.body === 'adapter') return writeAdapterModelDir(dir, manifest, head, encoderFile as string);
@@ -33,10 +35,11 @@ export async function writeModelDir(dir: string, manifest: Manifest, head: Head,
       await renameDurably(temporary, weightsFile);
     }
   }
-  await writeTransformersJsModelDir(dir, { baseModel: { ...base, weightsFile }, ...transformersHead(manifest, head) });
+  const written = await writeTransformersJsModelDir(dir, { baseModel: { ...base, weightsFile }, ...transformersHead(manifest, head) });
+  if (encoderFile !== null) written.push(manifest.encoder_file as string);
   // Everything on the disk before the manifest that declares the directory complete.
   await fsyncTree(dir);
-  await writeManifestAndHead(dir, manifest, head);
+  await writeManifestAndHead(dir, manifest, head, await fileChecksums(dir, written));
 }
 
 /** The classification part of a transformers.js export: the labels and the head, as float32 (the graph computes in it). */
@@ -69,5 +72,6 @@ async function writeAdapterModelDir(dir: string, manifest: Manifest, head: Head,
     await renameDurably(temporary, to[i]);
   }
   await fsyncTree(dir);
-  await writeManifestAndHead(dir, manifest, head);
+  const checksums = await fileChecksums(dir, [manifest.adapter_file as string, manifest.adapter_config_file as string]);
+  await writeManifestAndHead(dir, manifest, head, checksums);
 }

@@ -3,6 +3,7 @@
 import { resolve as resolvePath } from 'node:path';
 
 import { SvcError } from '../errors.js';
+import { verifyModelFiles } from '../model/checksums.js';
 import { isMultiHead, readModelDir } from '../model/directory.js';
 import type { Head } from '../model/directory.js';
 import { resolveBaseModel } from '../model/base-models.js';
@@ -265,10 +266,12 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     }
     const fromHub = hub !== undefined && isHubId(dirOrHubId);
     const dir = fromHub ? await hub.resolve(dirOrHubId) : dirOrHubId;
-    const { manifest, head, encoderFile } = await readModelDir(dir);
+    const { manifest, head, encoderFile, checksums } = await readModelDir(dir);
     // A bad adapter fails the load, naming the tensor: a worker reads and checks it natively (the main thread reads
     // none of its values) and keeps it for the first predict.
     if (manifest.body === 'adapter') await runTask({ kind: 'adapter', baseModel: manifest.base_model, file: encoderFile! });
+    // Then files that parse but differ from the saved ones (a value changed): their SHA-256 against the manifest's.
+    await verifyModelFiles(dir, manifest, checksums);
     const dim = resolveBaseModel(manifest.base_model).hiddenSize;
     // Read only when a call explains, each time (a large model's examples are megabytes; the hub may have moved its files meanwhile).
     const examples = async () => readExampleBank(fromHub ? await hub.resolve(dirOrHubId) : dir, manifest.id, manifest.task_type, dim);
