@@ -84,16 +84,17 @@ std::vector<KernelMeasurement> measure_linear_kernels(int threads, double budget
   train::PackedBf16 packed_bf16;
 #if SVC_ARCH_X86
   // The bf16 kernels read the same panels (pack_b_bf16): W is [n x k], so op(B) = Wᵀ.
-  if (cpu_features().avx512bf16) {
-    train::detail::pack_b_bf16_avx512(true, w.data(), k, k, n, packed_bf16, &pool);
+  if (train::bf16_products()) {
+    // The public pack sizes the panels before filling them (the kernel's own pack writes into them as they are).
+    train::pack_b_bf16(true, w.data(), k, k, n, packed_bf16, &pool);
     candidates.push_back({"bf16-vector", [&](float* c) {
                             train::detail::gemm_bf16_avx512(false, m, a.data(), k, packed_bf16, 0.f, c, n, &pool);
                           }});
-  }
-  if (cpu_features().amx) {
-    candidates.push_back({"bf16-amx", [&](float* c) {
-                            train::detail::gemm_bf16_amx(false, m, a.data(), k, packed_bf16, 0.f, c, n, &pool);
-                          }});
+    if (cpu_features().amx) {
+      candidates.push_back({"bf16-amx", [&](float* c) {
+                              train::detail::gemm_bf16_amx(false, m, a.data(), k, packed_bf16, 0.f, c, n, &pool);
+                            }});
+    }
   }
 #endif
 
