@@ -6,7 +6,15 @@ import { z } from 'zod';
 import { parseRequest, typeError } from '../parse.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
 import { kMaxClasses, kMinClasses } from './train-request.js';
-import { classExampleSchema, exampleSchema, kMaxTextLength, labelNameSchema, labelSetExampleSchema } from './labelled-examples.js';
+import {
+  checkDistinctNames,
+  classExampleSchema,
+  distinctNames,
+  exampleSchema,
+  kMaxTextLength,
+  labelNameSchema,
+  labelSetExampleSchema,
+} from './labelled-examples.js';
 import { explainSchema, truncateSchema } from './long-texts.js';
 
 /** Most texts one classify call may label (Cohere's classify endpoint took as many). */
@@ -53,11 +61,12 @@ function checkSize(ctx: Issues, examples: readonly unknown[]): boolean {
 }
 
 /** Every label named has at least the minimum of examples; the first short one is the issue. */
-function checkPerLabel(ctx: Issues, counts: ReadonlyMap<string, number>, what: string): void {
+function checkPerLabel(ctx: Issues, counts: ReadonlyMap<string, number>, what: 'class' | 'label'): void {
   if (counts.size < kMinClasses || counts.size > kMaxClasses) {
     addWhole(ctx, `examples need ${kMinClasses} to ${kMaxClasses} ${what}s (got ${counts.size})`);
     return;
   }
+  if (!checkDistinctNames(ctx, counts.keys(), what, ['examples'])) return;
   for (const [label, count] of counts) {
     if (count < kMinClassifyExamplesPerLabel) {
       addWhole(
@@ -86,7 +95,7 @@ const labelListSchema = z
   .array(labelNameSchema, { error: typeError('an array of strings') })
   .min(kMinClasses, { error: `must name at least ${kMinClasses} labels` })
   .max(kMaxClasses, { error: `must name at most ${kMaxClasses} labels` })
-  .refine((labels) => new Set(labels).size === labels.length, { error: 'must not name a label twice' })
+  .superRefine(distinctNames)
   .optional()
   .describe('Zero-shot only (examples: []): the class or label names');
 

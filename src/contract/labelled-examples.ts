@@ -19,24 +19,94 @@ export const textSchema = z
     error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
   });
 
+// C0 controls (NUL, tab, line breaks), DEL and C1 controls: a name is shown on one line of a page, a CLI table and
+// config.json's id2label, where none of them reads as text.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const kControlCharacter = /[\u0000-\u001f\u007f-\u009f]/;
+
+const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+
+/**
+ * A class or label name, and a binary model's `label_text`: what predictions return and config.json's id2label holds.
+ * Stored in Unicode NFC, so that "été" typed composed or decomposed is one name; no control characters; at most
+ * {@link kMaxLabelLength} characters (of the NFC form).
+ */
+export const labelNameSchema = z
+  .string({ error: typeError('a non-empty string') })
+  .overwrite((value) => value.normalize('NFC'))
+  .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
+  .refine((value) => !kControlCharacter.test(value), {
+    error: (issue) => {
+      const value = issue.input as string;
+      const at = value.search(kControlCharacter);
+      return `must not contain control characters (${codePoint(value[at])} at character ${at})`;
+    },
+  })
+  .refine((value) => value.length <= kMaxLabelLength, {
+    error: (issue) => `must be at most ${kMaxLabelLength} characters (got ${(issue.input as string).length})`,
+  });
+
+/**
+ * The form two class or label names are compared in: NFC, then case folded (upper then lower case, which folds
+ * "ß" with "SS" and "ς" with "σ" as Unicode's full case folding does), then NFC again. Two names with one key are
+ * one name to a reader, and a head (or zero-shot's templates) cannot tell them apart.
+ *
+ * @example
+ * ```ts
+ * labelNameKey('Billing') === labelNameKey('billing'); // true
+ * labelNameKey('STRASSE') === labelNameKey('straße');  // true
+ * ```
+ */
+export function labelNameKey(name: string): string {
+  return name.normalize('NFC').toUpperCase().toLowerCase().normalize('NFC');
+}
+
+/** The first two different names among `names` that are one name by {@link labelNameKey}; null when there are none. */
+export function sameLabelNames(names: Iterable<string>): [string, string] | null {
+  const seen = new Map<string, string>();
+  for (const name of names) {
+    const key = labelNameKey(name);
+    const earlier = seen.get(key);
+    if (earlier !== undefined && earlier !== name) return [earlier, name];
+    seen.set(key, name);
+  }
+  return null;
+}
+
+/**
+ * Adds the refusal of two spellings of one class or label name, naming both, as a whole sentence at `path`; true
+ * when `names` has none.
+ */
+export function checkDistinctNames(
+  ctx: z.core.$RefinementCtx,
+  names: Iterable<string>,
+  what: 'class' | 'label',
+  path: PropertyKey[],
+): boolean {
+  const same = sameLabelNames(names);
+  if (same === null) return true;
+  const message = `'${same[0]}' and '${same[1]}' are one ${what} name written two ways (they differ only in letter case); use one spelling`;
+  ctx.addIssue({ code: 'custom', message, path, params: { whole: true } });
+  return false;
+}
+
+/** A list of names (a multi-label example's labels, zero-shot's `labels`): none twice, nor two spellings of one. */
+export const distinctNames = (names: readonly string[], ctx: z.core.$RefinementCtx): void => {
+  if (new Set(names).size !== names.length) ctx.addIssue({ code: 'custom', message: 'must not name a label twice' });
+  else checkDistinctNames(ctx, names, 'label', []);
+};
+
 export const exampleSchema = z
   .object({
     text: textSchema,
     label: z.boolean({ error: typeError('a boolean') }),
-    label_text: z
-      .string({ error: typeError('a non-empty string') })
-      .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
-      // config.json's id2label names the false class 'false'.
-      .refine((value) => value !== 'false', { error: "must not be 'false' (that names the other class)" }),
+    // config.json's id2label names the false class 'false'.
+    label_text: labelNameSchema.refine((value) => labelNameKey(value) !== 'false', {
+      error: "must not be 'false' (that names the other class)",
+    }),
   })
   .strict()
   .describe('One labelled example; label_text names what label: true means, e.g. "positive review"');
-
-/** A class or label name: what predictions return and config.json's id2label holds. */
-export const labelNameSchema = z
-  .string({ error: typeError('a non-empty string') })
-  .refine((value) => value.trim().length > 0, { error: 'must be a non-empty string' })
-  .refine((value) => value.length <= kMaxLabelLength, { error: `must be at most ${kMaxLabelLength} characters` });
 
 export const classExampleSchema = z
   .object({ text: textSchema, label: labelNameSchema })
@@ -46,9 +116,7 @@ export const classExampleSchema = z
 export const labelSetExampleSchema = z
   .object({
     text: textSchema,
-    labels: z
-      .array(labelNameSchema, { error: typeError('an array of strings') })
-      .refine((labels) => new Set(labels).size === labels.length, { error: 'must not name a label twice' }),
+    labels: z.array(labelNameSchema, { error: typeError('an array of strings') }).superRefine(distinctNames),
   })
   .strict()
   .describe('One example with its labels, possibly none, e.g. { "text": "Slow and pricey", "labels": ["speed", "price"] }');

@@ -6,7 +6,13 @@ import { z } from 'zod';
 import { parseRequest, typeError } from '../parse.js';
 import { truncateSchema } from './long-texts.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
-import { classExampleSchema, exampleSchema, kMaxTextLength, labelSetExampleSchema } from './labelled-examples.js';
+import {
+  checkDistinctNames,
+  classExampleSchema,
+  exampleSchema,
+  kMaxTextLength,
+  labelSetExampleSchema,
+} from './labelled-examples.js';
 
 // The example shapes and the text limit are the classify request's too (labelled-examples.ts); the train request's
 // users take them from here.
@@ -206,7 +212,7 @@ function checkLabelCount(ctx: Issues, labels: ReadonlySet<string>, what: 'classe
     addWhole(ctx, `examples need ${kMinClasses} to ${kMaxClasses} ${what} (got ${labels.size})`);
     return false;
   }
-  return true;
+  return checkDistinctNames(ctx, labels, what === 'classes' ? 'class' : 'label', ['examples']);
 }
 
 /** Validation examples may only name labels the training examples have: a head has no row for any other. */

@@ -39,6 +39,8 @@ const kPage = `<!doctype html>
   svg text { font-size:12px; fill:var(--muted); } svg .axis-title { fill:var(--fg); font-weight:600; } svg .axis { stroke:#98a2b3; }
   svg .cell-text { fill:#fff; font-weight:600; } .legend span { margin-right:14px; } .swatch { display:inline-block; width:10px; height:10px; margin-right:4px; }
   #status { color:var(--muted); } pre { margin:0; white-space:pre-wrap; }
+  /* A label name is the caller's text: isolated, so that its right-to-left letters or a U+202E cannot reorder what is around it. */
+  .label-name { unicode-bidi:isolate; }
 </style>
 </head>
 <body>
@@ -52,7 +54,7 @@ const kPage = `<!doctype html>
       <div class="legend"><span><i class="swatch" id="swatch-p"></i>precision</span><span><i class="swatch" id="swatch-r"></i>recall</span></div>
       <label for="threshold">threshold <output id="threshold-value">0.50</output></label> <input id="threshold" type="range" min="0.05" max="0.95" step="0.05" value="0.5">
       <div id="threshold-readout"></div></div>
-    <div class="card"><h2>classify a text</h2><form id="classify-form"><textarea id="classify-text" rows="2" cols="50"></textarea><button type="submit">Classify</button></form><pre id="classify-result"></pre></div>
+    <div class="card"><h2>classify a text</h2><form id="classify-form"><textarea id="classify-text" rows="2" cols="50"></textarea><button type="submit">Classify</button></form><pre id="classify-result" dir="ltr" class="label-name"></pre></div>
   </section>
 </main>
 <script nonce="__NONCE__">
@@ -76,6 +78,9 @@ const kPage = `<!doctype html>
     return node;
   };
   const fixed = (n) => (typeof n === 'number' ? n.toFixed(3) : '');
+  // JSON with bidi controls (U+061C, U+200E-F, U+202A-E, U+2066-9) written as escapes: the same value, shown as text.
+  const bidiControls = /[\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]/g;
+  const readout = (value) => JSON.stringify(value, null, 2).replace(bidiControls, (c) => '\\\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 
   async function load() {
     $('status').textContent = 'loading…';
@@ -134,14 +139,14 @@ const kPage = `<!doctype html>
     svg.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
     const max = Math.max(1, ...rows.flat());
     rows.forEach((row, r) => {
-      svg.appendChild(el('text', { x: left - 6, y: top + r * cell + cell / 2 + 4, 'text-anchor': 'end', class: 'row-label' }, report.labels[r]));
+      svg.appendChild(el('text', { x: left - 6, y: top + r * cell + cell / 2 + 4, 'text-anchor': 'end', class: 'row-label label-name' }, report.labels[r]));
       row.forEach((n, c) => {
         const shade = 0.15 + 0.85 * (n / max);
         svg.appendChild(el('rect', { x: left + c * cell, y: top + r * cell, width: cell - 2, height: cell - 2, fill: 'rgba(48,86,211,' + shade.toFixed(3) + ')', class: 'cell' }));
         svg.appendChild(el('text', { x: left + c * cell + cell / 2 - 1, y: top + r * cell + cell / 2 + 4, 'text-anchor': 'middle', class: 'cell-text' }, String(n)));
       });
     });
-    columns.forEach((name, c) => svg.appendChild(el('text', { x: left + c * cell + cell / 2, y: top - 8, 'text-anchor': 'middle', class: 'column-label' }, name)));
+    columns.forEach((name, c) => svg.appendChild(el('text', { x: left + c * cell + cell / 2, y: top - 8, 'text-anchor': 'middle', class: 'column-label label-name' }, name)));
     svg.appendChild(el('text', { x: left + (columns.length * cell) / 2, y: 14, 'text-anchor': 'middle', class: 'axis-title' }, single ? 'predicted' : 'per label'));
     svg.appendChild(el('text', { x: 12, y: top + (rows.length * cell) / 2, class: 'axis-title', transform: 'rotate(-90 12 ' + (top + (rows.length * cell) / 2) + ')', 'text-anchor': 'middle' }, single ? 'true' : 'label'));
     svg.appendChild(el('text', { x: left, y: height - 12, class: 'legend-text' }, 'darker: more texts (most: ' + max + ')'));
@@ -199,7 +204,7 @@ const kPage = `<!doctype html>
     event.preventDefault();
     if (!picked) return;
     api('/predict', { method: 'POST', body: JSON.stringify({ model: picked.id, inputs: [$('classify-text').value] }) })
-      .then((answer) => { $('classify-result').textContent = JSON.stringify(answer.predictions[0], null, 2); })
+      .then((answer) => { $('classify-result').textContent = readout(answer.predictions[0]); })
       .catch((error) => { $('classify-result').textContent = error.message; });
   });
   if (key) load().catch((error) => { $('status').textContent = error.message; });
