@@ -3,17 +3,13 @@
 import { z } from 'zod';
 
 import { kCvEncoders } from './manifest.js';
+import { versionTextSchema } from './versions.js';
 
 const averages = z.object({ precision: z.number(), recall: z.number(), f1: z.number() });
 const scores = z.object({ accuracy: z.number(), macro_f1: z.number() });
 
 export const evaluationQuerySchema = z.strictObject({
-  version: z.coerce
-    .number()
-    .int({ error: 'must be a whole number' })
-    .min(1, { error: 'must be at least 1' })
-    .optional()
-    .describe('The version to report on; default the live one'),
+  version: versionTextSchema.optional().describe('The version to report on; default the live one'),
 });
 
 export const evaluationSchema = z

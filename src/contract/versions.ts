@@ -9,8 +9,30 @@ import { modelSchema } from './schemas.js';
 export const kVersionSeparator = '@';
 
 /**
+ * How a version number is written wherever it is text (`<id>@<n>`, `/versions/<n>`, `?version=<n>`, the hub's
+ * `v<n>` revision): plain digits from 1, with no sign, leading zero, point, exponent or space, and at most 9 digits.
+ * One rule, so that `0x2`, `1e3`, `+2` or `2.0000000000000001` never name version 2 or 1000 on one route and fail on
+ * another.
+ */
+const kVersionDigits = /^[1-9][0-9]{0,8}$/;
+
+/**
+ * A version number written as text, by the one rule every path, query and model name uses; null for anything else.
+ *
+ * @example
+ * ```ts
+ * parseVersionNumber('2');   // 2
+ * parseVersionNumber('02');  // null
+ * parseVersionNumber('0x2'); // null
+ * ```
+ */
+export function parseVersionNumber(text: string): number | null {
+  return kVersionDigits.test(text) ? Number(text) : null;
+}
+
+/**
  * Splits a model name as predict takes it: a classifier's id (its live version: `version` null) or `<id>@<n>`.
- * Null when the part after `@` is not a whole number from 1.
+ * Null when the part after `@` is not a version number ({@link parseVersionNumber}).
  *
  * @example
  * ```ts
@@ -22,20 +44,25 @@ export const kVersionSeparator = '@';
 export function parseModelName(name: string): { id: string; version: number | null } | null {
   const at = name.lastIndexOf(kVersionSeparator);
   if (at < 0) return { id: name, version: null };
-  const digits = name.slice(at + 1);
-  if (!/^[1-9][0-9]{0,8}$/.test(digits)) return null;
-  return { id: name.slice(0, at), version: Number(digits) };
+  const version = parseVersionNumber(name.slice(at + 1));
+  return version === null ? null : { id: name.slice(0, at), version };
 }
+
+const kVersionTextRule = '1 to 999999999 in plain digits (no sign, leading zero, point, exponent or space)';
+
+/** A version number in a path or query string, by {@link parseVersionNumber}'s rule; parsed to a number. */
+export const versionTextSchema = z
+  .string({ error: typeError(`a version number, ${kVersionTextRule}`) })
+  .regex(kVersionDigits, { error: (issue) => `must be a version number, ${kVersionTextRule}; got '${String(issue.input)}'` })
+  .transform(Number)
+  .describe('A version number of the classifier, from 1, in plain digits');
 
 const versionNumber = z
   .int({ error: typeError('a whole number') })
   .min(1, { error: 'must be at least 1' })
   .describe('A version number of the classifier, from 1');
 
-export const versionParamsSchema = z.strictObject({
-  model_id: z.string(),
-  version: z.coerce.number({ error: typeError('a whole number') }).pipe(versionNumber),
-});
+export const versionParamsSchema = z.strictObject({ model_id: z.string(), version: versionTextSchema });
 
 export const promoteRequestSchema = z
   .strictObject({ version: versionNumber.describe('The trained version predict should use from now on (an older one rolls back)') })

@@ -6,6 +6,7 @@ import { errorBody, svcErrorHandler } from './errors.js';
 import type { SvcMetrics } from './metrics.js';
 import { observeRequests } from './observe.js';
 import type { RateLimitOptions } from '../contract/rate-limit.js';
+import { parseVersionNumber } from '../contract/versions.js';
 import { requestLimiter } from './rate-limit.js';
 
 export interface HubRoutesOptions {
@@ -54,8 +55,8 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
       const { org, model_id: modelId, revision } = request.params;
       const file = request.params['*'];
       // 'main' is the live version, 'v<n>' version n (transformers.js: `{ revision: 'v2' }`).
-      const version = /^v([1-9][0-9]{0,8})$/.exec(revision)?.[1];
-      if (revision !== 'main' && version === undefined) {
+      const version = revision.startsWith('v') ? parseVersionNumber(revision.slice(1)) : null;
+      if (revision !== 'main' && version === null) {
         throw new SvcError(
           'not_found',
           `Revision '${revision}' does not exist; a model has 'main' (its live version) and 'v<n>' (version n)`,
@@ -64,7 +65,7 @@ export const hubRoutes: FastifyPluginAsync<HubRoutesOptions> = async (app, { ser
           },
         );
       }
-      const name = version === undefined ? modelId : `${modelId}@${version}`;
+      const name = version === null ? modelId : `${modelId}@${version}`;
       const { size, stream } = await service.hubFile(principal, org, name, file);
       const extension = file.slice(file.lastIndexOf('.') + 1);
       return reply
