@@ -4,7 +4,8 @@
 // methods of the same names (service.ts), which forward here.
 import type { HubFileReader } from '../model/hub.js';
 import { SvcError } from '../errors.js';
-import type { ModelRecord, Store } from '../store/types.js';
+import type { ModelRecord, Store, VersionRecord } from '../store/types.js';
+import { publicHubFile } from './hub-manifest.js';
 import { limitRejection } from './limits.js';
 import type { JobRunner } from './jobs.js';
 import { newId } from './keys.js';
@@ -165,27 +166,28 @@ export class CallerModels {
    * Where one of the caller's trained versions keeps its files (`<id>`: the live one; `<id>@<n>`: version n); anything
    * else is "not found", so names do not leak.
    */
-  async #hubVisible(principal: Caller, orgId: string, name: string): Promise<string> {
+  async #hubVisible(principal: Caller, orgId: string, name: string): Promise<VersionRecord> {
     const hidden = modelNotFound(`${orgId}/${name}`);
     if (orgId !== principal.orgId) throw hidden;
     const record = await this.#versions.resolve(principal, name).catch(() => {
       throw hidden;
     });
     if (record.status !== 'trained') throw hidden;
-    return record.id;
+    return record;
   }
 
   /** `SvcService.hubFile`: one file of a visible version, 404 naming the file when it has no such file. */
   async hubFile(principal: Caller, orgId: string, name: string, file: string): Promise<HubFileReader> {
-    const stored = await this.#hubVisible(principal, orgId, name);
-    return this.#runtime.hubFile(orgId, stored, file).catch((error: unknown) => {
+    const record = await this.#hubVisible(principal, orgId, name);
+    const stored = await this.#runtime.hubFile(orgId, record.id, file).catch((error: unknown) => {
       if (!(error instanceof SvcError) || error.code !== 'not_found') throw error;
       throw new SvcError('not_found', `The file '${file}' does not exist in ${orgId}/${name}`, { param: 'file' });
     });
+    return publicHubFile(stored, file, record);
   }
 
   /** `SvcService.hubFiles`: the files of a visible version. */
   async hubFiles(principal: Caller, orgId: string, name: string): Promise<string[]> {
-    return this.#runtime.hubFiles(orgId, await this.#hubVisible(principal, orgId, name));
+    return this.#runtime.hubFiles(orgId, (await this.#hubVisible(principal, orgId, name)).id);
   }
 }
