@@ -11,6 +11,7 @@ import type { TaskType } from '../contract/train-request.js';
 import { finetuneThreads } from '../train/finetune-stage.js';
 import { train } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';
+import { storedModelLoadFailure, storedModelUseFailure } from './stored-model-errors.js';
 import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainHooks, RuntimeTrainJob } from './runtime.js';
 
 /**
@@ -93,7 +94,11 @@ export class LibraryRuntime implements ModelRuntime {
   }
 
   hubFile(orgId: string, modelId: string, name: string): Promise<HubFileReader> {
-    return this.#files.open(`${orgId}/${modelId}`, name);
+    const hubId = `${orgId}/${modelId}`;
+    // An adapter model's merged export is built from its stored files on first download: a damaged one is ours.
+    return this.#files.open(hubId, name).catch((error: unknown) => {
+      throw storedModelUseFailure(error, hubId, this.hub.pathOf(hubId));
+    });
   }
 
   async train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void> {
@@ -123,7 +128,9 @@ export class LibraryRuntime implements ModelRuntime {
         // loaded; a worker that no longer holds the adapter then finds its file gone. The model still exists (the
         // service checked): load it again, which fetches it again. A few times, as fetching evicts other models.
         const gone = error instanceof SvcError && error.code === 'not_found';
-        if (!gone || !(this.hub instanceof PostgresHub) || attempt >= kFetchAttempts) throw error;
+        if (!gone || !(this.hub instanceof PostgresHub) || attempt >= kFetchAttempts) {
+          throw storedModelUseFailure(error, hubId, this.hub.pathOf(hubId));
+        }
         if (this.#loaded.get(hubId)?.classifier === loading) this.#unload(hubId);
       }
     }
@@ -149,7 +156,10 @@ export class LibraryRuntime implements ModelRuntime {
       this.#loaded.set(hubId, held);
       return held.classifier;
     }
-    const loading = Classifier.load<TaskType>(hubId, { hub: this.hub });
+    // The service's own stored model: whatever is wrong with its files is answered as internal (stored-model-errors.ts).
+    const loading = Classifier.load<TaskType>(hubId, { hub: this.hub }).catch((error: unknown) => {
+      throw storedModelLoadFailure(error, hubId);
+    });
     const entry = { classifier: loading, bytes: kClassifierBytes };
     this.#loaded.set(hubId, entry);
     this.#loadedBytes += entry.bytes;
