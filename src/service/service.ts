@@ -81,13 +81,13 @@ export class SvcService {
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
     this.#models = new ModelObjects(options.runtime);
-    const maxQueuedJobs = async (orgId: string) => (await this.orgLimits(orgId)).maxQueuedJobs;
+    const orgLimits = (orgId: string) => this.orgLimits(orgId);
     this.versions = new ClassifierVersions({
       store: this.store,
       runtime: this.runtime,
       jobs: this.#jobs,
       models: this.#models,
-      maxQueuedJobs,
+      orgLimits,
     });
     this.evaluations = new VersionEvaluations(this.store, this.runtime, this.versions);
     this.#callerModels = new CallerModels({
@@ -95,7 +95,7 @@ export class SvcService {
       runtime: this.runtime,
       jobs: this.#jobs,
       versions: this.versions,
-      maxQueuedJobs,
+      orgLimits,
     });
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
