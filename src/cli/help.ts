@@ -122,13 +122,16 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     usage: [
       'orgs create <name> [--data <dir>]',
       'orgs list [--data <dir>]',
-      'orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--data <dir>]',
+      'orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--models <n>] [--versions <n>] [--storage-mb <n>] [--data <dir>]',
     ],
     options: [
       ['--running <n>', `training jobs that may run at once (default ${kDefaultOrgLimits.maxRunningJobs})`],
       ['--queued <n>', `training jobs that may wait in the queue (default ${kDefaultOrgLimits.maxQueuedJobs})`],
       ['--rpm <n>', `requests per minute per API key, /v2 and proxy (default ${kDefaultOrgLimits.requestsPerMinute})`],
       ['--org-rpm <n>', "requests per minute of all the organization's keys together (default: --rpm, one key's allowance)"],
+      ['--models <n>', `models the organization may keep (default ${kDefaultOrgLimits.maxModels})`],
+      ['--versions <n>', `versions one model may keep, its first included (default ${kDefaultOrgLimits.maxVersionsPerModel})`],
+      ['--storage-mb <n>', `MiB its models' examples and files may take in all (default ${kDefaultOrgLimits.maxStorageMb})`],
       kDataOption,
       kDatabaseOption,
       kHelpOption,

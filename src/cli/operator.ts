@@ -63,7 +63,10 @@ function printLimits(orgId: string, limits: ResolvedOrgLimits, own: OrgLimits): 
   }
 }
 
-/** `svc orgs create <name>` / `svc orgs list` / `svc orgs limits <name> [--running n] [--queued n] [--rpm n] [--org-rpm n]`. */
+/**
+ * `svc orgs create <name>` / `svc orgs list` /
+ * `svc orgs limits <name> [--running n] [--queued n] [--rpm n] [--org-rpm n] [--models n] [--versions n] [--storage-mb n]`.
+ */
 export async function orgsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -73,6 +76,9 @@ export async function orgsCommand(args: string[]): Promise<number> {
       queued: { type: 'string' },
       rpm: { type: 'string' },
       'org-rpm': { type: 'string' },
+      models: { type: 'string' },
+      versions: { type: 'string' },
+      'storage-mb': { type: 'string' },
     },
     allowPositionals: true,
   });
@@ -80,7 +86,7 @@ export async function orgsCommand(args: string[]): Promise<number> {
   if (action === 'limits' && name !== undefined && positionals.length === 2) {
     const change: Partial<OrgLimits> = {};
     for (const field of Object.keys(kOrgLimitFlags) as (keyof OrgLimits)[]) {
-      const text = values[kOrgLimitFlags[field] as 'running' | 'queued' | 'rpm' | 'org-rpm'];
+      const text = values[kOrgLimitFlags[field] as 'running' | 'queued' | 'rpm' | 'org-rpm' | 'models' | 'versions' | 'storage-mb'];
       if (text !== undefined) change[field] = limitValue(kOrgLimitFlags[field], text);
     }
     await withService(values, async (service) => {

@@ -6,7 +6,7 @@ import type { HubFileReader } from '../model/hub.js';
 import { SvcError } from '../errors.js';
 import type { ModelRecord, Store, VersionRecord } from '../store/types.js';
 import { publicHubFile } from './hub-manifest.js';
-import { limitRejection } from './limits.js';
+import { limitRejection, queueLimits, type ResolvedOrgLimits } from './limits.js';
 import type { JobRunner } from './jobs.js';
 import { newId } from './keys.js';
 import type { ModelRuntime, RuntimePrediction } from './runtime.js';
@@ -28,8 +28,8 @@ export interface CallerModelsDeps {
   runtime: ModelRuntime;
   jobs: JobRunner;
   versions: ClassifierVersions;
-  /** The organization's queue cap, as the service resolves it. */
-  maxQueuedJobs: (orgId: string) => Promise<number>;
+  /** The organization's limits (queue cap, storage quotas), as the service resolves them. */
+  orgLimits: (orgId: string) => Promise<ResolvedOrgLimits>;
 }
 
 /** A JSON object body (a train body with `model_id` goes to the classifier's versions). */
@@ -40,14 +40,14 @@ export class CallerModels {
   readonly #runtime: ModelRuntime;
   readonly #jobs: JobRunner;
   readonly #versions: ClassifierVersions;
-  readonly #maxQueuedJobs: (orgId: string) => Promise<number>;
+  readonly #orgLimits: (orgId: string) => Promise<ResolvedOrgLimits>;
 
   constructor(deps: CallerModelsDeps) {
     this.#store = deps.store;
     this.#runtime = deps.runtime;
     this.#jobs = deps.jobs;
     this.#versions = deps.versions;
-    this.#maxQueuedJobs = deps.maxQueuedJobs;
+    this.#orgLimits = deps.orgLimits;
   }
 
   /** `SvcService.train`: a new classifier (version 1, live), or with `model_id` that classifier's next version. */
@@ -68,10 +68,17 @@ export class CallerModels {
     };
     const examples = storedExamples(request);
     const training = storedTrainingOptions(request);
-    const maxQueuedJobs = await this.#maxQueuedJobs(principal.orgId);
-    const { created, queued } = await this.#store.createModelWithJob(record, examples, { ...options, ...training }, { maxQueuedJobs });
+    const limits = await this.#orgLimits(principal.orgId);
+    // The store counts the quotas and the queue in the transaction that would insert: nothing is stored when refused.
+    const { created, queued, quota } = await this.#store.createModelWithJob(
+      record,
+      examples,
+      { ...options, ...training },
+      queueLimits(limits),
+    );
+    if (quota !== undefined) throw limitRejection({ kind: 'quota', orgId: principal.orgId, modelId: null, refusal: quota });
     if (!created) {
-      throw limitRejection({ kind: 'jobs', orgId: principal.orgId, queued, limit: maxQueuedJobs });
+      throw limitRejection({ kind: 'jobs', orgId: principal.orgId, queued, limit: limits.maxQueuedJobs });
     }
     this.#jobs.kick();
     return { ...toModelObject(record), version: 1, live_version: 1 };

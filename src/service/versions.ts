@@ -8,7 +8,7 @@ import { parseRequest } from '../parse.js';
 import type { Store, VersionRecord } from '../store/types.js';
 import { acceptTrainRequest, storedExamples, storedLabelText, storedTrainingOptions } from './examples.js';
 import type { JobRunner } from './jobs.js';
-import { limitRejection } from './limits.js';
+import { limitRejection, queueLimits, type ResolvedOrgLimits } from './limits.js';
 import type { ModelObjects } from './model-object.js';
 import type { ModelRuntime } from './runtime.js';
 
@@ -29,8 +29,8 @@ export interface ClassifierVersionsDeps {
   runtime: ModelRuntime;
   jobs: JobRunner;
   models: ModelObjects;
-  /** The organization's queue cap, as the service resolves it. */
-  maxQueuedJobs: (orgId: string) => Promise<number>;
+  /** The organization's limits (queue cap, storage quotas), as the service resolves them. */
+  orgLimits: (orgId: string) => Promise<ResolvedOrgLimits>;
 }
 
 /**
@@ -96,8 +96,9 @@ export class ClassifierVersions {
         : mismatch('examples', 'label set', labelText, first.labelText);
     }
     const now = Date.now();
-    const maxQueuedJobs = await this.#deps.maxQueuedJobs(caller.orgId);
-    const { version, queued } = await this.#deps.store.versions.add(
+    const limits = await this.#deps.orgLimits(caller.orgId);
+    // The store counts the quotas and the queue under the classifier's lock: nothing is stored when refused.
+    const { version, queued, quota } = await this.#deps.store.versions.add(
       id,
       {
         orgId: caller.orgId,
@@ -111,11 +112,12 @@ export class ClassifierVersions {
       },
       storedExamples(request),
       { ...options, ...storedTrainingOptions(request) },
-      { maxQueuedJobs },
+      queueLimits(limits),
     );
+    if (quota !== undefined) throw limitRejection({ kind: 'quota', orgId: caller.orgId, modelId: id, refusal: quota });
     if (version === null) {
       // queued -1: the classifier was deleted meanwhile.
-      throw queued < 0 ? modelNotFound(id) : limitRejection({ kind: 'jobs', orgId: caller.orgId, queued, limit: maxQueuedJobs });
+      throw queued < 0 ? modelNotFound(id) : limitRejection({ kind: 'jobs', orgId: caller.orgId, queued, limit: limits.maxQueuedJobs });
     }
     this.#deps.jobs.kick();
     return this.object(version);

@@ -225,6 +225,19 @@ export const kMigrations: readonly string[] = Object.freeze([
   ALTER TABLE models ADD COLUMN last_version INTEGER NOT NULL DEFAULT 1;
   CREATE UNIQUE INDEX models_classifier_version ON models(classifier_id, version);
   `,
+  // 15: storage quotas per organization (classifiers, versions per classifier, MiB; null: the service default), and
+  // what each model row is charged against them (quotas.ts storedBytes). Rows stored before are charged by the same
+  // rule, with its figures as they were when this shipped: options, each example twice plus 4096, plus 2 MiB.
+  `
+  ALTER TABLE org_limits ADD COLUMN max_models INTEGER;
+  ALTER TABLE org_limits ADD COLUMN max_versions INTEGER;
+  ALTER TABLE org_limits ADD COLUMN max_storage_mb INTEGER;
+  ALTER TABLE models ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
+  UPDATE models SET stored_bytes = 2097152
+    + COALESCE((SELECT octet_length(options) FROM training_jobs j WHERE j.model_id = models.id), 0)
+    + COALESCE((SELECT SUM(2 * (octet_length(text) + octet_length(label_text)) + 4096)
+                FROM training_examples e WHERE e.model_id = models.id), 0);
+  `,
 ]);
 
 /**

@@ -5,6 +5,7 @@ import type pg from 'pg';
 
 import { inTransaction } from './postgres-migrations.js';
 import { lockOrganization, queryCount, queryOne, queryRows } from './postgres-query.js';
+import { countRefusal, quotaSql, storageRefusal, storedBytes } from './quotas.js';
 import { type ExampleRow, type JobRow, toExample, toJob, toJobProgress, toProgressColumn } from './rows.js';
 import type {
   JobClaim,
@@ -14,15 +15,17 @@ import type {
   Millis,
   ModelRecord,
   ModelStatus,
+  QueueLimits,
   QueuedJob,
+  QuotaRefusal,
   TrainingExample,
   TrainingJob,
 } from './types.js';
 
 /** The statements, one table as in the SQLite store; `$n` placeholders. */
 const kSql = Object.freeze({
-  insertModel: `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+  insertModel: `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at, stored_bytes)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   insertJob: `INSERT INTO training_jobs (model_id, state, attempts, options, created_at, updated_at)
     VALUES ($1, 'queued', 0, $2, $3, $3)`,
   // One statement for all of a model's examples: a round trip per example would cost more than the training request.
@@ -71,6 +74,9 @@ const kSql = Object.freeze({
   countJobs: 'SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state',
 });
 
+/** The organization's usage, read under its row lock; each statement has one parameter, the organization or classifier. */
+const kQuotaSql = quotaSql({ org: '$1', classifier: '$1' });
+
 /** How many times a claim looks again when another replica filled an organization's cap between look and lock. */
 const kClaimRetries = 5;
 
@@ -89,22 +95,31 @@ export class PostgresJobQueue {
     m: ModelRecord,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob> {
     return inTransaction(this.#pool, (client) => this.queueModel(client, m, examples, options, limit));
   }
 
-  /** On the caller's transaction: the queue cap's check, then the model, its job and its examples. */
+  /**
+   * On the caller's transaction: the quotas' and the queue cap's checks, then the model (charged its stored bytes),
+   * its job and its examples. `classifierId`: the model is that classifier's next version (versions counted, no
+   * classifier added).
+   */
   async queueModel(
     client: pg.PoolClient,
     m: ModelRecord,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
+    classifierId?: string,
   ): Promise<QueuedJob> {
     // The organization's row lock: two replicas queueing for one organization count one after the other.
     await lockOrganization(client, m.orgId);
     const queued = await queryCount(client, kSql.countQueued, [m.orgId]);
+    const optionsJson = JSON.stringify(options);
+    const charge = storedBytes(examples, optionsJson);
+    const quota = limit === undefined ? null : await this.#quotaRefusal(client, m.orgId, charge, limit, classifierId);
+    if (quota !== null) return { created: false, queued, quota };
     if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
     await client.query(kSql.insertModel, [
       m.id,
@@ -116,8 +131,9 @@ export class PostgresJobQueue {
       m.error,
       m.createdAt,
       m.updatedAt,
+      charge,
     ]);
-    await client.query(kSql.insertJob, [m.id, JSON.stringify(options), m.createdAt]);
+    await client.query(kSql.insertJob, [m.id, optionsJson, m.createdAt]);
     await client.query(kSql.insertExamples, [
       m.id,
       examples.map((e) => e.text),
@@ -125,6 +141,26 @@ export class PostgresJobQueue {
       examples.map((e) => e.label_text),
     ]);
     return { created: true, queued: queued + 1 };
+  }
+
+  /** The first quota a model charged `charge` bytes would pass; each count is read only when its limit is set. */
+  async #quotaRefusal(
+    client: pg.PoolClient,
+    orgId: string,
+    charge: number,
+    limit: QueueLimits,
+    classifierId: string | undefined,
+  ): Promise<QuotaRefusal | null> {
+    if (classifierId === undefined && limit.maxModels !== undefined) {
+      const refused = countRefusal('models', await queryCount(client, kQuotaSql.countModels, [orgId]), limit.maxModels);
+      if (refused !== null) return refused;
+    }
+    if (classifierId !== undefined && limit.maxVersions !== undefined) {
+      const refused = countRefusal('versions', await queryCount(client, kQuotaSql.countVersions, [classifierId]), limit.maxVersions);
+      if (refused !== null) return refused;
+    }
+    if (limit.maxStoredBytes === undefined) return null;
+    return storageRefusal(await queryCount(client, kQuotaSql.storedBytes, [orgId]), charge, limit.maxStoredBytes);
   }
 
   async setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void> {

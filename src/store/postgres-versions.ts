@@ -6,19 +6,21 @@ import type {
   ModelRecord,
   ModelVersions,
   PromoteOutcome,
+  QueueLimits,
   QueuedJob,
   RemoveVersionOutcome,
   TrainingExample,
   VersionRecord,
 } from './types.js';
 
-/** The store's own insert of a model, its job and examples, on the caller's transaction. */
+/** The store's own insert of a model, its job and examples, on the caller's transaction, as `classifierId`'s version. */
 export type QueueModelOn = (
   client: pg.PoolClient,
   model: ModelRecord,
   examples: TrainingExample[],
   options: Record<string, unknown>,
-  limit?: { maxQueuedJobs: number },
+  limit: QueueLimits | undefined,
+  classifierId: string,
 ) => Promise<QueuedJob>;
 
 const kSql = versionSql({ classifier: '$1', version: '$2', key: '$3' });
@@ -40,13 +42,13 @@ export class PostgresVersions implements ModelVersions {
     model: Omit<ModelRecord, 'id'>,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob & { version: VersionRecord | null }> {
     return inTransaction(this.#pool, async (client) => {
       if ((await client.query(kLockClassifier, [classifierId])).rowCount === 0) return { created: false, queued: -1, version: null };
       const version = Number((await client.query(kSql.nextVersion, [classifierId])).rows[0].n);
       const key = `${classifierId}.v${version}`;
-      const queued = await this.#queue(client, { ...model, id: key }, examples, options, limit);
+      const queued = await this.#queue(client, { ...model, id: key }, examples, options, limit, classifierId);
       if (!queued.created) return { ...queued, version: null };
       await client.query(kSql.setVersion, [classifierId, version, key]);
       await client.query(kSql.setLast, [classifierId, version]);

@@ -14,6 +14,9 @@ import {
   type ModelRow,
   type OrgRow,
   type ProjectRow,
+  kLimitsColumns,
+  limitsParams,
+  putLimitsSql,
   toKey,
   toLimits,
   toModel,
@@ -29,6 +32,7 @@ import type {
   OrgLimits,
   Organization,
   Project,
+  QueueLimits,
   QueuedJob,
   RequestLogPage,
   RequestLogRow,
@@ -49,11 +53,8 @@ const kSql = Object.freeze({
   getOrg: 'SELECT * FROM organizations WHERE id = $1',
   listOrgs: 'SELECT * FROM organizations ORDER BY created_at, id',
   setProxy: 'UPDATE organizations SET proxy_access = $1 WHERE id = $2',
-  getLimits: 'SELECT max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute FROM org_limits WHERE org_id = $1',
-  putLimits: `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute) VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (org_id) DO UPDATE SET max_running_jobs = excluded.max_running_jobs,
-      max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute,
-      org_requests_per_minute = excluded.org_requests_per_minute`,
+  getLimits: `SELECT ${kLimitsColumns} FROM org_limits WHERE org_id = $1`,
+  putLimits: putLimitsSql((i) => `$${i}`),
   insertKey: 'INSERT INTO api_keys (id, org_id, hash, prefix, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6)',
   keyByHash: 'SELECT * FROM api_keys WHERE hash = $1',
   listKeys: 'SELECT * FROM api_keys WHERE org_id = $1 ORDER BY created_at, id',
@@ -98,8 +99,8 @@ export class PostgresStore implements Store {
     this.requestCounter = new PostgresRequestCounter(pool);
     this.#jobs = new PostgresJobQueue(pool);
     this.#log = new PostgresRequestLog(pool, this.proxyLedger);
-    this.versions = new PostgresVersions(pool, (client, m, examples, options, limit) =>
-      this.#jobs.queueModel(client, m, examples, options, limit),
+    this.versions = new PostgresVersions(pool, (client, m, examples, options, limit, classifierId) =>
+      this.#jobs.queueModel(client, m, examples, options, limit, classifierId),
     );
   }
 
@@ -142,13 +143,7 @@ export class PostgresStore implements Store {
       // The organization's row lock orders two operators' changes; a missing organization fails on the insert.
       await lockOrganization(client, orgId);
       const merged = { ...toLimits(await queryOne<LimitsRow>(client, kSql.getLimits, [orgId])), ...limits };
-      await client.query(kSql.putLimits, [
-        orgId,
-        merged.maxRunningJobs,
-        merged.maxQueuedJobs,
-        merged.requestsPerMinute,
-        merged.orgRequestsPerMinute,
-      ]);
+      await client.query(kSql.putLimits, [orgId, ...limitsParams(merged)]);
     });
   }
 
@@ -206,7 +201,7 @@ export class PostgresStore implements Store {
     m: ModelRecord,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob> {
     return this.#jobs.createModelWithJob(m, examples, options, limit);
   }

@@ -42,6 +42,9 @@ export interface LimitsRow {
   max_queued_jobs: number | null;
   requests_per_minute: number | null;
   org_requests_per_minute: number | null;
+  max_models: number | null;
+  max_versions: number | null;
+  max_storage_mb: number | null;
 }
 export interface ModelRow {
   id: string;
@@ -109,7 +112,31 @@ export const toLimits = (r: LimitsRow | undefined): OrgLimits => ({
   maxQueuedJobs: r?.max_queued_jobs ?? null,
   requestsPerMinute: r?.requests_per_minute ?? null,
   orgRequestsPerMinute: r?.org_requests_per_minute ?? null,
+  maxModels: r?.max_models ?? null,
+  maxVersionsPerModel: r?.max_versions ?? null,
+  maxStorageMb: r?.max_storage_mb ?? null,
 });
+
+/** The `org_limits` columns in the order {@link limitsParams} gives their values, for both stores' statements. */
+export const kLimitsColumns =
+  'max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute, max_models, max_versions, max_storage_mb';
+/** An organization's limits as the parameters of an `org_limits` row after its id, in {@link kLimitsColumns}' order. */
+export const limitsParams = (l: OrgLimits): (number | null)[] => [
+  l.maxRunningJobs,
+  l.maxQueuedJobs,
+  l.requestsPerMinute,
+  l.orgRequestsPerMinute,
+  l.maxModels,
+  l.maxVersionsPerModel,
+  l.maxStorageMb,
+];
+/** Upserts an organization's whole `org_limits` row; `placeholder(i)` writes the dialect's i-th parameter (from 1). */
+export const putLimitsSql = (placeholder: (i: number) => string): string => {
+  const columns = kLimitsColumns.split(', ');
+  const values = ['org_id', ...columns].map((_, i) => placeholder(i + 1)).join(', ');
+  return `INSERT INTO org_limits (org_id, ${kLimitsColumns}) VALUES (${values})
+    ON CONFLICT (org_id) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(', ')}`;
+};
 export const toModel = (r: ModelRow): ModelRecord => ({
   id: r.id,
   orgId: r.org_id,

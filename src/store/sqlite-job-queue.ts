@@ -3,6 +3,7 @@
 // (sqlite.ts); the PostgreSQL store's twin is postgres-job-queue.ts.
 import type Database from 'better-sqlite3';
 
+import { countRefusal, quotaSql, storageRefusal, storedBytes } from './quotas.js';
 import { type ExampleRow, type JobRow, toExample, toJob, toJobProgress, toProgressColumn } from './rows.js';
 import type {
   JobClaim,
@@ -12,7 +13,9 @@ import type {
   Millis,
   ModelRecord,
   ModelStatus,
+  QueueLimits,
   QueuedJob,
+  QuotaRefusal,
   TrainingExample,
   TrainingJob,
 } from './types.js';
@@ -24,14 +27,16 @@ import type {
 export class SqliteJobQueue {
   readonly #db: Database.Database;
   readonly #sql;
+  /** The organization's usage, read under the transaction's write lock before a model is queued. */
+  readonly #quotaSql: Record<keyof ReturnType<typeof quotaSql>, Database.Statement>;
 
   constructor(db: Database.Database) {
     this.#db = db;
     const p = (sql: string) => db.prepare(sql);
     this.#sql = {
       insertModel: p(
-        `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO models (id, org_id, base_model, task_type, label_text, status, error, created_at, updated_at, stored_bytes)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertJob: p(
         `INSERT INTO training_jobs (model_id, state, attempts, options, created_at, updated_at)
@@ -87,26 +92,57 @@ export class SqliteJobQueue {
       ),
       countJobs: p('SELECT state, COUNT(*) AS n FROM training_jobs GROUP BY state'),
     };
+    const quota = quotaSql({ org: '?', classifier: '?' });
+    this.#quotaSql = { countModels: p(quota.countModels), countVersions: p(quota.countVersions), storedBytes: p(quota.storedBytes) };
   }
 
   async createModelWithJob(
     m: ModelRecord,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob> {
-    // IMMEDIATE: the count and the insert see the same queue, even with a second process on the file.
+    // IMMEDIATE: the counts and the insert see the same rows, even with a second process on the file.
     return this.#db.transaction(() => this.queueModel(m, examples, options, limit)).immediate();
   }
 
-  /** Inside a transaction: the queue cap's check, then the model, its job and its examples. */
-  queueModel(m: ModelRecord, examples: TrainingExample[], options: Record<string, unknown>, limit?: { maxQueuedJobs: number }): QueuedJob {
+  /**
+   * Inside a transaction: the quotas' and the queue cap's checks, then the model (charged its stored bytes), its job
+   * and its examples. `classifierId`: the model is that classifier's next version (versions counted, no classifier
+   * added).
+   */
+  queueModel(
+    m: ModelRecord,
+    examples: TrainingExample[],
+    options: Record<string, unknown>,
+    limit?: QueueLimits,
+    classifierId?: string,
+  ): QueuedJob {
     const queued = (this.#sql.countQueued.get(m.orgId) as { n: number }).n;
+    const optionsJson = JSON.stringify(options);
+    const charge = storedBytes(examples, optionsJson);
+    const quota = limit === undefined ? null : this.#quotaRefusal(m.orgId, charge, limit, classifierId);
+    if (quota !== null) return { created: false, queued, quota };
     if (limit !== undefined && queued >= limit.maxQueuedJobs) return { created: false, queued };
-    this.#sql.insertModel.run(m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt);
-    this.#sql.insertJob.run(m.id, JSON.stringify(options), m.createdAt, m.createdAt);
+    this.#sql.insertModel.run(m.id, m.orgId, m.baseModel, m.taskType, m.labelText, m.status, m.error, m.createdAt, m.updatedAt, charge);
+    this.#sql.insertJob.run(m.id, optionsJson, m.createdAt, m.createdAt);
     examples.forEach((e, i) => this.#sql.insertExample.run(m.id, i, e.text, e.label ? 1 : 0, e.label_text));
     return { created: true, queued: queued + 1 };
+  }
+
+  /** The first quota a model charged `charge` bytes would pass; each count is read only when its limit is set. */
+  #quotaRefusal(orgId: string, charge: number, limit: QueueLimits, classifierId: string | undefined): QuotaRefusal | null {
+    const count = (name: keyof ReturnType<typeof quotaSql>, id: string) => (this.#quotaSql[name].get(id) as { n: number }).n;
+    if (classifierId === undefined && limit.maxModels !== undefined) {
+      const refused = countRefusal('models', count('countModels', orgId), limit.maxModels);
+      if (refused !== null) return refused;
+    }
+    if (classifierId !== undefined && limit.maxVersions !== undefined) {
+      const refused = countRefusal('versions', count('countVersions', classifierId), limit.maxVersions);
+      if (refused !== null) return refused;
+    }
+    if (limit.maxStoredBytes === undefined) return null;
+    return storageRefusal(count('storedBytes', orgId), charge, limit.maxStoredBytes);
   }
 
   async setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void> {

@@ -5,18 +5,20 @@ import type {
   ModelRecord,
   ModelVersions,
   PromoteOutcome,
+  QueueLimits,
   QueuedJob,
   RemoveVersionOutcome,
   TrainingExample,
   VersionRecord,
 } from './types.js';
 
-/** The store's own insert of a model, its job and examples (inside the caller's transaction). */
+/** The store's own insert of a model, its job and examples (inside the caller's transaction), as `classifierId`'s version. */
 export type QueueModel = (
   model: ModelRecord,
   examples: TrainingExample[],
   options: Record<string, unknown>,
-  limit?: { maxQueuedJobs: number },
+  limit: QueueLimits | undefined,
+  classifierId: string,
 ) => QueuedJob;
 
 /**
@@ -43,14 +45,14 @@ export class SqliteVersions implements ModelVersions {
     model: Omit<ModelRecord, 'id'>,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob & { version: VersionRecord | null }> {
     return this.#db
       .transaction(() => {
         if (this.#sql.classifier.get({ classifier: classifierId }) === undefined) return { created: false, queued: -1, version: null };
         const version = (this.#sql.nextVersion.get({ classifier: classifierId }) as { n: number }).n;
         const key = `${classifierId}.v${version}`;
-        const queued = this.#queue({ ...model, id: key }, examples, options, limit);
+        const queued = this.#queue({ ...model, id: key }, examples, options, limit, classifierId);
         if (!queued.created) return { ...queued, version: null };
         this.#sql.setVersion.run({ classifier: classifierId, version, key });
         this.#sql.setLast.run({ classifier: classifierId, version });

@@ -12,6 +12,9 @@ import {
   type ModelRow,
   type OrgRow,
   type ProjectRow,
+  kLimitsColumns,
+  limitsParams,
+  putLimitsSql,
   toKey,
   toLimits,
   toModel,
@@ -31,6 +34,7 @@ import type {
   OrgLimits,
   Organization,
   Project,
+  QueueLimits,
   QueuedJob,
   RequestLogPage,
   RequestLogRow,
@@ -81,15 +85,8 @@ export class SqliteStore implements Store {
       getOrg: p('SELECT * FROM organizations WHERE id = ?'),
       listOrgs: p('SELECT * FROM organizations ORDER BY created_at, id'),
       setProxy: p('UPDATE organizations SET proxy_access = ? WHERE id = ?'),
-      getLimits: p(
-        'SELECT max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute FROM org_limits WHERE org_id = ?',
-      ),
-      putLimits: p(
-        `INSERT INTO org_limits (org_id, max_running_jobs, max_queued_jobs, requests_per_minute, org_requests_per_minute) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (org_id) DO UPDATE SET max_running_jobs = excluded.max_running_jobs,
-           max_queued_jobs = excluded.max_queued_jobs, requests_per_minute = excluded.requests_per_minute,
-           org_requests_per_minute = excluded.org_requests_per_minute`,
-      ),
+      getLimits: p(`SELECT ${kLimitsColumns} FROM org_limits WHERE org_id = ?`),
+      putLimits: p(putLimitsSql(() => '?')),
       insertKey: p('INSERT INTO api_keys (id, org_id, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),
       keyByHash: p('SELECT * FROM api_keys WHERE hash = ?'),
       listKeys: p('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id'),
@@ -102,7 +99,9 @@ export class SqliteStore implements Store {
       listModels: p('SELECT * FROM models WHERE org_id = ? AND classifier_id IS NULL ORDER BY created_at, id'),
       deleteModel: p('DELETE FROM models WHERE id = ?'),
     };
-    this.versions = new SqliteVersions(db, (m, examples, options, limit) => this.#jobs.queueModel(m, examples, options, limit));
+    this.versions = new SqliteVersions(db, (m, examples, options, limit, classifierId) =>
+      this.#jobs.queueModel(m, examples, options, limit, classifierId),
+    );
   }
 
   /** Opens (creating if needed) the store in `dataDir` and migrates it to the newest schema. */
@@ -150,7 +149,7 @@ export class SqliteStore implements Store {
     this.#db
       .transaction(() => {
         const merged = { ...toLimits(this.#sql.getLimits.get(orgId) as LimitsRow | undefined), ...limits };
-        this.#sql.putLimits.run(orgId, merged.maxRunningJobs, merged.maxQueuedJobs, merged.requestsPerMinute, merged.orgRequestsPerMinute);
+        this.#sql.putLimits.run(orgId, ...limitsParams(merged));
       })
       .immediate();
   }
@@ -210,7 +209,7 @@ export class SqliteStore implements Store {
     m: ModelRecord,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob> {
     return this.#jobs.createModelWithJob(m, examples, options, limit);
   }

@@ -54,7 +54,35 @@ export interface OrgLimits {
   requestsPerMinute: number | null;
   /** Requests per minute of all the organization's keys together; null: as many as one key's `requestsPerMinute`. */
   orgRequestsPerMinute: number | null;
+  /** Classifiers the organization may keep (each with its versions). */
+  maxModels: number | null;
+  /** Versions one classifier may keep, its first included. */
+  maxVersionsPerModel: number | null;
+  /** MiB the organization's versions may hold in all, as {@link storedBytes} (quotas.ts) counts them. */
+  maxStorageMb: number | null;
 }
+
+/**
+ * What queueing a model or a version checks in the transaction that stores it, so that two requests never both take
+ * the last slot. Absent fields are not checked.
+ */
+export interface QueueLimits {
+  /** Training jobs the organization may have queued. */
+  maxQueuedJobs: number;
+  /** Classifiers the organization may keep ({@link Store.createModelWithJob} only: a version adds none). */
+  maxModels?: number;
+  /** Versions a classifier may keep ({@link ModelVersions.add} only). */
+  maxVersions?: number;
+  /** Bytes the organization's model rows may hold in all, this one's {@link storedBytes} (quotas.ts) included. */
+  maxStoredBytes?: number;
+}
+
+/** The quota that kept a model or version from being stored, with what the organization (or classifier) holds. */
+export type QuotaRefusal =
+  | { quota: 'models'; used: number; limit: number }
+  | { quota: 'versions'; used: number; limit: number }
+  /** `needed`: the bytes the refused request alone would have stored. */
+  | { quota: 'storage'; used: number; needed: number; limit: number };
 
 export type ModelStatus = 'training' | 'trained' | 'failed';
 
@@ -96,15 +124,16 @@ export type RemoveVersionOutcome = 'deleted' | 'live' | 'first' | 'not_found';
 export interface ModelVersions {
   /**
    * Adds the next version of `classifierId` (status `training`, its job `queued`, its examples) in one transaction,
-   * under the same queue cap as {@link Store.createModelWithJob}; `version` null when nothing was stored (the cap,
-   * or no such classifier: then `created` is false and `queued` is -1). The new version is not live.
+   * under the same queue cap and storage quota as {@link Store.createModelWithJob}, and `limit.maxVersions` counted
+   * under the classifier's lock; `version` null when nothing was stored (a cap or quota, or no such classifier: then
+   * `created` is false and `queued` is -1). The new version is not live.
    */
   add(
     classifierId: string,
     model: Omit<ModelRecord, 'id'>,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob & { version: VersionRecord | null }>;
   /** The classifier's versions, oldest first; empty when there is no such classifier. */
   list(classifierId: string): Promise<VersionRecord[]>;
@@ -176,11 +205,16 @@ export interface JobClaim {
   leaseMs: number;
 }
 
-/** What {@link Store.createModelWithJob} did: `created` false means the queue cap was reached and nothing was stored. */
+/**
+ * What {@link Store.createModelWithJob} did: `created` false means nothing was stored, because of `quota` when it
+ * is present, else because the queue cap was reached.
+ */
 export interface QueuedJob {
   created: boolean;
   /** The organization's queued jobs after the call. */
   queued: number;
+  /** The quota that refused the request (quotas are checked before the queue cap). */
+  quota?: QuotaRefusal;
 }
 
 export type ProviderName = 'provider-a' | 'provider-b' | 'provider-c';
@@ -291,15 +325,16 @@ export interface Store {
 
   // models and their training jobs
   /**
-   * Inserts the model (status `training`), its job (`queued`) and its examples in one transaction. With
-   * `maxQueuedJobs`, the organization's queued jobs are counted in the same transaction and nothing is inserted
-   * when they are already that many: the result says whether the job was queued and how many are queued now.
+   * Inserts the model (status `training`), its job (`queued`) and its examples in one transaction, the row charged
+   * its {@link storedBytes} (quotas.ts). With `limit`, the organization's classifiers, stored bytes and queued jobs are counted
+   * in the same transaction (under the organization's lock) and nothing is inserted when one would pass its limit:
+   * the result says whether the job was queued, which quota refused it, and how many jobs are queued now.
    */
   createModelWithJob(
     model: ModelRecord,
     examples: TrainingExample[],
     options: Record<string, unknown>,
-    limit?: { maxQueuedJobs: number },
+    limit?: QueueLimits,
   ): Promise<QueuedJob>;
   getModel(id: string): Promise<ModelRecord | null>;
   /** The organization's classifiers (their first versions' rows; later versions are in {@link Store.versions}). */

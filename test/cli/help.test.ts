@@ -179,7 +179,7 @@ describe('a wrong command line', () => {
       code: 2,
       stdout: '',
       stderr:
-        "usage: svc orgs create <name> [--data <dir>]\n       svc orgs list [--data <dir>]\n       svc orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--data <dir>]\nRun 'svc orgs --help' for its options and examples.\n",
+        "usage: svc orgs create <name> [--data <dir>]\n       svc orgs list [--data <dir>]\n       svc orgs limits <name> [--running <n>] [--queued <n>] [--rpm <n>] [--org-rpm <n>] [--models <n>] [--versions <n>] [--storage-mb <n>] [--data <dir>]\nRun 'svc orgs --help' for its options and examples.\n",
     });
   });
 

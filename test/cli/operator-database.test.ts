@@ -27,7 +27,8 @@ describe('svc operator commands on a database', () => {
     const key = created.stdout.trim();
     expect((await svc(['proxy', 'grant', '--org', 'acme', '--database', url])).stdout).toBe('proxy access granted to acme\n');
     expect((await svc(['orgs', 'limits', 'acme', '--running', '2'], { SVC_DATABASE_URL: url })).stdout).toBe(
-      'acme\trunning=2\nacme\tqueued=10 (default)\nacme\trpm=600 (default)\nacme\torg-rpm=600 (default)\n',
+      'acme\trunning=2\nacme\tqueued=10 (default)\nacme\trpm=600 (default)\nacme\torg-rpm=600 (default)\n' +
+        'acme\tmodels=1000 (default)\nacme\tversions=100 (default)\nacme\tstorage-mb=5120 (default)\n',
     );
     const project = await svc(['projects', 'create', '--org', 'acme', '--name', 'bot', '--database', url]);
     expect(project.stdout).toMatch(/^proj_[0-9a-f]{12}\n$/);
@@ -42,6 +43,9 @@ describe('svc operator commands on a database', () => {
       maxQueuedJobs: null,
       requestsPerMinute: null,
       orgRequestsPerMinute: null,
+      maxModels: null,
+      maxVersionsPerModel: null,
+      maxStorageMb: null,
     });
     expect((await store.getProject(project.stdout.trim()))?.name).toBe('bot');
     await store.close();

@@ -53,18 +53,42 @@ describe('svc operator commands', () => {
     await svc(['orgs', 'create', 'limited', '--data', dir]);
     expect(await svc(['orgs', 'limits', 'limited', '--data', dir])).toEqual({
       code: 0,
-      stdout: 'limited\trunning=1 (default)\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=600 (default)\n',
+      stdout:
+        'limited\trunning=1 (default)\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=600 (default)\n' +
+        'limited\tmodels=1000 (default)\nlimited\tversions=100 (default)\nlimited\tstorage-mb=5120 (default)\n',
       stderr: '',
     });
     expect((await svc(['orgs', 'limits', 'limited', '--running', '2', '--rpm', '60', '--data', dir])).stdout).toBe(
-      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=60\nlimited\torg-rpm=60 (default)\n',
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=60\nlimited\torg-rpm=60 (default)\n' +
+        'limited\tmodels=1000 (default)\nlimited\tversions=100 (default)\nlimited\tstorage-mb=5120 (default)\n',
     );
     expect((await svc(['orgs', 'limits', 'limited', '--rpm', 'default', '--data', dir])).stdout).toBe(
-      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=600 (default)\n',
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=600 (default)\n' +
+        'limited\tmodels=1000 (default)\nlimited\tversions=100 (default)\nlimited\tstorage-mb=5120 (default)\n',
     );
     expect((await svc(['orgs', 'limits', 'limited', '--org-rpm', '1800', '--data', dir])).stdout).toBe(
-      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=1800\n',
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=1800\n' +
+        'limited\tmodels=1000 (default)\nlimited\tversions=100 (default)\nlimited\tstorage-mb=5120 (default)\n',
     );
+    // Storage quotas: models, versions per model and MiB in all, set and given back like the others.
+    expect(
+      (await svc(['orgs', 'limits', 'limited', '--models', '5', '--versions', '3', '--storage-mb', '20480', '--data', dir])).stdout,
+    ).toBe(
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=1800\n' +
+        'limited\tmodels=5\nlimited\tversions=3\nlimited\tstorage-mb=20480\n',
+    );
+    const quotas = SqliteStore.open(dir);
+    expect(await quotas.getOrgLimits('limited')).toMatchObject({ maxModels: 5, maxVersionsPerModel: 3, maxStorageMb: 20480 });
+    await quotas.close();
+    expect((await svc(['orgs', 'limits', 'limited', '--storage-mb', 'default', '--data', dir])).stdout).toBe(
+      'limited\trunning=2\nlimited\tqueued=10 (default)\nlimited\trpm=600 (default)\nlimited\torg-rpm=1800\n' +
+        'limited\tmodels=5\nlimited\tversions=3\nlimited\tstorage-mb=5120 (default)\n',
+    );
+    expect(await svc(['orgs', 'limits', 'limited', '--storage-mb', '1.5', '--data', dir])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "svc orgs: --storage-mb must be a positive integer or 'default'; got '1.5'\n",
+    });
     expect(await svc(['orgs', 'limits', 'limited', '--queued', '0', '--data', dir])).toEqual({
       code: 1,
       stdout: '',

@@ -47,22 +47,36 @@ export function accountsContract(backend: StoreBackend): void {
     it('keeps the limits an operator set per organization, null for the ones left at the default', async () => {
       const { store } = fresh;
       await store.createOrganization('acme');
-      const unset = { maxRunningJobs: null, maxQueuedJobs: null, requestsPerMinute: null, orgRequestsPerMinute: null };
+      const unset = {
+        maxRunningJobs: null,
+        maxQueuedJobs: null,
+        requestsPerMinute: null,
+        orgRequestsPerMinute: null,
+        maxModels: null,
+        maxVersionsPerModel: null,
+        maxStorageMb: null,
+      };
       expect(await store.getOrgLimits('acme')).toEqual(unset);
-      await store.setOrgLimits('acme', { maxRunningJobs: 2, requestsPerMinute: 60 });
-      await store.setOrgLimits('acme', { maxQueuedJobs: 5, orgRequestsPerMinute: 150 });
+      await store.setOrgLimits('acme', { maxRunningJobs: 2, requestsPerMinute: 60, maxModels: 3 });
+      await store.setOrgLimits('acme', { maxQueuedJobs: 5, orgRequestsPerMinute: 150, maxVersionsPerModel: 4, maxStorageMb: 64 });
       expect(await store.getOrgLimits('acme')).toEqual({
         maxRunningJobs: 2,
         maxQueuedJobs: 5,
         requestsPerMinute: 60,
         orgRequestsPerMinute: 150,
+        maxModels: 3,
+        maxVersionsPerModel: 4,
+        maxStorageMb: 64,
       });
-      await store.setOrgLimits('acme', { requestsPerMinute: null });
+      await store.setOrgLimits('acme', { requestsPerMinute: null, maxStorageMb: null });
       expect(await store.getOrgLimits('acme')).toEqual({
         maxRunningJobs: 2,
         maxQueuedJobs: 5,
         requestsPerMinute: null,
         orgRequestsPerMinute: 150,
+        maxModels: 3,
+        maxVersionsPerModel: 4,
+        maxStorageMb: null,
       });
       expect(await store.getOrgLimits('ghost')).toEqual(unset);
       await expect(store.setOrgLimits('ghost', { maxRunningJobs: 1 })).rejects.toThrow(backend.errors.limitsOfUnknownOrganization);

@@ -8,6 +8,7 @@ import { accountsContract } from './accounts-contract.js';
 import type { StoreBackend } from './contract-fixtures.js';
 import { jobLeasesContract } from './job-leases-contract.js';
 import { jobQueueContract } from './job-queue-contract.js';
+import { quotasContract } from './quotas-contract.js';
 import { requestLogContract } from './request-log-contract.js';
 
 export function storeContract(name: string, backend: StoreBackend): void {
@@ -16,5 +17,6 @@ export function storeContract(name: string, backend: StoreBackend): void {
     jobQueueContract(backend);
     jobLeasesContract(backend);
     requestLogContract(backend);
+    quotasContract(backend);
   });
 }

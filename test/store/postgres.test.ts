@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { kPgMigrations, toPostgres } from '../../src/store/postgres-migrations.js';
 import { kMigrations } from '../../src/store/migrations.js';
+import { storedBytes } from '../../src/store/quotas.js';
 import { usePostgres } from '../_support/postgres.js';
 import { storeContract } from './contract.js';
 import type { StoreBackend } from './contract-fixtures.js';
@@ -92,6 +93,40 @@ describe('PostgresStore on its database', () => {
     const store = await PostgresStore.open(url);
     expect(await store.schemaVersion()).toBe(kMigrations.length);
     expect(await store.getProjectUsage('proj_1', '2026-11')).toBe(16);
+    await store.close();
+  });
+
+  it('charges the models of a database from before storage quotas by the rule new rows are charged', async () => {
+    const url = await server.cluster.createDatabase();
+    const quotas = kMigrations.findIndex((sql) => sql.includes('stored_bytes'));
+    await query(
+      url,
+      `CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (${quotas});
+      ${kPgMigrations.slice(0, quotas).join('\n')}
+      INSERT INTO organizations (id, created_at) VALUES ('acme', 1);
+      INSERT INTO models (id, org_id, base_model, task_type, label_text, status, created_at, updated_at)
+        VALUES ('svc-small-0123456789ab', 'acme', 'svc-small', 'binary-classification', 'positive', 'trained', 1, 2);
+      INSERT INTO training_jobs (model_id, state, options, created_at, updated_at)
+        VALUES ('svc-small-0123456789ab', 'done', '{"a":1}', 1, 2);
+      INSERT INTO training_examples (model_id, position, text, label, label_text)
+        VALUES ('svc-small-0123456789ab', 0, 'été', 1, 'positive'), ('svc-small-0123456789ab', 1, 'bad', 0, 'positive');`,
+    );
+    const store = await PostgresStore.open(url);
+    const charged = storedBytes(
+      [
+        { text: 'été', label: true, label_text: 'positive' },
+        { text: 'bad', label: false, label_text: 'positive' },
+      ],
+      '{"a":1}',
+    );
+    expect(charged).toBe(2 * 1024 * 1024 + 7 + 2 * (5 + 8 + 3 + 8) + 2 * 4096);
+    const next = { ...(await store.getModel('svc-small-0123456789ab'))!, id: 'svc-small-ba9876543210' };
+    expect((await store.createModelWithJob(next, [], {}, { maxQueuedJobs: 10, maxStoredBytes: charged })).quota).toEqual({
+      quota: 'storage',
+      used: charged,
+      needed: 2 * 1024 * 1024 + 2,
+      limit: charged,
+    });
     await store.close();
   });
 });

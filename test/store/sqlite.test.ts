@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { kDatabaseFile, SqliteStore } from '../../src/store/sqlite.js';
 import { kPruneLogSql } from '../../src/store/sqlite-request-log.js';
 import { kMigrations } from '../../src/store/migrations.js';
+import { storedBytes } from '../../src/store/quotas.js';
 import { storeContract } from './contract.js';
 import type { StoreBackend } from './contract-fixtures.js';
 import { versionsContract } from './versions-contract.js';
@@ -108,6 +109,40 @@ describe('SqliteStore on its file', () => {
       (await upgraded.versions.add('svc-small-0123456789ab', { ...(await upgraded.getModel('svc-small-0123456789ab'))! }, [], {})).version
         ?.id,
     ).toBe('svc-small-0123456789ab.v2');
+    await upgraded.close();
+  });
+
+  it('charges the models of a directory from before storage quotas by the rule new rows are charged', async () => {
+    const old = tempDir();
+    const db = new Database(join(old, kDatabaseFile));
+    const quotas = kMigrations.findIndex((sql) => sql.includes('stored_bytes'));
+    db.exec(`CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version (version) VALUES (${quotas});`);
+    for (const sql of kMigrations.slice(0, quotas)) db.exec(sql);
+    db.exec("INSERT INTO organizations (id, created_at) VALUES ('acme', 1)");
+    db.exec(`INSERT INTO models (id, org_id, base_model, task_type, label_text, status, created_at, updated_at)
+      VALUES ('svc-small-0123456789ab', 'acme', 'svc-small', 'binary-classification', 'positive', 'trained', 1, 2)`);
+    db.exec(
+      `INSERT INTO training_jobs (model_id, state, options, created_at, updated_at) VALUES ('svc-small-0123456789ab', 'done', '{"a":1}', 1, 2)`,
+    );
+    db.exec(`INSERT INTO training_examples (model_id, position, text, label, label_text)
+      VALUES ('svc-small-0123456789ab', 0, 'été', 1, 'positive'), ('svc-small-0123456789ab', 1, 'bad', 0, 'positive')`);
+    db.close();
+    const upgraded = SqliteStore.open(old);
+    const charged = storedBytes(
+      [
+        { text: 'été', label: true, label_text: 'positive' },
+        { text: 'bad', label: false, label_text: 'positive' },
+      ],
+      '{"a":1}',
+    );
+    expect(charged).toBe(2 * 1024 * 1024 + 7 + 2 * (5 + 8 + 3 + 8) + 2 * 4096);
+    const next = { ...(await upgraded.getModel('svc-small-0123456789ab'))!, id: 'svc-small-ba9876543210' };
+    expect((await upgraded.createModelWithJob(next, [], {}, { maxQueuedJobs: 10, maxStoredBytes: charged })).quota).toEqual({
+      quota: 'storage',
+      used: charged,
+      needed: 2 * 1024 * 1024 + 2,
+      limit: charged,
+    });
     await upgraded.close();
   });
 
