@@ -2,13 +2,15 @@
 // (model/write.ts), checked when a model is loaded. A file that still parses but holds other values (a float changed
 // in place, a disk's flipped bit) would otherwise be used silently. The checks read only the model's own files (an
 // adapter is 0.7 MB, a head a few kilobytes), never the base encoder's weights shipped in npm, and they come after a
-// file's own checks, so a garbled file is still reported by what is wrong in it (the tensor, the field).
+// file's own checks, so a garbled file is still reported by what is wrong in it (the tensor, the field). Only at
+// load: a pool worker reading an adapter again (its second worker, after an eviction) does not check it, because a
+// save in place writes the adapter before its manifest, and a reader between the two would find them disagreeing.
 import { createHash } from 'node:crypto';
-import { createReadStream, readFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
 
 import { SvcError } from '../errors.js';
-import { kManifestFile, parseManifestAndChecksums } from '../contract/manifest.js';
+import { kManifestFile } from '../contract/manifest.js';
 import type { FileChecksums, Manifest } from '../contract/manifest.js';
 
 /** The SHA-256 of bytes (a string as UTF-8), in lowercase hex. */
@@ -73,21 +75,4 @@ export async function verifyModelFiles(dir: string, manifest: Manifest, checksum
   const found = await fileChecksums(dir, names);
   const bad = names.find((name) => found[name] !== checksums[name]);
   if (bad !== undefined) throw altered(join(dir, bad));
-}
-
-/**
- * In a pool worker, as it reads an adapter (again: another worker, or after its cache let it go): checks the bytes
- * against the manifest.json beside the file, when there is one with a checksum of it (a just-trained model's scratch
- * copy has none). The manifest is the folder's current one, so a model replaced in place is checked against its own.
- */
-export function verifyAdapterFileSync(file: string): void {
-  const dir = dirname(file);
-  let text: string;
-  try {
-    text = readFileSync(join(dir, kManifestFile), 'utf8');
-  } catch {
-    return; // no manifest: not a saved model's folder
-  }
-  const expected = parseManifestAndChecksums(text, dir).files?.[basename(file)];
-  if (expected !== undefined && sha256Hex(readFileSync(file)) !== expected) throw altered(file);
 }

@@ -6,7 +6,6 @@ import { statSync } from 'node:fs';
 
 import { SvcError } from '../errors.js';
 import { Adapter } from '../native/adapter.js';
-import { verifyAdapterFileSync } from '../model/checksums.js';
 
 /** Counters since the worker started, and what it holds now. */
 export interface AdapterCacheStats {
@@ -106,16 +105,7 @@ export class AdapterCache {
     if (identity === null) throw new SvcError('not_found', 'the model was deleted: its adapter file is gone');
     this.#stats.misses++;
     if (entry) this.#drop(key, entry);
-    const adapter = Adapter.load(file, { base: baseModel });
-    try {
-      // Read again by a second worker or after an eviction: still the bytes its manifest records (a valid file with
-      // a value changed would predict silently otherwise). After Adapter.load, which names a garbled file's tensor.
-      verifyAdapterFileSync(file);
-    } catch (error) {
-      adapter.dispose();
-      throw error;
-    }
-    const fresh: Entry = { identity, adapter, pins: 0 };
+    const fresh: Entry = { identity, adapter: Adapter.load(file, { base: baseModel }), pins: 0 };
     this.#entries.set(key, fresh);
     this.#stats.bytes += fresh.adapter.bytes;
     return fresh;
