@@ -6,13 +6,7 @@ import { z } from 'zod';
 import { parseRequest, typeError } from '../parse.js';
 import { truncateSchema } from './long-texts.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
-import {
-  checkDistinctNames,
-  classExampleSchema,
-  exampleSchema,
-  kMaxTextLength,
-  labelSetExampleSchema,
-} from './labelled-examples.js';
+import { checkDistinctNames, classExampleSchema, exampleSchema, kMaxTextLength, labelSetExampleSchema } from './labelled-examples.js';
 
 // The example shapes and the text limit are the classify request's too (labelled-examples.ts); the train request's
 // users take them from here.
@@ -69,6 +63,17 @@ export const kMinExamplesPerClass = 8;
 
 /** Most unlabelled texts a request may send for self-training. */
 export const kMaxUnlabeled = 10_000;
+
+/**
+ * Most tokens of text one training request may ask the service to embed: its examples, validation and unlabelled
+ * texts together, each as the encoder reads it (contract/train-work.ts estimates it). About three minutes of one engine
+ * thread per pass over them (5,700 tokens/s measured for long texts), and a fine-tuned job makes two or three passes;
+ * 10,000 texts of 1,550 characters are 2,560,000. A fixed bound of the service (`SvcService`, so `svc serve` and
+ * `POST /v2/train`), answered 413; the library's `train()` does not apply it.
+ */
+export const kMaxTrainTokens = 1_000_000;
+/** Characters per token of the estimate: WordPiece read 3.5 (e-mails) to 4.3 (short reviews) characters a token. */
+export const kCharsPerToken = 4;
 
 // Messages are written without the field name; `parseRequest` puts the path in front
 // (`examples[3].label must be a boolean`). Issues flagged `whole` are complete sentences.

@@ -7,6 +7,8 @@ import type { TrainingExample } from '../store/types.js';
 import { labelNames } from '../train/request.js';
 import { type TaskType, type TrainRequest, validateTrainRequest } from '../contract/train-request.js';
 import { checkRequestFits } from '../train/example-windows.js';
+import { checkTrainRequestWork } from '../contract/train-work.js';
+import { resolveBaseModel } from '../model/base-models.js';
 
 /** The request's examples as the store keeps them. */
 export function storedExamples(request: TrainRequest): TrainingExample[] {
@@ -85,11 +87,13 @@ export function storedTrainRequest(
 }
 
 /**
- * A train body checked as the service accepts it: the schema's checks, then with `truncate: 'none'`
- * every text measured by the tokenizer (400 naming the first one too long), before a job exists.
+ * A train body checked as the service accepts it: the schema's checks, the work it asks for (413 past
+ * `kMaxTrainTokens`), then with `truncate: 'none'` every text measured by the tokenizer (400 naming the
+ * first one too long), before a job exists.
  */
 export async function acceptTrainRequest(body: unknown): Promise<TrainRequest> {
   const request = validateTrainRequest(body);
+  checkTrainRequestWork(request, resolveBaseModel(request.model).maxLength);
   await checkRequestFits(request);
   return request;
 }

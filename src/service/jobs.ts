@@ -30,6 +30,12 @@ export const kDefaultLeaseMs = 30_000;
 export const kProgressWriteMs = 1_000;
 /** How often a runner on a shared store looks for jobs that other replicas queued or left behind. */
 export const kDefaultPollMs = 2_000;
+/**
+ * Jobs the library runtime runs at once per training worker (its `concurrentJobs`): 4 on 2 cores. They take turns
+ * task by task in the training share (pool/training-gate.ts), so a small job of one organization runs beside
+ * another's large one instead of after it; more at once would only hold their texts in memory while they wait.
+ */
+export const kJobsPerTrainingSlot = 4;
 
 export interface JobRunnerOptions {
   maxAttempts?: number;
@@ -43,6 +49,8 @@ export interface JobRunnerOptions {
   pollMs?: number;
   /** This runner's name in the jobs it holds; default `<host>:<pid>:<random>`. */
   holder?: string;
+  /** Jobs running at once on this runner; default `runtime.concurrentJobs`, else `runtime.trainingSlots`. */
+  concurrentJobs?: number;
 }
 
 interface RunningJob {
@@ -63,9 +71,13 @@ interface RunningJob {
 }
 
 /**
- * Runs training jobs from the store's queue, at most `runtime.trainingSlots` at a time (the pool's
- * share for training), in the store's fair order: organizations take turns, oldest job first within
- * one, none beyond its cap of running jobs. The queue lives in
+ * Runs training jobs from the store's queue, in the store's fair order: organizations take turns, oldest job first
+ * within one, none beyond its cap of running jobs (`maxRunningJobs`, 1 by default, on every replica together). Up to
+ * `runtime.concurrentJobs` jobs run at once here (the library runtime's: 4 per training worker), which is what lets
+ * organizations share the training worker: the pool runs at most `runtime.trainingSlots` of their tasks at once (the
+ * pool's share for training), and the runtime hands those out round robin by organization, task by task
+ * (pool/training-gate.ts), so a job of one organization never waits for another's whole job, only for the task
+ * running. A runtime without `concurrentJobs` runs `trainingSlots` jobs at once, each holding its slot. The queue lives in
  * the store, so a job survives a crash: at start-up, jobs left `running` go
  * back to the queue in their original place and run again. A job always ends
  * with its model `trained` or `failed` (with the reason), never `training` forever.
@@ -84,6 +96,7 @@ export class JobRunner {
   #pumping: Promise<void> | null = null;
   #pumpAgain = false;
   #closed = false;
+  readonly #concurrentJobs: number;
   #idleWaiters: (() => void)[] = [];
 
   constructor(store: Store, runtime: ModelRuntime, options: JobRunnerOptions = {}) {
@@ -95,6 +108,10 @@ export class JobRunner {
     this.#leaseMs = is.positiveInteger(options.leaseMs ?? kDefaultLeaseMs, 'options.leaseMs');
     this.#pollMs = is.positiveInteger(options.pollMs ?? kDefaultPollMs, 'options.pollMs');
     this.#holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.#concurrentJobs = is.positiveInteger(
+      options.concurrentJobs ?? runtime.concurrentJobs ?? runtime.trainingSlots,
+      'options.concurrentJobs',
+    );
   }
 
   /**
@@ -172,7 +189,7 @@ export class JobRunner {
   }
 
   async #pump(): Promise<void> {
-    while (!this.#closed && this.#running.size < this.#runtime.trainingSlots) {
+    while (!this.#closed && this.#running.size < this.#concurrentJobs) {
       const job = await this.#store.claimNextJob(this.#now(), {
         maxRunningJobs: kDefaultOrgLimits.maxRunningJobs,
         holder: this.#holder,

@@ -11,6 +11,7 @@ import type { TaskType } from '../contract/train-request.js';
 import { finetuneThreads } from '../train/finetune-stage.js';
 import { train } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';
+import { kJobsPerTrainingSlot } from './jobs.js';
 import { storedModelLoadFailure, storedModelUseFailure } from './stored-model-errors.js';
 import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainHooks, RuntimeTrainJob } from './runtime.js';
 
@@ -85,6 +86,11 @@ export class LibraryRuntime implements ModelRuntime {
     return trainingWorkers();
   }
 
+  /** Jobs that run at once: their tasks take turns in the training share by organization (pool/training-gate.ts). */
+  get concurrentJobs(): number {
+    return kJobsPerTrainingSlot * trainingWorkers();
+  }
+
   modelDir(orgId: string, modelId: string): string {
     return this.hub.pathOf(`${orgId}/${modelId}`);
   }
@@ -111,6 +117,8 @@ export class LibraryRuntime implements ModelRuntime {
       onProgress: hooks.onProgress,
       // Predictions share the pool with training here: fine-tuning keeps to its worker's cores.
       threads: finetuneThreads(),
+      // Jobs running at once take turns task by task in the training share, by organization (pool/training-gate.ts).
+      tenant: job.orgId,
     });
     classifier.dispose();
   }

@@ -67,5 +67,10 @@ export interface ModelRuntime {
   hubFile(orgId: string, modelId: string, name: string): Promise<HubFileReader>;
   /** How many training jobs may run at once: the pool's share for training (predictions keep the rest). */
   readonly trainingSlots: number;
+  /**
+   * How many jobs may run at once when the runtime shares its `trainingSlots` between them itself, task by task
+   * (the library runtime: round robin by organization); left out, `trainingSlots` jobs run, each holding a slot.
+   */
+  readonly concurrentJobs?: number;
   close(): Promise<void>;
 }

@@ -1,15 +1,26 @@
 // Embedding a training job's texts in the pool: spread over every worker in small chunks, so progress
-// reports keep coming and an abort is noticed between chunks rather than after the whole job.
+// reports keep coming, an abort is noticed between chunks rather than after the whole job, and in the
+// service other organizations' jobs take their turns between them (pool/training-gate.ts).
+import { kCharsPerToken } from '../contract/train-request.js';
 import { SvcError } from '../errors.js';
-import { poolOptions, runTask } from '../pool/pool.js';
+import { resolveBaseModel } from '../model/base-models.js';
+import { poolOptions } from '../pool/pool.js';
+import { runTrainingTask } from '../pool/training-gate.js';
 
 /** Examples per embedding task: small enough that aborting and progress stay prompt. */
 const kEmbedChunk = 64;
+/**
+ * Estimated tokens per embedding task (at most): 16 texts the encoder reads whole, about 0.7 s of one engine thread
+ * (5,700 tokens/s measured for long texts), so another organization's task never waits long for its turn.
+ */
+const kEmbedChunkTokens = 4_096;
 
 /** What embedding reports to and listens to: train()'s options, or only its signal. */
 export interface EmbedOptions {
   onProgress?: (progress: { stage: 'embed'; done: number; total: number }) => void;
   signal?: AbortSignal;
+  /** Whose job it is: its chunks take that organization's turns in the training share (train()'s `tenant`). */
+  tenant?: string;
 }
 
 /** Rejects (throws) with the error an aborted training gives. */
@@ -37,19 +48,22 @@ export async function embedAll(
 ): Promise<Float32Array> {
   const embeddings = new Float32Array(texts.length * dim);
   options.onProgress?.({ stage: 'embed', done: 0, total: texts.length });
-  // Spread even a small job over every worker, in chunks of at most kEmbedChunk.
-  const size = Math.min(kEmbedChunk, Math.ceil(texts.length / poolOptions().workers));
-  const chunks: number[] = [];
-  for (let start = 0; start < texts.length; start += size) chunks.push(start);
+  const chunks = chunksOf(
+    texts,
+    Math.min(kEmbedChunk, Math.ceil(texts.length / poolOptions().workers)),
+    resolveBaseModel(baseModel).maxLength,
+  );
   let done = 0;
   let next = 0;
+  const { signal, tenant } = options;
   // As many chunks in flight as there are workers; each lands at its own offset.
   const lane = async () => {
     while (next < chunks.length) {
-      throwIfAborted(options.signal);
-      const start = chunks[next++];
-      const part = texts.slice(start, start + size);
-      const vectors = await abortable(runTask<Float32Array>({ kind: 'embed', baseModel, encoderFile, texts: part }), options.signal);
+      throwIfAborted(signal);
+      const [start, end] = chunks[next++];
+      const part = texts.slice(start, end);
+      const task = { kind: 'embed', baseModel, encoderFile, texts: part } as const;
+      const vectors = await abortable(runTrainingTask<Float32Array>(task, { tenant, waitSignal: signal }), signal);
       embeddings.set(vectors, start * dim);
       done += part.length;
       options.onProgress?.({ stage: 'embed', done, total: texts.length });
@@ -57,4 +71,25 @@ export async function embedAll(
   };
   await Promise.all(Array.from({ length: Math.min(poolOptions().workers, chunks.length) }, lane));
   return embeddings;
+}
+
+/**
+ * `[start, end)` of each chunk: consecutive texts, at most `size` of them (spread even a small job over every
+ * worker) and at most {@link kEmbedChunkTokens} estimated tokens (each at most `readTokens`), never empty.
+ */
+function chunksOf(texts: readonly string[], size: number, readTokens: number): [number, number][] {
+  const chunks: [number, number][] = [];
+  let start = 0;
+  let tokens = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const estimate = Math.min(readTokens, Math.ceil(texts[i].length / kCharsPerToken) + 2);
+    if (i > start && (i - start === size || tokens + estimate > kEmbedChunkTokens)) {
+      chunks.push([start, i]);
+      start = i;
+      tokens = 0;
+    }
+    tokens += estimate;
+  }
+  if (start < texts.length) chunks.push([start, texts.length]);
+  return chunks;
 }

@@ -13,7 +13,8 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { loadBertWeights } from '../model/onnx/index.js';
 import { kDefaultAdapter } from '../native/trainer.js';
 import type { AdapterOptions, AdapterTarget } from '../native/trainer.js';
-import { poolOptions, runTask } from '../pool/pool.js';
+import { poolOptions } from '../pool/pool.js';
+import { runTrainingTask } from '../pool/training-gate.js';
 import type { FinetuneResult, FinetuneStepMessage } from '../pool/tasks.js';
 import type { ExampleTargets } from './pairs.js';
 
@@ -32,6 +33,8 @@ export interface FinetuneStageOptions {
   endToEnd?: { epochs: number } | null;
   onStep?: (step: FinetuneStepMessage) => void;
   signal?: AbortSignal;
+  /** Whose job it is: the run waits for that organization's turn in the training share (train()'s `tenant`). */
+  tenant?: string;
 }
 
 /**
@@ -111,7 +114,8 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
   const { threads } = options;
   const adapter = options.adapterRank === null ? null : adapterOptions(options.adapterRank);
   try {
-    const result = await runTask<FinetuneResult | null>(
+    // One task for the whole run (the steps share the trainer's state in the worker): it takes one turn.
+    const result = await runTrainingTask<FinetuneResult | null>(
       {
         kind: 'finetune',
         baseModel: options.baseModel,
@@ -126,8 +130,8 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         progress: port2,
         stop,
       },
-      undefined,
-      [port2],
+      // The stop flag ends a running task between steps; the signal only stops the wait for its turn.
+      { tenant: options.tenant, waitSignal: options.signal, transferList: [port2] },
     );
     if (result === null || options.signal?.aborted) throw new SvcError('aborted', 'training was aborted');
     if (adapter === null) return { ...result, encoderFile: result.encoderFile as string, dir, threads, adapter };

@@ -56,6 +56,13 @@ export interface TrainOptions {
    * usual. Single-label requests with `finetune` only; ignored otherwise. Default: none.
    */
   endToEnd?: { epochs: number };
+  /**
+   * Whose training this is, when several share one pool: each of its pool tasks (embedding chunks, the fine-tuning
+   * run, the head's fits) then waits for that tenant's turn in the pool's training share, at most all workers but
+   * one at a time, tenants taking turns task by task (src/pool/training-gate.ts). The service passes the
+   * organization. Default: none, and the tasks go straight to the pool (every worker).
+   */
+  tenant?: string;
 }
 
 /** Throws a TypeError naming the first bad option: options come from user code and are checked at run time too. */
@@ -70,6 +77,9 @@ export function checkOptions(options: TrainOptions): void {
   }
   if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0)) {
     throw new TypeError('options.id must be a non-empty string');
+  }
+  if (options.tenant !== undefined && (typeof options.tenant !== 'string' || options.tenant.length === 0)) {
+    throw new TypeError('options.tenant must be a non-empty string');
   }
   if (options.hub && options.id === undefined) throw new TypeError('options.id is required with options.hub');
   if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');

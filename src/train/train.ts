@@ -8,7 +8,8 @@ import { performance } from 'node:perf_hooks';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { parseHubId } from '../model/hub.js';
-import { poolThreads, runTask } from '../pool/pool.js';
+import { poolThreads } from '../pool/pool.js';
+import { runTrainingTask } from '../pool/training-gate.js';
 import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
@@ -128,9 +129,12 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
   if (plan) {
     const steps = stepCount(pairCount(examples.length, iterations));
     options.onProgress?.({ stage: 'finetune', done: 0, total: steps });
+    // The fine-tuning task embeds its texts at its end; an adapter model's head (or one read in chunks) is fitted on
+    // embeddings made again below, so there the task gets the examples it pairs and no validation texts to embed.
+    const embeddedAgain = plan.method === 'adapter' || truncate === 'chunks';
     encoder = await runFinetuneStage({
       baseModel: model,
-      texts: finetuneTexts(texts, truncate),
+      texts: finetuneTexts(embeddedAgain ? texts.slice(0, examples.length) : texts, truncate),
       targets,
       iterations,
       seed,
@@ -138,6 +142,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       adapterRank: plan.method === 'adapter' ? plan.rank : null,
       endToEnd: options.endToEnd ?? null,
       signal: options.signal,
+      tenant: options.tenant,
       onStep: (step) => options.onProgress?.({ stage: 'finetune', ...step }),
     });
     embeddings = encoder.embeddings;
@@ -173,13 +178,16 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
     const lever = options.labelWords ?? (unlabeled.length > 0 ? kSelfTrainingLabelWords : kDefaultLabelWords);
     const words =
       lever.kind === 'none' ? null : labelWordTexts(task_type, labels ?? (examples as BinaryTrainRequest['examples'])[0].label_text);
-    const quiet = { signal: options.signal };
+    const quiet = { signal: options.signal, tenant: options.tenant };
     const wordEmbeddings = words && (await embedAll(model, words.texts, dim, quiet, encoder?.encoderFile ?? null));
     const baseWordEmbeddings = words && encoder ? await embedAll(model, words.texts, dim, quiet) : wordEmbeddings;
     // Unlabelled texts (request.unlabeled): the head self-trains on them as the model's encoder embeds them
     // (self-training.ts), and a fine-tuned model's estimate in every fold on them as the base encoder embeds them, as
     // it does the examples: without them the estimate sat 10.3 points from held-out accuracy on the accuracy bench's
-    // four tasks (full fine-tuning), with them 7.7 (7.2 with the default adapter).
+    // four tasks (full fine-tuning), with them 7.7 (7.2 with the default adapter). So a fine-tuned model embeds them
+    // twice, once by each encoder: the two are different functions of the text (an adapter changes every layer's
+    // input from the first on), neither pass can be had from the other, and leaving out either changes the head or
+    // the estimate. A frozen model embeds them once, for both. The request's work bound (kMaxTrainTokens) counts them once.
     const embedUnlabeled = (encoderFile: string | null) =>
       embedExamples(unlabeled, truncate === 'none' ? 'end' : truncate, dim, (t) => embedAll(model, t, dim, quiet, encoderFile));
     const unlabeledEmbeddings = unlabeled.length > 0 ? await embedUnlabeled(encoder?.encoderFile ?? null) : null;
@@ -196,7 +204,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       crossValidate: boolean,
       unlabeledOn: Float32Array | null = null,
     ) =>
-      runTask<FitResult>(
+      runTrainingTask<FitResult>(
         {
           kind: 'fit',
           head: headKind,
@@ -210,7 +218,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
           labelWords: words && wordsOn ? { embeddings: wordsOn, targets: words.targets, lever } : null,
           unlabeled: unlabeledOn && { embeddings: unlabeledOn, selfTraining: kSelfTraining },
         },
-        options.signal,
+        { tenant: options.tenant, signal: options.signal },
       );
     // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones
     // (and none on the trained ones, whose figure would be thrown away).

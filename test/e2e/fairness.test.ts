@@ -96,9 +96,9 @@ describe('two workers: the queue takes turns, predictions keep a worker', () => 
       expect(mine.status).toBe(200);
       await until(async () => (await status('a', mine.body.id as string)) !== 'training');
       expect(await status('a', mine.body.id as string)).toBe('trained');
-      // A's job ran right after B's running one: none of B's queued jobs had finished.
+      // A's job ran beside B's running one (their tasks take turns in the training share): none of B's queued jobs
+      // had finished.
       const store = state.server!.service.store;
-      expect((await store.getJob(first.body.id as string))?.state).toBe('done');
       const states = await Promise.all(queued.map(async (id) => (await store.getJob(id))?.state));
       expect(states.filter((s) => s === 'done')).toEqual([]);
       for (const id of queued) expect((await call('b', 'DELETE', `/v2/models/${id}`)).status).toBe(200);
