@@ -44,6 +44,11 @@ export interface EmbedTask {
   /** A fine-tuned model's encoder file (its weights or its adapter); left out or null: the base encoder. */
   encoderFile?: string | null;
   texts: string[];
+  /**
+   * Embed in the pool's prediction precision rather than training's fp32: an evaluation report scored in the
+   * background then gives each text the probability predict answers (service/evaluation.ts).
+   */
+  asPredicted?: boolean;
 }
 
 /**

@@ -142,7 +142,8 @@ forgotten.unref();
 forgotten.onmessage = (event) => forget((event as { data: { encoderFile: string } }).data.encoderFile);
 
 function embed(task: EmbedTask): Float32Array {
-  return embedTexts(task.baseModel, encoderFor(task.baseModel, task.encoderFile ?? null, 'fp32'), task.texts).embeddings;
+  const precision = task.asPredicted === true ? settings.precision : 'fp32';
+  return embedTexts(task.baseModel, encoderFor(task.baseModel, task.encoderFile ?? null, precision), task.texts).embeddings;
 }
 
 // The tokenizer alone: no encoder is loaded for the check.
