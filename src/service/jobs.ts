@@ -10,7 +10,7 @@ import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
 import * as is from '../is.js';
 import { kDefaultOrgLimits } from './limits.js';
-import type { ModelRuntime } from './runtime.js';
+import type { ModelRuntime, ModelScorer } from './runtime.js';
 
 const debug = debuglog('svc');
 
@@ -36,6 +36,12 @@ export const kDefaultPollMs = 2_000;
  * another's large one instead of after it; more at once would only hold their texts in memory while they wait.
  */
 export const kJobsPerTrainingSlot = 4;
+
+/**
+ * What a training job scores and stores with its model before publishing it: its evaluation report
+ * (`VersionEvaluations.atTraining`), from the job's stored options and a scorer of the new model.
+ */
+export type JobEvaluator = (modelId: string, options: Record<string, unknown>, score: ModelScorer) => Promise<unknown>;
 
 export interface JobRunnerOptions {
   maxAttempts?: number;
@@ -91,6 +97,7 @@ export class JobRunner {
   readonly #leaseMs: number;
   readonly #pollMs: number;
   readonly #holder: string;
+  readonly #evaluator: JobEvaluator | null;
   #poll: NodeJS.Timeout | undefined;
   readonly #running = new Map<string, RunningJob>();
   #pumping: Promise<void> | null = null;
@@ -99,8 +106,9 @@ export class JobRunner {
   readonly #concurrentJobs: number;
   #idleWaiters: (() => void)[] = [];
 
-  constructor(store: Store, runtime: ModelRuntime, options: JobRunnerOptions = {}) {
+  constructor(store: Store, runtime: ModelRuntime, options: JobRunnerOptions = {}, evaluator: JobEvaluator | null = null) {
     this.#store = store;
+    this.#evaluator = evaluator;
     this.#runtime = runtime;
     this.#maxAttempts = options.maxAttempts ?? kDefaultMaxAttempts;
     this.#timeoutMs = options.timeoutMs ?? kDefaultJobTimeoutMs;
@@ -242,6 +250,8 @@ export class JobRunner {
           signal: entry.controller.signal,
           onProgress: (p) => this.#noteProgress(modelId, entry, p),
           fence: () => this.#fence(modelId, entry),
+          // The report is part of the job: scored on training's share of the pool, before the fence.
+          ...(this.#evaluator === null ? {} : { evaluate: (score: ModelScorer) => this.#evaluator!(modelId, options, score) }),
         },
       );
       if (entry.abortedFor === 'shutdown') {

@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { MergedExports } from '../artifacts/merged.js';
@@ -9,10 +9,12 @@ import { SvcError } from '../errors.js';
 import { Classifier } from '../predict/classifier.js';
 import type { TaskType } from '../contract/train-request.js';
 import { finetuneThreads } from '../train/finetune-stage.js';
+import { scoreModelDir } from '../train/score-as-training.js';
 import { train } from '../train/train.js';
 import { storedTrainRequest } from './examples.js';
 import { kJobsPerTrainingSlot } from './jobs.js';
 import { storedModelLoadFailure, storedModelUseFailure } from './stored-model-errors.js';
+import { kEvaluationFile } from './runtime.js';
 import type { AnyRuntimePrediction, ModelRuntime, RuntimePredictOptions, RuntimeTrainHooks, RuntimeTrainJob } from './runtime.js';
 
 /**
@@ -110,8 +112,18 @@ export class LibraryRuntime implements ModelRuntime {
   async train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void> {
     const hubId = `${job.orgId}/${job.modelId}`;
     this.#unload(hubId);
+    const { evaluate, fence } = hooks;
+    // Between the model's files and the fence: the report is scored on the files about to be published, and written
+    // with them (a fence that refuses leaves neither).
+    const beforePublish = async (dir: string) => {
+      if (evaluate !== undefined) {
+        const report = await evaluate((texts) => scoreModelDir(dir, texts, { signal: hooks.signal, forget: true }));
+        if (report !== null && report !== undefined) await writeFile(join(dir, kEvaluationFile), JSON.stringify(report));
+      }
+      await fence?.();
+    };
     const classifier = await train(storedTrainRequest(job.baseModel, job.taskType, job.examples, job.options), {
-      hub: hooks.fence === undefined ? this.hub : fencedHub(this.hub, hooks.fence),
+      hub: fence === undefined && evaluate === undefined ? this.hub : hubWithStepBeforePublish(this.hub, beforePublish),
       id: hubId,
       signal: hooks.signal,
       onProgress: hooks.onProgress,
@@ -142,6 +154,12 @@ export class LibraryRuntime implements ModelRuntime {
         if (this.#loaded.get(hubId)?.classifier === loading) this.#unload(hubId);
       }
     }
+  }
+
+  async score(orgId: string, modelId: string, texts: string[], options: { signal?: AbortSignal } = {}): Promise<AnyRuntimePrediction[]> {
+    // The hub's folder (with a PostgresHub, fetched into this replica's cache), read afresh: no loaded classifier needed.
+    const dir = await this.hub.resolve(`${orgId}/${modelId}`);
+    return scoreModelDir(dir, texts, options);
   }
 
   async remove(orgId: string, modelId: string): Promise<void> {
@@ -221,17 +239,18 @@ export class LibraryRuntime implements ModelRuntime {
 }
 
 /**
- * The hub with a fence before each publish: the model is saved into the publish's staging folder, then the fence is
- * awaited, and only then does the hub store it (PostgresHub's database write) and rename it into place. A fence that
- * rejects leaves the published model as it was.
+ * The hub with a step before each publish (the evaluation report, then the fence): the model is saved into the
+ * publish's staging folder, then `step` runs on that folder, and only then does the hub store it (PostgresHub's
+ * database write) and rename it into place. A step that rejects (a fence that refuses) leaves the published model as
+ * it was.
  */
-function fencedHub(hub: Hub, fence: () => Promise<void>): Hub {
+function hubWithStepBeforePublish(hub: Hub, step: (dir: string) => Promise<void>): Hub {
   return {
     resolve: (id) => hub.resolve(id),
     publish: (id, write) =>
       hub.publish(id, async (dir) => {
         await write(dir);
-        await fence();
+        await step(dir);
       }),
     remove: (id) => hub.remove(id),
     list: (id) => hub.list(id),

@@ -10,7 +10,21 @@ export interface RuntimeTrainHooks {
   signal?: AbortSignal;
   /** Resolves while the job is still the runner's to publish; rejects (and nothing may be written) once it is not. */
   fence?: () => Promise<void>;
+  /**
+   * The job's evaluation report, made once the model is ready and before the fence, with a scorer of the new model:
+   * a JSON value written beside the model's files as {@link kEvaluationFile} and published with them (null: no file).
+   */
+  evaluate?: (score: ModelScorer) => Promise<unknown>;
 }
+
+/** The file of a model's files that holds its stored evaluation report (service/evaluation-file.ts). */
+export const kEvaluationFile = 'evaluation.json';
+
+/**
+ * Predicts texts as training work (see {@link ModelRuntime.score}): one prediction per text, in order, as predict's
+ * defaults give them (`truncated` not measured).
+ */
+export type ModelScorer = (texts: string[]) => Promise<AnyRuntimePrediction[]>;
 
 /** One training job as the runtime sees it. */
 export interface RuntimeTrainJob {
@@ -57,6 +71,11 @@ export interface ModelRuntime {
   train(job: RuntimeTrainJob, hooks: RuntimeTrainHooks): Promise<void>;
   /** Runs a trained model; one prediction per text, in order. */
   predict(orgId: string, modelId: string, texts: string[], options?: RuntimePredictOptions): Promise<AnyRuntimePrediction[]>;
+  /**
+   * Runs a trained model as training work, for an evaluation report: on training's share of the workers, outside
+   * predict's admission and deadline, however many texts; the same predictions as `predict` with its defaults.
+   */
+  score(orgId: string, modelId: string, texts: string[], options?: { signal?: AbortSignal }): Promise<AnyRuntimePrediction[]>;
   /** Forgets the model: unloads it and removes its hub directory. Missing models are not an error. */
   remove(orgId: string, modelId: string): Promise<void>;
   /** The hub directory of a model on this machine (it may not exist: with a database, a cache entry). */

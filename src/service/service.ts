@@ -79,7 +79,10 @@ export class SvcService {
     this.store = options.store;
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
-    this.#jobs = new JobRunner(options.store, options.runtime, options.jobs);
+    // A training job ends with its evaluation report (made by this.evaluations, set below before any job runs).
+    this.#jobs = new JobRunner(options.store, options.runtime, options.jobs, (modelId, jobOptions, score) =>
+      this.evaluations.atTraining(modelId, jobOptions, score),
+    );
     this.#models = new ModelObjects(options.runtime);
     const orgLimits = (orgId: string) => this.orgLimits(orgId);
     this.versions = new ClassifierVersions({
@@ -116,6 +119,7 @@ export class SvcService {
   async close(): Promise<void> {
     await this.#retention?.stop();
     await this.#jobs.close();
+    await this.evaluations.close();
     await this.runtime.close();
     await this.store.close();
   }
