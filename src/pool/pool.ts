@@ -16,6 +16,7 @@ import { checkPrecision } from '../native/encoder.js';
 import { cpuInfo } from '../native/index.js';
 import type { PrecisionSetting } from '../native/encoder.js';
 import type { SvcErrorCode } from '../errors.js';
+import { BackgroundGate } from './background-gate.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
 import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
 import * as is from '../is.js';
@@ -157,6 +158,34 @@ export function trainingWorkers(): number {
 }
 
 /**
+ * Tasks that answer a predict call at once and run in milliseconds: they never wait behind training. Every other
+ * kind (embedding and fine-tuning for training, head fits, explain's neighbour search, saving, merged exports) is
+ * background work and takes its tenant's turn in {@link backgroundGate}.
+ */
+const kForegroundKinds: ReadonlySet<PoolTask['kind']> = new Set(['predict', 'adapter', 'ping']);
+
+// Off by default: the library's own train() may use every worker; a service keeps one for predictions.
+let keepPredictWorker = false;
+
+/**
+ * Keeps (true) or stops keeping a worker for predictions: background work then runs on at most
+ * {@link trainingWorkers} workers at once, however much of it is queued. The service's runtime keeps one; the
+ * library alone lets its own training use every worker.
+ */
+export function keepWorkerForPredictions(keep: boolean): void {
+  keepPredictWorker = keep;
+  backgroundGate.poke();
+}
+
+/** Background tasks in front of the pool: training's share of the workers when one is kept for predictions, tenants in turn. */
+const backgroundGate = new BackgroundGate(() => (keepPredictWorker ? trainingWorkers() : poolOptions().workers));
+
+/** Background tasks running and waiting for their turn (tests, /metrics). */
+export function backgroundStats(): { running: number; waiting: number } {
+  return backgroundGate.stats;
+}
+
+/**
  * Where the worker entry is. Built: dist/worker.js (or .cjs) next to the bundle that runs
  * this code. From the TypeScript sources (tests, `tsx`): src/worker/worker.ts, run through
  * tsx's loader in the worker.
@@ -233,11 +262,31 @@ export function onTaskEnd(listener: () => void): () => void {
   return () => taskEndListeners.delete(listener);
 }
 
+/** How a background task waits for its turn in the gate. */
+export interface TaskPlacement {
+  /** Whose task it is (the service's organization); tasks without one share one line. */
+  tenant?: string;
+  /** Milliseconds it may wait for its turn before `runTask` rejects with 503 `overloaded` (a call's deadline). */
+  startWithinMs?: number;
+  /**
+   * Stops only the wait for its turn (default: `signal`): for tasks that stop by their own means once running (a
+   * fine-tuning run's stop flag), since aborting a running task ends its worker.
+   */
+  waitSignal?: AbortSignal;
+}
+
 /**
  * Runs one task in the pool. A task aborted while running ends its worker (piscina's rule);
- * `transferList` moves ports (a progress channel) to the worker with the task.
+ * `transferList` moves ports (a progress channel) to the worker with the task. A background task (any kind
+ * but predict, adapter and ping) first waits for its tenant's turn in training's share of the workers.
  */
-export async function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
+export function runTask<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[], placement: TaskPlacement = {}): Promise<T> {
+  if (kForegroundKinds.has(task.kind)) return runInPool<T>(task, signal, transferList);
+  const { tenant = '', startWithinMs, waitSignal = signal } = placement;
+  return backgroundGate.run(tenant, () => runInPool<T>(task, signal, transferList), { signal: waitSignal, startWithinMs });
+}
+
+async function runInPool<T>(task: PoolTask, signal?: AbortSignal, transferList?: MessagePort[]): Promise<T> {
   let result: unknown;
   const predicting = task.kind === 'predict';
   tasksInPool++;

@@ -32,7 +32,7 @@ export const kProgressWriteMs = 1_000;
 export const kDefaultPollMs = 2_000;
 /**
  * Jobs the library runtime runs at once per training worker (its `concurrentJobs`): 4 on 2 cores. They take turns
- * task by task in the training share (pool/training-gate.ts), so a small job of one organization runs beside
+ * task by task in the training share (pool/background-gate.ts), so a small job of one organization runs beside
  * another's large one instead of after it; more at once would only hold their texts in memory while they wait.
  */
 export const kJobsPerTrainingSlot = 4;
@@ -82,7 +82,7 @@ interface RunningJob {
  * `runtime.concurrentJobs` jobs run at once here (the library runtime's: 4 per training worker), which is what lets
  * organizations share the training worker: the pool runs at most `runtime.trainingSlots` of their tasks at once (the
  * pool's share for training), and the runtime hands those out round robin by organization, task by task
- * (pool/training-gate.ts), so a job of one organization never waits for another's whole job, only for the task
+ * (pool/background-gate.ts), so a job of one organization never waits for another's whole job, only for the task
  * running. A runtime without `concurrentJobs` runs `trainingSlots` jobs at once, each holding its slot. The queue lives in
  * the store, so a job survives a crash: at start-up, jobs left `running` go
  * back to the queue in their original place and run again. A job always ends
@@ -98,12 +98,12 @@ export class JobRunner {
   readonly #pollMs: number;
   readonly #holder: string;
   readonly #evaluator: JobEvaluator | null;
+  readonly #concurrentJobs: number;
   #poll: NodeJS.Timeout | undefined;
   readonly #running = new Map<string, RunningJob>();
   #pumping: Promise<void> | null = null;
   #pumpAgain = false;
   #closed = false;
-  readonly #concurrentJobs: number;
   #idleWaiters: (() => void)[] = [];
 
   constructor(store: Store, runtime: ModelRuntime, options: JobRunnerOptions = {}, evaluator: JobEvaluator | null = null) {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { MergedExports } from '../artifacts/merged.js';
 import { PostgresHub } from '../artifacts/postgres-hub.js';
 import { DirectoryHub, type Hub, type HubFileReader } from '../model/hub.js';
-import { closePool, trainingWorkers } from '../pool/pool.js';
+import { closePool, keepWorkerForPredictions, trainingWorkers } from '../pool/pool.js';
 import { SvcError } from '../errors.js';
 import { Classifier } from '../predict/classifier.js';
 import type { TaskType } from '../contract/train-request.js';
@@ -82,13 +82,15 @@ export class LibraryRuntime implements ModelRuntime {
     this.#maxCached = options.maxCachedModels ?? Infinity;
     this.#maxBytes = options.maxLoadedModelBytes ?? kDefaultLoadedModelBytes;
     this.#closePool = options.closePool ?? true;
+    // A service's predictions always find a worker: training, fits and explain's searches wait for the others.
+    keepWorkerForPredictions(true);
   }
 
   get trainingSlots(): number {
     return trainingWorkers();
   }
 
-  /** Jobs that run at once: their tasks take turns in the training share by organization (pool/training-gate.ts). */
+  /** Jobs that run at once: their tasks take turns in the training share by organization (pool/background-gate.ts). */
   get concurrentJobs(): number {
     return kJobsPerTrainingSlot * trainingWorkers();
   }
@@ -129,7 +131,7 @@ export class LibraryRuntime implements ModelRuntime {
       onProgress: hooks.onProgress,
       // Predictions share the pool with training here: fine-tuning keeps to its worker's cores.
       threads: finetuneThreads(),
-      // Jobs running at once take turns task by task in the training share, by organization (pool/training-gate.ts).
+      // Jobs running at once take turns task by task in the training share, by organization (pool/background-gate.ts).
       tenant: job.orgId,
     });
     classifier.dispose();
@@ -172,7 +174,10 @@ export class LibraryRuntime implements ModelRuntime {
   async close(): Promise<void> {
     for (const hubId of [...this.#loaded.keys()]) this.#unload(hubId, { dispose: true });
     await this.hub.close();
-    if (this.#closePool) await closePool();
+    if (this.#closePool) {
+      await closePool();
+      keepWorkerForPredictions(false);
+    }
   }
 
   #classifier(hubId: string): Promise<Classifier<TaskType>> {

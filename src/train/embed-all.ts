@@ -1,11 +1,10 @@
 // Embedding a training job's texts in the pool: spread over every worker in small chunks, so progress
 // reports keep coming, an abort is noticed between chunks rather than after the whole job, and in the
-// service other organizations' jobs take their turns between them (pool/training-gate.ts).
+// service other organizations' jobs take their turns between them (pool/background-gate.ts).
 import { kCharsPerToken } from '../contract/train-request.js';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
-import { poolOptions } from '../pool/pool.js';
-import { runTrainingTask } from '../pool/training-gate.js';
+import { poolOptions, runTask } from '../pool/pool.js';
 
 /** Examples per embedding task: small enough that aborting and progress stay prompt. */
 const kEmbedChunk = 64;
@@ -63,7 +62,7 @@ export async function embedAll(
       const [start, end] = chunks[next++];
       const part = texts.slice(start, end);
       const task = { kind: 'embed', baseModel, encoderFile, texts: part } as const;
-      const vectors = await abortable(runTrainingTask<Float32Array>(task, { tenant, waitSignal: signal }), signal);
+      const vectors = await abortable(runTask<Float32Array>(task, undefined, undefined, { tenant, waitSignal: signal }), signal);
       embeddings.set(vectors, start * dim);
       done += part.length;
       options.onProgress?.({ stage: 'embed', done, total: texts.length });

@@ -13,8 +13,7 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { loadBertWeights } from '../model/onnx/index.js';
 import { kDefaultAdapter } from '../native/trainer.js';
 import type { AdapterOptions, AdapterTarget } from '../native/trainer.js';
-import { poolOptions } from '../pool/pool.js';
-import { runTrainingTask } from '../pool/training-gate.js';
+import { poolOptions, runTask } from '../pool/pool.js';
 import type { FinetuneResult, FinetuneStepMessage } from '../pool/tasks.js';
 import type { ExampleTargets } from './pairs.js';
 
@@ -115,7 +114,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
   const adapter = options.adapterRank === null ? null : adapterOptions(options.adapterRank);
   try {
     // One task for the whole run (the steps share the trainer's state in the worker): it takes one turn.
-    const result = await runTrainingTask<FinetuneResult | null>(
+    const result = await runTask<FinetuneResult | null>(
       {
         kind: 'finetune',
         baseModel: options.baseModel,
@@ -130,8 +129,10 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         progress: port2,
         stop,
       },
+      undefined,
+      [port2],
       // The stop flag ends a running task between steps; the signal only stops the wait for its turn.
-      { tenant: options.tenant, waitSignal: options.signal, transferList: [port2] },
+      { tenant: options.tenant, waitSignal: options.signal },
     );
     if (result === null || options.signal?.aborted) throw new SvcError('aborted', 'training was aborted');
     if (adapter === null) return { ...result, encoderFile: result.encoderFile as string, dir, threads, adapter };

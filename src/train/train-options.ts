@@ -59,7 +59,7 @@ export interface TrainOptions {
   /**
    * Whose training this is, when several share one pool: each of its pool tasks (embedding chunks, the fine-tuning
    * run, the head's fits) then waits for that tenant's turn in the pool's training share, at most all workers but
-   * one at a time, tenants taking turns task by task (src/pool/training-gate.ts). The service passes the
+   * one at a time, tenants taking turns task by task (src/pool/background-gate.ts). The service passes the
    * organization. Default: none, and the tasks go straight to the pool (every worker).
    */
   tenant?: string;

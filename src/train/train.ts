@@ -8,8 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { parseHubId } from '../model/hub.js';
-import { poolThreads } from '../pool/pool.js';
-import { runTrainingTask } from '../pool/training-gate.js';
+import { poolThreads, runTask } from '../pool/pool.js';
 import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
@@ -204,7 +203,7 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
       crossValidate: boolean,
       unlabeledOn: Float32Array | null = null,
     ) =>
-      runTrainingTask<FitResult>(
+      runTask<FitResult>(
         {
           kind: 'fit',
           head: headKind,
@@ -218,7 +217,9 @@ export async function train(request: TrainRequest, options: TrainOptions = {}): 
           labelWords: words && wordsOn ? { embeddings: wordsOn, targets: words.targets, lever } : null,
           unlabeled: unlabeledOn && { embeddings: unlabeledOn, selfTraining: kSelfTraining },
         },
-        { tenant: options.tenant, signal: options.signal },
+        options.signal,
+        undefined,
+        { tenant: options.tenant },
       );
     // The head on the trained embeddings; with a fine-tuned encoder, the estimate from a second fit on the base ones
     // (and none on the trained ones, whose figure would be thrown away).

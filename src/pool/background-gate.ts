@@ -1,36 +1,49 @@
-// The training share of the pool, handed out task by task and fairly between organizations. The job runner
-// runs several jobs at once (jobs.ts); every pool task of a service job (an embedding chunk, the fine-tuning run,
-// a head's fit) passes this gate first. At most `trainingWorkers()` training tasks are in the pool at once, so the
-// worker kept for predictions stays theirs; when one ends, the next goes to the organization whose last turn is
-// oldest (one that never had one first), its own tasks oldest first. A small job of one organization so waits for
-// at most one task of each other organization per task of its own, never for another's whole job. Tasks without an
-// organization (the library's `train()`) do not pass the gate: nothing waits beside them.
+// Which pool task that is not a predict batch may start now. Training's embedding chunks, fine-tuning runs
+// and head fits, a classify call's fit, explain's neighbour search, saving a model and building its merged
+// export all pass here (pool.ts sends every kind but predict, adapter and ping), on a bounded number of workers
+// (`capacity`: a shared service keeps one worker for predictions however much of this work is queued).
+// Within that share, tenants (organizations) take turns task by task: when a task ends, the next goes to the
+// tenant whose last turn is oldest (one that never had one first), its own tasks oldest first. A small job of
+// one organization so waits for at most one task of each other organization per task of its own, never for
+// another's whole job. Waiting happens here, never in piscina's own queue, where no order or deadline applies.
 import { SvcError } from '../errors.js';
-import { runTask, trainingWorkers } from './pool.js';
-import type { PoolTask } from './tasks.js';
-import type { MessagePort } from 'node:worker_threads';
+import { rateLimited } from '../telemetry.js';
 
 /** Tenants whose last turn is remembered before idle ones are forgotten (see `#forgetIdleTenants`). */
 const kMaxRememberedTenants = 256;
+
+/** What a caller refused for want of a background worker is told to wait: about one queued task's run. */
+export const kGateRetryAfterSeconds = 5;
+
+/** How a task waits for its turn. */
+export interface GateOptions {
+  /** Stops the wait: the task leaves the line without running, and `run` rejects with `aborted`. */
+  signal?: AbortSignal;
+  /**
+   * Milliseconds the task may wait for its turn: beyond, it leaves the line and `run` rejects with 503
+   * `overloaded`. A call that answers a client has a deadline; a training job's tasks have none.
+   */
+  startWithinMs?: number;
+}
 
 interface Waiter {
   start: () => void;
 }
 
 /**
- * A round-robin gate by tenant in front of `capacity()` slots. `run(tenant, work)` starts `work` once a slot is
- * free and it is the tenant's turn; the slot is freed when `work` settles.
+ * A round-robin gate by tenant in front of `capacity()` slots (at least one). `run(tenant, work)` starts `work`
+ * once a slot is free and it is the tenant's turn; the slot is freed when `work` settles.
  *
  * @example
  * ```ts
- * const gate = new TrainingGate(() => 1);
+ * const gate = new BackgroundGate(() => 1);
  * const order: string[] = [];
  * const task = (name: string) => () => new Promise<void>((resolve) => setTimeout(() => (order.push(name), resolve()), 10));
  * await Promise.all([gate.run('a', task('a1')), gate.run('a', task('a2')), gate.run('a', task('a3')), gate.run('b', task('b1'))]);
  * order; // ['a1', 'b1', 'a2', 'a3']
  * ```
  */
-export class TrainingGate {
+export class BackgroundGate {
   readonly #capacity: () => number;
   #running = 0;
   // Each tenant's waiting tasks in arrival order; a tenant leaves the map when it has none.
@@ -50,20 +63,26 @@ export class TrainingGate {
     return { running: this.#running, waiting };
   }
 
-  /** Runs `work` in the tenant's turn; rejects with `SvcError('aborted')` if `signal` aborts while it waits. */
-  run<T>(tenant: string, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  /** Runs `work` in the tenant's turn (see {@link GateOptions} for how the wait may end without it). */
+  run<T>(tenant: string, work: () => Promise<T>, options: GateOptions = {}): Promise<T> {
+    const { signal, startWithinMs } = options;
     if (signal?.aborted) return Promise.reject(new SvcError('aborted', 'the operation was aborted'));
     return new Promise<T>((resolve, reject) => {
-      const onAbort = () => {
+      let timer: NodeJS.Timeout | undefined;
+      const leave = (error: SvcError) => {
         const queue = this.#waiting.get(tenant);
         const at = queue?.indexOf(waiter) ?? -1;
-        if (queue === undefined || at < 0) return;
+        if (queue === undefined || at < 0) return; // started meanwhile
         queue.splice(at, 1);
         if (queue.length === 0) this.#waiting.delete(tenant);
-        reject(new SvcError('aborted', 'the operation was aborted'));
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(error);
       };
+      const onAbort = () => leave(new SvcError('aborted', 'the operation was aborted'));
       const waiter: Waiter = {
         start: () => {
+          clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           work()
             .then(resolve, reject)
@@ -74,11 +93,19 @@ export class TrainingGate {
         },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
+      if (startWithinMs !== undefined && Number.isFinite(startWithinMs)) {
+        timer = setTimeout(() => leave(overloaded(startWithinMs)), startWithinMs);
+      }
       const queue = this.#waiting.get(tenant);
       if (queue === undefined) this.#waiting.set(tenant, [waiter]);
       else queue.push(waiter);
       this.#next();
     });
+  }
+
+  /** The capacity may have grown: start what fits now. */
+  poke(): void {
+    this.#next();
   }
 
   /** Starts waiting tasks while slots are free, each time the tenant whose last turn is oldest. */
@@ -116,26 +143,12 @@ export class TrainingGate {
   }
 }
 
-/** The gate of this process's pool: training's share is `trainingWorkers()` (all workers but one). */
-export const trainingGate = new TrainingGate(trainingWorkers);
-
-/** Options of {@link runTrainingTask}. */
-export interface TrainingTaskOptions {
-  /** The organization whose turn the task takes; left out: straight to the pool. */
-  tenant?: string;
-  /** Passed to `runTask` (aborting a running task ends its worker), and stops the wait for the turn. */
-  signal?: AbortSignal;
-  /** Stops only the wait for the turn: for tasks that stop by their own means (a stop flag) or are left to finish. */
-  waitSignal?: AbortSignal;
-  transferList?: MessagePort[];
-}
-
-/**
- * `runTask` for a training task: with a `tenant` (the service's jobs), it waits for that organization's turn in
- * {@link trainingGate}; without one, it goes straight to the pool.
- */
-export function runTrainingTask<T>(task: PoolTask, options: TrainingTaskOptions = {}): Promise<T> {
-  const { tenant, signal, transferList } = options;
-  const run = () => runTask<T>(task, signal, transferList);
-  return tenant === undefined ? run() : trainingGate.run(tenant, run, signal ?? options.waitSignal);
+function overloaded(waitedMs: number): SvcError {
+  rateLimited('overloaded');
+  return new SvcError(
+    'overloaded',
+    `The service is overloaded: this work waited ${waitedMs} ms for a worker of the share that training and other ` +
+      `background work use; retry in ${kGateRetryAfterSeconds} seconds`,
+    { retryAfterSeconds: kGateRetryAfterSeconds },
+  );
 }

@@ -1,10 +1,10 @@
-// The training share's gate: at most its capacity of tasks at once, handed out round robin by organization (the
-// one whose last turn is oldest first, its own tasks oldest first), and a task whose signal aborts while it waits
-// leaves the line without running.
+// The gate of background work (training, fits, explain's search): at most its capacity of tasks at once, handed out
+// round robin by organization (the one whose last turn is oldest first, its own tasks oldest first); a task whose
+// signal aborts, or whose wait passes its deadline, leaves the line without running.
 import { describe, expect, it } from 'vitest';
 
 import { SvcError } from '../../src/errors.js';
-import { TrainingGate } from '../../src/pool/training-gate.js';
+import { BackgroundGate, kGateRetryAfterSeconds } from '../../src/pool/background-gate.js';
 
 /** A task that records when it starts and ends, and ends when `finish(name)` is called. */
 function tasks() {
@@ -26,9 +26,9 @@ function tasks() {
   return { events, task, finish };
 }
 
-describe('TrainingGate', () => {
+describe('BackgroundGate', () => {
   it("gives one organization's tasks and another's arriving later alternate turns, one at a time", async () => {
-    const gate = new TrainingGate(() => 1);
+    const gate = new BackgroundGate(() => 1);
     const { events, task, finish } = tasks();
     const a = ['a1', 'a2', 'a3', 'a4'].map((name) => gate.run('a', task(name)));
     await new Promise((r) => setImmediate(r));
@@ -55,7 +55,7 @@ describe('TrainingGate', () => {
   });
 
   it('runs as many tasks at once as its capacity says, and a newcomer takes the first free slot', async () => {
-    const gate = new TrainingGate(() => 2);
+    const gate = new BackgroundGate(() => 2);
     const { events, task, finish } = tasks();
     const runs = [gate.run('a', task('a1')), gate.run('a', task('a2')), gate.run('a', task('a3'))];
     await new Promise((r) => setImmediate(r));
@@ -70,11 +70,11 @@ describe('TrainingGate', () => {
   });
 
   it('drops a waiting task whose signal aborts, with the aborted error, and runs the rest', async () => {
-    const gate = new TrainingGate(() => 1);
+    const gate = new BackgroundGate(() => 1);
     const { events, task, finish } = tasks();
     const controller = new AbortController();
     const first = gate.run('a', task('a1'));
-    const dropped = gate.run('b', task('b1'), controller.signal);
+    const dropped = gate.run('b', task('b1'), { signal: controller.signal });
     const last = gate.run('b', task('b2'));
     controller.abort();
     await expect(dropped).rejects.toEqual(new SvcError('aborted', 'the operation was aborted'));
@@ -84,7 +84,44 @@ describe('TrainingGate', () => {
     expect([await first, await last]).toEqual(['a1', 'b2']);
     expect(events).toEqual(['start a1', 'end a1', 'start b2', 'end b2']);
     // An aborted signal before the call: refused at once, nothing runs.
-    await expect(gate.run('c', task('c1'), controller.signal)).rejects.toThrow('the operation was aborted');
+    await expect(gate.run('c', task('c1'), { signal: controller.signal })).rejects.toThrow('the operation was aborted');
     expect(events).toHaveLength(4);
+  });
+
+  it('refuses a task still waiting when its deadline passes with 503 overloaded, and runs the rest', async () => {
+    const gate = new BackgroundGate(() => 1);
+    const { events, task, finish } = tasks();
+    const first = gate.run('a', task('a1'));
+    const late = gate.run('b', task('b1'), { startWithinMs: 20 });
+    const patient = gate.run('b', task('b2'));
+    const error = await late.then(
+      () => null,
+      (e: unknown) => e as SvcError,
+    );
+    expect(error).toBeInstanceOf(SvcError);
+    expect([error!.code, error!.status, error!.retryAfterSeconds]).toEqual(['overloaded', 503, kGateRetryAfterSeconds]);
+    expect(error!.message).toBe(
+      'The service is overloaded: this work waited 20 ms for a worker of the share that training and other background work use; ' +
+        `retry in ${kGateRetryAfterSeconds} seconds`,
+    );
+    expect(gate.stats).toEqual({ running: 1, waiting: 1 });
+    await finish('a1');
+    await finish('b2');
+    expect([await first, await patient]).toEqual(['a1', 'b2']);
+    expect(events).toEqual(['start a1', 'end a1', 'start b2', 'end b2']);
+  });
+
+  it('starts what fits when its capacity grows', async () => {
+    let capacity = 1;
+    const gate = new BackgroundGate(() => capacity);
+    const { events, task, finish } = tasks();
+    const runs = [gate.run('a', task('a1')), gate.run('b', task('b1'))];
+    expect(events).toEqual(['start a1']);
+    capacity = 2;
+    gate.poke();
+    expect(events).toEqual(['start a1', 'start b1']);
+    await finish('a1');
+    await finish('b1');
+    expect(await Promise.all(runs)).toEqual(['a1', 'b1']);
   });
 });
