@@ -21,6 +21,12 @@ import { explainSchema, truncateSchema } from './long-texts.js';
 export const kMaxClassifyInputs = 96;
 /** Most examples one classify call may carry. */
 export const kMaxClassifyExamples = 2_500;
+/**
+ * Most examples x head rows (classes, or labels) one classify call fits a head on: the fit runs within the call, on
+ * the share of the workers training uses, and its cost grows with both (docs/limits.md has the times measured).
+ * Every zero-shot label set is within it (6 template sentences a name, 100 names at most).
+ */
+export const kMaxClassifyFitCells = 60_000;
 /** Fewest examples of each label (binary: of each side) a classify call carries: fewer cannot be told from noise. */
 export const kMinClassifyExamplesPerLabel = 2;
 export { kMaxExplain, kTruncateModes, type TruncateMode } from './long-texts.js';
@@ -76,6 +82,16 @@ function checkPerLabel(ctx: Issues, counts: ReadonlyMap<string, number>, what: '
       return;
     }
   }
+}
+
+/** The examples x head rows of a call with examples are within {@link kMaxClassifyFitCells}. */
+function checkFitCells(ctx: Issues, examples: number, rows: number, what: 'classes' | 'labels'): void {
+  if (examples * rows <= kMaxClassifyFitCells) return;
+  addWhole(
+    ctx,
+    `a classify call fits its head while it runs: examples x ${what} may be at most ${kMaxClassifyFitCells} ` +
+      `(got ${examples} x ${rows} = ${examples * rows}); send fewer examples, or train a model (POST /v2/train)`,
+  );
 }
 
 /** Zero-shot (`examples: []`) needs the names; with examples, the names come from them and may not be given twice. */
@@ -140,6 +156,7 @@ const multiClassSchema = z
     const counts = new Map<string, number>();
     for (const { label } of examples) counts.set(label, (counts.get(label) ?? 0) + 1);
     checkPerLabel(ctx, counts, 'class');
+    checkFitCells(ctx, examples.length, counts.size, 'classes');
   })
   .meta({ id: 'MultiClassClassifyRequest' });
 
@@ -159,6 +176,7 @@ const multiLabelSchema = z
     const counts = new Map<string, number>();
     for (const example of examples) for (const label of example.labels) counts.set(label, (counts.get(label) ?? 0) + 1);
     checkPerLabel(ctx, counts, 'label');
+    checkFitCells(ctx, examples.length, counts.size, 'labels');
     // A label on every example leaves its one-vs-rest regression nothing to tell it from.
     const everywhere = [...counts].find(([, count]) => count === examples.length);
     if (everywhere !== undefined)

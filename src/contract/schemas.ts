@@ -6,7 +6,7 @@
 import { z } from 'zod';
 
 import { typeError } from '../parse.js';
-import { explainSchema, kMaxExplain, truncateSchema } from './long-texts.js';
+import { explainSchema, kExplainTextChars, kMaxExplain, kMaxExplainComparisons, kMaxExplainInputs, truncateSchema } from './long-texts.js';
 import { kCvEncoders } from './manifest.js';
 import { kMaxTextLength, kTaskTypes } from './train-request.js';
 
@@ -49,7 +49,8 @@ export const predictRequestSchema = z.strictObject({
     ),
   truncate: truncateSchema,
   explain: explainSchema.describe(
-    `Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to ${kMaxExplain}`,
+    `Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to ${kMaxExplain}; ` +
+      `at most ${kMaxExplainInputs} inputs a call, and inputs x the model's examples at most ${kMaxExplainComparisons}`,
   ),
 });
 
@@ -135,7 +136,8 @@ const chunksSchema = z
 const nearestSchema = z
   .array(
     z.object({
-      text: z.string(),
+      text: z.string().describe(`The example's text, or its first ${kExplainTextChars} characters (text_truncated)`),
+      text_truncated: z.literal(true).optional().describe('Present when text is only the start of the example'),
       label: z.union([z.boolean(), z.string()]).optional().describe("Binary and multi-class: the example's label"),
       labels: z.array(z.string()).optional().describe("Multi-label: the example's labels"),
       similarity: z.number().describe("Cosine similarity of the example and the text in the encoder's space"),

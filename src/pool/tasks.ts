@@ -7,6 +7,7 @@ import type { EncoderPrecision, PrecisionSetting } from '../native/encoder.js';
 import type { KernelChoice } from '../native/kernel-choice.js';
 import type { AdapterOptions, AdapterTensor } from '../native/trainer.js';
 import type { Manifest } from '../contract/manifest.js';
+import type { TaskType } from '../contract/train-request.js';
 
 /**
  * What each example is labelled with, as the pool's tasks carry it. `classes`: one class index per
@@ -276,7 +277,45 @@ export interface FitsTask {
   texts: string[];
 }
 
-export type PoolTask = EmbedTask | PredictTask | AdapterTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask | FitsTask;
+/**
+ * Explain's search: the `k` training examples nearest each input. The examples come from a model directory's kept
+ * files (read once and kept by the worker, so a call parses nothing) or, for a model still in memory, as their
+ * embeddings.
+ */
+export interface NearestTask {
+  kind: 'nearest';
+  /** The inputs' embeddings, inputs x dim, L2-normalized. */
+  inputs: Float32Array;
+  dim: number;
+  k: number;
+  bank: { kind: 'files'; dir: string; modelId: string; taskType: TaskType } | { kind: 'embeddings'; embeddings: Float32Array };
+  /** Most characters of an example's text that a `files` answer carries. */
+  textChars: number;
+}
+
+/**
+ * Per input, its nearest examples, most similar first (ties: the earlier example): `count` of them each
+ * (k, or fewer when the model has fewer examples), `indices` and `similarities` inputs x count.
+ */
+export interface NearestResult {
+  count: number;
+  indices: Int32Array;
+  similarities: Float64Array;
+  /** With a `files` bank: the examples `indices` names, in that order, each text cut to `textChars` (`cut` says so). */
+  examples: NearestExample[] | null;
+}
+
+/** An example as a `files` search answers it: its label (binary, multi-class) or labels (multi-label), its text maybe cut. */
+export interface NearestExample {
+  text: string;
+  label?: boolean | string;
+  labels?: string[];
+  /** The text is longer than the answer carries: `text` is its start. */
+  cut: boolean;
+}
+
+export type PoolTask =
+  EmbedTask | PredictTask | AdapterTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask | FitsTask | NearestTask;
 
 /** What the worker is started with. */
 export interface WorkerSettings {

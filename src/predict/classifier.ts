@@ -16,6 +16,7 @@ import type { TaskType } from '../contract/train-request.js';
 import { scoreTexts } from './batcher.js';
 import { type ExampleBank, readExampleBank, writeExampleBank } from './example-bank.js';
 import { parsePredictExtras, scoreLongTexts } from './long-texts.js';
+import type { NeighbourSource } from './nearest.js';
 import { removeScratchDir, trackScratchDir } from './scratch.js';
 import { thresholds, toLabelPrediction, toPrediction } from './predictions.js';
 import type { PredictionOf, PredictOptions } from './predictions.js';
@@ -74,6 +75,8 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
   readonly #scratchDir: string | null;
   // The training examples for `explain`: in memory after train(), else read from the model's files when asked.
   readonly #examples: ExampleBank | (() => Promise<ExampleBank>) | null;
+  // A loaded model's folder, where explain's worker reads the examples itself.
+  #examplesDir: (() => Promise<string>) | null = null;
   #disposed = false;
 
   /**
@@ -187,7 +190,7 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
       truncate === 'end' && explain === undefined
         ? { ...(await scoreTexts(base, this.#encoderFile, this.#head, batch, call)), chunks: null, neighbours: null }
         : await scoreLongTexts(
-            { baseModel: base, encoderFile: this.#encoderFile, head: this.#head, taskType, examples: () => this.#exampleBank() },
+            { baseModel: base, encoderFile: this.#encoderFile, head: this.#head, taskType, examples: () => this.#neighbourSource() },
             batch,
             { ...call, truncate, explain, paramOf: options.paramOf ?? (typeof texts === 'string' ? () => 'text' : (t) => `texts[${t}]`) },
           );
@@ -207,14 +210,26 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     return typeof texts === 'string' ? predictions[0] : predictions;
   }
 
-  /** The training examples and their embeddings (for `explain`). */
+  /** The training examples and their embeddings (to save them with the model). */
   async #exampleBank(): Promise<ExampleBank> {
-    if (this.#examples === null) {
-      throw new SvcError('conflict', `explain needs the training examples kept with the model, and ${this.id} has none`, {
-        param: 'explain',
-      });
-    }
+    if (this.#examples === null) throw this.#noExamples();
     return typeof this.#examples === 'function' ? this.#examples() : this.#examples;
+  }
+
+  /** Where `explain` finds the training examples: in memory after train(), else the model's folder, read by a worker. */
+  async #neighbourSource(): Promise<NeighbourSource> {
+    if (this.#examplesDir !== null) {
+      const examples = this.#manifest.training.examples;
+      return { kind: 'files', dir: await this.#examplesDir(), modelId: this.id, taskType: this.#manifest.task_type, examples };
+    }
+    const { examples, embeddings } = await this.#exampleBank();
+    return { kind: 'memory', examples, embeddings };
+  }
+
+  #noExamples(): SvcError {
+    return new SvcError('conflict', `explain needs the training examples kept with the model, and ${this.id} has none`, {
+      param: 'explain',
+    });
   }
 
   /**
@@ -273,9 +288,13 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
     // Then files that parse but differ from the saved ones (a value changed): their SHA-256 against the manifest's.
     await verifyModelFiles(dir, manifest, checksums);
     const dim = resolveBaseModel(manifest.base_model).hiddenSize;
-    // Read only when a call explains, each time (a large model's examples are megabytes; the hub may have moved its files meanwhile).
-    const examples = async () => readExampleBank(fromHub ? await hub.resolve(dirOrHubId) : dir, manifest.id, manifest.task_type, dim);
-    return new Classifier<T>(manifest, head, encoderFile, null, examples);
+    // Read only when asked: `explain` has a worker read them (and keep them); `save` reads them here. The folder is
+    // looked up each time, since the hub may have moved its files meanwhile.
+    const examplesDir = async () => (fromHub ? await hub.resolve(dirOrHubId) : dir);
+    const examples = async () => readExampleBank(await examplesDir(), manifest.id, manifest.task_type, dim);
+    const classifier = new Classifier<T>(manifest, head, encoderFile, null, examples);
+    classifier.#examplesDir = examplesDir;
+    return classifier;
   }
 
   /**

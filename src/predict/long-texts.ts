@@ -6,16 +6,15 @@
 // None of this runs for a call that asks for neither.
 import { z } from 'zod';
 
-import { explainSchema, truncateSchema } from '../contract/long-texts.js';
+import { explainBoundsError, explainSchema, truncateSchema } from '../contract/long-texts.js';
 import type { Head } from '../model/directory.js';
 import { parseRequest } from '../parse.js';
 import { embedTexts, tooLongError, windowsOf } from './embed-windows.js';
-import { nearest, type Neighbour } from './nearest.js';
+import { exampleCount, findNearest, type Neighbour, type NeighbourSource } from './nearest.js';
 import type { TruncateMode } from '../contract/long-texts.js';
 import type { TaskType } from '../contract/train-request.js';
 import { scoreTexts } from './batcher.js';
 import { packHeads } from './call.js';
-import type { ExampleBank } from './example-bank.js';
 import { scoreSegments } from './head.js';
 
 /** What the classifier hands over: its encoder, head and task, and how to reach its examples. */
@@ -24,8 +23,8 @@ export interface ModelParts {
   encoderFile: string | null;
   head: Head;
   taskType: TaskType;
-  /** Loads (once) the model's training examples and their embeddings; called only with `explain`. */
-  examples: () => Promise<ExampleBank>;
+  /** Where the model's training examples are (called only with `explain`; throws when it kept none). */
+  examples: () => Promise<NeighbourSource>;
 }
 
 export interface LongTextOptions {
@@ -84,20 +83,16 @@ export async function scoreLongTexts(model: ModelParts, texts: readonly string[]
     if (sent) sent.cut.forEach((cut, t) => cut && (truncated[t] = 1));
     return { probabilities, truncated, chunks: null, neighbours: null };
   }
-  // The examples load while the texts are embedded.
-  const bank = explain === undefined ? null : model.examples();
-  bank?.catch(() => {}); // awaited below; a failure must not go unhandled while the texts embed
+  // Where the examples are, and whether the call is within explain's bounds, before any text is embedded.
+  const source = explain === undefined ? null : await model.examples();
+  const refused = source === null ? null : explainBoundsError(texts.length, exampleCount(source));
+  if (refused) throw refused;
   const embedded = await embedTexts(model.baseModel, texts, truncate, { ...call, encoderFile: model.encoderFile, paramOf });
   const dim = embedded.embeddings.length / texts.length;
   const probabilities = scoreSegments(embedded.embeddings, dim, Int32Array.of(texts.length), Int32Array.of(0), packHeads([model.head]));
   const truncated = Uint8Array.from(embedded.truncated, (cut) => (cut ? 1 : 0));
   const chunks = truncate === 'chunks' ? embedded.chunks : null;
-  if (bank === null) return { probabilities, truncated, chunks, neighbours: null };
-  const { examples, embeddings } = await bank;
-  return {
-    probabilities,
-    truncated,
-    chunks,
-    neighbours: (answers) => nearest(model.taskType, examples as never, embeddings, embedded.embeddings, dim, answers, explain as number),
-  };
+  if (source === null) return { probabilities, truncated, chunks, neighbours: null };
+  const neighbours = await findNearest(source, model.taskType, embedded.embeddings, dim, explain as number, call);
+  return { probabilities, truncated, chunks, neighbours };
 }

@@ -14,7 +14,9 @@ import { kDefaultThreshold } from '../predict/predictions.js';
 import type { ClassPrediction, LabelSetPrediction, Prediction } from '../predict/predictions.js';
 import { scoreSegments } from '../predict/head.js';
 import { embedTexts } from '../predict/embed-windows.js';
-import { nearest, type Neighbour } from '../predict/nearest.js';
+import { findNearest, type Neighbour } from '../predict/nearest.js';
+import { predictBounds } from '../predict/admission.js';
+import { SvcError } from '../errors.js';
 import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from '../contract/classify-request.js';
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
 import { headOf, kHeadC, kHeadKinds, targetsOf } from './train.js';
@@ -117,11 +119,14 @@ function fitExamples(request: ClassifyRequest): { examples: AnyExample[]; labels
   };
 }
 
-/** The cache key: everything the head depends on, hashed (the examples in the order given). */
-function headKey(request: ClassifyRequest, examples: readonly AnyExample[]): string {
+/**
+ * The cache key: whose call it is and everything the head depends on, hashed (the examples in the order given). The
+ * tenant is part of it, so one organization's calls never find (or time) another's fitted heads, nor share a fit.
+ */
+function headKey(tenant: string, request: ClassifyRequest, examples: readonly AnyExample[]): string {
   const truncate = request.truncate ?? kDefaultTruncate;
   return createHash('sha256')
-    .update(JSON.stringify([request.model, request.task_type, truncate, examples]))
+    .update(JSON.stringify([tenant, request.model, request.task_type, truncate, examples]))
     .digest('hex');
 }
 
@@ -169,56 +174,89 @@ function toPredictions(
   });
 }
 
+/** A cached fit this call joined failed: the call that started it went away (`cause` says how). */
+class JoinedFitError extends Error {}
+
+interface Scored {
+  fitted: Fitted;
+  inputs: Awaited<ReturnType<typeof embedTexts>>;
+  dim: number;
+}
+
+/** The inputs' embeddings and the head for the examples: the cached one, or one fitted now. */
+async function scoreWithHead(
+  request: ClassifyRequest,
+  examples: AnyExample[],
+  labels: string[],
+  key: string,
+  options: { signal?: AbortSignal; tenant?: string },
+): Promise<Scored> {
+  const mode = request.truncate ?? kDefaultTruncate;
+  const cached = heads.get(key);
+  if (cached !== undefined) {
+    heads.delete(key);
+    heads.set(key, cached);
+    const inputs = await embedTexts(request.model, request.inputs, mode, { ...options, paramOf: (t) => `inputs[${t}]` });
+    const fitted = await cached.fitting.catch((cause: unknown) => {
+      // Aborted by the call that started the fit, not by this one: worth a fit of this call's own.
+      throw cause instanceof SvcError && cause.code === 'aborted' ? new JoinedFitError('joined fit aborted', { cause }) : cause;
+    });
+    return { fitted, inputs, dim: inputs.embeddings.length / request.inputs.length };
+  }
+  const n = examples.length;
+  const embedded = embedTexts(request.model, [...examples.map((example) => example.text), ...request.inputs], mode, {
+    ...options,
+    paramOf: (t) => (t < n ? `examples[${t}].text` : `inputs[${t - n}]`),
+  });
+  const kind = kHeadKinds[request.task_type];
+  const { deadlineMs } = predictBounds();
+  const fitting = embedded.then(async ({ embeddings }) => {
+    const dim = embeddings.length / (n + request.inputs.length);
+    const own = embeddings.slice(0, n * dim);
+    const task = {
+      kind: 'fit' as const,
+      head: kind,
+      embeddings: own,
+      targets: targetsOf(request.task_type, examples, labels),
+      dim,
+      C: kHeadC,
+      balanced: false,
+      validation: null,
+      crossValidate: false,
+    };
+    // Not aborted with this call: another call of the tenant with the same examples may be waiting on the same fit.
+    const placement = { tenant: options.tenant, ...(Number.isFinite(deadlineMs) ? { startWithinMs: deadlineMs } : {}) };
+    return { head: headOf(kind, await runTask<FitResult>(task, undefined, undefined, placement)), embeddings: own };
+  });
+  remember(key, fitting, n);
+  const all = await embedded;
+  const dim = all.embeddings.length / (n + request.inputs.length);
+  const inputs = { embeddings: all.embeddings.slice(n * dim), truncated: all.truncated.slice(n), chunks: all.chunks.slice(n) };
+  return { fitted: await fitting, inputs, dim };
+}
+
 /**
  * Answers a validated classify request: the cached head for its examples, or one fitted now (the
  * examples and the inputs then go to the batcher as one call), applied to the inputs' embeddings.
+ * The fit is background work in the pool (its tenant's turn on training's share of the workers,
+ * within the predict deadline); a fit this call joined that failed because the call that started it
+ * went away is started again once.
  */
 export async function classifyRequest(
   request: ClassifyRequest,
   options: { signal?: AbortSignal; tenant?: string } = {},
 ): Promise<ClassifyResponse> {
   const { examples, labels, labelText } = fitExamples(request);
-  const mode = request.truncate ?? kDefaultTruncate;
-  const key = headKey(request, examples);
-  const cached = heads.get(key);
-  let fitting: Promise<Fitted>;
-  let inputs: Awaited<ReturnType<typeof embedTexts>>;
-  if (cached !== undefined) {
-    heads.delete(key);
-    heads.set(key, cached);
-    fitting = cached.fitting;
-    inputs = await embedTexts(request.model, request.inputs, mode, { ...options, paramOf: (t) => `inputs[${t}]` });
-  } else {
-    const n = examples.length;
-    const embedded = embedTexts(request.model, [...examples.map((example) => example.text), ...request.inputs], mode, {
-      ...options,
-      paramOf: (t) => (t < n ? `examples[${t}].text` : `inputs[${t - n}]`),
-    });
-    const kind = kHeadKinds[request.task_type];
-    fitting = embedded.then(async ({ embeddings }) => {
-      const dim = embeddings.length / (n + request.inputs.length);
-      const own = embeddings.slice(0, n * dim);
-      const task = {
-        kind: 'fit' as const,
-        head: kind,
-        embeddings: own,
-        targets: targetsOf(request.task_type, examples, labels),
-        dim,
-        C: kHeadC,
-        balanced: false,
-        validation: null,
-        crossValidate: false,
-      };
-      // Not aborted with this call: another call with the same examples may be waiting on the same fit.
-      return { head: headOf(kind, await runTask<FitResult>(task)), embeddings: own };
-    });
-    remember(key, fitting, n);
-    const all = await embedded;
-    const dim = all.embeddings.length / (n + request.inputs.length);
-    inputs = { embeddings: all.embeddings.slice(n * dim), truncated: all.truncated.slice(n), chunks: all.chunks.slice(n) };
+  const key = headKey(options.tenant ?? '', request, examples);
+  let scored: Scored;
+  try {
+    scored = await scoreWithHead(request, examples, labels, key, options);
+  } catch (error) {
+    const joined = error instanceof JoinedFitError;
+    if (!joined || options.signal?.aborted) throw joined ? error.cause : error;
+    scored = await scoreWithHead(request, examples, labels, key, options);
   }
-  const fitted = await fitting;
-  const dim = inputs.embeddings.length / request.inputs.length;
+  const { fitted, inputs, dim } = scored;
   const probabilities = scoreSegments(
     inputs.embeddings,
     dim,
@@ -229,7 +267,9 @@ export async function classifyRequest(
   const predictions = toPredictions(request, labels, probabilities, inputs.truncated, inputs.chunks);
   if (request.explain !== undefined) {
     const answers = predictions.map((p) => ('label' in p ? p.label : null));
-    const neighbours = nearest(request.task_type, examples, fitted.embeddings, inputs.embeddings, dim, answers, request.explain);
+    const source = { kind: 'memory' as const, examples, embeddings: fitted.embeddings };
+    const name = await findNearest(source, request.task_type, inputs.embeddings, dim, request.explain, options);
+    const neighbours = name(answers);
     predictions.forEach((p, i) => Object.assign(p, { nearest: neighbours[i] }));
   }
   const zeroShot = request.examples.length === 0;

@@ -22,6 +22,7 @@ import { fitAndMeasure } from '../train/fit-head.js';
 import { AdapterCache } from './adapter-cache.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
+import { nearestExamples } from './nearest-search.js';
 import { kEncoderChannel, kWorkerError } from '../pool/tasks.js';
 import type {
   AdapterTask,
@@ -223,6 +224,9 @@ async function dispatch(task: PoolTask): Promise<unknown> {
       return ping();
     case 'fits':
       return fits(task);
+    case 'nearest':
+      // Answers a call: at the workers' own priority, as predictions.
+      return nearestExamples(task);
   }
 }
 

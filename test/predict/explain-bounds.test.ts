@@ -1,0 +1,112 @@
+// What one explain call may cost and answer: a model's examples are searched by a pool worker, texts in the answer
+// are cut to kExplainTextChars, and a call over the inputs or comparisons explain allows is a 400 before any work.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { uciSentences } from '../../fixtures/corpora.js';
+import { kExplainTextChars, kMaxExplainComparisons, kMaxExplainInputs } from '../../src/contract/long-texts.js';
+import { SvcError } from '../../src/errors.js';
+import { closePool } from '../../src/pool/pool.js';
+import { Classifier } from '../../src/predict/classifier.js';
+import { train } from '../../src/train/train.js';
+
+const imdb = uciSentences('imdb');
+// Long examples: each of 20 reviews is three sentences repeated to over 1,500 characters.
+const long = (i: number) => {
+  const sentences = [imdb[i * 3], imdb[i * 3 + 1], imdb[i * 3 + 2]].map((row) => row.text).join(' ');
+  return Array(Math.ceil(1600 / sentences.length))
+    .fill(sentences)
+    .join(' ');
+};
+const examples = Array.from({ length: 20 }, (_, i) => ({ text: long(i), label: i % 2 === 0, label_text: 'positive' }));
+// Enough short examples that 96 inputs would compare more than kMaxExplainComparisons times.
+const many = 2700;
+const manyExamples = Array.from({ length: many }, (_, i) => ({
+  text: `${imdb[i % imdb.length].text} (${i})`,
+  label: i % 2 === 0,
+  label_text: 'positive',
+}));
+
+let root: string;
+let classifier: Classifier;
+let loaded: Classifier;
+let large: Classifier;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'svc-explain-bounds-'));
+  classifier = await train({ model: 'svc-small', task_type: 'binary-classification', finetune: false, examples });
+  await classifier.save(join(root, 'long'));
+  loaded = await Classifier.load(join(root, 'long'));
+  large = await train({ model: 'svc-small', task_type: 'binary-classification', finetune: false, examples: manyExamples });
+});
+afterAll(async () => {
+  for (const c of [classifier, loaded, large]) c?.dispose();
+  await closePool();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function refusal(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(SvcError);
+  const { code, message, param } = error as SvcError;
+  return { code, message, param: param ?? null };
+}
+
+describe('explain answers', () => {
+  it(`carry each example's first ${kExplainTextChars} characters, flagged, in memory and loaded alike`, async () => {
+    for (const model of [classifier, loaded]) {
+      const [answer] = await model.predict([examples[4].text], { explain: 3 });
+      expect(answer.nearest).toHaveLength(3);
+      // The text's own example is nearest; every example is longer than the answer carries.
+      expect(answer.nearest![0]).toMatchObject({ text: examples[4].text.slice(0, kExplainTextChars), text_truncated: true, label: true });
+      for (const n of answer.nearest!) {
+        expect(n.text).toHaveLength(kExplainTextChars);
+        expect(n.text_truncated).toBe(true);
+        expect(examples.some((e) => e.text.startsWith(n.text))).toBe(true);
+      }
+    }
+  });
+
+  it('leave a text that fits whole and unflagged', async () => {
+    const [answer] = await large.predict([manyExamples[7].text], { explain: 2 });
+    expect(answer.nearest![0]).toEqual({
+      text: manyExamples[7].text,
+      label: false,
+      similarity: expect.closeTo(1, 2),
+      supports: answer.label === false,
+    });
+    expect(Object.keys(answer.nearest![0])).not.toContain('text_truncated');
+  });
+});
+
+describe('explain bounds', () => {
+  it(`refuses more than ${kMaxExplainInputs} inputs a call, naming explain`, async () => {
+    const inputs = Array.from({ length: kMaxExplainInputs + 1 }, (_, i) => imdb[i].text);
+    expect(await refusal(classifier.predict(inputs, { explain: 1 }))).toEqual({
+      code: 'invalid_request',
+      message: `explain answers at most ${kMaxExplainInputs} inputs a call (got ${kMaxExplainInputs + 1})`,
+      param: 'explain',
+    });
+    // Without explain the same call is answered.
+    expect(await classifier.predict(inputs)).toHaveLength(kMaxExplainInputs + 1);
+  });
+
+  it('refuses more comparisons than it allows on a large model, saying how many inputs fit', async () => {
+    const most = Math.floor(kMaxExplainComparisons / many);
+    const inputs = Array.from({ length: most + 1 }, (_, i) => imdb[i].text);
+    expect(await refusal(large.predict(inputs, { explain: 1 }))).toEqual({
+      code: 'invalid_request',
+      message:
+        `explain compares every input with each of the model's ${many} training examples, at most ${kMaxExplainComparisons} ` +
+        `comparisons a call: send at most ${most} inputs with explain (got ${most + 1})`,
+      param: 'explain',
+    });
+    const answers = await large.predict(inputs.slice(0, most), { explain: 1 });
+    expect(answers.every((a) => a.nearest!.length === 1)).toBe(true);
+  });
+});
