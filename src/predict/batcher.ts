@@ -290,6 +290,16 @@ function abortError(): SvcError {
   return new SvcError('aborted', 'the prediction was aborted');
 }
 
+/**
+ * Throws at once the refusal a call of `texts` texts and `tokens` estimated tokens from `tenant` would get, for work
+ * that prepares its texts before it reaches the batcher (windowing a long text), so that a call the service could
+ * not answer costs no preparation.
+ */
+export function checkAdmission(tenant: string, texts: number, tokens: number): void {
+  const refusal = admission(tenant, texts, tokens, kMaxBatchTokens);
+  if (refusal) throw refusal;
+}
+
 /** Options of {@link scoreTexts}. */
 export interface ScoreOptions {
   /** Stops waiting; the texts not in a batch yet leave the queue. */

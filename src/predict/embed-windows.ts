@@ -7,7 +7,7 @@
 import { SvcError } from '../errors.js';
 import type { MultiHead } from '../model/directory.js';
 import { resolveBaseModel } from '../model/base-models.js';
-import { scoreTexts } from './batcher.js';
+import { checkAdmission, scoreTexts } from './batcher.js';
 import type { TruncateMode } from '../contract/long-texts.js';
 
 /** Words per window when a long text is read in chunks (about 200 WordPiece tokens of English, under the 256 read). */
@@ -40,31 +40,94 @@ export interface Windows {
  * Windows of each text for a truncate mode. `end` and `none` send the text whole (the encoder keeps
  * its first 256 tokens; `none` refuses a text that did not fit, after embedding); `start` keeps its
  * last {@link kChunkWords} words; `chunks` cuts it into windows of that many words, overlapping by
- * {@link kChunkOverlapWords}.
+ * {@link kChunkOverlapWords}. A window is the stretch of the text from its first word to its last (the
+ * whitespace between them as the text has it, which the tokenizer reads as it reads one space): no word
+ * is copied, so a call of megabytes is windowed in one pass over its characters.
  */
 export function windowsOf(texts: readonly string[], mode: TruncateMode): Windows {
   const windows: string[][] = [];
   const cut: boolean[] = [];
+  const stride = kChunkWords - kChunkOverlapWords;
   for (const text of texts) {
-    const words = mode === 'start' || mode === 'chunks' ? text.split(/\s+/).filter((word) => word.length > 0) : [];
-    if (words.length <= kChunkWords) {
+    const words = mode === 'start' || mode === 'chunks' ? wordBounds(text) : null;
+    const count = words === null ? 0 : words.length / 2;
+    if (words === null || count <= kChunkWords) {
       windows.push([text]);
       cut.push(false);
     } else if (mode === 'start') {
-      windows.push([words.slice(-kChunkWords).join(' ')]);
+      windows.push([text.slice(words[2 * (count - kChunkWords)], words[2 * count - 1])]);
       cut.push(true);
     } else {
       const parts: string[] = [];
-      const stride = kChunkWords - kChunkOverlapWords;
       for (let start = 0; ; start += stride) {
-        parts.push(words.slice(start, start + kChunkWords).join(' '));
-        if (start + kChunkWords >= words.length) break;
+        const last = Math.min(count, start + kChunkWords) - 1;
+        parts.push(text.slice(words[2 * start], words[2 * last + 1]));
+        if (start + kChunkWords >= count) break;
       }
       windows.push(parts);
       cut.push(false);
     }
   }
   return { windows, cut };
+}
+
+/** What a regular expression's `\\s` matches, as char codes. */
+function isSpace(code: number): boolean {
+  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
+  if (code < 0x85) return false;
+  return (
+    code === 0x85 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}
+
+/** Where each whitespace-separated word of `text` starts and ends: [start0, end0, start1, end1, ...]. */
+function wordBounds(text: string): Int32Array {
+  let bounds = new Int32Array(64);
+  let count = 0;
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const space = i === text.length || isSpace(text.charCodeAt(i));
+    if (start < 0) {
+      if (!space) start = i;
+      continue;
+    }
+    if (!space) continue;
+    if (count + 2 > bounds.length) {
+      const grown = new Int32Array(bounds.length * 2);
+      grown.set(bounds);
+      bounds = grown;
+    }
+    bounds[count++] = start;
+    bounds[count++] = i;
+    start = -1;
+  }
+  return bounds.subarray(0, count);
+}
+
+/**
+ * A cheap estimate of what `chunks` will send for `texts`, from their lengths alone (four characters a token, six a
+ * word, as the batcher estimates): so a call that asks for more than the service could answer is refused before any
+ * text is windowed.
+ */
+export function estimateChunks(texts: readonly string[]): { windows: number; tokens: number } {
+  let windows = 0;
+  let tokens = 0;
+  const strideChars = (kChunkWords - kChunkOverlapWords) * 6;
+  for (const text of texts) {
+    const parts = Math.max(1, Math.ceil((text.length - kChunkWords * 6) / strideChars) + 1);
+    windows += parts;
+    tokens += Math.ceil((text.length * kChunkWords) / (kChunkWords - kChunkOverlapWords) / 4) + 2 * parts;
+  }
+  return { windows, tokens };
 }
 
 /** Whose call it is, its signal, and a trained model's own encoder file (its weights or adapter; absent: the base encoder). */
@@ -117,6 +180,10 @@ export async function embedTexts(
   mode: TruncateMode,
   options: EmbedOptions & { paramOf: (index: number) => string },
 ): Promise<EmbeddedTexts> {
+  if (mode === 'chunks') {
+    const { windows, tokens } = estimateChunks(texts);
+    checkAdmission(options.tenant ?? '', windows, tokens);
+  }
   const { windows, cut } = windowsOf(texts, mode);
   const { embeddings: rows, truncated: rowCut, dim } = await embedThroughBatcher(baseModel, windows.flat(), options);
   const embeddings = poolWindows(windows, rows, dim);
