@@ -1,4 +1,5 @@
-// `npm run bench -- fairness [--scenario training|big-call|all] [--seconds 20] [--rate 20] [--iterations 20] [--json]`
+// `npm run bench -- fairness [--scenario training|big-call|explain|explain-size|classify-fit|all] [--seconds 20] [--rate 20]
+//   [--iterations 20] [--json]`
 // Predictions of one organization while another loads the service, end to end: a real `svc serve`
 // (its own process, default pool) on 127.0.0.1. Org A sends `/v2/predict` calls of 8 texts at a
 // fixed rate (open loop: a call leaves on schedule whether or not the previous one came back) to a
@@ -9,6 +10,7 @@
 //   every 2 s and giving up on it after 2 s, as the client in the review that found the hole did: one
 //   sends texts of about 1 kB (2.4 MB a call), the other 2,048 sentences (~160 kB), which the measured
 //   speed may let in. Prints what became of B's calls.
+// - explain, explain-size, classify-fit: B's cheap requests that were costly to answer (_fairness-attacks.ts).
 // Prints p50/p99 of A's calls in each phase and their ratio to idle.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,9 +21,10 @@ import { openService } from '../src/service/open.js';
 import { exited, serve } from '../test/_support/cli.js';
 import { uciSentences } from '../fixtures/corpora.js';
 import { intOption } from './_common.js';
+import { type AttackRig, kAttackScenarios, runAttack, type AttackScenario } from './_fairness-attacks.js';
 
 interface Phase {
-  phase: 'idle' | 'training' | 'big-call';
+  phase: string;
   calls: number;
   failed: number;
   p50Ms: number;
@@ -36,7 +39,7 @@ const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r
   label_text: 'positive review',
 }));
 const kTextsPerCall = 8;
-const kScenarios = ['training', 'big-call'] as const;
+const kScenarios = ['training', 'big-call', ...kAttackScenarios] as const;
 type Scenario = (typeof kScenarios)[number];
 /** B's flooding calls: as many texts as the review's, each client giving up after as long as its did. */
 const kBigCallTexts = 2048;
@@ -87,7 +90,8 @@ export async function run(args: string[]): Promise<void> {
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
     });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    const text = await response.text();
+    return { status: response.status, bytes: Buffer.byteLength(text), body: JSON.parse(text) as Record<string, unknown> };
   };
   const status = async (org: string, id: string) => (await call(org, 'GET', `/v2/models/${id}`)).body.status as string;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -102,7 +106,7 @@ export async function run(args: string[]): Promise<void> {
     const warm = { model, inputs: imdb.slice(0, kTextsPerCall).map((r) => r.text) };
     for (let i = 0; i < rate; i += 1) await Promise.all(Array.from({ length: 4 }, () => call('a', 'POST', '/v2/predict', warm)));
 
-    const measure = async (phase: Phase['phase']): Promise<Phase> => {
+    const measure = async (phase: string): Promise<Phase> => {
       const latencies: number[] = [];
       let failed = 0;
       const calls: Promise<void>[] = [];
@@ -217,6 +221,26 @@ export async function run(args: string[]): Promise<void> {
           row(loaded),
           `p99 under training / idle: ${(loaded.p99Ms / idle.p99Ms).toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`,
           `B's training meanwhile: ${finished} job(s) finished, ${stepsAtEnd} step(s) done in the jobs still training`,
+        );
+      } else if (scenario !== 'big-call') {
+        const rig: AttackRig<Phase> = {
+          call,
+          trained: async (org, body) => {
+            const id = (await call(org, 'POST', '/v2/train', body, 600_000)).body.id as string;
+            while ((await status(org, id)) === 'training') await sleep(200);
+            if ((await status(org, id)) !== 'trained') throw new Error(`org ${org}'s model ${id} did not train`);
+            return id;
+          },
+          measure,
+          pid: child.pid!,
+        };
+        const { loaded, lines: more, details } = await runAttack(scenario as AttackScenario, rig);
+        Object.assign(results, { [scenario]: loaded, [`${scenario}OfB`]: details });
+        lines.push(
+          ...more.slice(0, 1),
+          row(loaded),
+          `p99 under ${scenario} / idle: ${(loaded.p99Ms / idle.p99Ms).toFixed(2)}x (p50 ${(loaded.p50Ms / idle.p50Ms).toFixed(2)}x)`,
+          ...more.slice(1),
         );
       } else {
         const { loaded, flood } = await underBigCalls();
