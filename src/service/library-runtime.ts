@@ -119,7 +119,7 @@ export class LibraryRuntime implements ModelRuntime {
     // with them (a fence that refuses leaves neither).
     const beforePublish = async (dir: string) => {
       if (evaluate !== undefined) {
-        const report = await evaluate((texts) => scoreModelDir(dir, texts, { signal: hooks.signal, forget: true }));
+        const report = await evaluate((texts) => scoreModelDir(dir, texts, { signal: hooks.signal, forget: true, tenant: job.orgId }));
         if (report !== null && report !== undefined) await writeFile(join(dir, kEvaluationFile), JSON.stringify(report));
       }
       await fence?.();
@@ -161,7 +161,7 @@ export class LibraryRuntime implements ModelRuntime {
   async score(orgId: string, modelId: string, texts: string[], options: { signal?: AbortSignal } = {}): Promise<AnyRuntimePrediction[]> {
     // The hub's folder (with a PostgresHub, fetched into this replica's cache), read afresh: no loaded classifier needed.
     const dir = await this.hub.resolve(`${orgId}/${modelId}`);
-    return scoreModelDir(dir, texts, options);
+    return scoreModelDir(dir, texts, { ...options, tenant: orgId });
   }
 
   async remove(orgId: string, modelId: string): Promise<void> {

@@ -41,7 +41,7 @@ export interface ScoredModel {
 export async function scoreAsTraining(
   model: ScoredModel,
   texts: readonly string[],
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; tenant?: string } = {},
 ): Promise<PredictionOf<TaskType>[]> {
   const dim = resolveBaseModel(model.baseModel).hiddenSize;
   const table = packHeads([model.head]);
@@ -52,13 +52,9 @@ export async function scoreAsTraining(
     // Checked between chunks, not given to the task: aborting a running task ends its worker and the encoders it holds.
     if (options.signal?.aborted) throw new SvcError('aborted', 'scoring was aborted');
     const part = texts.slice(start, start + kScoreChunk);
-    const embeddings = await runTask<Float32Array>({
-      kind: 'embed',
-      baseModel: model.baseModel,
-      encoderFile: model.encoderFile,
-      texts: part,
-      asPredicted: true,
-    });
+    // Background work: the organization's turn on training's share, like its training job's chunks.
+    const task = { kind: 'embed', baseModel: model.baseModel, encoderFile: model.encoderFile, texts: part, asPredicted: true } as const;
+    const embeddings = await runTask<Float32Array>(task, undefined, undefined, { tenant: options.tenant });
     const probabilities = scoreSegments(embeddings, dim, Int32Array.of(part.length), Int32Array.of(0), table);
     for (let i = 0; i < part.length; i++) {
       predictions.push(
@@ -79,7 +75,7 @@ export async function scoreAsTraining(
 export async function scoreModelDir(
   dir: string,
   texts: readonly string[],
-  options: { signal?: AbortSignal; forget?: boolean } = {},
+  options: { signal?: AbortSignal; forget?: boolean; tenant?: string } = {},
 ): Promise<PredictionOf<TaskType>[]> {
   const { manifest, head, encoderFile } = await readModelDir(dir);
   try {
