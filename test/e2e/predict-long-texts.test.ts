@@ -12,6 +12,7 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { kExampleEmbeddingsFile, kExamplesFile } from '../../src/predict/example-bank.js';
+import { kExplainTextChars } from '../../src/contract/long-texts.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
@@ -83,8 +84,15 @@ describe('POST /v2/predict: truncate and explain', () => {
     }[];
     expect(predictions.map((p) => Object.keys(p))).toEqual(inputs.map(() => ['label', 'probability', 'truncated', 'chunks', 'nearest']));
     expect(predictions.map((p) => p.chunks)).toEqual([1, 3]);
-    // The long input is a training example, kept as the head saw it (read in chunks): its own nearest.
-    expect(predictions[1].nearest[0]).toMatchObject({ text: long, label: true, supports: predictions[1].label });
+    // The long input is a training example, kept as the head saw it (read in chunks): its own nearest, its text cut to
+    // what an explanation carries.
+    expect(long.length).toBeGreaterThan(kExplainTextChars);
+    expect(predictions[1].nearest[0]).toMatchObject({
+      text: long.slice(0, kExplainTextChars),
+      text_truncated: true,
+      label: true,
+      supports: predictions[1].label,
+    });
     // 1 up to the default precision's rounding: the stored example embeddings are fp32 (training embeds in fp32), the
     // prediction's are 'auto' (bf16 where it measured faster: cosine >= 0.9999 to fp32).
     expect(predictions[1].nearest[0].similarity).toBeGreaterThanOrEqual(0.9999);
