@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
 import { exited, serve, svc } from '../_support/cli.js';
+import { kExplainTextChars } from '../../src/contract/long-texts.js';
 
 const imdb = uciSentences('imdb');
 const rows = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)];
@@ -53,13 +54,15 @@ describe('svc train --truncate, svc predict --truncate --explain', () => {
     const predicted = await svc(['predict', '--model', model.id, '--truncate', 'chunks', '--explain', '2', 'A wonderful film.', long], env);
     expect(predicted.code).toBe(0);
     const body = JSON.parse(predicted.stdout) as {
-      predictions: { label: boolean; chunks: number; nearest: { text: string; similarity: number }[] }[];
+      predictions: { label: boolean; chunks: number; nearest: { text: string; text_truncated?: true; similarity: number }[] }[];
     };
     expect(body.predictions.map((p) => [p.chunks, p.nearest.length])).toEqual([
       [1, 2],
       [3, 2],
     ]);
-    expect(body.predictions[1].nearest[0].text).toBe(long);
+    // The long text is its own nearest example, cut to what an explanation carries.
+    expect(long.length).toBeGreaterThan(kExplainTextChars);
+    expect(body.predictions[1].nearest[0]).toMatchObject({ text: long.slice(0, kExplainTextChars), text_truncated: true });
 
     const bad = await svc(['predict', '--model', model.id, '--explain', '1.5', 'A wonderful film.'], env);
     expect(bad.code).toBe(1);

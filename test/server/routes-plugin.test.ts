@@ -86,7 +86,8 @@ describe('/v2', () => {
           minimum: 1,
           maximum: 20,
           description:
-            "Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to 20",
+            "Per text, the k training examples nearest to it in the model's embedding space, with their labels and cosine similarity; 1 to 20; " +
+            "at most 96 inputs a call, and inputs x the model's examples at most 250000",
         },
       },
       required: ['model', 'inputs'],

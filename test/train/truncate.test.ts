@@ -8,6 +8,7 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { SvcError } from '../../src/errors.js';
 import { closePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
+import { kExplainTextChars } from '../../src/contract/long-texts.js';
 
 const imdb = split(uciSentences('imdb'), 3);
 const short = imdb.trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' }));
@@ -46,7 +47,9 @@ describe('train truncate', () => {
       const classifier = await train({ ...request, truncate });
       try {
         const [answer] = await classifier.predict([examples[18].text], { truncate, explain: 1 });
-        expect(answer.nearest![0].text).toBe(examples[18].text);
+        // Its own nearest example, its text cut to what an explanation carries.
+        expect(examples[18].text.length).toBeGreaterThan(kExplainTextChars);
+        expect(answer.nearest![0]).toMatchObject({ text: examples[18].text.slice(0, kExplainTextChars), text_truncated: true });
         // 1 up to the default precision's rounding: stored embeddings are fp32, the prediction's 'auto' (bf16 where it
         // measured faster: cosine >= 0.9999 to fp32).
         expect(answer.nearest![0].similarity).toBeGreaterThanOrEqual(0.9999);
