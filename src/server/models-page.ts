@@ -68,7 +68,11 @@ const kPage = `<!doctype html>
   const api = async (path, init = {}) => {
     const response = await fetch(base + path, { ...init, headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' } });
     const body = await response.json();
-    if (!response.ok) throw new Error(body.error ? body.error.message : String(response.status));
+    if (!response.ok) {
+      const error = new Error(body.error ? body.error.message : String(response.status));
+      error.retryAfter = response.status === 409 ? Number(response.headers.get('retry-after')) || 0 : 0;
+      throw error;
+    }
     return body;
   };
   const el = (tag, attrs, text) => {
@@ -123,6 +127,8 @@ const kPage = `<!doctype html>
     } catch (error) {
       report = null;
       $('report-note').textContent = error.message;
+      // A report being computed in the background (409 with retry-after): asked again while the version stays picked.
+      if (error.retryAfter > 0) setTimeout(() => picked === v && pick(tr, v), error.retryAfter * 1000);
     }
     drawConfusion();
     drawThresholds();
