@@ -53,7 +53,8 @@ export { SvcService } from '../service/service.js';
 export type { Principal, CreatedApiKey, SvcServiceOptions } from '../service/service.js';
 export { LibraryRuntime } from '../service/library-runtime.js';
 export type { LibraryRuntimeOptions } from '../service/library-runtime.js';
-export type { ModelRuntime, RuntimeTrainHooks, RuntimeTrainJob, RuntimePrediction } from '../service/runtime.js';
+export type { ModelRuntime, ModelScorer, RuntimeTrainHooks, RuntimeTrainJob, RuntimePrediction } from '../service/runtime.js';
+export type { StoredEvaluation } from '../service/evaluation-file.js';
 export { connectService, openService } from '../service/open.js';
 export type { ServiceLocation } from '../service/open.js';
 export { SqliteStore } from '../store/sqlite.js';
@@ -62,6 +63,8 @@ export type {
   JobLease,
   ModelVersions,
   PromoteOutcome,
+  QueueLimits,
+  QuotaRefusal,
   RemoveVersionOutcome,
   RequestLogPage,
   RequestLogPreview,
