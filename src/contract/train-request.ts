@@ -75,6 +75,21 @@ export const kMaxTrainTokens = 1_000_000;
 /** Characters per token of the estimate: WordPiece read 3.5 (e-mails) to 4.3 (short reviews) characters a token. */
 export const kCharsPerToken = 4;
 
+/**
+ * A text's tokens estimated from its length alone, the one estimate every bound and batch size uses (the tokenizer
+ * is pool work): {@link kCharsPerToken} characters a token plus [CLS] and [SEP], at most `readTokens` (what the
+ * encoder reads of it; left out: the whole text).
+ *
+ * @example
+ * ```ts
+ * estimateTextTokens('x'.repeat(1550), 256); // 256
+ * estimateTextTokens('x'.repeat(1550)); // 390
+ * ```
+ */
+export function estimateTextTokens(text: string, readTokens = Infinity): number {
+  return Math.min(readTokens, Math.ceil(text.length / kCharsPerToken) + 2);
+}
+
 // Messages are written without the field name; `parseRequest` puts the path in front
 // (`examples[3].label must be a boolean`). Issues flagged `whole` are complete sentences.
 // Fields every task type shares.

@@ -1,7 +1,7 @@
 // The work a train request asks for, bounded before its job is queued: the tokens of text the job would embed,
 // estimated from characters (the tokenizer is pool work, and a request refused here must cost next to nothing).
 import { SvcError } from '../errors.js';
-import { kCharsPerToken, kMaxTrainTokens } from './train-request.js';
+import { estimateTextTokens, kCharsPerToken, kMaxTrainTokens } from './train-request.js';
 import type { TrainRequest } from './train-request.js';
 
 /**
@@ -15,11 +15,8 @@ import type { TrainRequest } from './train-request.js';
  * ```
  */
 export function trainRequestTokens(request: TrainRequest, readTokens: number): number {
-  const whole = request.truncate === 'chunks';
-  const tokens = (text: string) => {
-    const estimate = Math.ceil(text.length / kCharsPerToken) + 2;
-    return whole ? estimate : Math.min(estimate, readTokens);
-  };
+  const read = request.truncate === 'chunks' ? Infinity : readTokens;
+  const tokens = (text: string) => estimateTextTokens(text, read);
   let sum = 0;
   for (const example of request.examples) sum += tokens(example.text);
   for (const example of request.validation ?? []) sum += tokens(example.text);

@@ -1,5 +1,6 @@
 // One predict call as the batcher holds it, cut into parts as batches have room, and the pieces
 // a batch is made of.
+import { estimateTextTokens } from '../contract/train-request.js';
 import { isMultiHead } from '../model/directory.js';
 import type { Head } from '../model/directory.js';
 import type { HeadTable, PredictResult } from '../pool/tasks.js';
@@ -7,12 +8,9 @@ import type { HeadTable, PredictResult } from '../pool/tasks.js';
 /** Tokens kept per text by the base models. */
 export const kMaxTokensPerText = 256;
 
-/**
- * A cheap token estimate that needs no tokenizer on the main thread: about four characters
- * per WordPiece token in English, plus [CLS] and [SEP], capped at the truncation length.
- */
+/** A cheap token estimate that needs no tokenizer on the main thread (`estimateTextTokens`), capped at the truncation length. */
 export function estimateTokens(text: string): number {
-  return Math.min(kMaxTokensPerText, Math.ceil(text.length / 4) + 2);
+  return estimateTextTokens(text, kMaxTokensPerText);
 }
 
 /** One `scoreTexts` call: its texts go out in order, in as many batches as room allows, and it ends when all are back. */

@@ -9,11 +9,14 @@ import type { MultiHead } from '../model/directory.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { checkAdmission, scoreTexts } from './batcher.js';
 import type { TruncateMode } from '../contract/long-texts.js';
+import { estimateTextTokens } from '../contract/train-request.js';
 
 /** Words per window when a long text is read in chunks (about 200 WordPiece tokens of English, under the 256 read). */
 export const kChunkWords = 160;
 /** Words two neighbouring windows share, so that no sentence is only ever seen cut in two. */
 export const kChunkOverlapWords = 32;
+/** Characters a word (with its space) of English, for estimating windows from a length. */
+const kCharsPerWord = 6;
 
 const identityHeads = new Map<number, MultiHead>();
 
@@ -114,18 +117,18 @@ function wordBounds(text: string): Int32Array {
 }
 
 /**
- * A cheap estimate of what `chunks` will send for `texts`, from their lengths alone (four characters a token, six a
- * word, as the batcher estimates): so a call that asks for more than the service could answer is refused before any
- * text is windowed.
+ * A cheap estimate of what `chunks` will send for `texts`, from their lengths alone (`estimateTextTokens`, and six
+ * characters a word): so a call that asks for more than the service could answer is refused before any text is
+ * windowed. Overlapping windows read their shared words twice.
  */
 export function estimateChunks(texts: readonly string[]): { windows: number; tokens: number } {
   let windows = 0;
   let tokens = 0;
-  const strideChars = (kChunkWords - kChunkOverlapWords) * 6;
+  const stride = kChunkWords - kChunkOverlapWords;
   for (const text of texts) {
-    const parts = Math.max(1, Math.ceil((text.length - kChunkWords * 6) / strideChars) + 1);
+    const parts = Math.max(1, Math.ceil((text.length - kChunkWords * kCharsPerWord) / (stride * kCharsPerWord)) + 1);
     windows += parts;
-    tokens += Math.ceil((text.length * kChunkWords) / (kChunkWords - kChunkOverlapWords) / 4) + 2 * parts;
+    tokens += Math.ceil((estimateTextTokens(text) * kChunkWords) / stride) + 2 * parts;
   }
   return { windows, tokens };
 }

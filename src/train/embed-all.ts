@@ -1,7 +1,7 @@
 // Embedding a training job's texts in the pool: spread over every worker in small chunks, so progress
 // reports keep coming, an abort is noticed between chunks rather than after the whole job, and in the
 // service other organizations' jobs take their turns between them (pool/background-gate.ts).
-import { kCharsPerToken } from '../contract/train-request.js';
+import { estimateTextTokens } from '../contract/train-request.js';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { poolOptions, runTask } from '../pool/pool.js';
@@ -81,7 +81,7 @@ function chunksOf(texts: readonly string[], size: number, readTokens: number): [
   let start = 0;
   let tokens = 0;
   for (let i = 0; i < texts.length; i++) {
-    const estimate = Math.min(readTokens, Math.ceil(texts[i].length / kCharsPerToken) + 2);
+    const estimate = estimateTextTokens(texts[i], readTokens);
     if (i > start && (i - start === size || tokens + estimate > kEmbedChunkTokens)) {
       chunks.push([start, i]);
       start = i;
