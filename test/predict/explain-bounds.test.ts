@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
 import { kExplainTextChars, kMaxExplainComparisons, kMaxExplainInputs } from '../../src/contract/long-texts.js';
-import { SvcError } from '../../src/errors.js';
 import { closePool } from '../../src/pool/pool.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
+import { refusal } from '../_support/refusal.js';
 
 const imdb = uciSentences('imdb');
 // Long examples: each of 20 reviews is three sentences repeated to over 1,500 characters.
@@ -46,16 +46,6 @@ afterAll(async () => {
   await closePool();
   await rm(root, { recursive: true, force: true });
 });
-
-async function refusal(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  const { code, message, param } = error as SvcError;
-  return { code, message, param: param ?? null };
-}
 
 describe('explain answers', () => {
   it(`carry each example's first ${kExplainTextChars} characters, flagged, in memory and loaded alike`, async () => {

@@ -9,12 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { split } from '../../fixtures/draw.js';
 import { uciSentences, uciSites } from '../../fixtures/corpora.js';
-import { SvcError } from '../../src/errors.js';
 import { closePool } from '../../src/pool/pool.js';
 import { Classifier, type Prediction } from '../../src/predict/classifier.js';
 import { kExampleEmbeddingsFile, kExamplesFile } from '../../src/predict/example-bank.js';
 import { splitClasses } from '../../fixtures/draw.js';
 import { train } from '../../src/train/train.js';
+import { refusal } from '../_support/refusal.js';
 
 const imdb = split(uciSentences('imdb'), 1);
 const examples = imdb.trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' }));
@@ -38,16 +38,6 @@ afterAll(async () => {
   await closePool();
   await rm(root, { recursive: true, force: true });
 });
-
-async function refusal(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  const { code, message, param } = error as SvcError;
-  return { code, message, param: param ?? null };
-}
 
 describe('predict truncate', () => {
   it("reads the default and 'end' alike, and refuses a text that does not fit with 'none'", async () => {

@@ -4,10 +4,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { kMaxClassifyFitCells } from '../../src/contract/classify-request.js';
-import { SvcError } from '../../src/errors.js';
 import { backgroundStats, closePool, keepWorkerForPredictions } from '../../src/pool/pool.js';
 import { cachedClassifyHeads, classify, clearClassifyHeads } from '../../src/train/classify.js';
 import { imdbExamples } from '../_support/examples.js';
+import { refusal } from '../_support/refusal.js';
 
 afterAll(async () => {
   await closePool();
@@ -15,16 +15,6 @@ afterAll(async () => {
 
 const examples = imdbExamples(0, 10);
 const inputs = ['An absolutely wonderful, moving film.', 'Terrible, boring and a complete waste of time.'];
-
-async function rejection(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  const { code, message, param } = error as SvcError;
-  return { code, message, param: param ?? null };
-}
 
 describe('classify between tenants', () => {
   it("keeps each tenant's fitted heads apart: the same examples from another tenant are fitted again", async () => {
@@ -45,7 +35,7 @@ describe('classify between tenants', () => {
     // Same tenant, same examples: this call finds the pending fit and waits on it.
     const joiner = classify(inputs, examples, { tenant: 'org-a' });
     controller.abort();
-    expect((await rejection(starter)).code).toBe('aborted');
+    expect((await refusal(starter)).code).toBe('aborted');
     const answer = await joiner;
     expect(answer.predictions.map((p) => (p as { label: boolean }).label)).toEqual([true, false]);
   });
@@ -55,7 +45,7 @@ describe('classify between tenants', () => {
     const perClass = Math.floor(kMaxClassifyFitCells / classes / classes) + 1;
     const many = Array.from({ length: classes * perClass }, (_, i) => ({ text: `text ${i}`, label: `class ${i % classes}` }));
     const n = many.length;
-    expect(await rejection(classify(['x'], many, { tenant: 'org-a' }))).toEqual({
+    expect(await refusal(classify(['x'], many, { tenant: 'org-a' }))).toEqual({
       code: 'invalid_request',
       message:
         `a classify call fits its head while it runs: examples x classes may be at most ${kMaxClassifyFitCells} ` +

@@ -3,12 +3,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { uciSentences, uciSites } from '../../fixtures/corpora.js';
-import { SvcError } from '../../src/errors.js';
 import { batchStats } from '../../src/predict/batcher.js';
 import { closePool } from '../../src/pool/pool.js';
 import { cachedClassifyHeads, classify, clearClassifyHeads } from '../../src/train/classify.js';
 import { windowsOf } from '../../src/predict/embed-windows.js';
 import { imdbExamples } from '../_support/examples.js';
+import { refusal } from '../_support/refusal.js';
 
 afterAll(async () => {
   await closePool();
@@ -25,16 +25,6 @@ const negatives = imdb
   .filter((r) => !r.label)
   .slice(100, 147)
   .map((r) => r.text);
-
-async function rejection(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  const { code, message, param } = error as SvcError;
-  return { code, message, param };
-}
 
 describe('classify (library)', () => {
   it("labels clear sentiment by 20 examples, in predict's binary shape, and fits the head once for the same examples", async () => {
@@ -188,13 +178,13 @@ describe('classify (library)', () => {
   });
 
   it('refuses a bad call with a 4xx that names the field', async () => {
-    expect(await rejection(classify(Array(97).fill('x'), examples))).toEqual({
+    expect(await refusal(classify(Array(97).fill('x'), examples))).toEqual({
       code: 'invalid_request',
       message: 'inputs holds more than 96 texts, the limit per classify request',
       param: 'inputs',
     });
     expect(
-      await rejection(
+      await refusal(
         classify(
           ['x'],
           [
@@ -209,33 +199,33 @@ describe('classify (library)', () => {
       message: "the class 'y' has 1 example; each needs at least 2",
       param: 'examples',
     });
-    expect(await rejection(classify(['x'], examples.slice(0, 11)))).toEqual({
+    expect(await refusal(classify(['x'], examples.slice(0, 11)))).toEqual({
       code: 'invalid_request',
       message: "the label 'false' has 1 example; each needs at least 2",
       param: 'examples',
     });
-    expect(await rejection(classify(['x'], [], { taskType: 'multi-class-classification' }))).toEqual({
+    expect(await refusal(classify(['x'], [], { taskType: 'multi-class-classification' }))).toEqual({
       code: 'invalid_request',
       message: 'with no examples (zero-shot), labels is required: the classes are told apart by their names',
       param: 'labels',
     });
-    expect(await rejection(classify(['x'], examples, { explain: 1.5 }))).toEqual({
+    expect(await refusal(classify(['x'], examples, { explain: 1.5 }))).toEqual({
       code: 'invalid_request',
       message: 'explain must be an integer',
       param: 'explain',
     });
-    expect(await rejection(classify(['x'], examples, { explain: 21 }))).toEqual({
+    expect(await refusal(classify(['x'], examples, { explain: 21 }))).toEqual({
       code: 'invalid_request',
       message: 'explain must be at most 20',
       param: 'explain',
     });
-    expect(await rejection(classify(['x'], [], {}))).toEqual({
+    expect(await refusal(classify(['x'], [], {}))).toEqual({
       code: 'invalid_request',
       message: 'task_type is required',
       param: 'task_type',
     });
     const long = Array(400).fill('word').join(' ');
-    expect(await rejection(classify(['short', long], examples, { truncate: 'none' }))).toEqual({
+    expect(await refusal(classify(['short', long], examples, { truncate: 'none' }))).toEqual({
       code: 'invalid_request',
       message:
         "inputs[1] is longer than the 256 tokens svc-small reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to classify it",

@@ -5,10 +5,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { split } from '../../fixtures/draw.js';
 import { uciSentences } from '../../fixtures/corpora.js';
-import { SvcError } from '../../src/errors.js';
 import { closePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 import { kExplainTextChars } from '../../src/contract/long-texts.js';
+import { refusal } from '../_support/refusal.js';
 
 const imdb = split(uciSentences('imdb'), 3);
 const short = imdb.trainSet.map((row) => ({ text: row.text, label: row.label, label_text: 'positive' }));
@@ -29,16 +29,6 @@ const examples = [...short.slice(0, 18), long(true, 0), long(false, 400)];
 const request = { model: 'svc-small', task_type: 'binary-classification' as const, finetune: false, examples };
 
 afterAll(() => closePool());
-
-async function refusal(work: Promise<unknown>): Promise<{ code: string; message: string; param: string | null }> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  const { code, message, param } = error as SvcError;
-  return { code, message, param: param ?? null };
-}
 
 describe('train truncate', () => {
   it.each(['chunks', 'start', 'end'] as const)(
