@@ -4,11 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
 import { kExplainTextChars, kMaxExplainComparisons, kMaxExplainInputs } from '../../src/contract/long-texts.js';
 import { closePool } from '../../src/pool/pool.js';
+import { configurePredictQueue } from '../../src/predict/batcher.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
 import { refusal } from '../_support/refusal.js';
@@ -98,5 +99,47 @@ describe('explain bounds', () => {
     });
     const answers = await large.predict(inputs.slice(0, most), { explain: 1 });
     expect(answers.every((a) => a.nearest!.length === 1)).toBe(true);
+  });
+});
+
+describe('the main thread', () => {
+  it("parses none of a loaded model's kept examples for explain: its worker reads and keeps them", async () => {
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      const [answer] = await loaded.predict([examples[6].text], { explain: 2 });
+      expect(answer.nearest![0].text).toBe(examples[6].text.slice(0, kExplainTextChars));
+      // examples.json parses to the model's examples: nothing on this thread parsed such an array.
+      const banks = parse.mock.results.filter(({ value }) => Array.isArray(value) && value.length === examples.length);
+      expect(banks).toEqual([]);
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it("refuses a 'chunks' call the service could not answer in time before windowing any of its texts", async () => {
+    configurePredictQueue({ deadlineMs: 10_000 });
+    try {
+      await classifier.predict(imdb.slice(0, 8).map((row) => row.text)); // a timed batch: the speed is measured
+      const huge = Array.from({ length: 96 }, (_, i) => `${long(i % 20)} `.repeat(60).slice(0, 100_000));
+      const split = vi.spyOn(String.prototype, 'split');
+      const slice = vi.spyOn(String.prototype, 'slice');
+      let outcome: { code: string; message: string; param: string | null };
+      let windowed: unknown[];
+      try {
+        outcome = await refusal(classifier.predict(huge, { truncate: 'chunks' }));
+      } finally {
+        // Read before the spies are restored (restoring clears them); a string method's receiver arrives boxed.
+        windowed = [...split.mock.contexts, ...slice.mock.contexts].filter((self) => huge.includes(String(self)));
+        split.mockRestore();
+        slice.mockRestore();
+      }
+      expect(outcome.code).toBe('overloaded');
+      expect(outcome.message).toMatch(
+        /^The service is overloaded: at the \d+ tokens\/s measured, this prediction would end in about \d+ ms/,
+      );
+      expect(windowed).toEqual([]);
+    } finally {
+      configurePredictQueue();
+    }
   });
 });
