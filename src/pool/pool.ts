@@ -266,7 +266,7 @@ export function onTaskEnd(listener: () => void): () => void {
 export interface TaskPlacement {
   /** Whose task it is (the service's organization); tasks without one share one line. */
   tenant?: string;
-  /** Milliseconds it may wait for its turn before `runTask` rejects with 503 `overloaded` (a call's deadline). */
+  /** Milliseconds it may wait for its turn before `runTask` rejects with 503 `overloaded` (a call's deadline; Infinity: none). */
   startWithinMs?: number;
   /**
    * Stops only the wait for its turn (default: `signal`): for tasks that stop by their own means once running (a

@@ -81,7 +81,7 @@ export async function findNearest(
     { kind: 'nearest', inputs, dim, k, bank, textChars: kExplainTextChars },
     call.signal,
     undefined,
-    { tenant: call.tenant, ...(Number.isFinite(deadlineMs) ? { startWithinMs: deadlineMs } : {}) },
+    { tenant: call.tenant, startWithinMs: deadlineMs },
   );
   const { count, indices, similarities } = found;
   const named = found.examples ?? Array.from(indices, (i) => fromMemory((source as { examples: readonly KeptExample[] }).examples[i]));

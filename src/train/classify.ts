@@ -225,7 +225,7 @@ async function scoreWithHead(
       crossValidate: false,
     };
     // Not aborted with this call: another call of the tenant with the same examples may be waiting on the same fit.
-    const placement = { tenant: options.tenant, ...(Number.isFinite(deadlineMs) ? { startWithinMs: deadlineMs } : {}) };
+    const placement = { tenant: options.tenant, startWithinMs: deadlineMs };
     return { head: headOf(kind, await runTask<FitResult>(task, undefined, undefined, placement)), embeddings: own };
   });
   remember(key, fitting, n);
