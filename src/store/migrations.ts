@@ -238,6 +238,25 @@ export const kMigrations: readonly string[] = Object.freeze([
     + COALESCE((SELECT SUM(2 * (octet_length(text) + octet_length(label_text)) + 4096)
                 FROM training_examples e WHERE e.model_id = models.id), 0);
   `,
+  // 16: the texts a teacher (a chat model through the proxy) labels for a job, and what each call bought: a label
+  // bought is kept here the moment it arrives, so a job that runs again after a restart never pays for it twice.
+  // outcome is null until asked, then 'labelled', 'refused' or 'invalid'; labels are JSON (boolean, class, array).
+  `
+  CREATE TABLE teacher_texts (
+    model_id TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    human_label TEXT,
+    outcome TEXT,
+    teacher_label TEXT,
+    detail TEXT,
+    request_id INTEGER,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    ms REAL,
+    PRIMARY KEY (model_id, position)
+  ) WITHOUT ROWID;
+  `,
 ]);
 
 /**

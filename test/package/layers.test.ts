@@ -30,6 +30,8 @@ const kLayers: Readonly<Record<string, number>> = Object.freeze({
   contract: 2,
   // The model directory format, base models, the hub.
   model: 3,
+  // Talking to a chat model as a labeller and reading what logged calls classified: prompts, replies, labels.
+  teacher: 3,
   // The addon's contract and loader; the two root files that find the package's folder through it.
   native: 4,
   'version.ts': 5,
