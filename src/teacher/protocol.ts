@@ -93,7 +93,7 @@ function meaning(task: TeacherTask): string {
   if (task.taskType === 'multi-class-classification') {
     return `You label texts for a classifier. Each text belongs to exactly one of these classes: ${quoted(task.labels)}. The label is the class name, spelled exactly as given.`;
   }
-  return `You label texts for a multi-label classifier. Each text has any number of these labels, none included: ${quoted(task.labels)}. The label is the list of the labels that apply, each once, spelled exactly as given; an empty list when none applies.`;
+  return `You label texts for a multi-label classifier. Each text has any number of these labels, maybe none: ${quoted(task.labels)}. The label is the list of the labels that apply, each once, spelled exactly as given; an empty list when none applies.`;
 }
 
 /**
@@ -195,6 +195,9 @@ function quote(value: unknown): string {
   return text.length > kTeacherDetailChars ? `${text.slice(0, kTeacherDetailChars)}…` : text;
 }
 
+/** `value` as JSON (strings in quotes), cut as `quote` cuts. */
+const asJson = (value: unknown) => quote(JSON.stringify(value) ?? String(value));
+
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** What a reply said: the answer object, or a reason every text of the call shares. */
@@ -251,16 +254,17 @@ function anthropicAnswer(reply: Record<string, unknown>): ReplyAnswer {
 
 /** Why `label` is not a label of the task, or null when it is one. */
 function labelFault(label: unknown, task: TeacherTask): string | null {
-  if (task.taskType === 'binary-classification') return typeof label === 'boolean' ? null : `label must be a boolean (got ${quote(label)})`;
+  if (task.taskType === 'binary-classification')
+    return typeof label === 'boolean' ? null : `label must be a boolean (got ${asJson(label)})`;
   const known = new Set(task.labels);
   if (task.taskType === 'multi-class-classification') {
-    if (typeof label !== 'string') return `label must be one of the classes (got ${quote(label)})`;
-    return known.has(label) ? null : `label ${quote(label)} is not one of the classes`;
+    if (typeof label !== 'string') return `label must be one of the classes (got ${asJson(label)})`;
+    return known.has(label) ? null : `label ${asJson(label)} is not one of the classes`;
   }
-  if (!Array.isArray(label)) return `label must be a list of labels (got ${quote(label)})`;
+  if (!Array.isArray(label)) return `label must be a list of labels (got ${asJson(label)})`;
   const outside = label.find((member) => typeof member !== 'string' || !known.has(member));
-  if (outside !== undefined) return `label ${quote(outside)} is not one of the labels (got ${quote(label)})`;
-  if (new Set(label).size !== label.length) return `label lists a label twice (got ${quote(label)})`;
+  if (outside !== undefined) return `label ${asJson(outside)} is not one of the labels (got ${asJson(label)})`;
+  if (new Set(label).size !== label.length) return `label lists a label twice (got ${asJson(label)})`;
   return null;
 }
 
