@@ -257,6 +257,41 @@ export const kMigrations: readonly string[] = Object.freeze([
     PRIMARY KEY (model_id, position)
   ) WITHOUT ROWID;
   `,
+  // 17: shadow classifiers. A project names a classifier for one proxied model (project_shadows), and each proxied call
+  // of that model leaves a row comparing the classifier's label with the chat model's (shadow_results). A result goes
+  // with its request-log row (ON DELETE CASCADE): retention prunes both in one statement. Labels are JSON; agreed is
+  // 1, 0, or null when either label is missing; classifier_id is not a reference, so that a deleted classifier's
+  // results stay and later calls record the error.
+  `
+  CREATE TABLE project_shadows (
+    project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    classifier_id TEXT NOT NULL,
+    text_pointer TEXT,
+    label_rule TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (project_id, model)
+  ) WITHOUT ROWID;
+  CREATE TABLE shadow_results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id TEXT NOT NULL,
+    request_id INTEGER NOT NULL REFERENCES request_log(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    classifier_id TEXT NOT NULL,
+    chat_label TEXT,
+    classifier_label TEXT,
+    agreed INTEGER,
+    classifier_ms REAL,
+    error TEXT,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    chat_ms REAL NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX shadow_results_project ON shadow_results(project_id, created_at);
+  CREATE INDEX shadow_results_request ON shadow_results(request_id);
+  `,
 ]);
 
 /**

@@ -7,6 +7,7 @@ import { PostgresProxyLedger } from './postgres-proxy-ledger.js';
 import { lockOrganization, queryOne, queryRows } from './postgres-query.js';
 import { PostgresRequestLog } from './postgres-request-log.js';
 import { PostgresVersions } from './postgres-versions.js';
+import { PostgresShadows } from './postgres-shadows.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import {
   type KeyRow,
@@ -88,6 +89,7 @@ export class PostgresStore implements Store {
   /** Token reservations against project budgets, and the per-project count of request-log body bytes. */
   readonly proxyLedger: PostgresProxyLedger;
   readonly versions: PostgresVersions;
+  readonly shadows: PostgresShadows;
   readonly #pool: pg.Pool;
   /** The training jobs (postgres-job-queue.ts) and the request log (postgres-request-log.ts): the Store's methods forward. */
   readonly #jobs: PostgresJobQueue;
@@ -99,6 +101,7 @@ export class PostgresStore implements Store {
     this.requestCounter = new PostgresRequestCounter(pool);
     this.#jobs = new PostgresJobQueue(pool);
     this.#log = new PostgresRequestLog(pool, this.proxyLedger);
+    this.shadows = new PostgresShadows(pool);
     this.versions = new PostgresVersions(pool, (client, m, examples, options, limit, classifierId) =>
       this.#jobs.queueModel(client, m, examples, options, limit, classifierId),
     );

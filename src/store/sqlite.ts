@@ -24,6 +24,7 @@ import {
 import { SqliteJobQueue } from './sqlite-job-queue.js';
 import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import { SqliteRequestLog } from './sqlite-request-log.js';
+import { SqliteShadows } from './sqlite-shadows.js';
 import { SqliteVersions } from './sqlite-versions.js';
 import type {
   ApiKeyRecord,
@@ -68,6 +69,7 @@ export class SqliteStore implements Store {
   /** Token reservations against project budgets, and the per-project count of request-log body bytes. */
   readonly proxyLedger: SqliteProxyLedger;
   readonly versions: SqliteVersions;
+  readonly shadows: SqliteShadows;
   readonly #db: Database.Database;
   readonly #sql;
   /** The training jobs (sqlite-job-queue.ts) and the request log (sqlite-request-log.ts): the Store's methods forward. */
@@ -79,6 +81,7 @@ export class SqliteStore implements Store {
     this.proxyLedger = new SqliteProxyLedger(db);
     this.#jobs = new SqliteJobQueue(db);
     this.#log = new SqliteRequestLog(db, this.proxyLedger);
+    this.shadows = new SqliteShadows(db);
     const p = (sql: string) => db.prepare(sql);
     this.#sql = {
       insertOrg: p('INSERT INTO organizations (id, created_at, proxy_access) VALUES (?, ?, 0)'),

@@ -6,6 +6,7 @@
  */
 
 import type { RequestLogWrite, TokenLedger } from './proxy-ledger.js';
+import type { ShadowStore } from './shadow-types.js';
 
 /** Unix milliseconds. The HTTP contracts convert to seconds where they say so. */
 export type Millis = number;
@@ -421,6 +422,9 @@ export interface Store {
    * statement holds the write lock for long.
    */
   pruneRequestLog(projectId: string, options: { olderThan: Millis; keepNewest: number; limit: number }): Promise<number>;
+
+  /** Shadow classifiers: each project's settings and the compared calls, pruned with their log rows (shadow-types.ts). */
+  readonly shadows: ShadowStore;
 
   close(): Promise<void>;
 }

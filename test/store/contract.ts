@@ -10,6 +10,7 @@ import { jobLeasesContract } from './job-leases-contract.js';
 import { jobQueueContract } from './job-queue-contract.js';
 import { quotasContract } from './quotas-contract.js';
 import { requestLogContract } from './request-log-contract.js';
+import { shadowContract } from './shadow-contract.js';
 
 export function storeContract(name: string, backend: StoreBackend): void {
   describe(`${name}: the Store contract`, () => {
@@ -18,5 +19,6 @@ export function storeContract(name: string, backend: StoreBackend): void {
     jobLeasesContract(backend);
     requestLogContract(backend);
     quotasContract(backend);
+    shadowContract(backend);
   });
 }
