@@ -7,9 +7,9 @@ import { inTransaction } from './postgres-migrations.js';
 import type { PostgresProxyLedger } from './postgres-proxy-ledger.js';
 import { queryOne, queryRows } from './postgres-query.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
-import { type LogPreviewRow, type LogRow, logPageSql, toLog, toLogPage } from './rows.js';
+import { type LogPreviewRow, type LogRow, logPageSql, logRangeParams, toLog, toLogPage } from './rows.js';
 import { rowTokens, usageMonth } from './types.js';
-import type { Millis, RequestLogPage, RequestLogRow } from './types.js';
+import type { Millis, RequestLogPage, RequestLogRange, RequestLogRow } from './types.js';
 
 /** The statements, one table as in the SQLite store; `$n` placeholders. */
 const kSql = Object.freeze({
@@ -22,6 +22,8 @@ const kSql = Object.freeze({
   listLog: 'SELECT * FROM request_log WHERE project_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3',
   listLogPage: logPageSql({ project: '$1', before: '$2', limit: '$3', maxBytes: '$4', chars: '$5' }),
   getLog: 'SELECT * FROM request_log WHERE project_id = $1 AND id = $2',
+  readLogRange: `SELECT * FROM request_log WHERE project_id = $1 AND id > $2 AND created_at >= $3 AND created_at < $4
+    AND status BETWEEN 200 AND 299 AND ($5::text IS NULL OR model = $5) ORDER BY id LIMIT $6`,
   logProjects: 'SELECT DISTINCT project_id FROM request_log ORDER BY project_id',
   nthNewestLog: 'SELECT id FROM request_log WHERE project_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2',
   pruneLog: `DELETE FROM request_log WHERE id IN (
@@ -88,6 +90,11 @@ export class PostgresRequestLog {
   ): Promise<RequestLogPage> {
     const params = [projectId, options.before ?? Number.MAX_SAFE_INTEGER, options.limit + 1, options.maxBodyBytes, options.previewChars];
     return toLogPage(await queryRows<LogPreviewRow>(this.#pool, kSql.listLogPage, params), options.limit);
+  }
+
+  async readRequestLogRange(projectId: string, range: RequestLogRange): Promise<RequestLogRow[]> {
+    const p = logRangeParams(projectId, range);
+    return (await queryRows<LogRow>(this.#pool, kSql.readLogRange, [p.project, p.afterId, p.since, p.until, p.model, p.limit])).map(toLog);
   }
 
   async getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {

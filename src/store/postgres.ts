@@ -36,6 +36,7 @@ import type {
   QueueLimits,
   QueuedJob,
   RequestLogPage,
+  RequestLogRange,
   RequestLogRow,
   JobClaim,
   JobLease,
@@ -276,6 +277,10 @@ export class PostgresStore implements Store {
     options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
   ): Promise<RequestLogPage> {
     return this.#log.listRequestLogPreviews(projectId, options);
+  }
+
+  readRequestLogRange(projectId: string, range: RequestLogRange): Promise<RequestLogRow[]> {
+    return this.#log.readRequestLogRange(projectId, range);
   }
 
   getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {

@@ -11,6 +11,7 @@ import type {
   Project,
   ProviderName,
   RequestLogPage,
+  RequestLogRange,
   RequestLogRow,
   TrainingExample,
   TrainingJob,
@@ -251,6 +252,16 @@ export function toLogPage(rows: LogPreviewRow[], limit: number): RequestLogPage 
     more: rows.length > 0 && Number(rows[0].page_rows) > kept.length,
   };
 }
+
+/** The parameters of a request-log range read, both stores alike: an unset bound is the widest one. */
+export const logRangeParams = (projectId: string, r: RequestLogRange) => ({
+  project: projectId,
+  afterId: r.afterId ?? 0,
+  since: r.since ?? Number.MIN_SAFE_INTEGER,
+  until: r.until ?? Number.MAX_SAFE_INTEGER,
+  model: r.model ?? null,
+  limit: r.limit,
+});
 
 /** A job's `progress` column: JSON written by {@link toProgressColumn}, or null before its first progress. */
 export const toJobProgress = (column: string | null): JobProgress | null => (column === null ? null : (JSON.parse(column) as JobProgress));

@@ -4,10 +4,10 @@
 import type Database from 'better-sqlite3';
 
 import type { RequestLogWrite } from './proxy-ledger.js';
-import { type LogPreviewRow, type LogRow, logPageSql, toLog, toLogPage } from './rows.js';
+import { type LogPreviewRow, type LogRow, logPageSql, logRangeParams, toLog, toLogPage } from './rows.js';
 import type { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import { rowTokens, usageMonth } from './types.js';
-import type { Millis, RequestLogPage, RequestLogRow } from './types.js';
+import type { Millis, RequestLogPage, RequestLogRange, RequestLogRow } from './types.js';
 
 /**
  * One retention batch: a project's rows too old, or at or below the id of the newest row it no longer keeps.
@@ -46,6 +46,10 @@ export class SqliteRequestLog {
       listLog: p('SELECT * FROM request_log WHERE project_id = ? AND id < ? ORDER BY id DESC LIMIT ?'),
       listLogPage: p(logPageSql({ project: '@project', before: '@before', limit: '@limit', maxBytes: '@maxBytes', chars: '@chars' })),
       getLog: p('SELECT * FROM request_log WHERE project_id = ? AND id = ?'),
+      readLogRange: p(
+        `SELECT * FROM request_log WHERE project_id = @project AND id > @afterId AND created_at >= @since AND created_at < @until
+           AND status BETWEEN 200 AND 299 AND (@model IS NULL OR model = @model) ORDER BY id LIMIT @limit`,
+      ),
       logProjects: p('SELECT DISTINCT project_id FROM request_log ORDER BY project_id'),
       // The oldest row the project keeps by count: everything at or below the next id goes.
       nthNewestLog: p('SELECT id FROM request_log WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
@@ -106,6 +110,10 @@ export class SqliteRequestLog {
       chars: options.previewChars,
     };
     return toLogPage(this.#sql.listLogPage.all(query) as LogPreviewRow[], options.limit);
+  }
+
+  async readRequestLogRange(projectId: string, range: RequestLogRange): Promise<RequestLogRow[]> {
+    return (this.#sql.readLogRange.all(logRangeParams(projectId, range)) as LogRow[]).map(toLog);
   }
 
   async getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {

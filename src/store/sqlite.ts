@@ -38,6 +38,7 @@ import type {
   QueueLimits,
   QueuedJob,
   RequestLogPage,
+  RequestLogRange,
   RequestLogRow,
   JobClaim,
   JobLease,
@@ -284,6 +285,10 @@ export class SqliteStore implements Store {
     options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
   ): Promise<RequestLogPage> {
     return this.#log.listRequestLogPreviews(projectId, options);
+  }
+
+  readRequestLogRange(projectId: string, range: RequestLogRange): Promise<RequestLogRow[]> {
+    return this.#log.readRequestLogRange(projectId, range);
   }
 
   getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null> {

@@ -250,6 +250,15 @@ export interface RequestLogPreview extends RequestLogRow {
   responseBodyBytes: number;
 }
 
+/** Which rows {@link Store.readRequestLogRange} reads: unset bounds do not bound. */
+export interface RequestLogRange {
+  since?: Millis;
+  until?: Millis;
+  model?: string;
+  afterId?: number;
+  limit: number;
+}
+
 /** A page of the request log: its rows, newest first, and whether older rows follow. */
 export interface RequestLogPage {
   rows: RequestLogPreview[];
@@ -412,6 +421,13 @@ export interface Store {
     projectId: string,
     options: { limit: number; before?: number; previewChars: number; maxBodyBytes: number },
   ): Promise<RequestLogPage>;
+  /**
+   * A batch of the project's rows with a 2xx status and their whole bodies, oldest first: those with an id above
+   * `afterId` (a cursor: the last id of the previous batch), created at or after `since` and before `until`, of the
+   * proxied `model` as the client sent it (prefix included) when one is named; at most `limit`. Training from the
+   * request log reads with it (service/log-training.ts).
+   */
+  readRequestLogRange(projectId: string, options: RequestLogRange): Promise<RequestLogRow[]>;
   /** One row of the project's log with its whole bodies; null when the project has no row of that id. */
   getRequestLog(projectId: string, id: number): Promise<RequestLogRow | null>;
   /** Projects that have request-log rows. */

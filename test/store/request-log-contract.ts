@@ -78,6 +78,40 @@ export function requestLogContract(backend: StoreBackend): void {
       expect(await store.getRequestLog('proj_2', other)).toEqual({ ...row, id: other, projectId: 'proj_2' });
     });
 
+    it("reads a project's successful rows in a time range and of a model, oldest first, a batch after a cursor", async () => {
+      const { store } = fresh;
+      const row = logRow({ requestBody: '{"messages":[]}', responseBody: 'data: {}\n\n' });
+      const ids: Record<string, number> = {};
+      // Created at 10..50; 'fail' is a 502 and 'gone' a call whose client went away (status 0): never read.
+      const rows: Array<[string, Partial<Omit<RequestLogRow, 'id'>>]> = [
+        ['a10', { createdAt: 10 }],
+        ['b20', { createdAt: 20, model: 'provider-b:m' }],
+        ['fail', { createdAt: 25, status: 502 }],
+        ['gone', { createdAt: 26, status: 0 }],
+        ['a30', { createdAt: 30, status: 201 }],
+        ['other', { createdAt: 30, projectId: 'proj_2' }],
+        ['a40', { createdAt: 40 }],
+        ['a50', { createdAt: 50 }],
+      ];
+      for (const [name, overrides] of rows) ids[name] = await store.insertRequestLog({ ...row, ...overrides });
+      const read = async (range: Parameters<typeof store.readRequestLogRange>[1]) =>
+        (await store.readRequestLogRange('proj_1', range)).map((r) => Object.keys(ids).find((name) => ids[name] === r.id));
+      expect(await read({ limit: 100 })).toEqual(['a10', 'b20', 'a30', 'a40', 'a50']);
+      // `since` is inclusive, `until` exclusive.
+      expect(await read({ since: 20, until: 50, limit: 100 })).toEqual(['b20', 'a30', 'a40']);
+      expect(await read({ model: 'provider-a:m', limit: 100 })).toEqual(['a10', 'a30', 'a40', 'a50']);
+      expect(await read({ model: 'provider-a:other', limit: 100 })).toEqual([]);
+      // Batches: the last id of one batch is the cursor of the next.
+      expect(await read({ model: 'provider-a:m', limit: 2 })).toEqual(['a10', 'a30']);
+      expect(await read({ model: 'provider-a:m', afterId: ids.a30, limit: 2 })).toEqual(['a40', 'a50']);
+      expect(await read({ model: 'provider-a:m', afterId: ids.a50, limit: 2 })).toEqual([]);
+      // Whole rows, bodies included.
+      expect(await store.readRequestLogRange('proj_1', { since: 40, until: 41, limit: 1 })).toEqual([
+        { ...row, createdAt: 40, id: ids.a40 },
+      ]);
+      expect((await store.readRequestLogRange('proj_2', { limit: 10 })).map((r) => r.id)).toEqual([ids.other]);
+    });
+
     it("counts each project's tokens per UTC month with every log insert, and keeps the count when log rows go", async () => {
       const { store } = fresh;
       const row = logRow({ tokensIn: 4, tokensOut: 5, createdAt: Date.UTC(2026, 10, 30, 23, 59, 59, 999) });
