@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { typeError } from '../parse.js';
 import { explainSchema, kExplainTextChars, kMaxExplain, kMaxExplainComparisons, kMaxExplainInputs, truncateSchema } from './long-texts.js';
 import { kCvEncoders } from './manifest.js';
+import { trainingDataSchema } from './training-data.js';
 import { kMaxTextLength, kTaskTypes } from './train-request.js';
 
 export { trainRequestSchema } from './train-request.js';
@@ -106,6 +107,9 @@ export const modelSchema = z
         'Tokens read per text, [CLS] and [SEP] included: a longer text is classified on its first context_window tokens (the rest is not read)',
       ),
     error: z.string().optional().describe('Why training failed (status "failed" only)'),
+    training_data: trainingDataSchema
+      .optional()
+      .describe('Where the labels came from when a teacher or the request log gave them: counts, skipped texts, the cost'),
   })
   .meta({ id: 'Model' });
 

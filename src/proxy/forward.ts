@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { BudgetHold } from './budget.js';
 import { UsageBody } from './body-usage.js';
 import { CallRecord } from './call-record.js';
@@ -24,6 +24,21 @@ export interface ForwardSettings {
   operatorWarning: (message: string) => void;
 }
 
+/**
+ * Where a forwarded call's answer goes: the client's reply (a `ServerResponse`), or a teacher's labelling call
+ * collecting it in memory (teacher-transport.ts). Only what the forwarding code uses.
+ */
+export interface ReplySink {
+  readonly headersSent: boolean;
+  writeHead(status: number, headers?: OutgoingHttpHeaders): unknown;
+  flushHeaders(): void;
+  write(chunk: Buffer | string): boolean;
+  end(chunk?: Buffer | string): unknown;
+  destroy(): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  once(event: 'drain', listener: () => void): unknown;
+}
+
 // An upstream error body is read for its message only; bytes past this are not kept.
 const kErrorBodyLimitBytes = 64 * 1024;
 
@@ -41,7 +56,7 @@ class UpstreamTimeout extends Error {}
  * upstream failure ends it with an error event in the client's dialect. Logs one row when the call is over, with
  * the tokens its meter counted, and the call's budget hold given back in the same write.
  */
-export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: ServerResponse, settings: ForwardSettings): void {
+export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: ReplySink | ServerResponse, settings: ForwardSettings): void {
   new ForwardedCall(call, res, settings).start(incoming);
 }
 
@@ -52,7 +67,7 @@ export function forwardCall(call: ProxyCall, incoming: IncomingMessage, res: Ser
  */
 class ForwardedCall {
   readonly #call: ProxyCall;
-  readonly #res: ServerResponse;
+  readonly #res: ReplySink;
   readonly #settings: ForwardSettings;
   // The account the log row and the telemetry are written from: bytes captured, first byte, status sent, charge.
   readonly #record: CallRecord;
@@ -67,7 +82,7 @@ class ForwardedCall {
   readonly #cutter = new SseEventCutter();
   #terminal = false;
 
-  constructor(call: ProxyCall, res: ServerResponse, settings: ForwardSettings) {
+  constructor(call: ProxyCall, res: ReplySink, settings: ForwardSettings) {
     this.#call = call;
     this.#res = res;
     this.#settings = settings;

@@ -9,7 +9,10 @@ import { kMaxJsonDepth, nestsDeeperThan } from '../proxy/json-depth.js';
 import { Meter } from '../proxy/metering.js';
 import { providerRateLimitHeaders } from '../proxy/rate-limit-headers.js';
 import { RequestLogQueue } from '../proxy/request-log.js';
+import { ShadowRunner } from '../proxy/shadow.js';
+import { ShadowSettings } from '../proxy/shadow-settings.js';
 import { askForStreamUsage } from '../proxy/stream-usage.js';
+import { proxyTeacherTransport } from '../proxy/teacher-transport.js';
 import type { ProviderName, ProxyRoutesOptions } from '../proxy/types.js';
 import type { Principal } from '../service/service.js';
 import type { Project } from '../store/types.js';
@@ -18,6 +21,7 @@ import { svcErrorHandler } from './errors.js';
 import { requestLimiter } from './rate-limit.js';
 import { newNonce, pagePolicy } from './security-headers.js';
 import { requestLogRoutes } from './request-log-routes.js';
+import { shadowRoutes } from './shadow-routes.js';
 
 interface ProjectParams {
   project_id: string;
@@ -52,7 +56,9 @@ declare module 'fastify' {
  */
 export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOptions): Promise<void> {
   const resolved = resolveProxyOptions(options);
-  const log = new RequestLogQueue(resolved.service.store, resolved.requestLog);
+  // A written row goes on to the project's shadow classifier, if it named one for the call's model (shadow.ts).
+  const shadows = new ShadowRunner(resolved.service);
+  const log = new RequestLogQueue(resolved.service.store, resolved.requestLog, (row) => shadows.offer(row));
   const agents = createUpstreamAgents();
   const settings: ForwardSettings = {
     agents,
@@ -63,6 +69,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   };
   app.addHook('onClose', async () => {
     await log.drain();
+    await shadows.drain();
     agents.http.destroy();
     agents.https.destroy();
   });
@@ -101,6 +108,10 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
       targets[name][provider] = upstreamTarget(resolved.providers[provider].url + path);
     }
   }
+
+  // Jobs trained with a teacher send its calls through this same forwarding code, logs and budgets.
+  const teacherDeps = { service: resolved.service, settings, providers: resolved.providers, targets };
+  resolved.service.useTeacherTransport((caller) => proxyTeacherTransport(teacherDeps, caller));
 
   for (const name of Object.keys(kDialects) as DialectName[]) {
     const dialect = kDialects[name];
@@ -158,6 +169,7 @@ export async function proxyRoutes(app: FastifyInstance, options: ProxyRoutesOpti
   }
 
   requestLogRoutes(app, resolved.service.store, caller);
+  await shadowRoutes(app, new ShadowSettings(resolved.service, (projectId) => shadows.forget(projectId)), caller);
 
   app.get<{ Params: ProjectParams }>('/:project_id/dashboard', async (request, reply) => {
     const projectId = request.params.project_id;

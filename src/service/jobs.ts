@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
 
 import { SvcError } from '../errors.js';
-import type { JobLease, JobProgress, Store } from '../store/types.js';
+import type { JobLease, JobProgress, ModelRecord, Store, TrainingExample } from '../store/types.js';
 import { isUnreachable } from '../store/unreachable.js';
 import { publishTrainingJob, type TrainingJobEvent } from '../telemetry.js';
 import type { TrainProgress } from '../train/train.js';
@@ -42,6 +42,15 @@ export const kJobsPerTrainingSlot = 4;
  * (`VersionEvaluations.atTraining`), from the job's stored options and a scorer of the new model.
  */
 export type JobEvaluator = (modelId: string, options: Record<string, unknown>, score: ModelScorer) => Promise<unknown>;
+
+/**
+ * A stage some jobs run before training: it makes the examples and options training goes on with (a teacher's
+ * labelling, service/teacher-stage.ts), or returns null when the job has none.
+ */
+export type JobPreparer = (
+  job: { modelId: string; model: ModelRecord; examples: TrainingExample[]; options: Record<string, unknown> },
+  hooks: { lease: JobLease; signal: AbortSignal; onProgress: (p: TrainProgress) => void },
+) => Promise<{ examples: TrainingExample[]; options: Record<string, unknown> } | null>;
 
 export interface JobRunnerOptions {
   maxAttempts?: number;
@@ -98,6 +107,7 @@ export class JobRunner {
   readonly #pollMs: number;
   readonly #holder: string;
   readonly #evaluator: JobEvaluator | null;
+  readonly #prepare: JobPreparer | null;
   readonly #concurrentJobs: number;
   #poll: NodeJS.Timeout | undefined;
   readonly #running = new Map<string, RunningJob>();
@@ -106,9 +116,16 @@ export class JobRunner {
   #closed = false;
   #idleWaiters: (() => void)[] = [];
 
-  constructor(store: Store, runtime: ModelRuntime, options: JobRunnerOptions = {}, evaluator: JobEvaluator | null = null) {
+  constructor(
+    store: Store,
+    runtime: ModelRuntime,
+    options: JobRunnerOptions = {},
+    evaluator: JobEvaluator | null = null,
+    prepare: JobPreparer | null = null,
+  ) {
     this.#store = store;
     this.#evaluator = evaluator;
+    this.#prepare = prepare;
     this.#runtime = runtime;
     this.#maxAttempts = options.maxAttempts ?? kDefaultMaxAttempts;
     this.#timeoutMs = options.timeoutMs ?? kDefaultJobTimeoutMs;
@@ -226,7 +243,7 @@ export class JobRunner {
     }
   }
 
-  async #run(modelId: string, attempts: number, options: Record<string, unknown>, entry: RunningJob): Promise<void> {
+  async #run(modelId: string, attempts: number, jobOptions: Record<string, unknown>, entry: RunningJob): Promise<void> {
     const model = await this.#store.getModel(modelId);
     if (model === null) return; // deleted between claim and start; its job row went with it
     if (attempts > this.#maxAttempts) {
@@ -243,12 +260,22 @@ export class JobRunner {
     }, this.#timeoutMs);
     const heartbeat = setInterval(() => void this.#heartbeat(modelId, entry), Math.max(1, Math.floor(this.#leaseMs / 3)));
     try {
-      const examples = await this.#store.getJobExamples(modelId);
+      const stored = await this.#store.getJobExamples(modelId);
+      const onProgress = (p: TrainProgress) => this.#noteProgress(modelId, entry, p);
+      const prepared =
+        this.#prepare === null
+          ? null
+          : await this.#prepare(
+              { modelId, model, examples: stored, options: jobOptions },
+              { lease: entry.lease, signal: entry.controller.signal, onProgress },
+            );
+      const examples = prepared?.examples ?? stored;
+      const options = prepared?.options ?? jobOptions;
       await this.#runtime.train(
         { orgId: model.orgId, modelId, baseModel: model.baseModel, taskType: model.taskType, examples, options },
         {
           signal: entry.controller.signal,
-          onProgress: (p) => this.#noteProgress(modelId, entry, p),
+          onProgress,
           fence: () => this.#fence(modelId, entry),
           // The report is part of the job: scored on training's share of the pool, before the fence.
           ...(this.#evaluator === null ? {} : { evaluate: (score: ModelScorer) => this.#evaluator!(modelId, options, score) }),

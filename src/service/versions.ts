@@ -1,6 +1,7 @@
 // A classifier's versions for the service: naming one (`<id>` is the live version, `<id>@<n>` version n), adding one
 // from a train request, promoting, deleting, and their objects. The store keeps each version as a model row of its
 // own (see store/types.ts ModelVersions), so the job runner trains a version as it trains any model.
+import { trainingDataOf } from './teacher-training.js';
 import { SvcError } from '../errors.js';
 import type { ModelObject } from '../contract/schemas.js';
 import { type DeletedVersion, parseModelName, promoteRequestSchema, type VersionList, type VersionObject } from '../contract/versions.js';
@@ -209,8 +210,10 @@ export class ClassifierVersions {
    */
   async modelObject(name: string, v: VersionRecord, classifierCreatedAt: number, liveVersion: number): Promise<ModelObject> {
     const object = await this.#deps.models.object(v);
+    const trainingData = await trainingDataOf(this.#deps.store, v.id, await this.#deps.store.getJob(v.id));
     return {
       ...object,
+      ...(trainingData === null ? {} : { training_data: trainingData }),
       id: name,
       created_at: seconds(name.includes('@') ? v.createdAt : classifierCreatedAt),
       version: v.version,

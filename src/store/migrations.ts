@@ -250,7 +250,7 @@ export const kMigrations: readonly string[] = Object.freeze([
     outcome TEXT,
     teacher_label TEXT,
     detail TEXT,
-    request_id INTEGER,
+    call_number INTEGER,
     tokens_in INTEGER,
     tokens_out INTEGER,
     ms REAL,

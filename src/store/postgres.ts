@@ -8,6 +8,7 @@ import { lockOrganization, queryOne, queryRows } from './postgres-query.js';
 import { PostgresRequestLog } from './postgres-request-log.js';
 import { PostgresVersions } from './postgres-versions.js';
 import { PostgresShadows } from './postgres-shadows.js';
+import { PostgresTeacherTexts } from './postgres-teacher-texts.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import {
   type KeyRow,
@@ -91,6 +92,7 @@ export class PostgresStore implements Store {
   readonly proxyLedger: PostgresProxyLedger;
   readonly versions: PostgresVersions;
   readonly shadows: PostgresShadows;
+  readonly teacherTexts: PostgresTeacherTexts;
   readonly #pool: pg.Pool;
   /** The training jobs (postgres-job-queue.ts) and the request log (postgres-request-log.ts): the Store's methods forward. */
   readonly #jobs: PostgresJobQueue;
@@ -99,6 +101,7 @@ export class PostgresStore implements Store {
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
     this.proxyLedger = new PostgresProxyLedger(pool);
+    this.teacherTexts = new PostgresTeacherTexts(pool);
     this.requestCounter = new PostgresRequestCounter(pool);
     this.#jobs = new PostgresJobQueue(pool);
     this.#log = new PostgresRequestLog(pool, this.proxyLedger);

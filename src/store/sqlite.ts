@@ -26,6 +26,7 @@ import { SqliteProxyLedger } from './sqlite-proxy-ledger.js';
 import { SqliteRequestLog } from './sqlite-request-log.js';
 import { SqliteShadows } from './sqlite-shadows.js';
 import { SqliteVersions } from './sqlite-versions.js';
+import { SqliteTeacherTexts } from './sqlite-teacher-texts.js';
 import type {
   ApiKeyRecord,
   JobState,
@@ -71,6 +72,7 @@ export class SqliteStore implements Store {
   readonly proxyLedger: SqliteProxyLedger;
   readonly versions: SqliteVersions;
   readonly shadows: SqliteShadows;
+  readonly teacherTexts: SqliteTeacherTexts;
   readonly #db: Database.Database;
   readonly #sql;
   /** The training jobs (sqlite-job-queue.ts) and the request log (sqlite-request-log.ts): the Store's methods forward. */
@@ -80,6 +82,7 @@ export class SqliteStore implements Store {
   private constructor(db: Database.Database) {
     this.#db = db;
     this.proxyLedger = new SqliteProxyLedger(db);
+    this.teacherTexts = new SqliteTeacherTexts(db);
     this.#jobs = new SqliteJobQueue(db);
     this.#log = new SqliteRequestLog(db, this.proxyLedger);
     this.shadows = new SqliteShadows(db);

@@ -7,6 +7,7 @@
 
 import type { RequestLogWrite, TokenLedger } from './proxy-ledger.js';
 import type { ShadowStore } from './shadow-types.js';
+import type { TeacherTexts } from './teacher-texts.js';
 
 /** Unix milliseconds. The HTTP contracts convert to seconds where they say so. */
 export type Millis = number;
@@ -351,6 +352,8 @@ export interface Store {
   listModels(orgId: string): Promise<ModelRecord[]>;
   /** Classifiers' versions and which one is live. */
   readonly versions: ModelVersions;
+  /** What a teacher answered for each text of a job (teacher-texts.ts). */
+  readonly teacherTexts: TeacherTexts;
   setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void>;
   deleteModel(id: string): Promise<boolean>;
   getJob(modelId: string): Promise<TrainingJob | null>;

@@ -10,9 +10,10 @@ export interface TrainProgress {
   /**
    * `finetune`: contrastive steps done (with `loss`); `embed`: examples embedded by the base
    * encoder (frozen models: to fit the head; fine-tuned ones, after fine-tuning: to estimate
-   * accuracy); `fit`: head fitted (0 or 1 of 1); `save`: published (0 or 1 of 1).
+   * accuracy); `fit`: head fitted (0 or 1 of 1); `save`: published (0 or 1 of 1); `labelling`: texts a teacher
+   * answered (a request with a `teacher`), before the others.
    */
-  stage: 'finetune' | 'embed' | 'fit' | 'save';
+  stage: 'labelling' | 'finetune' | 'embed' | 'fit' | 'save';
   done: number;
   total: number;
   /** `finetune` only: the cosine-similarity loss, averaged over the last 10 steps. */
