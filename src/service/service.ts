@@ -11,6 +11,8 @@ import { VersionEvaluations } from './evaluation.js';
 import { ModelObjects } from './model-object.js';
 import { CallerModels } from './caller-models.js';
 import { classifyForOrg } from './classify.js';
+import { trainBodyFromLog } from './log-training.js';
+import { asksForLog } from '../contract/log-source.js';
 import {
   type ClassifyResponseBody,
   type DeletedModel,
@@ -291,6 +293,12 @@ export class SvcService {
    * (`<id>@<n>`, not live until promoted; the rules and errors of `versions.add`).
    */
   train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
+    if (asksForLog(body)) {
+      const deps = { store: this.store, ownProject: (id: string) => this.ownProject(principal, id) };
+      return trainBodyFromLog(deps, body).then((made) =>
+        this.#callerModels.train(principal, made.body, { ...options, training_data: made.trainingData }),
+      );
+    }
     return this.#callerModels.train(principal, body, options);
   }
 
