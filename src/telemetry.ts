@@ -47,6 +47,14 @@ export interface AdapterCacheEvent {
   bytes: number;
 }
 
+/**
+ * One proxied call's shadow job (proxy/shadow.ts): `recorded` (a result row, both labels or not), `error` (a row that
+ * says why the classifier did not answer), `dropped` (the queue was full), `failed` (the job itself failed).
+ */
+export interface ShadowJobEvent {
+  outcome: 'recorded' | 'error' | 'dropped' | 'failed';
+}
+
 /** The channels, by the name a subscriber uses with `diagnostics_channel.subscribe`. */
 export const kChannels = Object.freeze({
   predictBatch: 'svc-classify:predict-batch',
@@ -54,6 +62,7 @@ export const kChannels = Object.freeze({
   proxyCall: 'svc-classify:proxy-call',
   rateLimited: 'svc-classify:rate-limited',
   adapterCache: 'svc-classify:adapter-cache',
+  shadowJob: 'svc-classify:shadow-job',
 });
 
 const predictBatch = channel(kChannels.predictBatch);
@@ -61,6 +70,19 @@ const trainingJob = channel(kChannels.trainingJob);
 const proxyCall = channel(kChannels.proxyCall);
 const rateLimitedChannel = channel(kChannels.rateLimited);
 const adapterCache = channel(kChannels.adapterCache);
+const shadowJob = channel(kChannels.shadowJob);
+
+/**
+ * Counts one shadow job's outcome (`svc_shadow_jobs_total{outcome}` on /metrics).
+ *
+ * @example
+ * ```ts
+ * publishShadowJob({ outcome: 'dropped' }); // svc_shadow_jobs_total{outcome="dropped"} goes up by one
+ * ```
+ */
+export function publishShadowJob(event: ShadowJobEvent): void {
+  if (shadowJob.hasSubscribers) shadowJob.publish(event);
+}
 
 export function publishAdapterCache(event: AdapterCacheEvent): void {
   if (adapterCache.hasSubscribers) adapterCache.publish(event);

@@ -61,10 +61,16 @@ export class RequestLogQueue {
   #inFlight: Promise<void> = Promise.resolve();
   #dropped = 0;
   #failed = 0;
+  readonly #onWritten: ((row: RequestLogRow) => void) | undefined;
 
-  constructor(store: Store, limits: LogBodyLimits) {
+  /**
+   * `onWritten` hears of each row once it is stored, with its id and the call's bodies as the call had them (neither
+   * redacted nor cut): the shadow classifier's hook (shadow.ts). It must not throw, nor wait for anything.
+   */
+  constructor(store: Store, limits: LogBodyLimits, onWritten?: (row: RequestLogRow) => void) {
     this.#store = store;
     this.#limits = limits;
+    this.#onWritten = onWritten;
   }
 
   push(row: PendingLogRow): void {
@@ -116,7 +122,7 @@ export class RequestLogQueue {
         const rejected = row.error !== null && rowTokens(row) === 0;
         const limit = rejected ? Math.min(kRejectedBodyBytes, this.#limits.maxBodyBytes) : this.#limits.maxBodyBytes;
         const [requestBody, responseBody] = logBodies(row.requestBody, responseText, limit);
-        await this.#store.insertRequestLog(
+        const id = await this.#store.insertRequestLog(
           {
             ...fields,
             requestBody,
@@ -126,6 +132,7 @@ export class RequestLogQueue {
           },
           { reservationId, maxProjectBodyBytes: this.#limits.maxProjectBodyBytes },
         );
+        this.#onWritten?.({ ...fields, id, requestBody: row.requestBody, responseBody: responseText });
       } catch (error) {
         this.#failed++;
         this.#release(row);

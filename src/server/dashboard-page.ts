@@ -1,3 +1,5 @@
+import { kShadowPanelHtml, kShadowPanelScript, kShadowPanelStyle } from './shadow-panel.js';
+
 /** Project ids as the service makes them (`proj_<12 hex>`); the dashboard answers 404 for any other shape. */
 const kProjectIdShape = /^proj_[A-Za-z0-9]{1,64}$/;
 
@@ -19,8 +21,9 @@ export function isProjectIdShape(id: string): boolean {
  * The project dashboard: one self-contained HTML page (no CDN, no build step). It asks for an API key, keeps it in
  * sessionStorage, reads `GET ./requests` page by page, and shows the calls in a filterable table with their bodies
  * (a list holds each body's start; a call picked whose body was cut is read whole from `GET ./requests/{id}`)
- * and two SVG charts over time, latency and tokens, each with labelled axes. `nonce` is the response's CSP nonce (see `pagePolicy`): the
- * page's script and stylesheet carry it.
+ * and two SVG charts over time, latency and tokens, each with labelled axes; with a shadow classifier, its agreement
+ * with the chat model over time, latency and savings (shadow-panel.ts). `nonce` is the response's CSP nonce (see
+ * `pagePolicy`): the page's scripts and stylesheet carry it.
  */
 export function dashboardPage(projectId: string, nonce: string): string {
   if (!isProjectIdShape(projectId)) throw new TypeError('projectId must be a project id (proj_...)');
@@ -77,7 +80,7 @@ const kPage = `<!doctype html>
   svg.chart { width:100%; height:auto; display:block; }
   svg text { font-size:12px; fill:var(--muted); } svg .axis-title { fill:var(--fg); font-weight:600; }
   svg .grid { stroke:#eef0f3; } svg .axis { stroke:#98a2b3; }
-</style>
+${kShadowPanelStyle}</style>
 </head>
 <body>
 <header><h1>Provider proxy requests</h1><code>project __PROJECT_TEXT__</code><span id="status"></span></header>
@@ -93,7 +96,7 @@ const kPage = `<!doctype html>
     <div><h2>Latency</h2><svg id="chart-latency" class="chart" viewBox="0 0 600 240" role="img" aria-label="total latency in milliseconds over time"></svg></div>
     <div><h2>Tokens</h2><svg id="chart-tokens" class="chart" viewBox="0 0 600 240" role="img" aria-label="tokens in plus out over time"></svg></div>
   </section>
-  <section class="card" id="table-card" hidden>
+${kShadowPanelHtml}  <section class="card" id="table-card" hidden>
     <div id="filters">
       <label>Provider <select id="f-provider"><option value="">all</option></select></label>
       <label>Model <select id="f-model"><option value="">all</option></select></label>
@@ -111,6 +114,7 @@ const kPage = `<!doctype html>
     <div><h3>Response body</h3><pre id="response-body"></pre></div>
   </section>
 </main>
+<script nonce="__NONCE__">${kShadowPanelScript}</script>
 <script nonce="__NONCE__">
 "use strict";
 const projectId = __PROJECT_JSON__;
@@ -222,7 +226,8 @@ function timeLabel(t, step) {
   return new Date(t).toLocaleTimeString([], options);
 }
 
-function panel(svg, points, value, color, title) {
+// fixedTop, when given, is the value axis's top (a percentage's 100) instead of the largest value rounded up.
+function panel(svg, points, value, color, title, fixedTop) {
   svg.replaceChildren();
   const W = 600, H = 240, left = 64, right = 16, top = 12, bottom = 48;
   const pts = points.map((r) => [r.created_at_ms, value(r)]).filter((p) => p[1] !== null);
@@ -238,7 +243,7 @@ function panel(svg, points, value, color, title) {
   const tStep = timeSteps.find((s) => (t1 - t0) / s <= 6) || 604800000;
   const x = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - right);
   // Value axis: from 0 to a round number above the largest value.
-  const max = Math.max(...pts.map((p) => p[1])) || 1;
+  const max = fixedTop || Math.max(...pts.map((p) => p[1])) || 1;
   const vStep = niceStep(max, 4), vTop = Math.ceil(max / vStep) * vStep;
   const y = (v) => H - bottom - (v / vTop) * (H - top - bottom);
   const digits = vStep < 1 ? Math.ceil(-Math.log10(vStep)) : 0;
@@ -280,6 +285,7 @@ async function start(key) {
   fillSelect($("f-model"), rows.map((r) => r.model));
   fillSelect($("f-status"), rows.map((r) => String(r.status)));
   render();
+  loadShadow(key);
 }
 
 $("key-form").addEventListener("submit", (event) => { event.preventDefault(); start($("api-key").value.trim()); });

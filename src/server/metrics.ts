@@ -12,6 +12,7 @@ import {
   type PredictBatchEvent,
   type ProxyCallEvent,
   type RateLimitedEvent,
+  type ShadowJobEvent,
   type TrainingJobEvent,
 } from '../telemetry.js';
 import { SvcError } from '../errors.js';
@@ -167,6 +168,13 @@ export class SvcMetrics {
       if (event.error !== null) proxyErrors.inc({ provider });
     });
     this.#listen<RateLimitedEvent>(kChannels.rateLimited, (event) => rateLimited.inc({ kind: event.kind }));
+    const shadowJobs = new Counter({
+      name: 'svc_shadow_jobs_total',
+      help: 'Shadow classifier jobs of proxied calls, by outcome (recorded, error, dropped, failed)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#listen<ShadowJobEvent>(kChannels.shadowJob, (event) => shadowJobs.inc({ outcome: event.outcome }));
     this.#adapterCacheMetrics(registers);
   }
 
