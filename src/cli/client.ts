@@ -12,19 +12,21 @@ import type { EvaluationObject } from '../contract/evaluation.js';
 import { kFinetuneMethods, kTaskTypes } from '../contract/train-request.js';
 import type { FinetuneMethod, TaskType } from '../contract/train-request.js';
 import { readTrainFile, type TrainFile } from './examples-file.js';
+import { teacherTrainBody } from './teacher-train.js';
+import { logTrainBody } from './log-train.js';
 import { fetchService } from './fetch-error.js';
 
 const kDefaultUrl = 'http://127.0.0.1:8080';
 // Twice a second: a progress line moves often enough, and `svc serve`'s request log is not flooded.
 const kPollMs = 500;
-const kConnection = { url: { type: 'string' }, key: { type: 'string' } } as const;
+export const kConnection = { url: { type: 'string' }, key: { type: 'string' } } as const;
 
-interface Connection {
+export interface Connection {
   url: string;
   key: string;
 }
 
-function connection(values: { url?: string; key?: string }): Connection {
+export function connection(values: { url?: string; key?: string }): Connection {
   const env = environment();
   const key = values.key ?? env.apiKey;
   if (key === undefined || key.length === 0) throw new SvcError('authentication', 'no API key: pass --key or set SVC_KEY');
@@ -32,7 +34,7 @@ function connection(values: { url?: string; key?: string }): Connection {
 }
 
 /** One call; a non-2xx answer throws with the service's error message. */
-async function call<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<T> {
+export async function call<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<T> {
   const response = await fetchService(conn.url + path, {
     method,
     headers: { authorization: `Bearer ${conn.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -54,7 +56,8 @@ function serviceError(status: number, text: string): SvcError {
   }
 }
 
-type Progress = Pick<ProgressObject, 'status' | 'stage' | 'done' | 'total' | 'loss'>;
+/** A progress line: the stage, and while a teacher labels, the tokens its calls spent so far. */
+type Progress = Pick<ProgressObject, 'status' | 'stage' | 'done' | 'total' | 'loss'> & { tokens?: number };
 
 /** `[##########----------] finetune 25/50 loss 0.1234`, redrawn in place on a terminal, a line per new step elsewhere. */
 function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
@@ -63,7 +66,7 @@ function progressReporter(stream: NodeJS.WriteStream): (p: Progress) => void {
     if (p.stage === null) return;
     const fraction = p.total > 0 ? p.done / p.total : 0;
     const filled = Math.round(fraction * 20);
-    const loss = typeof p.loss === 'number' ? ` loss ${p.loss.toFixed(4)}` : '';
+    const loss = typeof p.loss === 'number' ? ` loss ${p.loss.toFixed(4)}` : p.tokens === undefined ? '' : ` ${p.tokens} tokens`;
     const line = `[${'#'.repeat(filled)}${'-'.repeat(20 - filled)}] ${p.stage} ${p.done}/${p.total}${loss}`;
     if (stream.isTTY) stream.write(`\r${line}`);
     else if (`${p.stage} ${p.done}` !== lastStep) stream.write(`${line}\n`);
@@ -171,22 +174,49 @@ export async function trainCommand(args: string[]): Promise<number> {
       truncate: { type: 'string' },
       'version-of': { type: 'string' },
       wait: { type: 'boolean', default: false },
+      // A teacher labels the texts instead (cli/teacher-train.ts).
+      teacher: { type: 'string' },
+      project: { type: 'string' },
+      texts: { type: 'string' },
+      labels: { type: 'string' },
+      instructions: { type: 'string' },
+      'texts-per-call': { type: 'string' },
+      budget: { type: 'string' },
+      // The project's logged calls are the examples instead (cli/log-train.ts).
+      'from-log': { type: 'boolean', default: false },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      'log-model': { type: 'string' },
+      'text-pointer': { type: 'string' },
+      'label-pointer': { type: 'string' },
+      'label-regex': { type: 'string' },
+      'label-flags': { type: 'string' },
+      'label-words': { type: 'string' },
+      holdout: { type: 'string' },
     },
   });
-  checkTrainFlags(values);
   const conn = connection(values);
-  const file = await readTrainFile(values.examples as string, values['label-text'], values['task-type'] as TaskType | undefined);
-  // --version-of: the body's model_id, the next version of that classifier (not live until `svc models promote`),
-  // printed as the model object `<id>@<n>`.
-  const versionOf = values['version-of'];
-  const body = { ...trainBody(file, values), ...(versionOf === undefined ? {} : { model_id: versionOf }) };
+  let body: Record<string, unknown>;
+  if (values['from-log']) body = logTrainBody(values);
+  else if (values.teacher !== undefined) body = await teacherTrainBody(values);
+  else {
+    checkTrainFlags(values);
+    const file = await readTrainFile(values.examples as string, values['label-text'], values['task-type'] as TaskType | undefined);
+    // --version-of: the body's model_id, the next version of that classifier (not live until `svc models promote`),
+    // printed as the model object `<id>@<n>`.
+    const versionOf = values['version-of'];
+    body = { ...trainBody(file, values), ...(versionOf === undefined ? {} : { model_id: versionOf }) };
+  }
   let model = await call<ModelObject>(conn, 'POST', '/v2/train', body);
   if (values.wait) {
     const report = progressReporter(process.stderr);
     while (model.status === 'training') {
       await new Promise((r) => setTimeout(r, kPollMs));
       const progress = await call<ProgressObject>(conn, 'GET', `/v2/models/${model.id}/progress`);
-      report(progress);
+      // While a teacher labels, the tokens spent so far are on the model object.
+      const spent =
+        progress.stage === 'labelling' ? (await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`)).training_data?.teacher : undefined;
+      report(spent === undefined ? progress : { ...progress, tokens: spent.tokens_in + spent.tokens_out });
       if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
     }
     const bar = model.status === 'trained' ? '#'.repeat(20) : '-'.repeat(20);
