@@ -38,6 +38,8 @@ export interface UncertainTextsRequest {
   dim: number;
   /** At least one row; their indices are never chosen. */
   labelled: readonly LabelledRow[];
+  /** Rows never to choose either, without a label: texts the teacher was asked and refused. */
+  exclude?: readonly number[];
   task: UncertaintyTask;
   /** How many unlabelled rows to return (fewer when fewer are left). */
   count: number;
@@ -186,7 +188,8 @@ export function chooseUncertainTexts(request: UncertainTextsRequest): number[] {
     if (taken[index]) throw new RangeError(`labelled[${r}].index ${index} is labelled twice`);
     taken[index] = 1;
   });
-  if (count === 0 || labelled.length === n) return [];
+  for (const index of request.exclude ?? []) if (Number.isInteger(index) && index >= 0 && index < n) taken[index] = 1;
+  if (count === 0) return [];
   const sure = certainties(request);
   const order = Array.from({ length: n }, (_, i) => i)
     .filter((i) => !taken[i])
@@ -223,4 +226,75 @@ export function chooseSeedTexts(n: number, count: number, seed: number): number[
     [order[i], order[j]] = [order[j]!, order[i]!];
   }
   return order.slice(0, take).sort((a, b) => a - b);
+}
+
+/** Texts a round of {@link selectByUncertainty} sends unless told otherwise. */
+export const kDefaultRoundSize = 20;
+
+export interface SelectionRequest {
+  /** The base encoder's embeddings of every text, n x dim, each row L2-normalized. */
+  embeddings: Float32Array;
+  dim: number;
+  task: UncertaintyTask;
+  /** Texts sent to the teacher at most, answered or not (a refused text is paid for too). */
+  budget: number;
+  /** Seeds the first round's random draw. */
+  seed: number;
+  /** Texts per round (default 20): the head is fitted again between rounds. */
+  roundSize?: number;
+  /** Rows labelled already (a person's labels, or the teacher's bought before a restart); not counted in the budget. */
+  labelled?: readonly LabelledRow[];
+  /** Rows sent already without a label; never sent again. */
+  exclude?: readonly number[];
+  /** Asks the teacher for these rows: one label each, in order, or null where it gave none. */
+  label(indices: number[]): Promise<(TeacherLabel | null)[]>;
+}
+
+/**
+ * Uncertainty sampling in rounds: while the budget lasts, the rows the head fitted on the labels so far is least
+ * sure of ({@link chooseUncertainTexts}), `roundSize` at a time; a seeded random round first when nothing is
+ * labelled yet. Resolves to every labelled row (those given first, then the new ones in the order asked) and the
+ * rows asked that got no label.
+ *
+ * @example
+ * ```ts
+ * const { labelled, unanswered } = await selectByUncertainty({
+ *   embeddings, dim: 384, budget: 100, seed: 42, task: { taskType: 'binary-classification', labels: ['billing'] },
+ *   label: async (rows) => askTheTeacher(rows.map((row) => texts[row])),
+ * });
+ * labelled.length + unanswered.length; // 100: the budget, spent in 5 rounds of 20
+ * ```
+ */
+export async function selectByUncertainty(request: SelectionRequest): Promise<{ labelled: LabelledRow[]; unanswered: number[] }> {
+  const { embeddings, dim, task, budget, seed } = request;
+  const n = checkShape(embeddings, dim);
+  const roundSize = request.roundSize ?? kDefaultRoundSize;
+  if (!Number.isInteger(budget) || budget < 0) throw new RangeError('budget must be a non-negative integer');
+  if (!Number.isInteger(roundSize) || roundSize < 1) throw new RangeError('roundSize must be a positive integer');
+  const labelled = [...(request.labelled ?? [])];
+  const unanswered = [...(request.exclude ?? [])];
+  const asked = new Set([...labelled.map((row) => row.index), ...unanswered]);
+  let spent = 0;
+  while (spent < budget && asked.size < n) {
+    const count = Math.min(roundSize, budget - spent);
+    let rows: number[];
+    if (labelled.length === 0) {
+      // Nothing to fit a head on yet (or every answer so far was refused): a seeded draw among the rows not asked.
+      const left = Array.from({ length: n }, (_, i) => i).filter((i) => !asked.has(i));
+      rows = chooseSeedTexts(left.length, count, seed + spent).map((k) => left[k]!);
+    } else {
+      rows = chooseUncertainTexts({ embeddings, dim, labelled, exclude: unanswered, task, count });
+    }
+    if (rows.length === 0) break;
+    const labels = await request.label(rows);
+    if (labels.length !== rows.length) throw new RangeError(`label() must answer ${rows.length} rows (got ${labels.length})`);
+    rows.forEach((index, k) => {
+      asked.add(index);
+      const label = labels[k];
+      if (label === null || label === undefined) unanswered.push(index);
+      else labelled.push({ index, label });
+    });
+    spent += rows.length;
+  }
+  return { labelled, unanswered };
 }

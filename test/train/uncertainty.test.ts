@@ -3,7 +3,7 @@
 // wait until the distinct rows are taken, the seeded first round, and the argument checks.
 import { describe, expect, it } from 'vitest';
 
-import { chooseSeedTexts, chooseUncertainTexts, kDuplicateCosine } from '../../src/train/uncertainty.js';
+import { chooseSeedTexts, chooseUncertainTexts, kDuplicateCosine, selectByUncertainty } from '../../src/train/uncertainty.js';
 import type { LabelledRow, UncertaintyTask } from '../../src/train/uncertainty.js';
 
 /** The rows, each L2-normalized, one after the other. */
@@ -179,5 +179,77 @@ describe('chooseSeedTexts', () => {
     expect(chooseSeedTexts(0, 3, 1)).toEqual([]);
     expect(() => chooseSeedTexts(4, 1.5, 1)).toThrow(new RangeError('count must be a non-negative integer'));
     expect(() => chooseSeedTexts(-1, 1, 1)).toThrow(new RangeError('n must be a non-negative integer'));
+  });
+});
+
+describe('selectByUncertainty', () => {
+  /** A teacher that answers the sign of x, refusing the rows in `refuse`, and remembers each round it was asked. */
+  function teacher(refuse: readonly number[] = []) {
+    const rounds: number[][] = [];
+    const label = async (asked: number[]) => {
+      rounds.push(asked);
+      return asked.map((i) => (refuse.includes(i) ? null : kBinaryRows[i * 3]! > 0));
+    };
+    return { rounds, label };
+  }
+
+  it("spends the budget in rounds, fitting the head again on each round's answers", async () => {
+    const { rounds, label } = teacher([2]);
+    const given: LabelledRow[] = [
+      { index: 0, label: true },
+      { index: 1, label: false },
+    ];
+    const result = await selectByUncertainty({
+      embeddings: kBinaryRows,
+      dim: 3,
+      task: binary,
+      budget: 3,
+      seed: 1,
+      roundSize: 2,
+      labelled: given,
+      label,
+    });
+    // Round 1 as chooseUncertainTexts picks it; row 2 is refused, row 4 (z = 1) comes back true, which turns the
+    // head's boundary towards row 5: the next round asks it, not row 3, which stood nearer x = 0 before.
+    expect(rounds).toEqual([[2, 4], [5]]);
+    expect(result).toEqual({
+      labelled: [...given, { index: 4, label: true }, { index: 5, label: false }],
+      unanswered: [2],
+    });
+  });
+
+  it('starts with a seeded random round when nothing is labelled yet', async () => {
+    const { rounds, label } = teacher();
+    await selectByUncertainty({ embeddings: kBinaryRows, dim: 3, task: binary, budget: 4, seed: 5, roundSize: 2, label });
+    expect(rounds[0]).toEqual(chooseSeedTexts(7, 2, 5));
+    // Rows 4 (true) and 5 (false) put the boundary across +x and -x: rows 0 and 1 are the least sure.
+    expect(rounds).toEqual([
+      [4, 5],
+      [0, 1],
+    ]);
+  });
+
+  it('asks every row once at most, and draws again at random while every answer was a refusal', async () => {
+    const { rounds, label } = teacher([4, 5]);
+    const result = await selectByUncertainty({ embeddings: kBinaryRows, dim: 3, task: binary, budget: 100, seed: 5, roundSize: 2, label });
+    expect(rounds[0]).toEqual([4, 5]);
+    // Nothing labelled after round 1: round 2 is a seeded draw among the five rows left.
+    const left = [0, 1, 2, 3, 6];
+    expect(rounds[1]).toEqual(chooseSeedTexts(5, 2, 7).map((k) => left[k]));
+    expect(rounds.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(result.unanswered).toEqual([4, 5]);
+    expect(result.labelled.map((row) => row.index).sort()).toEqual([0, 1, 2, 3, 6]);
+  });
+
+  it('refuses a budget or a round that is not a count, and an answer of the wrong length', async () => {
+    const base = { embeddings: kBinaryRows, dim: 3, task: binary, seed: 1, label: async (rows: number[]) => rows.map(() => true) };
+    await expect(selectByUncertainty({ ...base, budget: -1 })).rejects.toThrow(new RangeError('budget must be a non-negative integer'));
+    await expect(selectByUncertainty({ ...base, budget: 2, roundSize: 0 })).rejects.toThrow(
+      new RangeError('roundSize must be a positive integer'),
+    );
+    await expect(selectByUncertainty({ ...base, budget: 2, label: async () => [true] })).rejects.toThrow(
+      new RangeError('label() must answer 2 rows (got 1)'),
+    );
+    expect(await selectByUncertainty({ ...base, budget: 0 })).toEqual({ labelled: [], unanswered: [] });
   });
 });
