@@ -191,6 +191,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     usage: [
       'train --examples <file> [--label-text "..."] [--task-type <type>] [--balanced] [--model svc-small] [--frozen | --finetune adapter|full [--rank <r>]] [--num-iterations <n>] [--truncate <mode>] [--version-of <id>] [--wait]',
       'train --teacher provider-a:<name> --project <id> --texts <file> (--label-text "..." | --labels <a,b,...>) [--task-type <type>] [--instructions "..."] [--texts-per-call <n>] [--budget <n>] [--frozen] [--wait]',
+      'train --from-log --project <id> (--label-text "..." | --labels <a,b,...>) (--label-pointer P | --label-regex R [--label-flags i] | --label-words \'label=w1,w2;label2=w3\') [--since T] [--until T] [--log-model <proxied model>] [--text-pointer P] [--holdout 0.2] [--frozen] [--wait]',
     ],
     options: [
       ['--examples <file>', 'the labelled examples (formats below)'],
@@ -217,6 +218,15 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       ['--instructions "..."', 'with --teacher: what the labels mean, in words'],
       ['--texts-per-call <n>', 'with --teacher: texts labelled in one call (default 10)'],
       ['--budget <n>', 'with --teacher: label at most n of the texts'],
+      ['--from-log', "the examples are the project's logged chat calls (--project): each call's text and its reply's label"],
+      ['--label-pointer <P>', 'with --from-log: the label is at this JSON pointer of the reply parsed as JSON (e.g. /label)'],
+      ['--label-regex <R>', "with --from-log: the label is this regex's first capture group or whole match (--label-flags i: any case)"],
+      ['--label-words <W>', 'with --from-log: label=word,word;label=word (binary: true=yes;false=no), matched whole, any case'],
+      ['--since <T>', 'with --from-log: calls from T on (ISO-8601 such as 2026-11-01 or 2026-11-01T09:00:00Z, or unix ms)'],
+      ['--until <T>', 'with --from-log: calls before T (default now)'],
+      ['--log-model <name>', 'with --from-log: only calls to this proxied model as clients send it (provider-a:gpt-4o-mini)'],
+      ['--text-pointer <P>', "with --from-log: the call's text at this JSON pointer of the request (default: the last user message)"],
+      ['--holdout <share>', 'with --from-log: share of the labelled calls kept back to measure agreement (default 0.2, at most 0.5)'],
       ['--wait', 'poll until trained, showing the stage and the loss (the tokens spent while a teacher labels) on stderr'],
       ...kConnectionOptions,
       kHelpOption,
@@ -229,6 +239,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'svc train --examples train.json --wait        # the JSON body POST /v2/train takes',
       'svc train --examples tickets.csv --task-type multi-class-classification --frozen --wait',
       'svc train --examples tags.jsonl --task-type multi-label-classification --wait',
+      "svc train --from-log --project proj_0123456789ab --label-text 'billing question' --label-regex '^(yes|no)' --label-flags i --frozen --wait",
     ],
     notes:
       'Examples files: JSONL, one {"text": "...", "label": true} per line; CSV or TSV with a header\n' +
@@ -236,7 +247,9 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'or tab (detected from the header); a JSON array of examples; or a /v2/train body\n' +
       '{"examples": [...]}. Labels are true/false, 1/0 or yes/no. Multi-class: label names the class\n' +
       '(at least 8 examples each). Multi-label: a labels column, a JSON array per example, or in CSV\n' +
-      'names separated by | (an empty cell: no label). Prints the model object.',
+      'names separated by | (an empty cell: no label). Prints the model object.\n' +
+      "--from-log: calls whose label cannot be read are skipped and sampled in the model's training_data;\n" +
+      'its evaluation report is the agreement with the chat model on the held-out calls (docs/cli.md).',
   },
   models: {
     summary:

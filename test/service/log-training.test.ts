@@ -186,7 +186,7 @@ describe('trainBodyFromLog', () => {
   });
 
   it('filters by time range and model, keeps the latest answer of a text, and reads a text pointer', async () => {
-    const calls = billingCalls(30).map((c, i) => ({ ...c, provider: 'provider-a' as const, createdAt: 1_000 + i }));
+    const calls: Call[] = billingCalls(30).map((c, i) => ({ ...c, provider: 'provider-a', createdAt: 1_000 + i }));
     // The same text answered twice: the later 'no' wins. A provider-b call is outside the model filter.
     calls.push({ text: 'invoice question 0', reply: 'no', provider: 'provider-a', createdAt: 2_000, stream: false });
     calls.push({ text: 'invoice question 99', reply: 'yes', provider: 'provider-b', createdAt: 2_001, stream: false });
