@@ -26,6 +26,7 @@ const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freez
   classify: async () => (await import('./client.js')).classifyCommand,
   models: async () => (await import('./client.js')).modelsCommand,
   pull: async () => (await import('./client.js')).pullCommand,
+  shadow: async () => (await import('./shadow.js')).shadowCommand,
   info: async () => infoCommand,
 });
 

@@ -38,7 +38,7 @@ const kGroups: readonly { title: string; commands: readonly string[] }[] = [
     title: 'operator (work on the data directory or the database, also while `svc serve` runs)',
     commands: ['orgs', 'keys', 'projects', 'proxy', 'logs'],
   },
-  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'classify', 'models', 'pull'] },
+  { title: 'client (talk to a running service)', commands: ['train', 'predict', 'classify', 'models', 'shadow', 'pull'] },
   { title: 'other', commands: ['info', 'help'] },
 ];
 
@@ -321,6 +321,36 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'svc classify --labels sports,economy "The striker scored twice."',
     ],
     notes: "Prints the /v2/classify answer: predict's shape, with zero_shot (docs/classify.md). At most 96 texts.",
+  },
+  shadow: {
+    summary: "run a classifier beside a project's proxied model and see how often it agrees with the chat model",
+    usage: [
+      'shadow set --project <id> --model <proxied model> --classifier <id> (--label-pointer P | --label-regex R | --label-words W) [--text-pointer P]',
+      'shadow list --project <id>',
+      'shadow remove --project <id> --model <proxied model>',
+      'shadow stats --project <id> [--window 1h|24h|7d|30d] [--model <proxied model>]',
+    ],
+    options: [
+      ['--project <id>', 'the project whose proxied calls are shadowed'],
+      ['--model <name>', "the proxied model as clients send it, e.g. provider-a:gpt-4o-mini"],
+      ['--classifier <id>', 'a classifier of your organization; its live version answers'],
+      ['--label-pointer <P>', 'the label is at this JSON pointer of the reply (e.g. /label)'],
+      ['--label-regex <R>', "the label is this regex's first group (--label-flags i for case)"],
+      ['--label-words <W>', "label=word,word;label=word (binary: true=yes;false=no)"],
+      ['--text-pointer <P>', "the call's text: a JSON pointer into the request (default: the last user message)"],
+      ['--window <w>', 'stats over the last 1h or 24h (by hour), 7d (default) or 30d (by day)'],
+      ...kConnectionOptions,
+      kHelpOption,
+    ],
+    examples: [
+      "svc shadow set --project proj_0123456789ab --model provider-a:gpt-4o-mini --classifier svc-small-5b8257b3efa7 --label-words 'true=yes;false=no'",
+      'svc shadow stats --project proj_0123456789ab --window 24h',
+    ],
+    notes:
+      "Each proxied call of the model is classified off the request path and compared with the chat model's\n" +
+      'label read by the rule (docs/proxy.md, "Shadow classifier"). stats prints agreement by hour or day,\n' +
+      "the classifier's p50 latency, and the tokens and chat time it would have saved. Setting one needs\n" +
+      'proxy access.',
   },
   pull: {
     summary: "download a model directory from the service's hub",

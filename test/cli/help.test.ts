@@ -39,6 +39,7 @@ describe('svc help', () => {
       'predict',
       'classify',
       'models',
+      'shadow',
       'pull',
       'info',
       'help',

@@ -18,6 +18,7 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import type { ShadowResult } from '../../src/store/shadow-types.js';
 import { launchChromium } from '../_support/browser.js';
+import { svc } from '../_support/cli.js';
 import { imdbExamples } from '../_support/examples.js';
 import { kLevelSlowdown } from '../_support/level.js';
 
@@ -209,6 +210,18 @@ it('shows agreement over time, the classifier latency and the savings on the pro
   mkdirSync(shots, { recursive: true });
   await page.locator('#shadow-card').screenshot({ path: join(shots, 'dashboard-shadow.png') });
   await page.close();
+});
+
+it('svc shadow sets, lists and sums through the same routes, and refuses a wrong command line', { timeout: 60_000 * kLevelSlowdown }, async () => {
+  const env = { SVC_URL: server.url, SVC_KEY: acmeKey };
+  const listed = await svc(['shadow', 'list', '--project', projectId], env);
+  expect([listed.code, JSON.parse(listed.stdout).data.map((s: { classifier: string }) => s.classifier)]).toEqual([0, [classifier]]);
+  const stats = await svc(['shadow', 'stats', '--project', projectId, '--window', '24h'], env);
+  expect([stats.code, JSON.parse(stats.stdout).calls, JSON.parse(stats.stdout).bucket]).toEqual([0, 9, 'hour']);
+  const twoRules = await svc(['shadow', 'set', '--project', projectId, '--model', kModel, '--classifier', classifier, '--label-pointer', '/label', '--label-regex', 'yes'], env);
+  expect([twoRules.code, twoRules.stderr.split('\n')[0]]).toEqual([2, 'svc shadow: give exactly one of --label-pointer, --label-regex, --label-words (got 2)']);
+  const set = await svc(['shadow', 'set', '--project', projectId, '--model', kModel, '--classifier', classifier, '--label-regex', '^(yes|no)', '--label-flags', 'i'], env);
+  expect([set.code, JSON.parse(set.stdout).label]).toEqual([0, { regex: '^(yes|no)', flags: 'i' }]);
 });
 
 it('keeps answering calls once the classifier is deleted, and records why it could not compare', async () => {
