@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 import type { Principal, SvcService } from '../service/service.js';
 import { SvcError } from '../errors.js';
@@ -8,6 +8,8 @@ import { errorBody, svcErrorHandler } from './errors.js';
 import type { SvcMetrics } from './metrics.js';
 import { observeRequests } from './observe.js';
 import { OpenApiCollector } from './openapi.js';
+import { teacherTrainRequestSchema } from '../contract/teacher-request.js';
+import { logTrainRequestSchema } from '../contract/log-source.js';
 import {
   classifyRequestSchema,
   classifyResponseSchema,
@@ -142,7 +144,14 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
 
     routes.post(
       '/train',
-      { bodyLimit, schema: { summary: 'Start training a classifier', body: trainRequestSchema, response: { 200: modelSchema } } },
+      {
+        bodyLimit,
+        schema: {
+          summary: 'Start training a classifier: from labelled examples, from texts a teacher labels, or from logged calls',
+          body: z.union([trainRequestSchema, teacherTrainRequestSchema, logTrainRequestSchema]),
+          response: { 200: modelSchema },
+        },
+      },
       async (request) => service.train(principalOf(request), request.body),
     );
 

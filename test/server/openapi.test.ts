@@ -39,6 +39,9 @@ describe('GET /v2/openapi.json', () => {
         'BinaryClassifyRequest',
         'BinaryTrainRequest',
         'Error',
+        'LabelRule',
+        'LogSource',
+        'LogTrainRequest',
         'Model',
         'ModelEvaluation',
         'ModelVersion',
@@ -48,16 +51,30 @@ describe('GET /v2/openapi.json', () => {
         'MultiLabelTrainRequest',
         'PromoteRequest',
         'ProxyModel',
+        'Shadow',
+        'ShadowLabelRule',
+        'Teacher',
+        'TeacherCost',
+        'TeacherSelection',
+        'TeacherTrainRequest',
+        'TrainingData',
       ];
       expect([...new Set(refsOf(doc))].sort()).toEqual(named.map((id) => `#/components/schemas/${id}`));
       expect(Object.keys(doc.components.schemas).sort()).toEqual(named);
-      // The train body is one of the three task types' requests, told apart by task_type.
+      // The train body is one of the three task types' requests, told apart by task_type,
       const train = (doc.paths['/v2/train'] as { post: { requestBody: { content: Record<string, { schema: unknown }> } } }).post;
+      // Or texts for a teacher to label, or logged calls of a project.
       expect(train.requestBody.content['application/json'].schema).toEqual({
-        oneOf: [
-          { $ref: '#/components/schemas/BinaryTrainRequest' },
-          { $ref: '#/components/schemas/MultiClassTrainRequest' },
-          { $ref: '#/components/schemas/MultiLabelTrainRequest' },
+        anyOf: [
+          {
+            oneOf: [
+              { $ref: '#/components/schemas/BinaryTrainRequest' },
+              { $ref: '#/components/schemas/MultiClassTrainRequest' },
+              { $ref: '#/components/schemas/MultiLabelTrainRequest' },
+            ],
+          },
+          { $ref: '#/components/schemas/TeacherTrainRequest' },
+          { $ref: '#/components/schemas/LogTrainRequest' },
         ],
       });
       const multiClass = doc.components.schemas.MultiClassTrainRequest as {
