@@ -96,6 +96,29 @@ describe('svc train --from-log bodies', () => {
     expect(refusal(() => parseLabelWords(' ; '))).toBe(`--label-words names no label; write label=word,word;label=word${line}`);
   });
 
+  it('is in svc train --help: the usage line, every flag and an example', async () => {
+    const help = await svc(['train', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('usage: svc train --examples');
+    expect(help.stdout).toContain(
+      '\n       svc train --from-log --project <id> (--label-text "..." | --labels <a,b,...>) (--label-pointer P',
+    );
+    for (const flag of [
+      '--from-log',
+      '--label-pointer <P>',
+      '--label-regex <R>',
+      '--label-words <W>',
+      '--since <T>',
+      '--until <T>',
+      '--log-model <name>',
+      '--text-pointer <P>',
+      '--holdout <share>',
+    ]) {
+      expect(help.stdout).toMatch(new RegExp(`\\n  ${flag.replace(/[<>]/g, '.')} {2,}\\S`));
+    }
+    expect(help.stdout).toContain("  svc train --from-log --project proj_0123456789ab --label-text 'billing question' --label-regex");
+  });
+
   it('prints the refusal from the real command, before it calls the service', async () => {
     const result = await svc([
       'train',
