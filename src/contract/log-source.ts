@@ -8,10 +8,10 @@ import { z } from 'zod';
 
 import { typeError } from '../parse.js';
 import { checkDistinctNames, labelNameSchema } from './labelled-examples.js';
+// The held-out share's default is the teacher request's: both measure agreement with a chat model the same way.
+import { kDefaultHoldout } from './teacher-request.js';
 import { kMaxClasses, kMinClasses, kTaskTypes, trainRequestSchema } from './train-request.js';
 
-/** Share of the labelled calls held back as `validation` (the agreement with the chat model) unless the request says. */
-export const kDefaultLogHoldout = 0.2;
 /** Longest regular expression a label rule may carry. */
 export const kMaxLabelRegexLength = 1_000;
 /** Most words a label rule may list, over all labels. */
@@ -159,7 +159,7 @@ export const logTrainRequestSchema = z
       .max(0.5, { error: 'must be at most 0.5' })
       .optional()
       .describe(
-        `Share of the labelled calls held back as validation: the evaluation report is the agreement with the chat model; default ${kDefaultLogHoldout}`,
+        `Share of the labelled calls held back as validation: the evaluation report is the agreement with the chat model; default ${kDefaultHoldout}`,
       ),
     finetune: trainFields.finetune,
     truncate: trainFields.truncate,

@@ -8,7 +8,8 @@ import { SvcError } from '../errors.js';
 import { parseRequest } from '../parse.js';
 import { kDefaultSeed, seededRandom } from '../random.js';
 import { kMaxExamples, kMaxTextLength, kMinExamplesPerClass, validateTrainRequest } from '../contract/train-request.js';
-import { kDefaultLogHoldout, logTask, logTrainRequestSchema, type LogTrainRequest } from '../contract/log-source.js';
+import { logTask, logTrainRequestSchema, type LogTrainRequest } from '../contract/log-source.js';
+import { kDefaultHoldout } from '../contract/teacher-request.js';
 import { kSkippedSamples, type TrainingData } from '../contract/training-data.js';
 import { pointerTokens } from '../teacher/json-pointer.js';
 import { callText, labelReader, replyText } from '../teacher/logged-calls.js';
@@ -204,7 +205,7 @@ export async function trainBodyFromLog(deps: LogTrainingDeps, body: unknown): Pr
   await deps.ownProject(request.from_log.project_id);
   const read = await readLog(deps, request, task);
   if (read.labelled.size === 0) throw nothingUsable(request, read);
-  const { train, held } = holdOut([...read.labelled.values()], request.holdout ?? kDefaultLogHoldout, task);
+  const { train, held } = holdOut([...read.labelled.values()], request.holdout ?? kDefaultHoldout, task);
   const trainBody: Record<string, unknown> = {
     model: request.model,
     ...(request.model_id === undefined ? {} : { model_id: request.model_id }),
