@@ -159,7 +159,12 @@ function holdOut(examples: readonly Labelled[], holdout: number, task: TeacherTa
   const random = seededRandom(kDefaultSeed);
   const keep = task.taskType === 'multi-class-classification' ? kMinExamplesPerClass : 1;
   const strata = new Map<string, number[]>();
-  examples.forEach((example, i) => strata.set(stratum(example.label), [...(strata.get(stratum(example.label)) ?? []), i]));
+  examples.forEach((example, i) => {
+    const key = stratum(example.label);
+    const indices = strata.get(key);
+    if (indices === undefined) strata.set(key, [i]);
+    else indices.push(i);
+  });
   const held = new Set<number>();
   for (const indices of strata.values()) {
     // Fisher-Yates with the seeded draw, then the first `count` are held out.
