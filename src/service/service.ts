@@ -3,6 +3,10 @@ import { SvcError } from '../errors.js';
 import { type ApiKeyRecord, type OrgLimits, type Organization, type Project, type Store, usageMonth } from '../store/types.js';
 import { checkOrgLimits, limitRejection, resolveOrgLimits, type ResolvedOrgLimits } from './limits.js';
 import { JobRunner, type JobRunnerOptions } from './jobs.js';
+import { storedLabels } from './examples.js';
+import { runTeacherStage, type TeacherTransportFactory } from './teacher-stage.js';
+import { trainWithTeacher } from './teacher-training.js';
+import { asksForTeacher } from '../contract/teacher-request.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
 import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
 import type { ModelRuntime } from './runtime.js';
@@ -69,6 +73,7 @@ export class SvcService {
   readonly runtime: ModelRuntime;
   readonly proxyModels: readonly string[];
   readonly #jobs: JobRunner;
+  #teacherTransport: TeacherTransportFactory | null = null;
   readonly #retention: RetentionTimer | null;
   readonly #models: ModelObjects;
   readonly #callerModels: CallerModels;
@@ -82,8 +87,29 @@ export class SvcService {
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
     // A training job ends with its evaluation report (made by this.evaluations, set below before any job runs).
-    this.#jobs = new JobRunner(options.store, options.runtime, options.jobs, (modelId, jobOptions, score) =>
-      this.evaluations.atTraining(modelId, jobOptions, score),
+    this.#jobs = new JobRunner(
+      options.store,
+      options.runtime,
+      options.jobs,
+      (modelId, jobOptions, score) => this.evaluations.atTraining(modelId, jobOptions, score),
+      // A job with a teacher labels its texts first (teacher-stage.ts), through the transport the proxy routes set.
+      (job, hooks) =>
+        job.options.teacher === undefined
+          ? Promise.resolve(null)
+          : runTeacherStage(
+              this.store,
+              this.#teacherTransport,
+              {
+                modelId: job.modelId,
+                orgId: job.model.orgId,
+                baseModel: job.model.baseModel,
+                taskType: job.model.taskType,
+                labels: storedLabels(job.model.taskType, job.model.labelText) ?? [job.model.labelText],
+                examples: job.examples,
+                options: job.options,
+              },
+              hooks,
+            ),
     );
     this.#models = new ModelObjects(options.runtime);
     const orgLimits = (orgId: string) => this.orgLimits(orgId);
@@ -104,6 +130,14 @@ export class SvcService {
     });
     const retention = options.retention ?? {};
     this.#retention = retention === false ? null : new RetentionTimer(options.store, resolveRetention(retention), retention.intervalMs);
+  }
+
+  /**
+   * Where the calls of jobs trained with a teacher go out: the proxy routes set it when they are registered (their
+   * forwarding code logs, budgets and checks each call as a client's). Without it a request with a `teacher` is refused.
+   */
+  useTeacherTransport(factory: TeacherTransportFactory): void {
+    this.#teacherTransport = factory;
   }
 
   /** Starts the job runner (requeueing jobs a previous process left running) and the request-log retention. */
@@ -293,6 +327,19 @@ export class SvcService {
    * (`<id>@<n>`, not live until promoted; the rules and errors of `versions.add`).
    */
   train(principal: Principal, body: unknown, options: Record<string, unknown> = {}): Promise<ModelObject> {
+    if (asksForTeacher(body)) {
+      return trainWithTeacher(
+        {
+          store: this.store,
+          jobs: this.#jobs,
+          orgLimits: (orgId) => this.orgLimits(orgId),
+          authorizeProxy: (caller, projectId) => this.authorizeProxy(caller, projectId),
+          servesProxy: () => this.#teacherTransport !== null,
+        },
+        principal,
+        body,
+      );
+    }
     if (asksForLog(body)) {
       const deps = { store: this.store, ownProject: (id: string) => this.ownProject(principal, id) };
       return trainBodyFromLog(deps, body).then((made) =>

@@ -9,8 +9,11 @@ import type { JobLease, Store, TrainingExample } from '../store/types.js';
 import { labelTexts, type TeacherAnswer, type TeacherTransport } from '../teacher/labeller.js';
 import type { TeacherLabel, TeacherTask } from '../teacher/protocol.js';
 import type { TrainProgress } from '../train/train.js';
+import { embedAll } from '../train/embed-all.js';
+import { selectByUncertainty } from '../train/uncertainty.js';
+import { resolveBaseModel } from '../model/base-models.js';
 import { kDefaultHoldout, kDefaultTeacherConcurrency, kDefaultTextsPerCall } from '../contract/teacher-request.js';
-import type { TaskType } from '../contract/train-request.js';
+import { kMinExamples, type TaskType } from '../contract/train-request.js';
 import { validateTrainRequest } from '../contract/train-request.js';
 import { storedTrainRequest } from './examples.js';
 import type { Principal } from './service.js';
@@ -32,6 +35,7 @@ export type TeacherTransportFactory = (caller: { principal: Principal; projectId
 export interface TeacherJob {
   modelId: string;
   orgId: string;
+  baseModel: string;
   taskType: TaskType;
   /** The label names (binary: [label_text]). */
   labels: string[];
@@ -67,22 +71,23 @@ export async function runTeacherStage(
   const bought = new Map(kept.filter((row) => row.position !== kStoppedPosition).map((row) => [row.position, row]));
   const typed = new Set(job.examples.map((example) => example.text));
   let wanted = texts.map((text, position) => ({ position, text })).filter((t) => !typed.has(t.text));
-  const select = job.options.select as { budget: number; strategy?: string } | undefined;
-  if (select !== undefined) wanted = selectTexts(wanted, select.budget);
-  const total = wanted.length;
-  const asking = wanted.filter((t) => !bought.has(t.position));
-  let done = total - asking.length;
+  const select = job.options.select as { budget: number; strategy?: 'uncertain' | 'random' } | undefined;
+  const uncertain = select !== undefined && select.strategy !== 'random' && wanted.length > select.budget;
+  if (select !== undefined && !uncertain) wanted = selectTexts(wanted, select.budget);
+  const total = uncertain ? select!.budget : wanted.length;
+  let done = [...bought.values()].length;
   let stopped: string | null = null;
-  if (asking.length > 0) {
+  let call = Math.max(0, ...[...bought.values()].map((row) => row.call));
+  /** Asks the teacher for these texts, keeping each call's answers as they arrive. */
+  const ask = async (texts: { position: number; text: string }[]): Promise<void> => {
     if (transportFor === null) {
       throw new SvcError('invalid_request', 'this service runs no proxy, so the teacher cannot be asked; serve the proxy routes and train again');
     }
-    let call = Math.max(0, ...[...bought.values()].map((row) => row.call));
     hooks.onProgress({ stage: 'labelling', done, total });
     const result = await labelTexts({
       teacher: teacher.model,
       task,
-      texts: asking,
+      texts,
       textsPerCall: teacher.texts_per_call ?? kDefaultTextsPerCall,
       concurrency: teacher.concurrency ?? kDefaultTeacherConcurrency,
       transport: transportFor({ principal: { orgId: job.orgId, keyId: teacher.key_id }, projectId: teacher.project_id, teacher: teacher.model }),
@@ -98,10 +103,39 @@ export async function runTeacherStage(
         hooks.onProgress({ stage: 'labelling', done, total });
       },
     });
-    stopped = result.stopped;
+    stopped ??= result.stopped;
+  };
+  if (uncertain) {
+    // Rounds of the texts a head on the labels so far is least sure of, over the base encoder's embeddings.
+    const dim = resolveBaseModel(job.baseModel).hiddenSize;
+    const embeddings = await embedAll(job.baseModel, wanted.map((t) => t.text), dim, { signal: hooks.signal, tenant: job.orgId });
+    const rowOf = new Map(wanted.map((t, row) => [t.position, row]));
+    const answered = [...bought.values()].filter((r) => rowOf.has(r.position));
+    await selectByUncertainty({
+      embeddings,
+      dim,
+      task,
+      budget: Math.max(0, select!.budget - answered.length),
+      seed: kTeacherSeed,
+      labelled: answered.filter((r) => r.outcome === 'labelled').map((r) => ({ index: rowOf.get(r.position)!, label: JSON.parse(r.label!) as TeacherLabel })),
+      exclude: answered.filter((r) => r.outcome !== 'labelled').map((r) => rowOf.get(r.position)!),
+      label: async (rows) => {
+        if (stopped !== null) return rows.map(() => null);
+        await ask(rows.map((row) => wanted[row]));
+        return rows.map((row) => {
+          const answer = bought.get(wanted[row].position);
+          return answer?.outcome === 'labelled' ? (JSON.parse(answer.label!) as TeacherLabel) : null;
+        });
+      },
+    });
+  } else {
+    const asking = wanted.filter((t) => !bought.has(t.position));
+    if (asking.length > 0) await ask(asking);
+  }
+  if (stopped !== null) {
     // Why labelling stopped short is part of the model's report (its training_data), whatever training makes of it.
     const note: TeacherTextRow = { position: kStoppedPosition, text: '', outcome: 'stopped', label: null, detail: stopped, call: 0, tokensIn: 0, tokensOut: 0, ms: 0 };
-    if (stopped !== null) await store.teacherTexts.record(job.modelId, hooks.lease, [note]);
+    await store.teacherTexts.record(job.modelId, hooks.lease, [note]);
   }
   return trainingSet(job, bought, stopped);
 }
@@ -166,7 +200,9 @@ function trainingSet(
     .sort((a, b) => a.position - b.position)
     .map((row) => storedExample(job.taskType, job.labels, row.text, JSON.parse(row.label!) as TeacherLabel));
   const holdout = (job.options.holdout as number | undefined) ?? kDefaultHoldout;
-  const { train, held } = holdOut(labelled, holdout, (example) => example.label_text + String(example.label));
+  // Never so many held back that training falls below a train request's minimum.
+  const cap = Math.max(0, job.examples.length + labelled.length - kMinExamples);
+  const { train, held } = holdOut(labelled, holdout, cap, (example) => example.label_text + String(example.label));
   const examples = [...job.examples, ...train];
   const { teacher_texts: _texts, teacher: _teacher, select: _select, holdout: _holdout, ...rest } = job.options;
   const options = held.length === 0 ? rest : { ...rest, validation: held.map((example) => validationEntry(job.taskType, example)) };
@@ -182,8 +218,8 @@ function trainingSet(
 }
 
 /** Holds back `share` of the examples, each label kept in proportion (at least one example of each stays in training). */
-function holdOut<T>(examples: readonly T[], share: number, key: (example: T) => string): { train: T[]; held: T[] } {
-  if (share <= 0) return { train: [...examples], held: [] };
+function holdOut<T>(examples: readonly T[], share: number, cap: number, key: (example: T) => string): { train: T[]; held: T[] } {
+  if (share <= 0 || cap === 0) return { train: [...examples], held: [] };
   const random = seededRandom(kTeacherSeed);
   const groups = new Map<string, T[]>();
   for (const example of examples) {
@@ -195,7 +231,7 @@ function holdOut<T>(examples: readonly T[], share: number, key: (example: T) => 
   const held: T[] = [];
   for (const group of groups.values()) {
     const shuffled = group.map((example) => ({ example, order: random() })).sort((a, b) => a.order - b.order);
-    const keep = Math.min(group.length - 1, Math.round(group.length * share));
+    const keep = Math.min(group.length - 1, Math.round(group.length * share), cap - held.length);
     shuffled.forEach(({ example }, i) => (i < keep ? held : train).push(example));
   }
   return { train, held };

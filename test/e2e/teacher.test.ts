@@ -154,6 +154,17 @@ describe('POST /v2/train with a teacher', () => {
     expect(labellingCalls('gpt-faults').calls).toBe(14);
   }, 120_000);
 
+  it.each(['uncertain', 'random'])('labels only the budget of texts with select %s', async (strategy) => {
+    const name = `gpt-select-${strategy}`;
+    const created = await api('/train', { body: teacherBody({ model: `provider-a:${name}` }, kTexts, { select: { budget: 24, strategy } }) });
+    const model = await settled(created.body.id);
+    expect(model.status).toBe('trained');
+    expect(model.training_data).toMatchObject({ texts: 60, labelled: 24, skipped: 0 });
+    const { asked } = labellingCalls(name);
+    expect(asked.size).toBe(24);
+    expect([...asked.values()].every((n) => n === 1)).toBe(true);
+  }, 120_000);
+
   it('refuses a teacher without proxy access (403) and another organization\'s project (404)', async () => {
     await server.service.createOrganization('globex');
     const globexKey = (await server.service.createApiKey('globex')).key;
