@@ -7,12 +7,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import Anthropic from '@anthropic-ai/sdk';
+import { Mistral } from '@mistralai/mistralai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type FakeProvider, kFakeKeys, startFakeProvider } from '../../fixtures/fake-provider.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
 import { proxyRoutes } from '../../src/server/proxy-routes.js';
+import { callLabel, callText, replyText } from '../../src/teacher/logged-calls.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 import { kLevelSlowdown } from '../_support/level.js';
@@ -44,7 +47,14 @@ beforeAll(async () => {
     logLevel: 'silent',
     pool: { workers: 1, engineThreads: 1 },
     proxy: proxyRoutes,
-    proxyOptions: { providers: { 'provider-a': { url: fake.urls.a, key: kFakeKeys.a } }, env: {} },
+    proxyOptions: {
+      providers: {
+        'provider-a': { url: fake.urls.a, key: kFakeKeys.a },
+        'provider-b': { url: fake.urls.b, key: kFakeKeys.b },
+        'provider-c': { url: fake.urls.c, key: kFakeKeys.c },
+      },
+      env: {},
+    },
   });
   const { service } = server;
   await service.createOrganization('acme');
@@ -184,5 +194,46 @@ describe('POST /v2/train with from_log', () => {
     const none = await call('POST', '/v2/train', trainBody({ project_id: 'proj_nosuchproject' }));
     expect([theirs.status, none.status]).toEqual([404, 404]);
     expect(theirs.body.error).toMatchObject({ code: 'not_found', message: `The project '${globexProject}' does not exist` });
+  });
+});
+
+describe('logged calls of the other providers', () => {
+  it('reads the text and label of every Mistral and Anthropic SDK call as the proxy logged it, streamed and not', async () => {
+    const project = (await server.service.createProject('acme', 'other-providers')).id;
+    const base = `${server.url}/v2/${project}/`;
+    const mistral = new Mistral({ serverURL: base, apiKey: key, retryConfig: { strategy: 'none' } });
+    const anthropic = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
+    const texts = reviews.slice(18, 22).map((r) => r.text);
+    const user = (text: string) => [{ role: 'user' as const, content: text }];
+    await mistral.chat.complete({ model: 'provider-b:mistral-small', messages: [{ role: 'system', content: system }, ...user(texts[0])] });
+    for await (const event of await mistral.chat.stream({ model: 'provider-b:mistral-small', messages: user(texts[1]) })) void event;
+    await anthropic.messages.create({ model: 'provider-c:claude-haiku', max_tokens: 5, system, messages: user(texts[2]) });
+    const stream = await anthropic.messages.create({
+      model: 'provider-c:claude-haiku',
+      max_tokens: 5,
+      system,
+      messages: user(texts[3]),
+      stream: true,
+    });
+    for await (const event of stream) void event;
+    let rows = await server.service.store.readRequestLogRange(project, { limit: 10 });
+    for (let i = 0; i < 200 && rows.length < 4; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      rows = await server.service.store.readRequestLogRange(project, { limit: 10 });
+    }
+    const task = { taskType: 'binary-classification' as const, labels: ['positive'] };
+    const read = rows.map((row) => {
+      const reply = replyText(row.provider, row.responseBody);
+      return [row.provider, row.stream, callText(row.requestBody), reply, callLabel(reply!, { regex: '^(yes|no)$' }, task)];
+    });
+    const answer = (text: string) => (truth.get(text) ? 'yes' : 'no');
+    expect(read).toEqual([
+      ['provider-b', false, texts[0], answer(texts[0]), truth.get(texts[0])],
+      ['provider-b', true, texts[1], answer(texts[1]), truth.get(texts[1])],
+      ['provider-c', false, texts[2], answer(texts[2]), truth.get(texts[2])],
+      ['provider-c', true, texts[3], answer(texts[3]), truth.get(texts[3])],
+    ]);
+    // Both labels are among them, so the check reads a 'yes' and a 'no'.
+    expect(new Set(texts.map((text) => truth.get(text)))).toEqual(new Set([true, false]));
   });
 });
