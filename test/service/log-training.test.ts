@@ -337,4 +337,26 @@ describe('SvcService.train with from_log', () => {
     expect((await service.store.getJobExamples(model.id)).length).toBe(24);
     expect(job?.options.finetune).toBe(false);
   });
+
+  it("trains a classifier's next version from the log with model_id, its job keeping that version's training_data", async () => {
+    await service.start();
+    await logCalls(billingCalls(30));
+    const first = await service.train(acme, binaryBody({}));
+    await service.idle();
+    expect((await service.getModel(acme, first.id)).status).toBe('trained');
+    // 30 new texts, logged later: the range of the next version holds only them.
+    await logCalls(
+      billingCalls(60)
+        .slice(30)
+        .map((call, i) => ({ ...call, createdAt: 5_000 + i })),
+    );
+    const next = await service.train(acme, binaryBody({ since: 5_000 }, { model_id: first.id, holdout: 0 }));
+    expect(next.id).toBe(`${first.id}@2`);
+    await service.idle();
+    const version = (await service.versions.list(acme, first.id)).data.find((v) => v.version === 2)!;
+    expect(version.status).toBe('trained');
+    const stored = await service.store.versions.list(first.id);
+    const job = await service.store.getJob(stored.find((v) => v.version === 2)!.id);
+    expect(job?.options.training_data).toMatchObject({ source: 'request_log', texts: 30, labelled: 30, held_out: 0 });
+  });
 });
