@@ -4,11 +4,10 @@
 import { z } from 'zod';
 
 import { typeError } from '../parse.js';
+import { labelRuleSchema } from './log-source.js';
 
-/** Characters of a proxied model name, a classifier id, a pointer or a rule's regex, at most. */
+/** Characters of a proxied model name, a classifier id or a text pointer, at most (the label rule's bounds are log-source.ts's). */
 export const kMaxShadowFieldChars = 200;
-/** Label words per label, and labels in a words rule, at most. */
-export const kMaxShadowWords = 64;
 
 const field = (what: string) =>
   z
@@ -17,31 +16,11 @@ const field = (what: string) =>
     .max(kMaxShadowFieldChars, { error: `must be at most ${kMaxShadowFieldChars} characters` })
     .describe(what);
 
-/** Where a chat reply holds its label: the LabelRule of teacher/logged-calls.ts. */
-export const shadowLabelRuleSchema = z
-  .union(
-    [
-      z.strictObject({ pointer: z.string({ error: typeError('a string') }).max(kMaxShadowFieldChars).describe('RFC 6901 pointer into the reply parsed as JSON') }),
-      z.strictObject({
-        regex: field('A regular expression over the reply text; its first group (or whole match) is the label word'),
-        flags: z.string({ error: typeError('a string') }).max(4).optional().describe("Letters of 'imsu'"),
-      }),
-      z.strictObject({
-        words: z
-          .record(z.string(), z.array(z.string().min(1).max(kMaxShadowFieldChars)).min(1).max(kMaxShadowWords))
-          .refine((words) => Object.keys(words).length <= kMaxShadowWords, { error: `names at most ${kMaxShadowWords} labels` })
-          .describe("Label -> words that mean it (binary: keys 'true' and 'false'), matched as whole words"),
-      }),
-    ],
-    { error: 'must be one of {pointer}, {regex, flags?} or {words}' },
-  )
-  .meta({ id: 'ShadowLabelRule' });
-
 export const shadowSettingsRequestSchema = z.strictObject({
   model: field("The proxied model as clients send it, e.g. 'provider-a:gpt-4o-mini'"),
   classifier: field('A classifier of your organization (svc-small-...); predict answers with its live version'),
   text_pointer: field("RFC 6901 pointer to the call's text in the request JSON; default: the last user message").optional(),
-  label: shadowLabelRuleSchema,
+  label: labelRuleSchema,
 });
 export type ShadowSettingsRequest = z.infer<typeof shadowSettingsRequestSchema>;
 
@@ -52,7 +31,7 @@ export const shadowSchema = z
     model: z.string(),
     classifier: z.string(),
     text_pointer: z.string().nullable(),
-    label: shadowLabelRuleSchema,
+    label: labelRuleSchema,
     created_at: z.number().int().describe('Unix seconds'),
     updated_at: z.number().int().describe('Unix seconds'),
   })

@@ -52,7 +52,6 @@ describe('GET /v2/openapi.json', () => {
         'PromoteRequest',
         'ProxyModel',
         'Shadow',
-        'ShadowLabelRule',
         'Teacher',
         'TeacherCost',
         'TeacherSelection',
