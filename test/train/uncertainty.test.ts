@@ -104,6 +104,16 @@ describe('chooseUncertainTexts', () => {
     expect(chooseUncertainTexts({ embeddings, dim: 3, labelled, task, count: 4 })).toEqual([4, 5, 7, 6]);
   });
 
+  it('reads the duplicate cosine right on rows that are not unit length', () => {
+    // Every row three times as long: the head's picks may move, the guard's may not (row 3 still waits for row 2).
+    const long = kBinaryRows.map((x) => 3 * x);
+    const labelled: LabelledRow[] = [
+      { index: 0, label: true },
+      { index: 1, label: false },
+    ];
+    expect(chooseUncertainTexts({ embeddings: long, dim: 3, labelled, task: binary, count: 5 })).toEqual([2, 4, 5, 6, 3]);
+  });
+
   it('never takes two rows above the duplicate cosine while distinct ones remain', () => {
     // Twenty copies of one direction, slightly turned, and one distinct row: the call takes one copy and the distinct row.
     const copies = Array.from({ length: 20 }, (_, i) => [0.001 * i, 1, 0.01 * i]);
@@ -219,8 +229,12 @@ describe('selectByUncertainty', () => {
   });
 
   it('starts with a seeded random round when nothing is labelled yet', async () => {
+    // Defaults: a random round of 20 (here all 7 rows), then rounds of 10.
+    const all = teacher();
+    await selectByUncertainty({ embeddings: kBinaryRows, dim: 3, task: binary, budget: 100, seed: 5, label: all.label });
+    expect(all.rounds).toEqual([chooseSeedTexts(7, 20, 5)]);
     const { rounds, label } = teacher();
-    await selectByUncertainty({ embeddings: kBinaryRows, dim: 3, task: binary, budget: 4, seed: 5, roundSize: 2, label });
+    await selectByUncertainty({ embeddings: kBinaryRows, dim: 3, task: binary, budget: 4, seed: 5, firstRound: 2, roundSize: 2, label });
     expect(rounds[0]).toEqual(chooseSeedTexts(7, 2, 5));
     // Rows 4 (true) and 5 (false) put the boundary across +x and -x: rows 0 and 1 are the least sure.
     expect(rounds).toEqual([
@@ -231,7 +245,16 @@ describe('selectByUncertainty', () => {
 
   it('asks every row once at most, and draws again at random while every answer was a refusal', async () => {
     const { rounds, label } = teacher([4, 5]);
-    const result = await selectByUncertainty({ embeddings: kBinaryRows, dim: 3, task: binary, budget: 100, seed: 5, roundSize: 2, label });
+    const result = await selectByUncertainty({
+      embeddings: kBinaryRows,
+      dim: 3,
+      task: binary,
+      budget: 100,
+      seed: 5,
+      firstRound: 2,
+      roundSize: 2,
+      label,
+    });
     expect(rounds[0]).toEqual([4, 5]);
     // Nothing labelled after round 1: round 2 is a seeded draw among the five rows left.
     const left = [0, 1, 2, 3, 6];
@@ -246,6 +269,9 @@ describe('selectByUncertainty', () => {
     await expect(selectByUncertainty({ ...base, budget: -1 })).rejects.toThrow(new RangeError('budget must be a non-negative integer'));
     await expect(selectByUncertainty({ ...base, budget: 2, roundSize: 0 })).rejects.toThrow(
       new RangeError('roundSize must be a positive integer'),
+    );
+    await expect(selectByUncertainty({ ...base, budget: 2, firstRound: 1.5 })).rejects.toThrow(
+      new RangeError('firstRound must be a positive integer'),
     );
     await expect(selectByUncertainty({ ...base, budget: 2, label: async () => [true] })).rejects.toThrow(
       new RangeError('label() must answer 2 rows (got 1)'),
