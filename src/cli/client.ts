@@ -19,14 +19,14 @@ import { fetchService } from './fetch-error.js';
 const kDefaultUrl = 'http://127.0.0.1:8080';
 // Twice a second: a progress line moves often enough, and `svc serve`'s request log is not flooded.
 const kPollMs = 500;
-export export const kConnection = { url: { type: 'string' }, key: { type: 'string' } } as const;
+export const kConnection = { url: { type: 'string' }, key: { type: 'string' } } as const;
 
-export export interface Connection {
+export interface Connection {
   url: string;
   key: string;
 }
 
-export export function connection(values: { url?: string; key?: string }): Connection {
+export function connection(values: { url?: string; key?: string }): Connection {
   const env = environment();
   const key = values.key ?? env.apiKey;
   if (key === undefined || key.length === 0) throw new SvcError('authentication', 'no API key: pass --key or set SVC_KEY');
@@ -34,7 +34,7 @@ export export function connection(values: { url?: string; key?: string }): Conne
 }
 
 /** One call; a non-2xx answer throws with the service's error message. */
-export export async function call<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<T> {
+export async function call<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<T> {
   const response = await fetchService(conn.url + path, {
     method,
     headers: { authorization: `Bearer ${conn.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
