@@ -209,7 +209,10 @@ export async function run(args: string[]): Promise<void> {
       results[task.name] = [];
       for (const seed of draws) {
         const draw = task.draw(seed);
-        const split = splitPool(draw.testTexts.length, poolCount, seed);
+        // The UCI files hold an empty sentence or two: no request may carry one, and it has nothing to classify.
+        const held = splitPool(draw.testTexts.length, poolCount, seed);
+        const written = (i: number) => draw.testTexts[i]!.trim() !== '';
+        const split = { pool: held.pool.filter(written), test: held.test.filter(written) };
         const testTexts = split.test.map((i) => draw.testTexts[i]!);
         const expected = split.test.map((i) => draw.expected[i]!);
         const poolTexts = split.pool.map((i) => draw.testTexts[i]!);
