@@ -2,7 +2,7 @@
 // teacher (teacher-stage.ts), and what its model object says about the labels while and after they are bought.
 import { SvcError } from '../errors.js';
 import { validateTeacherTrainRequest, teacherLabels, type TeacherTrainRequest } from '../contract/teacher-request.js';
-import { kMinExamples } from '../contract/train-request.js';
+import { heldOutCount } from '../train/teacher-labels.js';
 import { checkTrainRequestWork } from '../contract/train-work.js';
 import type { ModelObject } from '../contract/schemas.js';
 import { kSkippedSamples, type TrainingData } from '../contract/training-data.js';
@@ -120,7 +120,7 @@ export async function trainingDataOf(store: Store, modelId: string, job: Trainin
   const skipped = rows.filter((row) => row.outcome !== 'labelled');
   const holdout = (job.options.holdout as number | undefined) ?? 0.2;
   report.labelled = labelled.length;
-  report.held_out = Math.min(Math.round(labelled.length * holdout), Math.max(0, labelled.length - kMinExamples));
+  report.held_out = heldOutCount(labelled.length, 0, holdout);
   report.skipped = skipped.length;
   if (skipped.length > 0) {
     report.skipped_samples = skipped.slice(0, kSkippedSamples).map((row) => ({ index: row.position, reason: `${row.outcome}: ${row.detail ?? ''}` }));
