@@ -17,6 +17,16 @@ export type { AdapterSegments } from './native/adapter.js';
 export { Tokenizer } from './native/tokenizer.js';
 export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
 export { train } from './train/train.js';
+export { labelWithTeacher } from './train/label-with-teacher.js';
+export type { TeacherLabelling, TeacherOptions } from './train/label-with-teacher.js';
+export {
+  kMaxTeacherTexts,
+  teacherTrainRequestSchema,
+  validateTeacherTrainRequest,
+} from './contract/teacher-request.js';
+export type { TeacherTrainRequest } from './contract/teacher-request.js';
+export type { TeacherCost, TrainingData } from './contract/training-data.js';
+export type { ProviderEndpoint, ProviderName, ProviderOptions } from './teacher/providers.js';
 export type { TrainOptions, TrainProgress } from './train/train.js';
 export {
   validateTrainRequest,

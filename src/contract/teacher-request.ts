@@ -38,7 +38,11 @@ const teacherSchema = z
     project_id: z
       .string({ error: typeError('a string') })
       .min(1, { error: 'must not be empty' })
-      .describe("One of the caller's projects: each call is logged on its dashboard and counted against its budget"),
+      .optional()
+      .describe(
+        "One of the caller's projects (required by the service): each call is logged on its dashboard and counted against its budget. " +
+          "The library's train() calls the provider itself and takes none",
+      ),
     instructions: z
       .string({ error: typeError('a string') })
       .max(kMaxInstructionsLength, { error: `must be at most ${kMaxInstructionsLength} characters` })

@@ -1,22 +1,8 @@
 import type { RateLimitOptions } from '../contract/rate-limit.js';
 import type { SvcService } from '../service/service.js';
-import type { ProviderName } from '../store/types.js';
+import type { ProviderConfig, ProviderOptions } from '../teacher/providers.js';
 
-export type { ProviderName } from '../store/types.js';
-
-/** Where one provider's API lives and the operator's key for it. */
-export interface ProviderEndpoint {
-  /** Base URL, e.g. `https://api.openai.com/v1` (provider A), `https://api.mistral.ai` (B), `https://api.anthropic.com` (C). */
-  url: string;
-  /** The operator's provider API key; empty when none is configured (the upstream then answers 401). */
-  key: string;
-}
-
-/** Provider settings as a user gives them: every field optional, missing ones come from the environment or defaults. */
-export type ProviderOptions = Partial<Record<ProviderName, Partial<ProviderEndpoint>>>;
-
-/** Provider settings after resolution: every provider has a URL and a key. */
-export type ProviderConfig = Readonly<Record<ProviderName, Readonly<ProviderEndpoint>>>;
+export type { ProviderConfig, ProviderEndpoint, ProviderName, ProviderOptions } from '../teacher/providers.js';
 
 /**
  * Options of the `proxyRoutes` Fastify plugin. Callers, projects and proxy grants are checked by

@@ -58,7 +58,7 @@ export async function runTeacherStage(
 ): Promise<{ examples: TrainingExample[]; options: Record<string, unknown> }> {
   const teacher = job.options.teacher as StoredTeacher;
   const kept = await store.teacherTexts.list(job.modelId);
-  const bought = new Map(kept.filter((row) => row.position !== kStoppedPosition).map((row) => [row.position, fromRow(row)]));
+  const bought = new Map(kept.filter((row) => row.position !== kStoppedPosition).map((row) => [row.position, answerOfRow(row)]));
   const stopped = await askTeacher({
     baseModel: job.baseModel,
     taskType: job.taskType,
@@ -118,7 +118,8 @@ function toRow(answer: KeptAnswer): TeacherTextRow {
   };
 }
 
-function fromRow(row: TeacherTextRow): KeptAnswer {
+/** A kept row as the answer it was. */
+export function answerOfRow(row: TeacherTextRow): KeptAnswer {
   return {
     position: row.position,
     text: row.text,

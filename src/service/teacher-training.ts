@@ -2,10 +2,11 @@
 // teacher (teacher-stage.ts), and what its model object says about the labels while and after they are bought.
 import { SvcError } from '../errors.js';
 import { validateTeacherTrainRequest, teacherLabels, type TeacherTrainRequest } from '../contract/teacher-request.js';
-import { heldOutCount } from '../train/teacher-labels.js';
+import { teacherReport } from '../train/teacher-labels.js';
+import { answerOfRow } from './teacher-stage.js';
 import { checkTrainRequestWork } from '../contract/train-work.js';
 import type { ModelObject } from '../contract/schemas.js';
-import { kSkippedSamples, type TrainingData } from '../contract/training-data.js';
+import type { TrainingData } from '../contract/training-data.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { kStoppedPosition } from '../store/teacher-texts.js';
 import type { ModelRecord, Store, TrainingExample, TrainingJob } from '../store/types.js';
@@ -55,7 +56,13 @@ export async function trainWithTeacher(deps: TeacherTrainingDeps, principal: Pri
     },
     maxLength,
   );
-  await deps.authorizeProxy(principal, request.teacher.project_id);
+  const projectId = request.teacher.project_id;
+  if (projectId === undefined) {
+    throw new SvcError('invalid_request', "teacher.project_id is required: the project whose proxy the teacher's calls go through, logged and budgeted", {
+      param: 'teacher.project_id',
+    });
+  }
+  await deps.authorizeProxy(principal, projectId);
   if (!deps.servesProxy()) {
     throw new SvcError('invalid_request', 'this service serves no proxy routes, which a teacher is asked through', { param: 'teacher' });
   }
@@ -72,7 +79,7 @@ export async function trainWithTeacher(deps: TeacherTrainingDeps, principal: Pri
     createdAt: now,
     updatedAt: now,
   };
-  const teacher: StoredTeacher = { ...request.teacher, key_id: principal.keyId };
+  const teacher: StoredTeacher = { ...request.teacher, project_id: projectId, key_id: principal.keyId };
   const options = {
     finetune: request.finetune,
     num_iterations: request.num_iterations,
@@ -111,28 +118,8 @@ export async function trainingDataOf(store: Store, modelId: string, job: Trainin
   if (stored !== undefined && stored !== null) return stored as TrainingData;
   const teacher = job.options.teacher as StoredTeacher | undefined;
   if (teacher === undefined) return null;
-  const texts = (job.options.teacher_texts as string[]).length;
   const kept = await store.teacherTexts.list(modelId);
-  const rows = kept.filter((row) => row.position !== kStoppedPosition);
-  const stopped = kept.find((row) => row.position === kStoppedPosition)?.detail;
-  const report = emptyReport(texts, teacher);
-  const labelled = rows.filter((row) => row.outcome === 'labelled');
-  const skipped = rows.filter((row) => row.outcome !== 'labelled');
-  const holdout = (job.options.holdout as number | undefined) ?? 0.2;
-  report.labelled = labelled.length;
-  report.held_out = heldOutCount(labelled.length, 0, holdout);
-  report.skipped = skipped.length;
-  if (skipped.length > 0) {
-    report.skipped_samples = skipped.slice(0, kSkippedSamples).map((row) => ({ index: row.position, reason: `${row.outcome}: ${row.detail ?? ''}` }));
-  }
-  const ms = rows.reduce((sum, row) => sum + row.ms, 0);
-  report.teacher = {
-    ...report.teacher!,
-    calls: new Set(rows.map((row) => row.call)).size,
-    tokens_in: Math.round(rows.reduce((sum, row) => sum + row.tokensIn, 0)),
-    tokens_out: Math.round(rows.reduce((sum, row) => sum + row.tokensOut, 0)),
-    ms_per_text: rows.length === 0 ? null : Math.round((ms / rows.length) * 10) / 10,
-    ...(stopped ? { stopped } : {}),
-  };
-  return report;
+  const answers = kept.filter((row) => row.position !== kStoppedPosition).map(answerOfRow);
+  const stopped = kept.find((row) => row.position === kStoppedPosition)?.detail ?? null;
+  return teacherReport((job.options.teacher_texts as string[]).length, teacher, answers, stopped, job.options.holdout as number | undefined);
 }

@@ -219,7 +219,8 @@ export interface QueuedJob {
   quota?: QuotaRefusal;
 }
 
-export type ProviderName = 'provider-a' | 'provider-b' | 'provider-c';
+export type { ProviderName } from '../teacher/providers.js';
+import type { ProviderName } from '../teacher/providers.js';
 
 export interface RequestLogRow {
   /** Assigned by the store on insert; increases with time. */

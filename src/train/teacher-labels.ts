@@ -7,6 +7,7 @@ import { SvcError } from '../errors.js';
 import { seededRandom } from '../random.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { kDefaultHoldout, kDefaultTeacherConcurrency, kDefaultTextsPerCall } from '../contract/teacher-request.js';
+import { kSkippedSamples, type TrainingData } from '../contract/training-data.js';
 import { kMinExamples, type TaskType, type TrainRequest, validateTrainRequest } from '../contract/train-request.js';
 import { labelTexts, type TeacherAnswer, type TeacherTransport } from '../teacher/labeller.js';
 import type { TeacherLabel, TeacherTask } from '../teacher/protocol.js';
@@ -226,4 +227,48 @@ function holdOut<T>(examples: readonly T[], share: number, cap: number, key: (ex
     shuffled.forEach(({ example }, i) => (i < keep ? held : train).push(example));
   }
   return { train, held };
+}
+
+/**
+ * The `training_data` report of a teacher's answers so far: texts, labelled, held out, skipped (with samples), and
+ * what the calls cost.
+ *
+ * @example
+ * ```ts
+ * teacherReport(60, { model: 'provider-a:gpt-4o-mini' }, answers, null).teacher.calls; // 6
+ * ```
+ */
+export function teacherReport(
+  texts: number,
+  teacher: { model: string; project_id?: string },
+  answers: readonly KeptAnswer[],
+  stopped: string | null,
+  holdout = kDefaultHoldout,
+): TrainingData {
+  const labelled = answers.filter((answer) => answer.outcome === 'labelled').length;
+  const skipped = answers.filter((answer) => answer.outcome !== 'labelled');
+  const ms = answers.reduce((sum, answer) => sum + answer.ms, 0);
+  return {
+    source: 'teacher',
+    texts,
+    labelled,
+    held_out: heldOutCount(labelled, 0, holdout),
+    skipped: skipped.length,
+    ...(skipped.length === 0
+      ? {}
+      : {
+          skipped_samples: skipped
+            .slice(0, kSkippedSamples)
+            .map((answer) => ({ index: answer.position, reason: `${answer.outcome}: ${answer.detail ?? ''}` })),
+        }),
+    teacher: {
+      model: teacher.model,
+      ...(teacher.project_id === undefined ? {} : { project_id: teacher.project_id }),
+      calls: new Set(answers.map((answer) => answer.call)).size,
+      tokens_in: Math.round(answers.reduce((sum, answer) => sum + answer.tokensIn, 0)),
+      tokens_out: Math.round(answers.reduce((sum, answer) => sum + answer.tokensOut, 0)),
+      ms_per_text: answers.length === 0 ? null : Math.round((ms / answers.length) * 10) / 10,
+      ...(stopped === null ? {} : { stopped }),
+    },
+  };
 }

@@ -1,5 +1,6 @@
 // What train() takes besides the request: progress, cancellation, publishing, seed, threads and the
 // head's levers, and the one check that turns a bad option into a TypeError naming it.
+import type { TeacherOptions } from './label-with-teacher.js';
 import type { Hub } from '../model/hub.js';
 import * as is from '../is.js';
 import { checkLabelWordsLever } from './label-words.js';
@@ -64,6 +65,11 @@ export interface TrainOptions {
    * organization. Default: none, and the tasks go straight to the pool (every worker).
    */
   tenant?: string;
+  /**
+   * A request with a `teacher`: how the teacher is reached (provider URLs and keys, else `SVC_PROVIDER_{A,B,C}_*`;
+   * see `labelWithTeacher`). Ignored for requests with labelled examples.
+   */
+  teacher?: TeacherOptions;
 }
 
 /** Throws a TypeError naming the first bad option: options come from user code and are checked at run time too. */
@@ -86,6 +92,7 @@ export function checkOptions(options: TrainOptions): void {
   if (options.seed !== undefined) is.nonNegativeInteger(options.seed, 'options.seed');
   if (options.threads !== undefined) is.positiveInteger(options.threads, 'options.threads');
   if (options.labelWords !== undefined) checkLabelWordsLever(options.labelWords, 'options.labelWords');
+  if (options.teacher !== undefined) is.object(options.teacher, 'options.teacher');
   if (options.endToEnd !== undefined) {
     is.object(options.endToEnd, 'options.endToEnd');
     is.positiveInteger(options.endToEnd.epochs, 'options.endToEnd.epochs');

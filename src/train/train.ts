@@ -27,6 +27,8 @@ import { checkOptions } from './train-options.js';
 import type { TrainOptions } from './train-options.js';
 import { trainingManifest } from './training-manifest.js';
 import { validateTrainRequest } from '../contract/train-request.js';
+import { asksForTeacher, type TeacherTrainRequest } from '../contract/teacher-request.js';
+import { labelWithTeacher } from './label-with-teacher.js';
 import type {
   BinaryTrainRequest,
   ClassExample,
@@ -88,15 +90,32 @@ export const kHeadC = 1;
  * sites.metrics; // { train_accuracy: 1, train_seconds: 2.166, cv_accuracy: 0.7916666666666666, cv_macro_f1: 0.7936274509803921, cv_folds: 5, cv_encoder: 'trained' }
  * await sites.predict('The battery died after a week.');
  * // { label: 'amazon', probability: 0.43939000368118286, scores: { amazon: 0.439…, imdb: 0.282…, yelp: 0.278… }, truncated: false }
+ *
+ * // No labels: a chat model labels the texts first (docs/teacher.md), called with the provider's key.
+ * const billing = await train(
+ *   { model: 'svc-small', task_type: 'binary-classification', label_text: 'billing question', texts, teacher: { model: 'provider-a:gpt-4o-mini' } },
+ *   { teacher: { providers: { 'provider-a': { key: process.env.OPENAI_API_KEY } } } },
+ * );
  * ```
  */
 export async function train(request: BinaryTrainRequest, options?: TrainOptions): Promise<Classifier<'binary-classification'>>;
 export async function train(request: MultiClassTrainRequest, options?: TrainOptions): Promise<Classifier<'multi-class-classification'>>;
 export async function train(request: MultiLabelTrainRequest, options?: TrainOptions): Promise<Classifier<'multi-label-classification'>>;
 export async function train(request: TrainRequest, options?: TrainOptions): Promise<Classifier<TaskType>>;
-export async function train(request: TrainRequest, options: TrainOptions = {}): Promise<Classifier<TaskType>> {
+export async function train(request: TeacherTrainRequest, options?: TrainOptions): Promise<Classifier<TaskType>>;
+export async function train(request: TrainRequest | TeacherTrainRequest, options: TrainOptions = {}): Promise<Classifier<TaskType>> {
   checkOptions(options);
-  const validated = validateTrainRequest(request);
+  // Texts and a teacher: the teacher labels them first (label-with-teacher.ts), and training goes on with its labels.
+  const labelled = asksForTeacher(request)
+    ? (
+        await labelWithTeacher(request, {
+          ...options.teacher,
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+          ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+        })
+      ).request
+    : request;
+  const validated = validateTrainRequest(labelled);
   const { examples, model, task_type } = validated;
   if (validated.model_id !== undefined) {
     throw new SvcError(
