@@ -1,4 +1,4 @@
-// Which tier each test file belongs to, read from what it uses (its own text and the test/_support
+// Which tier each test file belongs to, read from what it uses (its own text and the test/_support and fixtures/
 // helpers it imports, followed through), so a new file lands in the right tier without a list to
 // keep. `npm run test:unit` runs the first tier alone: no server, no database, no model training.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -24,7 +24,8 @@ const kServiceMarkers = [
 function importedHelpers(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   const helpers: string[] = [];
-  for (const match of text.matchAll(/from '(\.[^']*_support\/[^']+)'/g)) {
+  // The test/_support helpers and the fixtures (the fake provider is a server, whoever imports it).
+  for (const match of text.matchAll(/from '(\.[^']*(?:_support|fixtures)\/[^']+)'/g)) {
     const path = resolve(dirname(file), match[1]).replace(/\.js$/, '.ts');
     if (existsSync(path)) helpers.push(path);
   }
