@@ -60,6 +60,13 @@ export const evaluationSchema = z
       })
       .optional()
       .describe('Binary: the reliability table'),
+    ms_per_text: z
+      .number()
+      .optional()
+      .describe(
+        "Milliseconds per text the version took to score its validation set at training, batched on training's share of the " +
+          "pool: what a text costs the classifier, beside a teacher's ms_per_text (versions trained before this was kept have none)",
+      ),
     compared_with_live: z
       .object({
         version: z.number().int().describe('The live version'),

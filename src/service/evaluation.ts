@@ -5,6 +5,7 @@
 // trained without a validation set; it never reads the job's stored request, and never predicts. What no job stored
 // (a version trained before reports were stored; a comparison with a version made live after this one trained) is
 // computed in the background (background-reports.ts), and a GET meanwhile answers 409 with `retry-after`.
+import { performance } from 'node:perf_hooks';
 import { text } from 'node:stream/consumers';
 
 import { SvcError } from '../errors.js';
@@ -89,8 +90,11 @@ export class VersionEvaluations {
     // The live version's texts from its job, read once here, in the background, and never again by a GET.
     const liveSet = live === null ? null : validationSet((await this.#store.getJob(live.id))?.options.validation);
     if (own === null && liveSet === null) return null;
-    const predictions = await score([...(own ?? []), ...(liveSet ?? [])].map((e) => e.text));
-    const validation = own === null ? null : scoreAgainst(target, own, predictions.slice(0, own.length));
+    const texts = [...(own ?? []), ...(liveSet ?? [])].map((e) => e.text);
+    const started = performance.now();
+    const predictions = await score(texts);
+    const msPerText = Math.round(((performance.now() - started) / texts.length) * 100) / 100;
+    const validation = own === null ? null : { ...scoreAgainst(target, own, predictions.slice(0, own.length)), ms_per_text: msPerText };
     let compared: StoredComparison | null = null;
     if (live !== null && liveSet !== null) {
       const ours = scoreAgainst(target, liveSet, predictions.slice(own?.length ?? 0));

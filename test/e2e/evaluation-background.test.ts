@@ -190,6 +190,7 @@ it(
     await server.service.evaluations.idle();
     const { object, model, source, ...scores } = (await call('GET', `/v2/models/${older}/evaluation`)).body;
     expect([object, model, source]).toEqual(['model.evaluation', `${older}@1`, 'validation']);
-    expect(scores).toEqual(stored.validation);
+    // The same scores; the time per text is kept only by the training job that scored them.
+    expect(scores).toEqual({ ...stored.validation, ms_per_text: undefined });
   },
 );

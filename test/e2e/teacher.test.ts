@@ -131,6 +131,8 @@ describe('POST /v2/train with a teacher', () => {
     expect(evaluation.status).toBe(200);
     expect(evaluation.body).toMatchObject({ object: 'model.evaluation', source: 'validation', examples: 12 });
     expect(evaluation.body.confusion_matrix).toHaveLength(2);
+    // What a text costs the classifier, beside the teacher's ms_per_text.
+    expect(evaluation.body.ms_per_text).toBeGreaterThan(0);
   }, 120_000);
 
   it('records refused and out-of-schema texts, never guesses them, and retries a 429', async () => {
