@@ -58,13 +58,17 @@ const put = await fetch(`${server.url}/v2/${shadowed.id}/shadow`, {
   body: JSON.stringify({ model, classifier: classifier.id, label: { words: { true: ['yes'], false: ['no'] } } }),
 });
 if (!put.ok) throw new Error(`PUT shadow answered ${put.status}: ${await put.text()}`);
-port.postMessage({ plainBase: `${server.url}/v2/${plain.id}/`, shadowBase: `${server.url}/v2/${shadowed.id}/`, key } satisfies ShadowThreadReady);
+port.postMessage({
+  plainBase: `${server.url}/v2/${plain.id}/`,
+  shadowBase: `${server.url}/v2/${shadowed.id}/`,
+  key,
+} satisfies ShadowThreadReady);
 
 /** The shadow queue drains after the last response: waits until the results stop coming (two quiet polls). */
 async function settled() {
   const count = async () => (await service.store.shadows.stats(shadowed.id, { since: 0, bucketMs: 86_400_000 })).calls;
   let last = await count();
-  for (let quiet = 0; quiet < 2; ) {
+  for (let quiet = 0; quiet < 2;) {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const now = await count();
     quiet = now === last ? quiet + 1 : 0;

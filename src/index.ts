@@ -19,11 +19,7 @@ export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOpti
 export { train } from './train/train.js';
 export { labelWithTeacher } from './train/label-with-teacher.js';
 export type { TeacherLabelling, TeacherOptions } from './train/label-with-teacher.js';
-export {
-  kMaxTeacherTexts,
-  teacherTrainRequestSchema,
-  validateTeacherTrainRequest,
-} from './contract/teacher-request.js';
+export { kMaxTeacherTexts, teacherTrainRequestSchema, validateTeacherTrainRequest } from './contract/teacher-request.js';
 export type { TeacherTrainRequest } from './contract/teacher-request.js';
 export type { TeacherCost, TrainingData } from './contract/training-data.js';
 export type { ProviderEndpoint, ProviderName, ProviderOptions } from './teacher/providers.js';

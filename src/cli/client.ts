@@ -215,7 +215,9 @@ export async function trainCommand(args: string[]): Promise<number> {
       const progress = await call<ProgressObject>(conn, 'GET', `/v2/models/${model.id}/progress`);
       // While a teacher labels, the tokens spent so far are on the model object.
       const spent =
-        progress.stage === 'labelling' ? (await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`)).training_data?.teacher : undefined;
+        progress.stage === 'labelling'
+          ? (await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`)).training_data?.teacher
+          : undefined;
       report(spent === undefined ? progress : { ...progress, tokens: spent.tokens_in + spent.tokens_out });
       if (progress.status !== 'training') model = await call<ModelObject>(conn, 'GET', `/v2/models/${model.id}`);
     }

@@ -332,11 +332,11 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
     ],
     options: [
       ['--project <id>', 'the project whose proxied calls are shadowed'],
-      ['--model <name>', "the proxied model as clients send it, e.g. provider-a:gpt-4o-mini"],
+      ['--model <name>', 'the proxied model as clients send it, e.g. provider-a:gpt-4o-mini'],
       ['--classifier <id>', 'a classifier of your organization; its live version answers'],
       ['--label-pointer <P>', 'the label is at this JSON pointer of the reply (e.g. /label)'],
       ['--label-regex <R>', "the label is this regex's first group (--label-flags i for case)"],
-      ['--label-words <W>', "label=word,word;label=word (binary: true=yes;false=no)"],
+      ['--label-words <W>', 'label=word,word;label=word (binary: true=yes;false=no)'],
       ['--text-pointer <P>', "the call's text: a JSON pointer into the request (default: the last user message)"],
       ['--window <w>', 'stats over the last 1h or 24h (by hour), 7d (default) or 30d (by day)'],
       ...kConnectionOptions,

@@ -37,7 +37,8 @@ export function shadowBody(flags: ShadowFlags): Record<string, unknown> {
   if (flags.classifier === undefined) throw usage('--classifier <id> is required');
   const rules = (['label-pointer', 'label-regex', 'label-words'] as const).filter((flag) => flags[flag] !== undefined);
   if (rules.length !== 1) throw usage(`give exactly one of --label-pointer, --label-regex, --label-words (got ${rules.length})`);
-  if (flags['label-flags'] !== undefined && flags['label-regex'] === undefined) throw usage('--label-flags is only used with --label-regex');
+  if (flags['label-flags'] !== undefined && flags['label-regex'] === undefined)
+    throw usage('--label-flags is only used with --label-regex');
   const label =
     flags['label-pointer'] !== undefined
       ? { pointer: flags['label-pointer'] }

@@ -59,7 +59,11 @@ export async function teacherTrainBody(flags: TeacherTrainFlags): Promise<Record
   const taskType = flags['task-type'] ?? 'binary-classification';
   const names = taskType === 'binary-classification' ? flags['label-text'] : flags.labels;
   if (names === undefined) {
-    throw usage(taskType === 'binary-classification' ? '--teacher needs --label-text "..." (what a true label means)' : `--teacher needs --labels a,b,... for ${taskType}`);
+    throw usage(
+      taskType === 'binary-classification'
+        ? '--teacher needs --label-text "..." (what a true label means)'
+        : `--teacher needs --labels a,b,... for ${taskType}`,
+    );
   }
   const count = (flag: 'texts-per-call' | 'budget') => {
     const value = flags[flag];

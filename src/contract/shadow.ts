@@ -51,7 +51,9 @@ export type ShadowWindow = keyof typeof kShadowWindows;
 
 export const shadowStatsQuerySchema = z.strictObject({
   window: z
-    .enum(Object.keys(kShadowWindows) as [ShadowWindow, ...ShadowWindow[]], { error: `must be one of ${Object.keys(kShadowWindows).join(', ')}` })
+    .enum(Object.keys(kShadowWindows) as [ShadowWindow, ...ShadowWindow[]], {
+      error: `must be one of ${Object.keys(kShadowWindows).join(', ')}`,
+    })
     .default('7d')
     .describe('How far back: 1h and 24h by hour, 7d (default) and 30d by day'),
   model: field('Only this proxied model').optional(),
@@ -81,7 +83,13 @@ export const shadowStatsSchema = z.object({
     })
     .describe("The calls the classifier answered: the chat model's tokens and time it would have saved, and its own time"),
   buckets: z.array(
-    z.object({ start: z.number().int().describe('Unix seconds'), calls: z.number().int(), compared: z.number().int(), agreed: z.number().int(), agreement }),
+    z.object({
+      start: z.number().int().describe('Unix seconds'),
+      calls: z.number().int(),
+      compared: z.number().int(),
+      agreed: z.number().int(),
+      agreement,
+    }),
   ),
 });
 export type ShadowStatsObject = z.infer<typeof shadowStatsSchema>;

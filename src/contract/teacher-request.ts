@@ -6,7 +6,14 @@ import { z } from 'zod';
 
 import { parseRequest, typeError } from '../parse.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
-import { checkDistinctNames, classExampleSchema, exampleSchema, labelNameSchema, labelSetExampleSchema, textSchema } from './labelled-examples.js';
+import {
+  checkDistinctNames,
+  classExampleSchema,
+  exampleSchema,
+  labelNameSchema,
+  labelSetExampleSchema,
+  textSchema,
+} from './labelled-examples.js';
 import { truncateSchema } from './long-texts.js';
 import { kMaxClasses, kMaxNumIterations, kMinClasses, kMinExamples, kTaskTypes, type TaskType } from './train-request.js';
 
@@ -98,7 +105,10 @@ const commonFields = {
     .max(0.5, { error: 'must be at most 0.5' })
     .optional()
     .describe(`Share of the teacher's labels held back to measure agreement (the evaluation report); default ${kDefaultHoldout}`),
-  finetune: z.boolean({ error: typeError('a boolean') }).optional().describe('As in the train request; default true'),
+  finetune: z
+    .boolean({ error: typeError('a boolean') })
+    .optional()
+    .describe('As in the train request; default true'),
   num_iterations: z
     .int({ error: typeError('an integer') })
     .min(1, { error: 'must be at least 1' })
@@ -119,7 +129,10 @@ const binaryTeacherSchema = z
     ...commonFields,
     task_type: z.literal('binary-classification'),
     label_text: labelNameSchema.describe("What a true label means, e.g. 'billing question'"),
-    examples: z.array(exampleSchema, { error: typeError('an array') }).optional().describe('Labels a person gave; they win over the teacher'),
+    examples: z
+      .array(exampleSchema, { error: typeError('an array') })
+      .optional()
+      .describe('Labels a person gave; they win over the teacher'),
   })
   .strict();
 
@@ -128,7 +141,10 @@ const multiClassTeacherSchema = z
     ...commonFields,
     task_type: z.literal('multi-class-classification'),
     labels: labelsSchema,
-    examples: z.array(classExampleSchema, { error: typeError('an array') }).optional().describe('Labels a person gave'),
+    examples: z
+      .array(classExampleSchema, { error: typeError('an array') })
+      .optional()
+      .describe('Labels a person gave'),
   })
   .strict();
 
@@ -137,7 +153,10 @@ const multiLabelTeacherSchema = z
     ...commonFields,
     task_type: z.literal('multi-label-classification'),
     labels: labelsSchema,
-    examples: z.array(labelSetExampleSchema, { error: typeError('an array') }).optional().describe('Labels a person gave'),
+    examples: z
+      .array(labelSetExampleSchema, { error: typeError('an array') })
+      .optional()
+      .describe('Labels a person gave'),
   })
   .strict();
 

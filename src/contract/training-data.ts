@@ -11,7 +11,10 @@ export const kSkippedSamples = 20;
 export const teacherCostSchema = z
   .object({
     model: z.string().describe("The chat model as proxied, e.g. 'provider-a:gpt-4o-mini'"),
-    project_id: z.string().optional().describe('The project whose proxy log holds the calls (absent: the library called the provider itself)'),
+    project_id: z
+      .string()
+      .optional()
+      .describe('The project whose proxy log holds the calls (absent: the library called the provider itself)'),
     calls: z.int().describe('Calls to the chat model (several texts per call where the teacher labels them)'),
     tokens_in: z.int().describe('Prompt tokens of those calls'),
     tokens_out: z.int().describe('Completion tokens of those calls'),

@@ -136,7 +136,13 @@ export class ShadowSettings {
         chat_ms: stats.savedChatMs,
         classifier_ms: stats.classifierMs,
       },
-      buckets: stats.buckets.map((b) => ({ start: seconds(b.start), calls: b.calls, compared: b.compared, agreed: b.agreed, agreement: ratio(b.agreed, b.compared) })),
+      buckets: stats.buckets.map((b) => ({
+        start: seconds(b.start),
+        calls: b.calls,
+        compared: b.compared,
+        agreed: b.agreed,
+        agreement: ratio(b.agreed, b.compared),
+      })),
     };
   }
 }

@@ -1,12 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 
-import {
-  deletedShadowSchema,
-  shadowListSchema,
-  shadowSchema,
-  shadowSettingsRequestSchema,
-  shadowStatsSchema,
-} from '../contract/shadow.js';
+import { deletedShadowSchema, shadowListSchema, shadowSchema, shadowSettingsRequestSchema, shadowStatsSchema } from '../contract/shadow.js';
 import { SvcError } from '../errors.js';
 import type { ShadowSettings } from '../proxy/shadow-settings.js';
 import type { ProjectCaller } from './request-log-routes.js';
@@ -35,7 +29,13 @@ export async function shadowRoutes(app: FastifyInstance, settings: ShadowSetting
 
     scope.put<{ Params: ProjectParams; Body: Buffer | undefined }>(
       '/:project_id/shadow',
-      { schema: { summary: "Set a project's shadow classifier for a proxied model", body: shadowSettingsRequestSchema, response: { 200: shadowSchema } } },
+      {
+        schema: {
+          summary: "Set a project's shadow classifier for a proxied model",
+          body: shadowSettingsRequestSchema,
+          response: { 200: shadowSchema },
+        },
+      },
       async (request, reply) => {
         const principal = await caller(request, reply, 'read-log');
         return settings.put(principal, request.params.project_id, jsonBody(request.body));
@@ -55,7 +55,8 @@ export async function shadowRoutes(app: FastifyInstance, settings: ShadowSetting
       '/:project_id/shadow/stats',
       {
         schema: {
-          summary: 'Agreement of the shadow classifier with the chat model over time, its latency, and what it would save (?window=1h|24h|7d|30d)',
+          summary:
+            'Agreement of the shadow classifier with the chat model over time, its latency, and what it would save (?window=1h|24h|7d|30d)',
           response: { 200: shadowStatsSchema },
         },
       },

@@ -84,7 +84,17 @@ export async function runTeacherStage(
   });
   if (stopped !== null) {
     // Why labelling stopped short is part of the model's report (its training_data), whatever training makes of it.
-    const note: TeacherTextRow = { position: kStoppedPosition, text: '', outcome: 'stopped', label: null, detail: stopped, call: 0, tokensIn: 0, tokensOut: 0, ms: 0 };
+    const note: TeacherTextRow = {
+      position: kStoppedPosition,
+      text: '',
+      outcome: 'stopped',
+      label: null,
+      detail: stopped,
+      call: 0,
+      tokensIn: 0,
+      tokensOut: 0,
+      ms: 0,
+    };
     await store.teacherTexts.record(job.modelId, hooks.lease, [note]);
   }
   const { teacher_texts: _texts, teacher: _teacher, select: _select, holdout, ...rest } = job.options;

@@ -58,9 +58,13 @@ export async function trainWithTeacher(deps: TeacherTrainingDeps, principal: Pri
   );
   const projectId = request.teacher.project_id;
   if (projectId === undefined) {
-    throw new SvcError('invalid_request', "teacher.project_id is required: the project whose proxy the teacher's calls go through, logged and budgeted", {
-      param: 'teacher.project_id',
-    });
+    throw new SvcError(
+      'invalid_request',
+      "teacher.project_id is required: the project whose proxy the teacher's calls go through, logged and budgeted",
+      {
+        param: 'teacher.project_id',
+      },
+    );
   }
   await deps.authorizeProxy(principal, projectId);
   if (!deps.servesProxy()) {
@@ -121,5 +125,11 @@ export async function trainingDataOf(store: Store, modelId: string, job: Trainin
   const kept = await store.teacherTexts.list(modelId);
   const answers = kept.filter((row) => row.position !== kStoppedPosition).map(answerOfRow);
   const stopped = kept.find((row) => row.position === kStoppedPosition)?.detail ?? null;
-  return teacherReport((job.options.teacher_texts as string[]).length, teacher, answers, stopped, job.options.holdout as number | undefined);
+  return teacherReport(
+    (job.options.teacher_texts as string[]).length,
+    teacher,
+    answers,
+    stopped,
+    job.options.holdout as number | undefined,
+  );
 }

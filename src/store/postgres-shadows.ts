@@ -37,7 +37,15 @@ export class PostgresShadows implements ShadowStore {
   }
 
   async put(s: ShadowSetting): Promise<void> {
-    await this.#pool.query(kSql.put, [s.projectId, s.model, s.classifierId, s.textPointer, JSON.stringify(s.labelRule), s.createdAt, s.updatedAt]);
+    await this.#pool.query(kSql.put, [
+      s.projectId,
+      s.model,
+      s.classifierId,
+      s.textPointer,
+      JSON.stringify(s.labelRule),
+      s.createdAt,
+      s.updatedAt,
+    ]);
   }
 
   async list(projectId: string): Promise<ShadowSetting[]> {
@@ -53,7 +61,11 @@ export class PostgresShadows implements ShadowStore {
   }
 
   async listResults(projectId: string, options: { limit: number; before?: number }): Promise<ShadowResult[]> {
-    const rows = await queryRows<ShadowResultRow>(this.#pool, kSql.listResults, [projectId, options.before ?? Number.MAX_SAFE_INTEGER, options.limit]);
+    const rows = await queryRows<ShadowResultRow>(this.#pool, kSql.listResults, [
+      projectId,
+      options.before ?? Number.MAX_SAFE_INTEGER,
+      options.limit,
+    ]);
     return rows.map(toShadowResult);
   }
 
@@ -68,7 +80,8 @@ export class PostgresShadows implements ShadowStore {
     const median =
       answered === 0
         ? null
-        : (await queryOne<{ classifier_ms: number }>(this.#pool, kStats.median, [...filter, Math.floor((answered - 1) / 2)]))!.classifier_ms;
+        : (await queryOne<{ classifier_ms: number }>(this.#pool, kStats.median, [...filter, Math.floor((answered - 1) / 2)]))!
+            .classifier_ms;
     return toShadowStats(totals, buckets, median);
   }
 }

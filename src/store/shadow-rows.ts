@@ -138,6 +138,11 @@ export function toShadowStats(
     savedTokensOut: Number(totals.saved_out),
     savedChatMs: Number(totals.saved_ms),
     classifierMs: Number(totals.classifier_ms),
-    buckets: buckets.map((b) => ({ start: Number(b.start), calls: Number(b.calls), compared: Number(b.compared), agreed: Number(b.agreed) })),
+    buckets: buckets.map((b) => ({
+      start: Number(b.start),
+      calls: Number(b.calls),
+      compared: Number(b.compared),
+      agreed: Number(b.agreed),
+    })),
   };
 }

@@ -66,7 +66,8 @@ export class SqliteShadows implements ShadowStore {
     const totals = this.#sql.totals.get(...filter) as ShadowTotalsRow;
     const buckets = this.#sql.buckets.all(query.bucketMs, query.bucketMs, ...filter) as ShadowBucketRow[];
     const answered = Number(totals.calls) - Number(totals.errors);
-    const median = answered === 0 ? null : (this.#sql.median.get(...filter, Math.floor((answered - 1) / 2)) as { classifier_ms: number }).classifier_ms;
+    const median =
+      answered === 0 ? null : (this.#sql.median.get(...filter, Math.floor((answered - 1) / 2)) as { classifier_ms: number }).classifier_ms;
     return toShadowStats(totals, buckets, median);
   }
 }

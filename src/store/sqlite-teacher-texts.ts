@@ -14,9 +14,7 @@ export class SqliteTeacherTexts implements TeacherTexts {
     this.#sql = {
       list: p(`SELECT ${kTeacherColumns} FROM teacher_texts WHERE model_id = ? ORDER BY position`),
       holds: p("SELECT 1 FROM training_jobs WHERE model_id = ? AND state = 'running' AND locked_by = ? AND lease_token = ?"),
-      upsert: p(
-        `INSERT OR REPLACE INTO teacher_texts (model_id, ${kTeacherColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
+      upsert: p(`INSERT OR REPLACE INTO teacher_texts (model_id, ${kTeacherColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     };
   }
 

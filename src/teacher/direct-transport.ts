@@ -68,7 +68,14 @@ export function directTeacherTransport(teacher: string, endpoint: ProviderEndpoi
       };
     } catch (error) {
       // No answer (unreachable, timed out): retried like a 5xx.
-      return { status: 0, body: (error as Error).message, tokensIn: null, tokensOut: null, ms: performance.now() - started, retryAfterMs: null };
+      return {
+        status: 0,
+        body: (error as Error).message,
+        tokensIn: null,
+        tokensOut: null,
+        ms: performance.now() - started,
+        retryAfterMs: null,
+      };
     }
   };
 }

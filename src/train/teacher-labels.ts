@@ -67,7 +67,11 @@ export const kTeacherSeed = 42;
  * ```
  */
 export async function askTeacher(o: AskTeacherOptions): Promise<string | null> {
-  const task: TeacherTask = { taskType: o.taskType, labels: o.labels, ...(o.teacher.instructions ? { instructions: o.teacher.instructions } : {}) };
+  const task: TeacherTask = {
+    taskType: o.taskType,
+    labels: o.labels,
+    ...(o.teacher.instructions ? { instructions: o.teacher.instructions } : {}),
+  };
   const { bought, select } = o;
   let wanted = o.texts.map((text, position) => ({ position, text })).filter((t) => !o.typed.has(t.text));
   const uncertain = select !== undefined && select.strategy !== 'random' && wanted.length > select.budget;
@@ -179,11 +183,18 @@ export interface TeacherTrainRequestParts {
  *   bought, null).validation.length; // a fifth of the teacher's labels
  * ```
  */
-export function teacherTrainRequest(parts: TeacherTrainRequestParts, bought: ReadonlyMap<number, KeptAnswer>, stopped: string | null): TrainRequest {
+export function teacherTrainRequest(
+  parts: TeacherTrainRequestParts,
+  bought: ReadonlyMap<number, KeptAnswer>,
+  stopped: string | null,
+): TrainRequest {
   const answers = [...bought.values()].sort((a, b) => a.position - b.position);
   const labelled = answers
     .filter((answer) => answer.outcome === 'labelled')
-    .map((answer) => ({ key: JSON.stringify(answer.label), example: requestExample(parts.taskType, parts.labels, answer.text, answer.label!) }));
+    .map((answer) => ({
+      key: JSON.stringify(answer.label),
+      example: requestExample(parts.taskType, parts.labels, answer.text, answer.label!),
+    }));
   const skipped = answers.length - labelled.length;
   const cap = Math.max(0, parts.typed.length + labelled.length - kMinExamples);
   const { train, held } = holdOut(labelled, parts.holdout ?? kDefaultHoldout, cap, (entry) => entry.key);
@@ -194,7 +205,8 @@ export function teacherTrainRequest(parts: TeacherTrainRequestParts, bought: Rea
     examples: [...parts.typed, ...train.map((entry) => entry.example)],
     ...(held.length === 0 ? {} : { validation: held.map((entry) => entry.example) }),
   };
-  for (const key of Object.keys(request)) if ((request as Record<string, unknown>)[key] === undefined) delete (request as Record<string, unknown>)[key];
+  for (const key of Object.keys(request))
+    if ((request as Record<string, unknown>)[key] === undefined) delete (request as Record<string, unknown>)[key];
   try {
     return validateTrainRequest(request);
   } catch (error) {

@@ -102,6 +102,18 @@ export async function train(request: BinaryTrainRequest, options?: TrainOptions)
 export async function train(request: MultiClassTrainRequest, options?: TrainOptions): Promise<Classifier<'multi-class-classification'>>;
 export async function train(request: MultiLabelTrainRequest, options?: TrainOptions): Promise<Classifier<'multi-label-classification'>>;
 export async function train(request: TrainRequest, options?: TrainOptions): Promise<Classifier<TaskType>>;
+export async function train(
+  request: Extract<TeacherTrainRequest, { task_type: 'binary-classification' }>,
+  options?: TrainOptions,
+): Promise<Classifier<'binary-classification'>>;
+export async function train(
+  request: Extract<TeacherTrainRequest, { task_type: 'multi-class-classification' }>,
+  options?: TrainOptions,
+): Promise<Classifier<'multi-class-classification'>>;
+export async function train(
+  request: Extract<TeacherTrainRequest, { task_type: 'multi-label-classification' }>,
+  options?: TrainOptions,
+): Promise<Classifier<'multi-label-classification'>>;
 export async function train(request: TeacherTrainRequest, options?: TrainOptions): Promise<Classifier<TaskType>>;
 export async function train(request: TrainRequest | TeacherTrainRequest, options: TrainOptions = {}): Promise<Classifier<TaskType>> {
   checkOptions(options);

@@ -86,11 +86,13 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it('refuses shadows the caller may not set: another organization\'s classifier or project, no proxy access, a bad rule', async () => {
+it("refuses shadows the caller may not set: another organization's classifier or project, no proxy access, a bad rule", async () => {
   const shadow = { model: kModel, classifier, label: kRule };
   expect(await api(acmeKey, 'PUT', `/${projectId}/shadow`, { ...shadow, classifier: globexClassifier })).toEqual({
     status: 404,
-    body: { error: { message: `The model '${globexClassifier}' does not exist`, type: 'not_found_error', code: 'not_found', param: 'classifier' } },
+    body: {
+      error: { message: `The model '${globexClassifier}' does not exist`, type: 'not_found_error', code: 'not_found', param: 'classifier' },
+    },
   });
   const foreignProject = await api(globexKey, 'PUT', `/${projectId}/shadow`, shadow);
   expect([foreignProject.status, foreignProject.body.error.message]).toEqual([404, `The project '${projectId}' does not exist`]);
@@ -109,7 +111,14 @@ it(
   async () => {
     const set = await api(acmeKey, 'PUT', `/${projectId}/shadow`, { model: kModel, classifier, label: kRule });
     expect(set.status).toBe(200);
-    expect(set.body).toMatchObject({ object: 'shadow', project_id: projectId, model: kModel, classifier, text_pointer: null, label: kRule });
+    expect(set.body).toMatchObject({
+      object: 'shadow',
+      project_id: projectId,
+      model: kModel,
+      classifier,
+      text_pointer: null,
+      label: kRule,
+    });
     expect((await api(acmeKey, 'GET', `/${projectId}/shadow`)).body.data).toEqual([set.body]);
 
     const openai = new OpenAI({ baseURL: `${server.url}/v2/${projectId}/`, apiKey: acmeKey, maxRetries: 0 });
@@ -174,7 +183,10 @@ it(
         tokens_out: log.slice(0, 9).reduce((sum, l) => sum + l.tokensOut!, 0),
       },
     });
-    expect(stats.body.saved.chat_ms).toBeCloseTo(log.slice(0, 9).reduce((sum, l) => sum + l.totalMs, 0), 6);
+    expect(stats.body.saved.chat_ms).toBeCloseTo(
+      log.slice(0, 9).reduce((sum, l) => sum + l.totalMs, 0),
+      6,
+    );
     expect(stats.body.buckets.reduce((sum: number, b: { calls: number }) => sum + b.calls, 0)).toBe(9);
     const bad = await api(acmeKey, 'GET', `/${projectId}/shadow/stats?window=2d`);
     expect([bad.status, bad.body.error.param]).toEqual([400, 'window']);
@@ -212,17 +224,56 @@ it('shows agreement over time, the classifier latency and the savings on the pro
   await page.close();
 });
 
-it('svc shadow sets, lists and sums through the same routes, and refuses a wrong command line', { timeout: 60_000 * kLevelSlowdown }, async () => {
-  const env = { SVC_URL: server.url, SVC_KEY: acmeKey };
-  const listed = await svc(['shadow', 'list', '--project', projectId], env);
-  expect([listed.code, JSON.parse(listed.stdout).data.map((s: { classifier: string }) => s.classifier)]).toEqual([0, [classifier]]);
-  const stats = await svc(['shadow', 'stats', '--project', projectId, '--window', '24h'], env);
-  expect([stats.code, JSON.parse(stats.stdout).calls, JSON.parse(stats.stdout).bucket]).toEqual([0, 9, 'hour']);
-  const twoRules = await svc(['shadow', 'set', '--project', projectId, '--model', kModel, '--classifier', classifier, '--label-pointer', '/label', '--label-regex', 'yes'], env);
-  expect([twoRules.code, twoRules.stderr.split('\n')[0]]).toEqual([2, 'svc shadow: give exactly one of --label-pointer, --label-regex, --label-words (got 2)']);
-  const set = await svc(['shadow', 'set', '--project', projectId, '--model', kModel, '--classifier', classifier, '--label-regex', '^(yes|no)', '--label-flags', 'i'], env);
-  expect([set.code, JSON.parse(set.stdout).label]).toEqual([0, { regex: '^(yes|no)', flags: 'i' }]);
-});
+it(
+  'svc shadow sets, lists and sums through the same routes, and refuses a wrong command line',
+  { timeout: 60_000 * kLevelSlowdown },
+  async () => {
+    const env = { SVC_URL: server.url, SVC_KEY: acmeKey };
+    const listed = await svc(['shadow', 'list', '--project', projectId], env);
+    expect([listed.code, JSON.parse(listed.stdout).data.map((s: { classifier: string }) => s.classifier)]).toEqual([0, [classifier]]);
+    const stats = await svc(['shadow', 'stats', '--project', projectId, '--window', '24h'], env);
+    expect([stats.code, JSON.parse(stats.stdout).calls, JSON.parse(stats.stdout).bucket]).toEqual([0, 9, 'hour']);
+    const twoRules = await svc(
+      [
+        'shadow',
+        'set',
+        '--project',
+        projectId,
+        '--model',
+        kModel,
+        '--classifier',
+        classifier,
+        '--label-pointer',
+        '/label',
+        '--label-regex',
+        'yes',
+      ],
+      env,
+    );
+    expect([twoRules.code, twoRules.stderr.split('\n')[0]]).toEqual([
+      2,
+      'svc shadow: give exactly one of --label-pointer, --label-regex, --label-words (got 2)',
+    ]);
+    const set = await svc(
+      [
+        'shadow',
+        'set',
+        '--project',
+        projectId,
+        '--model',
+        kModel,
+        '--classifier',
+        classifier,
+        '--label-regex',
+        '^(yes|no)',
+        '--label-flags',
+        'i',
+      ],
+      env,
+    );
+    expect([set.code, JSON.parse(set.stdout).label]).toEqual([0, { regex: '^(yes|no)', flags: 'i' }]);
+  },
+);
 
 it('keeps answering calls once the classifier is deleted, and records why it could not compare', async () => {
   const principal = await server.service.authenticate(acmeKey);

@@ -101,42 +101,48 @@ describe('POST /v2/train with a teacher', () => {
     ['provider-a', 'gpt-teach-a'],
     ['provider-b', 'mistral-teach-b'],
     ['provider-c', 'claude-teach-c'],
-  ])('labels every text through %s, logs each call, and reports agreement', async (provider, name) => {
-    const created = await api('/train', { body: teacherBody({ model: `${provider}:${name}` }) });
-    expect(created.status).toBe(200);
-    expect(created.body.status).toBe('training');
-    expect(created.body.training_data).toMatchObject({ source: 'teacher', texts: 60, labelled: 0 });
-    const model = await settled(created.body.id);
-    expect(model.status).toBe('trained');
-    expect(model.training_data).toMatchObject({
-      source: 'teacher',
-      texts: 60,
-      labelled: 60,
-      held_out: 12,
-      skipped: 0,
-      teacher: { model: `${provider}:${name}`, project_id: projectId, calls: 6 },
-    });
-    expect(model.training_data.teacher.tokens_in).toBeGreaterThan(0);
-    expect(model.training_data.teacher.tokens_out).toBeGreaterThan(0);
-    // Six calls of ten texts: each text asked once.
-    const { calls, asked } = labellingCalls(name);
-    expect(calls).toBe(6);
-    expect([...asked.values()].every((n) => n === 1)).toBe(true);
-    expect(asked.size).toBe(60);
-    // Each call is on the project's log, as a client's call would be.
-    const log = await api(`/${projectId}/requests?limit=100`);
-    expect(log.body.data.filter((row: { model: string }) => row.model === `${provider}:${name}`)).toHaveLength(6);
-    // Agreement with the teacher on the held-out share is the evaluation report.
-    const evaluation = await api(`/models/${created.body.id}/evaluation`);
-    expect(evaluation.status).toBe(200);
-    expect(evaluation.body).toMatchObject({ object: 'model.evaluation', source: 'validation', examples: 12 });
-    expect(evaluation.body.confusion_matrix).toHaveLength(2);
-    // What a text costs the classifier, beside the teacher's ms_per_text.
-    expect(evaluation.body.ms_per_text).toBeGreaterThan(0);
-  }, 120_000);
+  ])(
+    'labels every text through %s, logs each call, and reports agreement',
+    async (provider, name) => {
+      const created = await api('/train', { body: teacherBody({ model: `${provider}:${name}` }) });
+      expect(created.status).toBe(200);
+      expect(created.body.status).toBe('training');
+      expect(created.body.training_data).toMatchObject({ source: 'teacher', texts: 60, labelled: 0 });
+      const model = await settled(created.body.id);
+      expect(model.status).toBe('trained');
+      expect(model.training_data).toMatchObject({
+        source: 'teacher',
+        texts: 60,
+        labelled: 60,
+        held_out: 12,
+        skipped: 0,
+        teacher: { model: `${provider}:${name}`, project_id: projectId, calls: 6 },
+      });
+      expect(model.training_data.teacher.tokens_in).toBeGreaterThan(0);
+      expect(model.training_data.teacher.tokens_out).toBeGreaterThan(0);
+      // Six calls of ten texts: each text asked once.
+      const { calls, asked } = labellingCalls(name);
+      expect(calls).toBe(6);
+      expect([...asked.values()].every((n) => n === 1)).toBe(true);
+      expect(asked.size).toBe(60);
+      // Each call is on the project's log, as a client's call would be.
+      const log = await api(`/${projectId}/requests?limit=100`);
+      expect(log.body.data.filter((row: { model: string }) => row.model === `${provider}:${name}`)).toHaveLength(6);
+      // Agreement with the teacher on the held-out share is the evaluation report.
+      const evaluation = await api(`/models/${created.body.id}/evaluation`);
+      expect(evaluation.status).toBe(200);
+      expect(evaluation.body).toMatchObject({ object: 'model.evaluation', source: 'validation', examples: 12 });
+      expect(evaluation.body.confusion_matrix).toHaveLength(2);
+      // What a text costs the classifier, beside the teacher's ms_per_text.
+      expect(evaluation.body.ms_per_text).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 
   it('records refused and out-of-schema texts, never guesses them, and retries a 429', async () => {
-    const texts = kTexts.map((text, i) => (i === 3 ? `${text} [[refuse]]` : i === 17 ? `${text} [[outside]]` : i === 25 ? `${text} [[fail-429x2]]` : text));
+    const texts = kTexts.map((text, i) =>
+      i === 3 ? `${text} [[refuse]]` : i === 17 ? `${text} [[outside]]` : i === 25 ? `${text} [[fail-429x2]]` : text,
+    );
     const created = await api('/train', { body: teacherBody({ model: 'provider-a:gpt-faults', texts_per_call: 5 }, texts) });
     const model = await settled(created.body.id);
     expect(model.status).toBe('trained');
@@ -156,18 +162,24 @@ describe('POST /v2/train with a teacher', () => {
     expect(labellingCalls('gpt-faults').calls).toBe(14);
   }, 120_000);
 
-  it.each(['uncertain', 'random'])('labels only the budget of texts with select %s', async (strategy) => {
-    const name = `gpt-select-${strategy}`;
-    const created = await api('/train', { body: teacherBody({ model: `provider-a:${name}` }, kTexts, { select: { budget: 24, strategy } }) });
-    const model = await settled(created.body.id);
-    expect(model.status).toBe('trained');
-    expect(model.training_data).toMatchObject({ texts: 60, labelled: 24, skipped: 0 });
-    const { asked } = labellingCalls(name);
-    expect(asked.size).toBe(24);
-    expect([...asked.values()].every((n) => n === 1)).toBe(true);
-  }, 120_000);
+  it.each(['uncertain', 'random'])(
+    'labels only the budget of texts with select %s',
+    async (strategy) => {
+      const name = `gpt-select-${strategy}`;
+      const created = await api('/train', {
+        body: teacherBody({ model: `provider-a:${name}` }, kTexts, { select: { budget: 24, strategy } }),
+      });
+      const model = await settled(created.body.id);
+      expect(model.status).toBe('trained');
+      expect(model.training_data).toMatchObject({ texts: 60, labelled: 24, skipped: 0 });
+      const { asked } = labellingCalls(name);
+      expect(asked.size).toBe(24);
+      expect([...asked.values()].every((n) => n === 1)).toBe(true);
+    },
+    120_000,
+  );
 
-  it('refuses a teacher without proxy access (403) and another organization\'s project (404)', async () => {
+  it("refuses a teacher without proxy access (403) and another organization's project (404)", async () => {
     await server.service.createOrganization('globex');
     const globexKey = (await server.service.createApiKey('globex')).key;
     const globexProject = (await server.service.createProject('globex', 'x')).id;
@@ -177,7 +189,9 @@ describe('POST /v2/train with a teacher', () => {
     });
     expect(noAccess.status).toBe(403);
     expect(noAccess.body.error.message).toBe("The organization 'globex' has no proxy access; request access from the operator");
-    const elsewhere = await api('/train', { body: { ...teacherBody({ model: 'provider-a:gpt-x' }), teacher: { model: 'provider-a:gpt-x', project_id: globexProject } } });
+    const elsewhere = await api('/train', {
+      body: { ...teacherBody({ model: 'provider-a:gpt-x' }), teacher: { model: 'provider-a:gpt-x', project_id: globexProject } },
+    });
     expect(elsewhere.status).toBe(404);
     const badTeacher = await api('/train', { body: teacherBody({ model: 'gpt-x' }) });
     expect(badTeacher.status).toBe(400);
@@ -187,7 +201,12 @@ describe('POST /v2/train with a teacher', () => {
   it('stops labelling when the project budget runs out, and says so', async () => {
     const project = await server.service.createProject('acme', 'small budget');
     await server.service.setProjectBudget(project.id, 3_000);
-    const created = await api('/train', { body: { ...teacherBody({ model: 'provider-a:gpt-budget' }), teacher: { model: 'provider-a:gpt-budget', project_id: project.id, texts_per_call: 10, concurrency: 1 } } });
+    const created = await api('/train', {
+      body: {
+        ...teacherBody({ model: 'provider-a:gpt-budget' }),
+        teacher: { model: 'provider-a:gpt-budget', project_id: project.id, texts_per_call: 10, concurrency: 1 },
+      },
+    });
     const model = await settled(created.body.id);
     expect(model.training_data.teacher.stopped).toMatch(/^The project '.*' has used \d+ of its 3000 proxy tokens/);
     expect(model.training_data.labelled).toBeLessThan(60);
@@ -196,7 +215,10 @@ describe('POST /v2/train with a teacher', () => {
 
   it('keeps what it bought across a restart: a rerun asks only for texts never answered', async () => {
     const created = await api('/train', {
-      body: { ...teacherBody({ model: 'provider-a:slow-150' }), teacher: { model: 'provider-a:slow-150', project_id: projectId, texts_per_call: 5, concurrency: 1 } },
+      body: {
+        ...teacherBody({ model: 'provider-a:slow-150' }),
+        teacher: { model: 'provider-a:slow-150', project_id: projectId, texts_per_call: 5, concurrency: 1 },
+      },
     });
     // Wait for a few calls to land, then stop the service mid-labelling and start it again on the same data.
     for (let i = 0; i < 100; i++) {

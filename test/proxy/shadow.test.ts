@@ -26,9 +26,15 @@ describe('labels as the shadow compares them', () => {
       taskType: 'multi-label-classification',
       labels: ['a', 'b'],
     });
-    expect(predictedLabel({ model: 'm', label_text: 'x', predictions: [{ label: false, probability: 0.2, truncated: false }] })).toBe(false);
+    expect(predictedLabel({ model: 'm', label_text: 'x', predictions: [{ label: false, probability: 0.2, truncated: false }] })).toBe(
+      false,
+    );
     expect(
-      predictedLabel({ model: 'm', task_type: 'multi-label-classification', predictions: [{ labels: ['b'], scores: { a: 0.1, b: 0.9 }, truncated: false }] }),
+      predictedLabel({
+        model: 'm',
+        task_type: 'multi-label-classification',
+        predictions: [{ labels: ['b'], scores: { a: 0.1, b: 0.9 }, truncated: false }],
+      }),
     ).toEqual(['b']);
     expect([sameLabel(['a', 'b'], ['b', 'a']), sameLabel(['a'], ['a', 'b']), sameLabel('a', ['a']), sameLabel(true, true)]).toEqual([
       true,
@@ -39,7 +45,9 @@ describe('labels as the shadow compares them', () => {
   });
 
   it('builds the PUT body from the flags, and refuses two rules or none', () => {
-    expect(shadowBody({ model: 'provider-a:m', classifier: 'svc-small-1', 'label-words': 'true=yes, yeah;false=no', 'text-pointer': '/x' })).toEqual({
+    expect(
+      shadowBody({ model: 'provider-a:m', classifier: 'svc-small-1', 'label-words': 'true=yes, yeah;false=no', 'text-pointer': '/x' }),
+    ).toEqual({
       model: 'provider-a:m',
       classifier: 'svc-small-1',
       text_pointer: '/x',
@@ -49,7 +57,9 @@ describe('labels as the shadow compares them', () => {
       regex: '^(yes|no)',
       flags: 'i',
     });
-    expect(() => shadowBody({ model: 'provider-a:m', classifier: 'c' })).toThrow(/^give exactly one of --label-pointer, --label-regex, --label-words \(got 0\)\nusage: svc shadow set/);
+    expect(() => shadowBody({ model: 'provider-a:m', classifier: 'c' })).toThrow(
+      /^give exactly one of --label-pointer, --label-regex, --label-words \(got 0\)\nusage: svc shadow set/,
+    );
     expect(() => shadowBody({ model: 'provider-a:m', classifier: 'c', 'label-words': 'yes' })).toThrow(/^--label-words has 'yes'/);
   });
 });
@@ -104,7 +114,11 @@ describe('the shadow runner', () => {
 
   async function trainedClassifier(): Promise<string> {
     const principal = await service.authenticate((await service.createApiKey('acme')).key);
-    const examples = Array.from({ length: 20 }, (_, i) => ({ text: i % 2 === 0 ? `great fun film ${i}` : `dull boring film ${i}`, label: i % 2 === 0, label_text: 'positive' }));
+    const examples = Array.from({ length: 20 }, (_, i) => ({
+      text: i % 2 === 0 ? `great fun film ${i}` : `dull boring film ${i}`,
+      label: i % 2 === 0,
+      label_text: 'positive',
+    }));
     const model = await service.train(principal, { model: 'svc-small', task_type: 'binary-classification', examples });
     await service.idle();
     return model.id;

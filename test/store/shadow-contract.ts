@@ -68,7 +68,9 @@ export function shadowContract(backend: StoreBackend): void {
       const { store } = fresh;
       await project();
       await store.shadows.put(setting());
-      await store.shadows.put(setting({ model: 'provider-b:mistral-small', labelRule: { pointer: '/label' }, textPointer: '/messages/0/content' }));
+      await store.shadows.put(
+        setting({ model: 'provider-b:mistral-small', labelRule: { pointer: '/label' }, textPointer: '/messages/0/content' }),
+      );
       await store.shadows.put(setting({ classifierId: 'svc-small-000000000002', createdAt: 20, updatedAt: 20 }));
       expect(await store.shadows.list('proj_1')).toEqual([
         setting({ classifierId: 'svc-small-000000000002', updatedAt: 20 }),
@@ -122,7 +124,11 @@ export function shadowContract(backend: StoreBackend): void {
           { start: 12 * kHour, calls: 1, compared: 1, agreed: 1 },
         ],
       });
-      const oneModel = await store.shadows.stats('proj_1', { since: 10 * kHour + 2, bucketMs: 24 * kHour, model: 'provider-a:gpt-4o-mini' });
+      const oneModel = await store.shadows.stats('proj_1', {
+        since: 10 * kHour + 2,
+        bucketMs: 24 * kHour,
+        model: 'provider-a:gpt-4o-mini',
+      });
       expect([oneModel.calls, oneModel.agreed, oneModel.classifierP50Ms, oneModel.buckets]).toEqual([
         3,
         0,

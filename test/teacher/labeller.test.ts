@@ -14,7 +14,8 @@ afterAll(async () => fake?.close());
 
 const task = { taskType: 'binary-classification' as const, labels: ['billing'] };
 const texts = Array.from({ length: 23 }, (_, i) => ({ position: i, text: i % 3 === 0 ? `my bill ${i}` : `my parcel ${i}` }));
-const transportTo = (model: string): TeacherTransport => directTeacherTransport(`provider-a:${model}`, { url: fake.urls.a, key: kFakeKeys.a });
+const transportTo = (model: string): TeacherTransport =>
+  directTeacherTransport(`provider-a:${model}`, { url: fake.urls.a, key: kFakeKeys.a });
 
 it('labels in calls of textsPerCall, at most concurrency in flight, each answer handed over as it arrives', async () => {
   const send = transportTo('gpt-calls');
@@ -82,11 +83,35 @@ it('waits out a 429 and succeeds on the retry', async () => {
 
 it('stops at once on an answer no retry can fix, and on a transport that says stop', async () => {
   const wrongKey = directTeacherTransport('provider-a:gpt-key', { url: fake.urls.a, key: 'sk-wrong' });
-  const refused = await labelTexts({ teacher: 'provider-a:gpt-key', task, texts, textsPerCall: 5, concurrency: 1, transport: wrongKey, onAnswers: async () => {} });
+  const refused = await labelTexts({
+    teacher: 'provider-a:gpt-key',
+    task,
+    texts,
+    textsPerCall: 5,
+    concurrency: 1,
+    transport: wrongKey,
+    onAnswers: async () => {},
+  });
   expect(refused.calls).toBe(1);
   expect(refused.stopped).toMatch(/^provider-a:gpt-key answered 401: /);
-  const spent: TeacherTransport = async () => ({ status: 403, body: '', tokensIn: null, tokensOut: null, ms: 0, retryAfterMs: null, stop: 'the budget is spent' });
-  const stopped = await labelTexts({ teacher: 'provider-a:gpt-x', task, texts, textsPerCall: 5, concurrency: 3, transport: spent, onAnswers: async () => {} });
+  const spent: TeacherTransport = async () => ({
+    status: 403,
+    body: '',
+    tokensIn: null,
+    tokensOut: null,
+    ms: 0,
+    retryAfterMs: null,
+    stop: 'the budget is spent',
+  });
+  const stopped = await labelTexts({
+    teacher: 'provider-a:gpt-x',
+    task,
+    texts,
+    textsPerCall: 5,
+    concurrency: 3,
+    transport: spent,
+    onAnswers: async () => {},
+  });
   expect(stopped.stopped).toBe('the budget is spent');
   expect(stopped.calls).toBeLessThanOrEqual(3);
 });

@@ -37,7 +37,14 @@ it('labelWithTeacher calls the provider itself and returns the train request and
   for (const example of [...made.examples, ...made.validation!] as { text: string; label: boolean }[]) {
     expect(example.label).toBe(isBilling(example.text));
   }
-  expect(report).toMatchObject({ source: 'teacher', texts: 40, labelled: 40, held_out: 8, skipped: 0, teacher: { model: 'provider-c:claude-lib', calls: 5 } });
+  expect(report).toMatchObject({
+    source: 'teacher',
+    texts: 40,
+    labelled: 40,
+    held_out: 8,
+    skipped: 0,
+    teacher: { model: 'provider-c:claude-lib', calls: 5 },
+  });
   expect(report.teacher!.project_id).toBeUndefined();
   expect(fake.requests.filter((r) => r.body.model === 'claude-lib')).toHaveLength(5);
   // Straight to the provider with the key given: no proxy in between.
@@ -63,5 +70,7 @@ it('a wrong key is a clear failure: the provider refuses, and nothing is guessed
     providers: { 'provider-b': { url: fake.urls.b, key: 'sk-wrong' } },
     env: {},
   }).catch((error: Error) => error);
-  expect((failed as Error).message).toMatch(/^the teacher labelled 0 texts \(0 refused or out of schema; provider-b:mistral-lib answered 401: .*\), too few to train/);
+  expect((failed as Error).message).toMatch(
+    /^the teacher labelled 0 texts \(0 refused or out of schema; provider-b:mistral-lib answered 401: .*\), too few to train/,
+  );
 });
