@@ -17,7 +17,8 @@ export const kLockDatabase = 'serve.lock';
  * a pid in a file: the kernel drops it when the holder dies, however it dies, so there is no stale lock to take
  * over, no race between two takers, and no pid to misread (pid 1 after a container restart, our own pid, an empty
  * file). `serve.pid` is written after the lock is held, for operators, and only read to name the holder in the
- * error. Returns the release function.
+ * error. Returns the release function, which holds the lock's connection: keep it for as long as the lock must
+ * hold (a connection nothing references may be collected, and its lock dropped with it).
  *
  * @example
  * ```ts

@@ -17,17 +17,21 @@ async function untilStart(): Promise<void> {
 }
 
 if (mode === 'lock') {
-  lockDataDir(dir);
+  const release = lockDataDir(dir);
   process.stdout.write('locked\n');
-  setInterval(() => {}, 1 << 30);
+  // Kept referenced for the process's life (see try-lock).
+  setInterval(() => void release, 1 << 30);
 } else if (mode === 'try-lock') {
   await untilStart();
   try {
-    lockDataDir(dir);
+    // The release function holds the lock's database: dropped, it could be collected (and the lock with it) while
+    // this process waits, which hands the lock to a second taker.
+    const release = lockDataDir(dir);
     process.stdout.write('locked\n');
     // Hold it until the test has heard from every other process, however late a loaded machine started them: a fixed
     // hold could end before a slow starter tried, and hand it the lock a second time.
     await new Promise((resolve) => process.stdin.on('end', resolve).resume());
+    release();
   } catch (error) {
     process.stdout.write(`${(error as { code?: string }).code}\n`);
   }
