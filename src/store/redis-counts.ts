@@ -76,8 +76,10 @@ export class RedisRequestCounter implements RequestCounter {
 
   async countRequest(key: string, windowMs: number): Promise<RequestCount> {
     const name = kRedisKeyPrefix + key;
-    const [count, , ttl] = await timed(this.#client.multi().incr(name).pExpire(name, windowMs, 'NX').pTTL(name).exec());
-    return { count: Number(count), resetInMs: Number(ttl) };
+    const [count, started, ttl] = await timed(this.#client.multi().incr(name).pExpire(name, windowMs, 'NX').pTTL(name).exec());
+    // PEXPIRE NX answers 1 only when this request opened the window: it ends a whole window from now, and PTTL,
+    // read a moment later, could already say one millisecond less.
+    return { count: Number(count), resetInMs: Number(started) === 1 ? windowMs : Number(ttl) };
   }
 
   async readRequestCount(key: string): Promise<RequestCount> {
