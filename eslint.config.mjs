@@ -1,5 +1,5 @@
 // ESLint for the TypeScript: typescript-eslint's recommended rules, tuned to the house style where
-// the tree already agrees on something else (STYLE.md). Formatting is Prettier's, not ESLint's.
+// the tree already agrees on something else (named at each rule below). Formatting is Prettier's, not ESLint's.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
