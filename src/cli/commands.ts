@@ -1,4 +1,5 @@
 import { environment } from '../environment.js';
+import { closestName } from '../did-you-mean.js';
 import { SvcError } from '../errors.js';
 import { availableParallelism } from 'node:os';
 
@@ -6,7 +7,7 @@ import { cpuInfo } from '../native/index.js';
 import { kernelChoice } from '../native/kernel-choice.js';
 import { assertServerPackages } from '../optional-deps.js';
 import { packageVersion } from '../version.js';
-import { closestCommand, commandHelp, kCommandNames, overview } from './help.js';
+import { closestCommand, closestOption, commandHelp, kCommandNames, overview } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -74,12 +75,15 @@ function wantsHelp(args: string[]): boolean {
  * The wrong-command-line part of an error, or undefined for a failure of the operation itself.
  * node:util parseArgs's own messages suggest `-- "--flag"` with an unbalanced quote; say it plainly.
  */
-function usageProblem(error: unknown): string | undefined {
+function usageProblem(error: unknown, command: string): string | undefined {
   if (error instanceof UsageError || (error instanceof RangeError && !(error instanceof SvcError))) return error.message;
   const code = (error as { code?: unknown } | null)?.code;
   if (!(error instanceof TypeError) || typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) return undefined;
   const quoted = /'([^']*)'/.exec(error.message)?.[1];
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && quoted !== undefined) return `unknown option '${quoted}'`;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && quoted !== undefined) {
+    const suggestion = closestOption(command, quoted);
+    return `unknown option '${quoted}'${suggestion === undefined ? '' : ` (did you mean '${suggestion}'?)`}`;
+  }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && quoted !== undefined) return `unexpected argument '${quoted}'`;
   // ERR_PARSE_ARGS_INVALID_OPTION_VALUE: "Option '--model <value>' argument missing" and the like.
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
@@ -108,7 +112,9 @@ export async function runCli(argv: string[]): Promise<number> {
     return 0;
   }
   if (command.startsWith('-')) {
-    console.error(`svc: unknown option '${command}'\nRun 'svc --help' for the commands and options.`);
+    const suggestion = command.startsWith('--') ? closestName(command.slice(2), ['help', 'version']) : undefined;
+    console.error(`svc: unknown option '${command}'${suggestion === undefined ? '' : ` (did you mean '--${suggestion}'?)`}`);
+    console.error("Run 'svc --help' for the commands and options.");
     return 2;
   }
   if (command === 'help' && !wantsHelp(args)) return helpCommand(args);
@@ -129,7 +135,7 @@ export async function runCli(argv: string[]): Promise<number> {
     if (code === 2) console.error(pointer);
     return code;
   } catch (error) {
-    const problem = usageProblem(error);
+    const problem = usageProblem(error, command);
     if (problem !== undefined) {
       console.error(`svc ${command}: ${problem}\n${pointer}`);
       return 2;

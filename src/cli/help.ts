@@ -7,6 +7,7 @@ import { kServicePredictQueue } from '../predict/batcher.js';
 import { kDefaultRateLimits } from '../server/rate-limit-defaults.js';
 import { kDefaultOrgLimits } from '../service/limits.js';
 import { kDefaultRetention } from '../service/retention.js';
+import { closestName } from '../did-you-mean.js';
 import { kClientHelp } from './help-client.js';
 import { type CommandHelp, kDataOption, kDatabaseOption, kHelpOption } from './help-options.js';
 
@@ -230,23 +231,19 @@ export function commandHelp(command: string): string {
 
 /** The known command closest to a mistyped one (at most two edits away), for "did you mean". */
 export function closestCommand(typed: string): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const name of kCommandNames) {
-    const distance = editDistance(typed.toLowerCase(), name);
-    if (distance < bestDistance) [best, bestDistance] = [name, distance];
-  }
-  return best;
+  return closestName(typed.toLowerCase(), kCommandNames, 2);
 }
 
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length];
+/** Every long option a command's page names, in its usage lines or its options, without its `--`. */
+function commandFlags(command: string): Set<string> {
+  const help = kHelp[command];
+  const text = [...help.usage, ...help.options.map(([flag]) => flag)].join(' ');
+  return new Set([...text.matchAll(/--([a-z][a-z0-9-]*)/g)].map((match) => match[1]));
+}
+
+/** The option of `command` closest to a mistyped one (`--example` -> `--examples`), for "did you mean". */
+export function closestOption(command: string, typed: string): string | undefined {
+  if (kHelp[command] === undefined || !typed.startsWith('--')) return undefined;
+  const name = closestName(typed.slice(2).split('=')[0], commandFlags(command));
+  return name === undefined ? undefined : `--${name}`;
 }

@@ -127,7 +127,7 @@ describe('a wrong command line', () => {
     expect(await svcBin(['train', '--example', 'x.jsonl'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: "svc train: unknown option '--example'\nRun 'svc train --help' for its options and examples.\n",
+      stderr: "svc train: unknown option '--example' (did you mean '--examples'?)\nRun 'svc train --help' for its options and examples.\n",
     });
     expect(await svcBin(['predict', '--model'])).toEqual({
       code: 2,

@@ -38,6 +38,34 @@ describe('svc usage errors say why', () => {
     expect(await svc(args, client)).toEqual({ code: 2, stdout: '', stderr: `svc ${command}: ${reason}\n${pointer(command)}` });
   });
 
+  it.each([
+    [['train', '--exmaples', 'x.jsonl'], 'train', '--exmaples', '--examples'],
+    [['train', '--label-txt=spam'], 'train', '--label-txt', '--label-text'],
+    [['train', '--label-flag', 'i'], 'train', '--label-flag', '--label-flags'],
+    [['serve', '--prot', '8080'], 'serve', '--prot', '--port'],
+    [['predict', '--modle', 'm', 'hi'], 'predict', '--modle', '--model'],
+    [['keys', 'list', '--orgs', 'acme'], 'keys', '--orgs', '--org'],
+  ])('svc %j suggests the closest option', async (args, command, typed, suggestion) => {
+    expect(await svc(args, client)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `svc ${command}: unknown option '${typed}' (did you mean '${suggestion}'?)\n${pointer(command)}`,
+    });
+  });
+
+  it('names an unknown option without a guess when none is close, and suggests the global ones', async () => {
+    expect(await svc(['train', '--frobnicate'], client)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `svc train: unknown option '--frobnicate'\n${pointer('train')}`,
+    });
+    expect(await svc(['--verison'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "svc: unknown option '--verison' (did you mean '--version'?)\nRun 'svc --help' for the commands and options.\n",
+    });
+  });
+
   it('refuses an SVC_ISA the engine would ignore', async () => {
     expect(await svc(['info'], { SVC_ISA: 'bogus' })).toEqual({
       code: 2,

@@ -18,9 +18,10 @@ const kNativeCore = fileURLToPath(new URL('../../native/core', import.meta.url))
  * only when neither imports the other.
  */
 const kLayers: Readonly<Record<string, number>> = Object.freeze({
-  // The leaves every layer may use: one error class, the zod-issue wording, argument checks, seeds, trace channels,
-  // the environment variables.
+  // The leaves every layer may use: one error class, "did you mean", the zod-issue wording, argument checks, seeds,
+  // trace channels, the environment variables.
   'errors.ts': 0,
+  'did-you-mean.ts': 0,
   'parse.ts': 1,
   'is.ts': 1,
   'random.ts': 1,
