@@ -42,7 +42,7 @@ const kLevers: readonly LeverConfig[] = [
 
 /**
  * The levers `cv-choice` chooses among, SetFit's plain head first (it wins ties). Measured as a
- * way for train() to choose per request; it lost (docs/benchmarks.md), so train() does not.
+ * way for train() to choose per request; it lost (docs/benchmark-history.md), so train() does not.
  */
 const kCandidates: readonly LabelWordsLever[] = [
   { kind: 'none' },

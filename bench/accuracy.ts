@@ -41,7 +41,7 @@ interface Method {
   unlabeled?: boolean;
 }
 
-/** The label-word lever that won on the levers bench (docs/benchmarks.md, "The label's own words"). */
+/** The label-word lever that won on the levers bench (docs/benchmark-history.md, "The label's own words"). */
 const kWords: TrainOptions['labelWords'] = { kind: 'examples', weight: 2 };
 
 const kMethods: readonly Method[] = [

@@ -53,7 +53,7 @@ export const kTargetBatchMs = 100;
 /**
  * The smallest batch budget, whatever the speed measured: four texts of full length, or about fifty
  * sentences. Sentences run 36-40% faster per text in batches of 8 to 32 than one at a time
- * (docs/benchmarks.md, "UCI sentences"), so concurrent short calls still merge on a slow machine;
+ * (docs/benchmark-history.md, "UCI sentences"), so concurrent short calls still merge on a slow machine;
  * long texts run as fast one at a time as 128 together ("E-mails").
  */
 const kMinBatchTokens = 4 * kMaxTokensPerText;

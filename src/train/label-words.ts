@@ -1,7 +1,7 @@
 // The label's own words as a prior for the head. Every request names its classes (`labels`) or what
 // `label: true` means (`label_text`); put into the zero-shot templates and embedded by the same body as
 // the examples, those sentences say where each class lies before any example does. Two ways to use
-// them, measured in docs/benchmarks.md ("Accuracy", "The label's own words"):
+// them, measured in docs/benchmark-history.md ("Accuracy", "The label's own words"):
 // - `examples`: the template sentences join the examples, weighted (`weight` = one class's templates
 //   together count as that many examples);
 // - `direction`: each class's mean template embedding becomes an extra feature x . p_k, scaled up so
@@ -17,7 +17,7 @@ export type { LabelWordsLever };
 /**
  * What train() does without `options.labelWords` (and without unlabelled texts, which bring the label words
  * in: self-training.ts): the examples alone, SetFit's head. The lever that won
- * on the accuracy bench is `{ kind: 'examples', weight: 2 }` (docs/benchmarks.md, "The label's own
+ * on the accuracy bench is `{ kind: 'examples', weight: 2 }` (docs/benchmark-history.md, "The label's own
  * words"); this is the one constant to flip once every test's expected figures are measured again with it.
  */
 export const kDefaultLabelWords: LabelWordsLever = Object.freeze({ kind: 'none' });

@@ -2,7 +2,7 @@
 // did not label; the ones it is surest of, per class in the examples' class shares, join the examples
 // as ordinary rows and the head is fitted again. A confident pseudo-label on a text near the examples
 // adds little; the gain comes from texts that extend a class along directions the examples missed.
-// Measured in docs/benchmarks.md ("Beyond SetFit", unlabelled texts). Single-label heads only (binary
+// Measured in docs/benchmark-history.md ("Beyond SetFit", unlabelled texts). Single-label heads only (binary
 // and multi-class): a multi-label text has no one class to be sure of.
 import type { ExampleTargets, LabelWordsLever, SelfTrainingOptions } from '../pool/tasks.js';
 
@@ -10,14 +10,14 @@ export type { SelfTrainingOptions };
 
 /**
  * What train() does with a request's `unlabeled` texts: pseudo-label the half its head is surest of, once.
- * Half won on the accuracy bench's draws over 5 % to all of them and over three rounds (docs/benchmarks.md).
+ * Half won on the accuracy bench's draws over 5 % to all of them and over three rounds (docs/benchmark-history.md).
  */
 export const kSelfTraining: Readonly<SelfTrainingOptions> = Object.freeze({ share: 0.5, rounds: 1 });
 
 /**
  * The label words train() adds when a request sends unlabelled texts and `options.labelWords` is not given:
  * with them self-training gained +1.73 points over SetFit fine-tuned instead of +1.55, and its estimate came
- * within 7.9 points of held-out accuracy instead of 10.7 (docs/benchmarks.md, "Unlabelled texts").
+ * within 7.9 points of held-out accuracy instead of 10.7 (docs/benchmark-history.md, "Unlabelled texts").
  */
 export const kSelfTrainingLabelWords: Readonly<LabelWordsLever> = Object.freeze({ kind: 'examples', weight: 2 });
 

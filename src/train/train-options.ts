@@ -45,7 +45,7 @@ export interface TrainOptions {
    * How the head uses the label's own words (`label_text`, or the class names, in the zero-shot
    * templates, embedded by the model's encoder): `{ kind: 'examples', weight }` adds those sentences
    * to the examples, one class's together weighing `weight` examples (weight 2 won on the accuracy
-   * bench: docs/benchmarks.md, "Beyond SetFit"); `{ kind: 'direction', scale }`
+   * bench: docs/benchmark-history.md, "Beyond SetFit"); `{ kind: 'direction', scale }`
    * lets the head move along each label's direction nearly unpenalized. Cross-validation uses them in
    * every fold; the manifest's `training.label_words` records it. Default `{ kind: 'none' }`; with the request's
    * `unlabeled` texts, `{ kind: 'examples', weight: 2 }` (the two won together).
