@@ -12,6 +12,7 @@ import {
   distinctNames,
   exampleSchema,
   kMaxTextLength,
+  kMinClassifyExamplesPerLabel,
   labelNameSchema,
   labelSetExampleSchema,
 } from './labelled-examples.js';
@@ -27,8 +28,7 @@ export const kMaxClassifyExamples = 2_500;
  * Every zero-shot label set is within it (6 template sentences a name, 100 names at most).
  */
 export const kMaxClassifyFitCells = 60_000;
-/** Fewest examples of each label (binary: of each side) a classify call carries: fewer cannot be told from noise. */
-export const kMinClassifyExamplesPerLabel = 2;
+export { kMinClassifyExamplesPerLabel } from './labelled-examples.js';
 export { kMaxExplain, kTruncateModes, type TruncateMode } from './long-texts.js';
 
 const inputsSchema = z

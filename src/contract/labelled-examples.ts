@@ -9,6 +9,11 @@ import { typeError } from '../parse.js';
 export const kMaxTextLength = 100_000;
 /** Longest class or label name. */
 export const kMaxLabelLength = 200;
+/**
+ * Fewest examples of each label (binary: of each side) a classify call carries: fewer cannot be told from noise.
+ * Here rather than in classify-request.ts because the train request's refusal of a small set points to it.
+ */
+export const kMinClassifyExamplesPerLabel = 2;
 
 // Messages are written without the field name; `parseRequest` puts the path in front
 // (`examples[3].label must be a boolean`).
@@ -96,10 +101,33 @@ export const distinctNames = (names: readonly string[], ctx: z.core.$RefinementC
   else checkDistinctNames(ctx, names, 'label', []);
 };
 
+/** Most characters of a wrong label a message quotes back. */
+const kEchoedLabelChars = 40;
+
+/**
+ * Why a binary example's label is not a boolean, with the value it holds and what to write instead: `"true"` in
+ * quotes, 1/0 from a spreadsheet, or words such as "yes"/"no" or class names, which are a multi-class task's labels.
+ */
+function booleanLabelError(issue: { input?: unknown }): string {
+  const { input } = issue;
+  if (input === undefined) return 'is required';
+  if (input === 'true' || input === 'false') return `must be a boolean, not the string "${input}": write ${input} without quotes`;
+  if (input === 1 || input === 0) return `must be a boolean (got ${input}): write ${input === 1 ? 'true' : 'false'} for ${input}`;
+  if (typeof input === 'string') {
+    const shown = input.length > kEchoedLabelChars ? `${input.slice(0, kEchoedLabelChars)}…` : input;
+    return (
+      `must be a boolean (got ${JSON.stringify(shown)}): write label: true or false, ` +
+      `or for named classes send task_type: "multi-class-classification" with the class as label`
+    );
+  }
+  const got = input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input === 'object' ? 'an object' : String(input);
+  return `must be a boolean (got ${got}): write label: true or false`;
+}
+
 export const exampleSchema = z
   .object({
     text: textSchema,
-    label: z.boolean({ error: typeError('a boolean') }),
+    label: z.boolean({ error: booleanLabelError }),
     // config.json's id2label names the false class 'false'.
     label_text: labelNameSchema.refine((value) => labelNameKey(value) !== 'false', {
       error: "must not be 'false' (that names the other class)",

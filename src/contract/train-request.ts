@@ -6,7 +6,14 @@ import { z } from 'zod';
 import { parseRequest, typeError } from '../parse.js';
 import { truncateSchema } from './long-texts.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
-import { checkDistinctNames, classExampleSchema, exampleSchema, kMaxTextLength, labelSetExampleSchema } from './labelled-examples.js';
+import {
+  checkDistinctNames,
+  classExampleSchema,
+  exampleSchema,
+  kMaxTextLength,
+  kMinClassifyExamplesPerLabel,
+  labelSetExampleSchema,
+} from './labelled-examples.js';
 
 // The example shapes and the text limit are the classify request's too (labelled-examples.ts); the train request's
 // users take them from here.
@@ -201,10 +208,15 @@ function addWhole(ctx: Issues, message: string, path: PropertyKey[] = ['examples
   ctx.addIssue({ code: 'custom', message, path, params: { whole: true } });
 }
 
+/** What a set too small to train on can do instead: classify fits a head within the call, on far fewer examples. */
+const kTooFewToTrain =
+  `to label texts from fewer without training a model, classify needs only ${kMinClassifyExamplesPerLabel} examples per label ` +
+  '(POST /v2/classify, svc classify, or classify() in the library)';
+
 /** Checks the shared bounds; false when an issue was added. */
 function checkCounts(ctx: Issues, examples: readonly unknown[], min: number): boolean {
   if (examples.length < min) {
-    addWhole(ctx, `at least ${min} examples are required (got ${examples.length})`);
+    addWhole(ctx, `at least ${min} examples are required (got ${examples.length}); ${kTooFewToTrain}`);
     return false;
   }
   if (examples.length > kMaxExamples) {
@@ -341,7 +353,7 @@ const multiLabelRequestSchema = multiTaskObject(
  * ```ts
  * const result = trainRequestSchema.safeParse({ model: 'svc-small', task_type: 'binary-classification', examples: [] });
  * result.success;                  // false
- * result.error.issues[0].message;  // 'at least 20 examples are required (got 0)'
+ * result.error.issues[0].message;  // 'at least 20 examples are required (got 0); to label texts from fewer …'
  * ```
  */
 export const trainRequestSchema = z.discriminatedUnion(
@@ -374,7 +386,9 @@ export type TrainRequest = z.infer<typeof trainRequestSchema>;
  * @example
  * ```ts
  * validateTrainRequest({ model: 'svc-small', task_type: 'binary-classification', examples: [] });
- * // throws SvcError: at least 20 examples are required (got 0)   (code 'invalid_request', param 'examples')
+ * // throws SvcError: at least 20 examples are required (got 0); to label texts from fewer without training a model,
+ * // classify needs only 2 examples per label (POST /v2/classify, svc classify, or classify() in the library)
+ * // (code 'invalid_request', param 'examples')
  * ```
  */
 export function validateTrainRequest(input: unknown): TrainRequest {

@@ -45,6 +45,7 @@ describe('/v2', () => {
       [{ model: 'm', inputs: Array(2049).fill('x') }, 'inputs holds more than 2048 texts, the limit per request', 'inputs'],
       [{ model: 'm', inputs: ['a', 7] }, 'inputs[1] must be a string', 'inputs[1]'],
       [{ model: 'm' }, 'inputs is required', 'inputs'],
+      [{ model: 'm', input: ['a'] }, "inputs is required; the request has unknown field 'input' (did you mean 'inputs'?)", 'inputs'],
       [{ model: 'm', inputs: ['a'], temperature: 1 }, "the request has unknown field 'temperature'", 'temperature'],
       [[1, 2], 'the request must be an object', null],
     ];
@@ -57,8 +58,14 @@ describe('/v2', () => {
     const trainCases: [unknown, string, string | null][] = [
       [
         { model: 'svc-small', task_type: 'binary-classification', examples: [{ text: 'a', label: 'yes', label_text: 'p' }] },
-        'examples[0].label must be a boolean',
+        'examples[0].label must be a boolean (got "yes"): write label: true or false, or for named classes send ' +
+          'task_type: "multi-class-classification" with the class as label',
         'examples[0].label',
+      ],
+      [
+        { model: 'svc-small', task_type: 'binary-classification', exmaples: examples },
+        "examples is required; the request has unknown field 'exmaples' (did you mean 'examples'?)",
+        'examples',
       ],
       [
         { model: 'svc-small', task_type: 'binary-classification', examples: [{ text: 'a', label: true, label_text: 'p', weight: 2 }] },
@@ -67,7 +74,8 @@ describe('/v2', () => {
       ],
       [
         { model: 'svc-small', task_type: 'binary-classification', examples: examples.slice(0, 5) },
-        'at least 20 examples are required (got 5)',
+        'at least 20 examples are required (got 5); to label texts from fewer without training a model, classify needs only ' +
+          '2 examples per label (POST /v2/classify, svc classify, or classify() in the library)',
         'examples',
       ],
       [{ model: 'svc-large', task_type: 'binary-classification', examples }, "model must be one of svc-small (got 'svc-large')", 'model'],

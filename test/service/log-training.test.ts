@@ -213,7 +213,10 @@ describe('trainBodyFromLog', () => {
       code: 'invalid_request',
       status: 400,
       param: 'from_log',
-      message: 'From the request log: 1 labelled texts of 32 calls (0 skipped), 1 to train on: at least 20 examples are required (got 1)',
+      message:
+        'From the request log: 1 labelled texts of 32 calls (0 skipped), 1 to train on: at least 20 examples are required (got 1); ' +
+        'to label texts from fewer without training a model, classify needs only 2 examples per label (POST /v2/classify, ' +
+        'svc classify, or classify() in the library)',
     });
   });
 

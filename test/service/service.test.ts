@@ -164,7 +164,12 @@ describe('training jobs', () => {
         `task_type must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got "multi")`,
         'task_type',
       ],
-      [{ ...request, examples: examples.slice(0, 19) }, 'at least 20 examples are required (got 19)', 'examples'],
+      [
+        { ...request, examples: examples.slice(0, 19) },
+        'at least 20 examples are required (got 19); to label texts from fewer without training a model, classify needs only 2 ' +
+          'examples per label (POST /v2/classify, svc classify, or classify() in the library)',
+        'examples',
+      ],
       [
         { ...request, examples: examples.map((e) => ({ ...e, label: true })) },
         'examples need at least one true and one false label',

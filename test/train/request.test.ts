@@ -24,6 +24,11 @@ const withExample3 = (extra: Record<string, unknown>) => {
   return request({ examples: list });
 };
 
+/** What a set too small to train on is told it can do instead. */
+const kClassifyHint =
+  'to label texts from fewer without training a model, classify needs only 2 examples per label ' +
+  '(POST /v2/classify, svc classify, or classify() in the library)';
+
 function failure(input: unknown): { message: string; param: string | null; code: string } {
   try {
     validateTrainRequest(input);
@@ -54,9 +59,22 @@ describe('validateTrainRequest', () => {
       'task_type',
     ],
     [request({ examples: 'many' }), 'examples must be an array', 'examples'],
-    [request({ examples: examples(12) }), 'at least 20 examples are required (got 12)', 'examples'],
+    [request({ examples: examples(19) }), `at least 20 examples are required (got 19); ${kClassifyHint}`, 'examples'],
     [request({ examples: examples(10_001) }), 'at most 10000 examples are allowed (got 10001)', 'examples'],
-    [withExample3({ label: 'yes' }), 'examples[3].label must be a boolean', 'examples[3].label'],
+    [
+      withExample3({ label: 'yes' }),
+      'examples[3].label must be a boolean (got "yes"): write label: true or false, or for named classes send ' +
+        'task_type: "multi-class-classification" with the class as label',
+      'examples[3].label',
+    ],
+    [
+      withExample3({ label: 'true' }),
+      'examples[3].label must be a boolean, not the string "true": write true without quotes',
+      'examples[3].label',
+    ],
+    [withExample3({ label: 0 }), 'examples[3].label must be a boolean (got 0): write false for 0', 'examples[3].label'],
+    [withExample3({ label: 1 }), 'examples[3].label must be a boolean (got 1): write true for 1', 'examples[3].label'],
+    [withExample3({ label: null }), 'examples[3].label must be a boolean (got null): write label: true or false', 'examples[3].label'],
     [withExample3({ label: undefined }), 'examples[3].label is required', 'examples[3].label'],
     [withExample3({ text: 42 }), 'examples[3].text must be a string', 'examples[3].text'],
     [withExample3({ text: '' }), 'examples[3].text must not be empty', 'examples[3].text'],
@@ -71,6 +89,17 @@ describe('validateTrainRequest', () => {
     [withExample3({ score: 1 }), "examples[3] has unknown field 'score'", 'examples[3].score'],
     [withExample3({ label_text: 'negative' }), 'all examples must share one label_text', 'examples'],
     [request({ extra: true }), "the request has unknown field 'extra'", 'extra'],
+    [request({ finetun: false }), "the request has unknown field 'finetun' (did you mean 'finetune'?)", 'finetun'],
+    [
+      request({ examples: undefined, exmaples: examples(20) }),
+      "examples is required; the request has unknown field 'exmaples' (did you mean 'examples'?)",
+      'examples',
+    ],
+    [
+      withExample3({ label_text: undefined, label_txt: 'positive' }),
+      "examples[3].label_text is required; examples[3] has unknown field 'label_txt' (did you mean 'label_text'?)",
+      'examples[3].label_text',
+    ],
     [
       request({ examples: examples(20).map((e) => ({ ...e, label: true })) }),
       'examples need at least one true and one false label',
@@ -145,7 +174,7 @@ describe('validateTrainRequest: multi-class and multi-label', () => {
       'examples need 2 to 100 classes (got 101)',
       'examples',
     ],
-    [multiClass({ examples: classExamples(5, ['a', 'b']) }), 'at least 16 examples are required (got 10)', 'examples'],
+    [multiClass({ examples: classExamples(5, ['a', 'b']) }), `at least 16 examples are required (got 10); ${kClassifyHint}`, 'examples'],
     [
       multiClass({ examples: [{ text: 'x', label: true }, ...classExamples()] }),
       'examples[0].label must be a non-empty string',
@@ -174,10 +203,18 @@ describe('validateTrainRequest: multi-class and multi-label', () => {
       'examples need 2 to 100 distinct labels (got 1)',
       'examples',
     ],
-    [multiLabel({ examples: multiLabel().examples.slice(0, 19) }), 'at least 20 examples are required (got 19)', 'examples'],
+    [
+      multiLabel({ examples: multiLabel().examples.slice(0, 19) }),
+      `at least 20 examples are required (got 19); ${kClassifyHint}`,
+      'examples',
+    ],
     [multiLabel({ examples: [{ text: 'x', labels: ['a', 'a'] }] }), 'examples[0].labels must not name a label twice', 'examples[0].labels'],
     [multiLabel({ examples: [{ text: 'x', labels: 'a' }] }), 'examples[0].labels must be an array of strings', 'examples[0].labels'],
-    [multiLabel({ examples: [{ text: 'x', label: 'a' }] }), 'examples[0].labels is required', 'examples[0].labels'],
+    [
+      multiLabel({ examples: [{ text: 'x', label: 'a' }] }),
+      "examples[0].labels is required; examples[0] has unknown field 'label' (did you mean 'labels'?)",
+      'examples[0].labels',
+    ],
     [
       multiLabel({ validation: [{ text: 'x', labels: ['price', 'colour'] }] }),
       "validation[0] names the label 'colour', which no training example has",

@@ -131,7 +131,9 @@ describe('train', () => {
     await expect(train({ ...request, examples: request.examples.slice(0, 12) })).rejects.toMatchObject({
       code: 'invalid_request',
       param: 'examples',
-      message: 'at least 20 examples are required (got 12)',
+      message:
+        'at least 20 examples are required (got 12); to label texts from fewer without training a model, classify needs only 2 ' +
+        'examples per label (POST /v2/classify, svc classify, or classify() in the library)',
     });
   });
 
