@@ -21,9 +21,10 @@ export function isProjectIdShape(id: string): boolean {
  * The project dashboard: one self-contained HTML page (no CDN, no build step). It asks for an API key, keeps it in
  * sessionStorage, reads `GET ./requests` page by page, and shows the calls in a filterable table with their bodies
  * (a list holds each body's start; a call picked whose body was cut is read whole from `GET ./requests/{id}`)
- * and two SVG charts over time, latency and tokens, each with labelled axes; with a shadow classifier, its agreement
- * with the chat model over time, latency and savings (shadow-panel.ts). `nonce` is the response's CSP nonce (see
- * `pagePolicy`): the page's scripts and stylesheet carry it.
+ * and two SVG charts over one time range, latency and tokens, each with labelled axes; every time 24-hour; with a
+ * shadow classifier, its agreement with the chat model over time, latency and savings (shadow-panel.ts). The key is
+ * kept under the name the models page uses (models-page.ts), which the header links to. `nonce` is the response's
+ * CSP nonce (see `pagePolicy`): the page's scripts and stylesheet carry it.
  */
 export function dashboardPage(projectId: string, nonce: string): string {
   if (!isProjectIdShape(projectId)) throw new TypeError('projectId must be a project id (proj_...)');
@@ -74,6 +75,10 @@ const kPage = `<!doctype html>
   pre { margin:0; max-height:320px; overflow:auto; background:#0f1729; color:#e6edf3; padding:10px; border-radius:6px; font-size:12px; white-space:pre-wrap; word-break:break-all; }
   #status { color:var(--muted); } .legend span { margin-right:14px; } .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:middle; }
   .scroll { overflow-x:auto; } main > * { min-width:0; }
+  /* The error is the one long free text: it wraps inside the table rather than pushing the table past the card. */
+  td.error { white-space:normal; overflow-wrap:anywhere; min-width:14em; }
+  header a { color:var(--accent); } #change-key { margin-left:auto; } #change-key[hidden] { display:none; }
+  #chart-range { grid-column:1 / -1; margin:0; color:var(--muted); }
   #chart-card { display:grid; grid-template-columns:1fr 1fr; gap:16px; } #chart-card[hidden] { display:none; }
   @media (max-width: 900px) { #chart-card { grid-template-columns:1fr; } }
   #chart-card h2 { margin:0 0 4px; font-size:13px; font-weight:600; }
@@ -83,7 +88,7 @@ const kPage = `<!doctype html>
 ${kShadowPanelStyle}</style>
 </head>
 <body>
-<header><h1>Provider proxy requests</h1><code>project __PROJECT_TEXT__</code><span id="status"></span></header>
+<header><h1>Provider proxy requests</h1><code>project __PROJECT_TEXT__</code><a id="models-link" href="../dashboard/models?project=__PROJECT_TEXT__">Models</a><span id="status"></span><button id="change-key" type="button" hidden>Change key</button></header>
 <main>
   <section class="card" id="login">
     <form id="key-form">
@@ -93,6 +98,7 @@ ${kShadowPanelStyle}</style>
     </form>
   </section>
   <section class="card" id="chart-card" hidden>
+    <p id="chart-range"></p>
     <div><h2>Latency</h2><svg id="chart-latency" class="chart" viewBox="0 0 600 240" role="img" aria-label="total latency in milliseconds over time"></svg></div>
     <div><h2>Tokens</h2><svg id="chart-tokens" class="chart" viewBox="0 0 600 240" role="img" aria-label="tokens in plus out over time"></svg></div>
   </section>
@@ -118,7 +124,8 @@ ${kShadowPanelHtml}  <section class="card" id="table-card" hidden>
 <script nonce="__NONCE__">
 "use strict";
 const projectId = __PROJECT_JSON__;
-const storageKey = "svc-dashboard-key:" + projectId;
+// One key for this page and the models page (models-page.ts), so that the link between them does not ask again.
+const storageKey = "svc-key";
 const maxRows = 1000;
 let rows = [];
 
@@ -164,13 +171,14 @@ function render() {
   for (const r of visible) {
     const tr = document.createElement("tr");
     tr.dataset.id = r.id;
-    const cells = [new Date(r.created_at_ms).toLocaleString(), r.provider, r.model, r.stream ? "yes" : "no", r.status,
+    const cells = [dateTimeText(r.created_at_ms), r.provider, r.model, r.stream ? "yes" : "no", r.status,
       r.ttfb_ms === null ? "" : r.ttfb_ms.toFixed(1), r.total_ms.toFixed(1), text(r.tokens_in), text(r.tokens_out), text(r.error)];
     cells.forEach((value, i) => {
       const td = document.createElement("td");
       td.textContent = text(value);
       if (i >= 5 && i <= 8) td.className = "num";
       if (i === 4) td.className = r.status >= 200 && r.status < 300 ? "ok" : "bad";
+      if (i === 9) td.className = "error";
       tr.append(td);
     });
     tr.addEventListener("click", () => show(r, tr));
@@ -196,11 +204,14 @@ async function show(r, tr) {
   $("response-body").textContent = pretty(whole.response_body);
 }
 
-// Two panels, each against its own scale: latency and tokens differ by orders of magnitude.
+// Two panels, each against its own value scale (latency and tokens differ by orders of magnitude) and one time range,
+// the calls shown: a call without token counts leaves a gap in the tokens panel instead of narrowing its time axis.
 function chart(visible) {
   const points = visible.slice().sort((a, b) => a.created_at_ms - b.created_at_ms);
-  panel($("chart-latency"), points, (r) => r.total_ms, "#3056d3", "latency (ms)");
-  panel($("chart-tokens"), points, (r) => (r.tokens_in === null && r.tokens_out === null ? null : (r.tokens_in || 0) + (r.tokens_out || 0)), "#f79009", "tokens (in + out)");
+  const range = points.length === 0 ? null : { from: points[0].created_at_ms, to: points[points.length - 1].created_at_ms };
+  $("chart-range").textContent = range === null ? "no calls to chart" : "Both charts: " + points.length + " calls from " + dateTimeText(range.from) + " to " + dateTimeText(range.to);
+  panel($("chart-latency"), points, (r) => r.total_ms, "#3056d3", "latency (ms)", undefined, range);
+  panel($("chart-tokens"), points, (r) => (r.tokens_in === null && r.tokens_out === null ? null : (r.tokens_in || 0) + (r.tokens_out || 0)), "#f79009", "tokens (in + out)", undefined, range);
 }
 
 const ns = "http://www.w3.org/2000/svg";
@@ -217,17 +228,30 @@ function niceStep(range, count) {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * power;
 }
 
+// One way to write a time everywhere on the page, table and charts: local, 24-hour, whatever the browser's locale.
+const two = (n) => String(n).padStart(2, "0");
+function dateText(t) {
+  const d = new Date(t);
+  return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate());
+}
+function clockText(t, seconds) {
+  const d = new Date(t);
+  return two(d.getHours()) + ":" + two(d.getMinutes()) + (seconds ? ":" + two(d.getSeconds()) : "");
+}
+function dateTimeText(t) {
+  return dateText(t) + " " + clockText(t, true);
+}
+
 // Clock steps from a second to a week; the first one giving at most six ticks wins.
 const timeSteps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800].map((s) => s * 1000);
 function timeLabel(t, step) {
-  if (step >= 86400000) return new Date(t).toLocaleDateString([], { month: "short", day: "numeric" });
-  const options = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
-  if (step < 60000) options.second = "2-digit";
-  return new Date(t).toLocaleTimeString([], options);
+  if (step >= 86400000) return dateText(t);
+  return clockText(t, step < 60000);
 }
 
-// fixedTop, when given, is the value axis's top (a percentage's 100) instead of the largest value rounded up.
-function panel(svg, points, value, color, title, fixedTop) {
+// fixedTop, when given, is the value axis's top (a percentage's 100) instead of the largest value rounded up; range
+// ({ from, to } in ms), the time axis's span instead of the points' own.
+function panel(svg, points, value, color, title, fixedTop, range) {
   svg.replaceChildren();
   const W = 600, H = 240, left = 64, right = 16, top = 12, bottom = 48;
   const pts = points.map((r) => [r.created_at_ms, value(r)]).filter((p) => p[1] !== null);
@@ -236,7 +260,7 @@ function panel(svg, points, value, color, title, fixedTop) {
     return;
   }
   // Time axis: the requests' span, widened to a minute around a single one.
-  let t0 = pts[0][0], t1 = pts[pts.length - 1][0];
+  let t0 = range ? range.from : pts[0][0], t1 = range ? range.to : pts[pts.length - 1][0];
   if (t1 - t0 < 2000) { t0 -= 30000; t1 += 30000; }
   const margin = (t1 - t0) * 0.03; // no point drawn on the value axis
   t0 -= margin; t1 += margin;
@@ -264,7 +288,7 @@ function panel(svg, points, value, color, title, fixedTop) {
   }));
   for (const p of pts) {
     const dot = svgEl("circle", { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3.5, fill: color });
-    dot.append(svgEl("title", {}, timeLabel(p[0], 1000) + ": " + (Math.round(p[1] * 10) / 10)));
+    dot.append(svgEl("title", {}, dateTimeText(p[0]) + ": " + (Math.round(p[1] * 10) / 10)));
     svg.append(dot);
   }
 }
@@ -274,11 +298,15 @@ async function start(key) {
     rows = await load(key);
   } catch (error) {
     $("status").textContent = "error: " + error.message;
+    showLogin();
     return;
   }
   sessionStorage.setItem(storageKey, key);
+  // The models page links back to the last project whose dashboard this tab opened.
+  sessionStorage.setItem("svc-project", projectId);
   $("status").textContent = rows.length + " requests loaded";
   $("login").hidden = true;
+  $("change-key").hidden = false;
   $("chart-card").hidden = false;
   $("table-card").hidden = false;
   fillSelect($("f-provider"), rows.map((r) => r.provider));
@@ -288,6 +316,19 @@ async function start(key) {
   loadShadow(key);
 }
 
+// As on the models page: the form goes once a key works, and "Change key" forgets it and brings the form back.
+function showLogin() {
+  $("login").hidden = false;
+  $("change-key").hidden = true;
+}
+$("change-key").addEventListener("click", () => {
+  sessionStorage.removeItem(storageKey);
+  for (const id of ["chart-card", "table-card", "shadow-card"]) $(id).hidden = true;
+  $("detail").classList.remove("open");
+  $("api-key").value = "";
+  $("status").textContent = "";
+  showLogin();
+});
 $("key-form").addEventListener("submit", (event) => { event.preventDefault(); start($("api-key").value.trim()); });
 $("refresh").addEventListener("click", () => start(sessionStorage.getItem(storageKey) || ""));
 for (const id of ["f-provider", "f-model", "f-status"]) $(id).addEventListener("change", render);

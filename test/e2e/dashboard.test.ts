@@ -176,3 +176,62 @@ it("shows a picked call's whole bodies when the list held only their start", asy
   expect(wholeReads).toEqual([`/v2/${h.projectId}/requests/${id}`]);
   await page.close();
 });
+
+it('fits the Error column at 1280px, writes every time in 24-hour form and charts both panels over one range', async () => {
+  // Two calls one afternoon (UTC), 40 s apart: the second failed upstream with a long error and counted no tokens.
+  const at = Date.UTC(2026, 0, 15, 15, 4, 5);
+  const longError = 'upstream answered 502 Bad Gateway: ' + 'the provider closed the connection before sending a response; '.repeat(6);
+  for (const [offset, tokens, error] of [
+    [0, 12, null],
+    [40_000, null, longError],
+  ] as const) {
+    await h.store.insertRequestLog({
+      projectId: h.projectId,
+      keyId: h.acmeKeyId,
+      provider: 'provider-a',
+      model: 'provider-a:afternoon',
+      stream: false,
+      status: error === null ? 200 : 502,
+      ttfbMs: 5,
+      totalMs: 9,
+      tokensIn: tokens,
+      tokensOut: tokens,
+      error,
+      requestBody: '{}',
+      responseBody: '{}',
+      createdAt: at + offset,
+    });
+  }
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, timezoneId: 'UTC', locale: 'en-US' });
+  await page.goto(`${h.base}/v2/${h.projectId}/dashboard`);
+  await page.fill('#api-key', h.acmeKey);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#rows tr');
+  await page.selectOption('#f-model', 'provider-a:afternoon');
+
+  // The table's times as the charts write theirs: 24-hour, in en-US too.
+  expect(await page.$$eval('#rows tr', (rows) => rows.map((row) => row.children[0].textContent))).toEqual([
+    '2026-01-15 15:04:45',
+    '2026-01-15 15:04:05',
+  ]);
+  // One range for both panels, said above them, though the tokens panel has a point for the first call only.
+  expect(await page.textContent('#chart-range')).toBe('Both charts: 2 calls from 2026-01-15 15:04:05 to 2026-01-15 15:04:45');
+  const ticks = (panel: string) => page.$$eval(`${panel} .x-tick`, (texts) => texts.map((t) => [t.textContent, t.getAttribute('x')]));
+  const latencyTicks = await ticks('#chart-latency');
+  expect(latencyTicks.length).toBeGreaterThanOrEqual(2);
+  for (const [text] of latencyTicks) expect(text).toMatch(/^15:04:\d{2}$/);
+  expect(await ticks('#chart-tokens')).toEqual(latencyTicks);
+  expect(await page.$$eval('#chart-tokens circle', (circles) => circles.length)).toBe(1);
+
+  // The Error column fits: the table does not scroll sideways and the error cell ends inside its card.
+  const scroll = await page.$eval('#table-card .scroll', (el) => [el.scrollWidth, el.clientWidth]);
+  expect(scroll[0]).toBeLessThanOrEqual(scroll[1]);
+  const card = (await page.locator('#table-card').boundingBox())!;
+  const cell = page.locator('#rows tr:nth-child(1) td:nth-child(10)');
+  expect(await cell.textContent()).toBe(longError);
+  const cellBox = (await cell.boundingBox())!;
+  expect(cellBox.x + cellBox.width).toBeLessThanOrEqual(card.x + card.width);
+  expect(await cell.evaluate((td) => td.scrollWidth <= td.clientWidth)).toBe(true);
+  await page.screenshot({ path: join(process.cwd(), 'tmp', 'dashboard-error-column.png'), fullPage: true });
+  await page.close();
+});
