@@ -32,6 +32,19 @@ export function looksLikeApiKey(value: string): boolean {
   return kKeyPattern.test(value);
 }
 
+/** A key's public id (`newId('key_')`), as `svc keys list` and `svc keys create` show it. */
+const kKeyIdPattern = /^key_[0-9a-f]{12}$/i;
+
+/** The 401 for a key id sent as the key: what the key looks like and where it was shown. */
+export const kKeyIdMessage =
+  `This looks like a key id (key_…), not the API key: send the key itself (${kKeyPrefix}…), which was shown once, ` +
+  'when it was created (svc keys create); if it is lost, create a new key and revoke the old one';
+
+/** True when the string has the shape of a key id, the public half people paste instead of the key. */
+export function looksLikeKeyId(value: string): boolean {
+  return kKeyIdPattern.test(value);
+}
+
 /** The form the store keeps: SHA-256, hex. Keys are long and random, so no salt or slow hash is needed. */
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');

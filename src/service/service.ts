@@ -8,7 +8,7 @@ import { runTeacherStage, type TeacherTransportFactory } from './teacher-stage.j
 import { trainWithTeacher } from './teacher-training.js';
 import { asksForTeacher } from '../contract/teacher-request.js';
 import { pruneRequestLog, resolveRetention, RetentionTimer, type RetentionOptions } from './retention.js';
-import { hashApiKey, kKeyShownPrefix, newApiKey, newId } from './keys.js';
+import { hashApiKey, kKeyIdMessage, kKeyShownPrefix, looksLikeKeyId, newApiKey, newId } from './keys.js';
 import type { ModelRuntime } from './runtime.js';
 import { ClassifierVersions } from './versions.js';
 import { VersionEvaluations } from './evaluation.js';
@@ -264,6 +264,8 @@ export class SvcService {
       throw new SvcError('authentication', "Missing API key: send it as 'Authorization: Bearer <key>'");
     }
     const key = kBearer.exec(raw)?.[1] ?? raw;
+    // Said from the shape alone, before any lookup: the answer is the same whether such a key exists or not.
+    if (looksLikeKeyId(key)) throw new SvcError('authentication', kKeyIdMessage);
     const record = await this.store.findApiKeyByHash(hashApiKey(key));
     if (record === null) throw new SvcError('authentication', 'Invalid API key');
     if (record.revokedAt !== null) throw new SvcError('authentication', 'This API key has been revoked');

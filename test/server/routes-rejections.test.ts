@@ -39,6 +39,29 @@ describe('/v2', () => {
     });
   });
 
+  it('tells a key id sent as the key from a wrong key, the same for an id that exists and one that does not', async () => {
+    const [created] = await routes.service.store.listApiKeys('acme');
+    const keyId = {
+      status: 401,
+      body: err(
+        'authentication_error',
+        'This looks like a key id (key_…), not the API key: send the key itself (svc_…), which was shown once, when it was ' +
+          'created (svc keys create); if it is lost, create a new key and revoke the old one',
+        null,
+        'authentication',
+      ),
+    };
+    expect(created.id).toMatch(/^key_[0-9a-f]{12}$/);
+    for (const id of [created.id, 'key_000000000000', created.id.toUpperCase().replace('KEY_', 'key_')]) {
+      expect(await call('GET', '/v2/models', undefined, id)).toEqual(keyId);
+    }
+    // Not id-shaped: a wrong key, said as before.
+    expect(await call('GET', '/v2/models', undefined, 'key_0000')).toEqual({
+      status: 401,
+      body: err('authentication_error', 'Invalid API key', null, 'authentication'),
+    });
+  });
+
   it('rejects bad requests with 400 naming the field', async () => {
     const predictCases: [unknown, string, string | null][] = [
       [{ model: 'm', inputs: [] }, 'inputs must hold at least one text', 'inputs'],

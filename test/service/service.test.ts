@@ -78,6 +78,13 @@ describe('organizations and keys', () => {
     });
     expect((await rejection(service.authenticate('Bearer svc_nope'))).message).toBe('Invalid API key');
     const created = await service.createApiKey('acme');
+    // Its id, pasted as the key: said from the shape, so an unknown id reads the same.
+    for (const id of [created.id, 'key_0123456789ab']) {
+      expect(await rejection(service.authenticate(`Bearer ${id}`))).toMatchObject({
+        code: 'authentication',
+        message: expect.stringMatching(/^This looks like a key id \(key_…\), not the API key: .* shown once/),
+      });
+    }
     await service.revokeApiKey(created.id);
     expect((await rejection(service.authenticate(created.key))).message).toBe('This API key has been revoked');
     expect((await rejection(service.revokeApiKey('key_000000000000'))).message).toBe("The API key 'key_000000000000' does not exist");
