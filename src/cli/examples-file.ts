@@ -5,6 +5,7 @@ import { extname } from 'node:path';
 
 import { CsvError, parse } from 'csv-parse/sync';
 
+import { closestName } from '../did-you-mean.js';
 import { SvcError } from '../errors.js';
 import { kTaskTypes } from '../contract/train-request.js';
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
@@ -51,6 +52,36 @@ function headerNames(headerLine: string, delimiter: string): string[] {
   );
 }
 
+/** The fields (JSON) and columns (CSV) an example may have. */
+const kExampleFields = ['text', 'label', 'label_text', 'labels'] as const;
+
+/** True when the names hold a text and a label (or labels): what a header or an example object needs. */
+function namesAnExample(names: readonly string[]): boolean {
+  return names.includes('text') && (names.includes('label') || names.includes('labels'));
+}
+
+/** ` (did you mean 'text' for 'txt', 'label' for 'lable'?)` for the names close to a known one; '' for none. */
+function suggestFields(names: readonly string[]): string {
+  const guesses = names
+    .filter((name) => !(kExampleFields as readonly string[]).includes(name))
+    .flatMap((name) => {
+      const known = closestName(name, kExampleFields);
+      return known === undefined || names.includes(known) ? [] : [`'${known}' for '${name}'`];
+    });
+  return guesses.length === 0 ? '' : ` (did you mean ${guesses.join(', ')}?)`;
+}
+
+/** The names as a message lists them: `'txt', 'lable'`. */
+const listed = (names: readonly string[]) => names.map((name) => `'${name}'`).join(', ');
+
+/** The refusal of a header without the needed columns: the names it has, those expected, the near misses. */
+function headerError(path: string, names: readonly string[]): SvcError {
+  return invalid(
+    `${path}:1: the header names ${listed(names)}${suggestFields(names)}; it must name the columns 'text' and 'label' ` +
+      "(or 'labels'), and may name 'label_text', separated by commas, semicolons or tabs",
+  );
+}
+
 /**
  * The delimiter that makes the header name both `text` and `label` (or `labels`): comma, semicolon
  * (what spreadsheets write where the comma is the decimal mark) or tab. `.tsv` files are tab-separated.
@@ -58,12 +89,11 @@ function headerNames(headerLine: string, delimiter: string): string[] {
 export function detectDelimiter(source: string, path: string): string {
   if (extname(path).toLowerCase() === '.tsv') return '\t';
   const headerLine = source.replace(/^\uFEFF/, '').split(/\r?\n|\r/, 1)[0];
-  const found = kDelimiters.find((d) => {
-    const names = headerNames(headerLine, d);
-    return names.includes('text') && (names.includes('label') || names.includes('labels'));
-  });
+  const found = kDelimiters.find((d) => namesAnExample(headerNames(headerLine, d)));
   if (found === undefined) {
-    throw invalid(`${path}:1: the header must name the columns 'text' and 'label' (or 'labels'), separated by commas, semicolons or tabs`);
+    // The header as the delimiter that splits it most reads it: a typo is then one of its names.
+    const split = kDelimiters.map((d) => headerNames(headerLine, d)).reduce((most, names) => (names.length > most.length ? names : most));
+    throw headerError(path, split);
   }
   return found;
 }
@@ -121,9 +151,14 @@ export function parseCsv(source: string, delimiter: string, path: string): { fie
 function fromCsv(source: string, path: string): RawExample[] {
   const [header, ...body] = parseCsv(source, detectDelimiter(source, path), path);
   if (header === undefined) return [];
-  const column = (name: string) => header.fields.findIndex((h) => h.trim().toLowerCase() === name);
-  const [text, label, labelText, labels] = [column('text'), column('label'), column('label_text'), column('labels')];
-  if (text < 0 || (label < 0 && labels < 0)) throw invalid(`${path}:1: the header must name the columns 'text' and 'label' (or 'labels')`);
+  const names = header.fields.map((h) => h.trim().toLowerCase());
+  const [text, label, labelText, labels] = [
+    names.indexOf('text'),
+    names.indexOf('label'),
+    names.indexOf('label_text'),
+    names.indexOf('labels'),
+  ];
+  if (!namesAnExample(names)) throw headerError(path, names);
   return body.map(({ fields, line }) => ({
     text: fields[text],
     label: label >= 0 ? fields[label] : undefined,
@@ -154,13 +189,26 @@ function jsonDocument(source: string): unknown {
   }
 }
 
+/**
+ * An example object as a raw example; one without `text`, or without both `label` and `labels`, is refused naming
+ * the fields it has and the near misses (`{"txt": ...}`), not with a bare "text must be a string".
+ */
+function fromObject(value: Record<string, unknown>, where: string): RawExample {
+  const names = Object.keys(value);
+  if (!namesAnExample(names)) {
+    const has = names.length === 0 ? 'no fields' : `the fields ${listed(names)}${suggestFields(names)}`;
+    throw invalid(`${where}: the example has ${has}; it needs 'text' and 'label' (or 'labels'), and may have 'label_text'`);
+  }
+  return { text: value.text, label: value.label, label_text: value.label_text, labels: value.labels, where };
+}
+
 /** Raw examples from a JSON array (`list` names it in messages: `examples`, `validation`). */
 function fromJsonArray(value: unknown, path: string, list: string): RawExample[] {
   if (!Array.isArray(value)) throw invalid(`${path}: ${list} must be an array of { "text", "label" } objects`);
   const at = (i: number) => `${path}: ${list}[${i}]`;
   return value.map((example: unknown, i) => {
     if (!isObject(example)) throw invalid(`${at(i)}: must be an object { "text", "label" }`);
-    return { text: example.text, label: example.label, label_text: example.label_text, labels: example.labels, where: at(i) };
+    return fromObject(example, at(i));
   });
 }
 
@@ -187,7 +235,7 @@ function fromJsonLines(source: string, path: string): RawExample[] {
           'a JSON array or {"examples": [...]}, or CSV with text and label columns',
       );
     }
-    rows.push({ text: value.text, label: value.label, label_text: value.label_text, labels: value.labels, where: `${path}:${i + 1}` });
+    rows.push(fromObject(value, `${path}:${i + 1}`));
   });
   return rows;
 }

@@ -93,12 +93,43 @@ describe('examples files', () => {
 
     const noHeader = file('nohead.csv', 'sentence,label\na,1\n');
     await expect(readExamplesFile(noHeader, 'p')).rejects.toThrow(
-      `${noHeader}:1: the header must name the columns 'text' and 'label' (or 'labels'), separated by commas, semicolons or tabs`,
+      `${noHeader}:1: the header names 'sentence', 'label'; it must name the columns 'text' and 'label' (or 'labels'), ` +
+        "and may name 'label_text', separated by commas, semicolons or tabs",
     );
     const extra = file('extra.csv', 'text,label\na,1\nsoup, bread,1\n');
     await expect(readExamplesFile(extra, 'p')).rejects.toThrow(
       `${extra}:3: expected 2 fields, found 3 (quote a text that contains the comma delimiter)`,
     );
+  });
+
+  it('echoes a header or an example with a misspelt column, with the expected names and what it was likely meant as', async () => {
+    const expected =
+      "it must name the columns 'text' and 'label' (or 'labels'), and may name 'label_text', separated by commas, semicolons or tabs";
+    const typos = file('typos.csv', 'txt,lable\nfine,1\n');
+    await expect(readExamplesFile(typos, 'p')).rejects.toThrow(
+      `${typos}:1: the header names 'txt', 'lable' (did you mean 'text' for 'txt', 'label' for 'lable'?); ${expected}`,
+    );
+    // Read by the delimiter that splits the header most, so the typo is one of its names; known names are kept.
+    const semicolons = file('semi-typo.csv', 'Text;Label_Txt;lavel\nfine;p;1\n');
+    await expect(readExamplesFile(semicolons, undefined)).rejects.toThrow(
+      `${semicolons}:1: the header names 'text', 'label_txt', 'lavel' (did you mean 'label_text' for 'label_txt', 'label' for 'lavel'?); ${expected}`,
+    );
+    const tsv = file('typo.tsv', 'text\tlabl\nfine\t1\n');
+    await expect(readExamplesFile(tsv, 'p')).rejects.toThrow(
+      `${tsv}:1: the header names 'text', 'labl' (did you mean 'label' for 'labl'?); ${expected}`,
+    );
+
+    const needs = "it needs 'text' and 'label' (or 'labels'), and may have 'label_text'";
+    const jsonl = file('typos.jsonl', '{"text":"fine","label":true}\n{"txt":"bad","label":false}\n');
+    await expect(readExamplesFile(jsonl, 'p')).rejects.toThrow(
+      `${jsonl}:2: the example has the fields 'txt', 'label' (did you mean 'text' for 'txt'?); ${needs}`,
+    );
+    const body = file('typos.json', '{"examples":[{"text":"fine","lable":true}]}');
+    await expect(readExamplesFile(body, 'p')).rejects.toThrow(
+      `${body}: examples[0]: the example has the fields 'text', 'lable' (did you mean 'label' for 'lable'?); ${needs}`,
+    );
+    const empty = file('empty-object.jsonl', '{}\n');
+    await expect(readExamplesFile(empty, 'p')).rejects.toThrow(`${empty}:1: the example has no fields; ${needs}`);
   });
 
   it('accepts the JSON body POST /v2/train takes, and a JSON array of examples', async () => {
