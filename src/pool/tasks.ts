@@ -108,13 +108,30 @@ export interface AdapterCacheReport {
 
 /**
  * A predict task's answer: per text, its head's rows of probabilities (binary: P(true)), one text
- * after the other; and 1 where the text was cut to the encoder's length.
+ * after the other; 1 where the text was cut to the encoder's length; and the share of the word pieces the
+ * encoder read that were the unknown token (1 for a text that left none).
  */
 export interface PredictResult {
   probabilities: Float32Array;
   truncated: Uint8Array;
+  unknownShare: Float64Array;
   /** Set when the batch went through adapters. */
   adapterCache?: AdapterCacheReport;
+  /** Set when the task did one-time work before its batch (the predict speed must not count it). */
+  setup?: PredictSetup;
+}
+
+/**
+ * What a predict task spent once before its batch: the worker starting up (on its first task), the tokenizer and the
+ * encoder loading, and the loaded encoder's warm-up, which is timed: the speed measured before any batch.
+ */
+export interface PredictSetup {
+  /** A worker's first task: when it reached the worker, in milliseconds since the epoch (`performance.timeOrigin + performance.now()`). */
+  reachedAt: number | null;
+  /** Milliseconds spent loading and warming up. */
+  ms: number;
+  /** The warm-up on the encoder just loaded (estimated tokens, milliseconds); null when none was loaded. */
+  warmUp: { tokens: number; ms: number } | null;
 }
 
 /**

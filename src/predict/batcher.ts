@@ -244,8 +244,8 @@ class EncoderQueue {
     this.#inFlight++;
     const timing = meter.start(tokens);
     runTask<PredictResult>(task).then(
-      ({ probabilities, truncated, adapterCache }) => {
-        meter.end(timing, true);
+      ({ probabilities, truncated, adapterCache, setup }) => {
+        meter.end(timing, true, setup);
         if (adapterCache) publishAdapterCache(adapterCache);
         shedLate();
         let offset = 0;

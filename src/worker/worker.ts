@@ -23,6 +23,7 @@ import { AdapterCache } from './adapter-cache.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { nearestExamples } from './nearest-search.js';
+import { withSetup } from './warm-up.js';
 import { kEncoderChannel, kWorkerError } from '../pool/tasks.js';
 import type {
   AdapterTask,
@@ -91,8 +92,11 @@ const adapters = new AdapterCache(settings.adapterCacheBytes);
  */
 const finetuned = new Map<string, { identity: string; encoder: Encoder }>();
 const kMaxFinetunedEncoders = 4;
+// Encoders this worker loaded: a predict task that loaded one warms it up and says so (warm-up.ts).
+let encoderLoads = 0;
 
 function loadEncoder(model: string, precision: PrecisionSetting, adapter?: string): Encoder {
+  encoderLoads++;
   return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...(adapter ? { adapter } : {}) });
 }
 
@@ -153,16 +157,26 @@ function fits(task: FitsTask): Uint8Array {
 }
 
 function predict(task: PredictTask): PredictResult {
-  if (task.adapters?.some((file) => file !== null)) return predictThroughAdapters(task, task.adapters);
-  const encoder = encoderFor(task.baseModel, task.encoderFile, settings.precision);
-  const { embeddings, truncated } = embedTexts(task.baseModel, encoder, task.texts);
+  const adapterFiles = task.adapters?.some((file) => file !== null) ? task.adapters : null;
+  // Adapter models share the base encoder.
+  const { encoder, setup } = withSetup(
+    task.baseModel,
+    () => encoderLoads,
+    () => encoderFor(task.baseModel, adapterFiles ? null : task.encoderFile, settings.precision),
+  );
+  const result = adapterFiles ? predictThroughAdapters(task, encoder, adapterFiles) : predictOn(task, encoder);
+  if (setup) result.setup = setup;
+  return result;
+}
+
+function predictOn(task: PredictTask, encoder: Encoder): PredictResult {
+  const { embeddings, truncated, unknownShare } = embedTexts(task.baseModel, encoder, task.texts);
   const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.table);
-  return { probabilities, truncated };
+  return { probabilities, truncated, unknownShare };
 }
 
 /** One base encoder for every adapter model of the batch: each segment's texts go through its model's adapter. */
-function predictThroughAdapters(task: PredictTask, files: (string | null)[]): PredictResult {
-  const encoder = encoderFor(task.baseModel, null, settings.precision);
+function predictThroughAdapters(task: PredictTask, encoder: Encoder, files: (string | null)[]): PredictResult {
   const held = adapters.acquire(task.baseModel, files);
   let embedded;
   try {
@@ -174,7 +188,7 @@ function predictThroughAdapters(task: PredictTask, files: (string | null)[]): Pr
   const probabilities = scoreSegments(embedded.embeddings, encoder.dim, task.counts, task.heads, task.table);
   // After the release: the bytes held once this batch's pins are gone.
   const { hits, misses, evictions, bytes } = adapters.stats();
-  return { probabilities, truncated: embedded.truncated, adapterCache: { worker: threadId, hits, misses, evictions, bytes } };
+  return { probabilities, truncated: embedded.truncated, unknownShare: embedded.unknownShare, adapterCache: { worker: threadId, hits, misses, evictions, bytes } };
 }
 
 /** Reads and checks an adapter into this worker's cache (a hit when it is there and unchanged). */
