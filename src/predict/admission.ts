@@ -8,8 +8,13 @@
 // 3. at the speed measured on recent batches, the call would not end well within `deadlineMs`
 //    (`kDeadlineHeadroom`), counting the work that runs before it as the batcher shares batches
 //    (every waiting tenant in turn): 503 `overloaded` now, rather than after sitting out the deadline.
-// A tenant with nothing waiting is never refused by 1 or 2: refusing it could never succeed.
+// A tenant with nothing waiting is never refused by 1 or 2: refusing it could never succeed. Nor is a call of at
+// most one batch's worth refused by 3 while the pool is idle (nothing waiting or running, a worker free): it starts
+// at once, and its time corrects the estimate, so that an estimate gone wrong (a slow spell, a cold start) cannot
+// keep refusing every call; if the speed it measures is that slow, the rest of a larger call is shed after its
+// first batch (batcher.ts).
 import { SvcError } from '../errors.js';
+import { freePredictSlots } from '../pool/pool.js';
 import { rateLimited } from '../telemetry.js';
 import * as is from '../is.js';
 import { ThroughputMeter } from './throughput.js';
@@ -151,9 +156,15 @@ function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** Nothing waiting, no predict batch running, and a worker free: a call sent now starts at once. */
+function poolIdle(): boolean {
+  return waiting.tokens <= 0 && !meter.busy && freePredictSlots() > 0;
+}
+
 /**
  * The refusal of a call of `texts` texts (`tokens` estimated tokens) from `tenant`, or null when it
- * may wait. `firstBatchTokens` is what the queue holds before any batch was timed (one batch).
+ * may wait. `firstBatchTokens` is one batch's worth: what the queue holds before any batch was timed,
+ * and what an idle pool takes whatever the estimate.
  */
 export function admission(tenant: string, texts: number, tokens: number, firstBatchTokens: number): SvcError | null {
   const { maxWaitingTexts, maxTenantTexts, deadlineMs } = bounds;
@@ -181,7 +192,7 @@ export function admission(tenant: string, texts: number, tokens: number, firstBa
     return null;
   }
   const within = kDeadlineHeadroom * deadlineMs;
-  if (ms <= within) return null;
+  if (ms <= within || (tokens <= firstBatchTokens && poolIdle())) return null;
   const rate = meter.tokensPerMs() ?? 0;
   return overloaded(
     `at the ${Math.round(rate * 1000)} tokens/s measured, this prediction would end in about ${Math.round(ms)} ms, too close to its deadline of ${deadlineMs} ms`,
