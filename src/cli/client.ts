@@ -324,9 +324,24 @@ export async function modelsCommand(args: string[]): Promise<number> {
   else if (action === 'promote') answer = await call<VersionObject>(conn, 'POST', `${path}/promote`, { version: Number(version) });
   else if (action === 'evaluation') {
     answer = await call<EvaluationObject>(conn, 'GET', `${path}/evaluation${named?.version == null ? '' : `?version=${named.version}`}`);
-  } else answer = await call<unknown>(conn, 'DELETE', named?.version == null ? path : `${path}/versions/${named.version}`);
+  } else answer = await deleteModel(conn, path, named!);
   console.log(JSON.stringify(answer, null, 2));
   return 0;
+}
+
+/** `svc models delete <id>[@<n>]`; version 1 is the model itself, so its refusal names the command that deletes that. */
+async function deleteModel(conn: Connection, path: string, named: { id: string; version: number | null }): Promise<unknown> {
+  if (named.version === null) return call<unknown>(conn, 'DELETE', path);
+  try {
+    return await call<unknown>(conn, 'DELETE', `${path}/versions/${named.version}`);
+  } catch (error) {
+    if (!(error instanceof SvcError && error.code === 'conflict' && named.version === 1)) throw error;
+    throw new SvcError(
+      'conflict',
+      `409: version 1 holds the model '${named.id}' itself; delete the model with 'svc models delete ${named.id}', which removes all its versions`,
+      { param: 'version', cause: error },
+    );
+  }
 }
 
 /** `svc pull <org>/<model_id> [--dir <dir>]`: downloads a model directory from the service's hub. */

@@ -98,6 +98,14 @@ it(
     });
     expect(existsSync(join(dir, 'data', 'hub', 'acme', `${id}.v2`))).toBe(false);
     expect(existsSync(join(dir, 'data', 'hub', 'acme', id))).toBe(true);
+    // Version 1 is the model itself: the refusal names the command that deletes it, not an HTTP route.
+    expect(await svc(['models', 'delete', `${id}@1`], env)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        `svc models: 409: version 1 holds the model '${id}' itself; delete the model with 'svc models delete ${id}', ` +
+        'which removes all its versions\n',
+    });
 
     expect(await svc(['models', 'promote', id], env)).toMatchObject({
       code: 2,
