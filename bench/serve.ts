@@ -118,7 +118,8 @@ async function measure(target: Target, connections: number, seconds: number, war
  */
 async function precisionLine(server: { output: () => string }): Promise<string | undefined> {
   for (let waited = 0; waited < 5000; waited += 100) {
-    const match = /svc: (precision auto runs [^\n]*)/.exec(server.output());
+    // Up to the line's end, or to the quote closing the msg of the JSON record a piped `svc serve` writes.
+    const match = /svc: (precision auto runs [^\n"]*)/.exec(server.output());
     if (match) return match[1];
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

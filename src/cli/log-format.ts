@@ -1,4 +1,5 @@
 // `svc serve`'s log lines: pino's JSON (one object a line) for machines, or short human lines on a terminal.
+import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 
 import { environment, type EnvironmentSource } from '../environment.js';
@@ -77,4 +78,30 @@ export function prettyLogStream(out: NodeJS.WritableStream, options: { requests:
       done();
     },
   });
+}
+
+/** What `svc serve` says itself, outside Fastify's log: where it listens, what precision auto runs, its shutdown. */
+export interface ServeMessages {
+  info(msg: string): void;
+  error(msg: string): void;
+}
+
+/**
+ * `svc serve`'s own lines in the log's format. Pretty: the human line, on stdout (errors on stderr). JSON: a record
+ * shaped like pino's (`level`, `time`, `pid`, `hostname`, `msg`) on stdout, so that whatever reads stdout (a log
+ * collector, `jq`) gets one JSON object a line and nothing else. Written at every log level, as the human lines are:
+ * they say where the service listens, which a script waits for.
+ *
+ * @example
+ * ```ts
+ * serveMessages('json', process.stdout, process.stderr).info('svc listening on http://127.0.0.1:8080 (data: /srv/svc-data)');
+ * // stdout: {"level":30,"time":1764160000000,"pid":4242,"hostname":"box","msg":"svc listening on http://127.0.0.1:8080 (data: /srv/svc-data)"}
+ * ```
+ */
+export function serveMessages(format: LogFormat, out: NodeJS.WritableStream, err: NodeJS.WritableStream): ServeMessages {
+  if (format === 'pretty') return { info: (msg) => out.write(`${msg}\n`), error: (msg) => err.write(`${msg}\n`) };
+  const host = hostname();
+  const record = (level: number, msg: string) =>
+    out.write(`${JSON.stringify({ level, time: Date.now(), pid: process.pid, hostname: host, msg })}\n`);
+  return { info: (msg) => record(30, msg), error: (msg) => record(50, msg) };
 }

@@ -12,7 +12,7 @@ import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import { parseTrustProxy } from '../server/trust-proxy.js';
 import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
 import type { RetentionOptions } from '../service/retention.js';
-import { logFormatOf, prettyLogStream } from './log-format.js';
+import { logFormatOf, prettyLogStream, serveMessages, type LogFormat } from './log-format.js';
 
 // If something keeps the event loop alive after a clean shutdown, exit anyway after this long.
 const kExitGraceMs = 5000;
@@ -39,8 +39,8 @@ function mib(value: number | undefined): number | undefined {
  * Where pino's lines go: stdout as JSON, or (pretty: a terminal's default) as short human lines without a line per
  * request unless the log level is debug or trace.
  */
-function logStreamOf(format: string | undefined, level: string | undefined): { write(line: string): void } | undefined {
-  if (logFormatOf(format, undefined, process.stdout.isTTY === true) === 'json') return undefined;
+function logStreamOf(format: LogFormat, level: string | undefined): { write(line: string): void } | undefined {
+  if (format === 'json') return undefined;
   const effective = level ?? environment().logLevel ?? kServerDefaults.logLevel;
   return prettyLogStream(process.stdout, { requests: effective === 'debug' || effective === 'trace' });
 }
@@ -134,6 +134,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   const database = values.database ?? databaseUrlFromEnv();
   const redis = values.redis ?? redisUrlFromEnv();
   if (redis !== undefined) checkRedisUrl(redis);
+  // Pretty on a terminal, JSON elsewhere: a pipe or a file gets pino's lines and svc's own as JSON records alike.
+  const logFormat = logFormatOf(values['log-format'], undefined, process.stdout.isTTY === true);
+  const say = serveMessages(logFormat, process.stdout, process.stderr);
   const server = await startServer({
     dataDir: values.data,
     database,
@@ -152,7 +155,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     retention,
     rateLimit: { failedAuthPerWindow: count(values['failed-auth-limit'], 'failed-auth-limit') },
     logLevel: values['log-level'] === undefined ? undefined : logLevel(values['log-level'], '--log-level'),
-    logStream: logStreamOf(values['log-format'], values['log-level']),
+    logStream: logStreamOf(logFormat, values['log-level']),
     metricsToken: values['metrics-token'],
     trustProxy: values['trust-proxy'] === undefined ? undefined : parseTrustProxy(values['trust-proxy'], '--trust-proxy'),
     proxyModels: values['proxy-models']
@@ -169,21 +172,21 @@ export async function serveCommand(args: string[]): Promise<number> {
     process.once('SIGINT', () => done('SIGINT'));
     process.once('SIGTERM', () => done('SIGTERM'));
   });
-  console.log(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
+  say.info(`svc listening on ${server.url} (data: ${resolve(values.data)}${where}${artifacts})`);
   if (server.metrics === undefined) {
-    console.log('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
+    say.info('svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token');
   }
   // A precision that depends on the CPU: say what it runs here, as a worker resolved it (measured or from the cache),
   // once a worker has started; requests are served meanwhile. The resolved setting: `auto` given on the command line
   // or in SVC_PRECISION, or the pool's default.
   if (poolOptions().precision === 'auto') {
     runTask<PingResult>({ kind: 'ping' }).then(
-      (ping) => console.log(`svc: ${precisionInUse(ping)}`),
-      (error: unknown) => console.error(`svc: could not read the precision auto runs: ${(error as Error).message}`),
+      (ping) => say.info(`svc: ${precisionInUse(ping)}`),
+      (error: unknown) => say.error(`svc: could not read the precision auto runs: ${(error as Error).message}`),
     );
   }
   const signal = await stopped;
-  console.log(`svc: ${signal}, shutting down`);
+  say.info(`svc: ${signal}, shutting down`);
   await server.close();
   setTimeout(() => process.exit(0), kExitGraceMs).unref();
   return 0;

@@ -1,11 +1,12 @@
-// `svc serve --log-format`: short human lines without a line per request (the terminal's default), or pino's JSON.
+// `svc serve --log-format`: short human lines without a line per request (the terminal's default), or pino's JSON,
+// which is all a pipe gets: svc's own start-up and shutdown lines are JSON records there too.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { logFormatOf, prettyLine } from '../../src/cli/log-format.js';
+import { logFormatOf, prettyLine, serveMessages } from '../../src/cli/log-format.js';
 import { exited, serve } from '../_support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-log-format-'));
@@ -58,5 +59,47 @@ describe('svc serve --log-format pretty', () => {
       expect.stringMatching(/^svc listening on http:\/\/127\.0\.0\.1:\d+ /),
     ]);
     expect(lines.filter((line) => line.startsWith('{') || / request /.test(line))).toEqual([]);
+  });
+});
+
+describe('svc serve with stdout piped', () => {
+  it("writes one stream of JSON lines: pino's, and its own start-up and shutdown lines as records", async () => {
+    const server = await serve(['--data', join(dir, 'piped')], { SVC_LOG_FORMAT: '', SVC_LOG_LEVEL: 'info', SVC_METRICS_TOKEN: '' });
+    expect((await fetch(`${server.url}/v2/models`)).status).toBe(401);
+    server.child.kill('SIGTERM');
+    await exited(server.child);
+    const lines = server.output().trim().split('\n');
+    const records = lines.map((line) => JSON.parse(line) as { level: number; time: number; pid: number; msg: string });
+    expect(records.map((r) => [typeof r.level, typeof r.time, r.pid])).toEqual(lines.map(() => ['number', 'number', server.child.pid]));
+    const messages = records.map((r) => r.msg);
+    expect(messages).toContainEqual(expect.stringMatching(/^svc listening on http:\/\/127\.0\.0\.1:\d+ \(data: /));
+    expect(messages).toContain(
+      'svc: GET /metrics is off; set SVC_METRICS_TOKEN (or --metrics-token) to serve it to scrapers that send that token',
+    );
+    expect(messages).toContain('request');
+    expect(messages).toContain('svc: SIGTERM, shutting down');
+  });
+
+  it('keeps the human lines for a terminal, errors on stderr', () => {
+    const written: Record<'out' | 'err', string[]> = { out: [], err: [] };
+    const sink = (name: 'out' | 'err') => ({ write: (text: string) => written[name].push(text) }) as unknown as NodeJS.WritableStream;
+    const pretty = serveMessages('pretty', sink('out'), sink('err'));
+    pretty.info('svc: SIGTERM, shutting down');
+    pretty.error('svc: could not read the precision auto runs: worker died');
+    expect(written).toEqual({
+      out: ['svc: SIGTERM, shutting down\n'],
+      err: ['svc: could not read the precision auto runs: worker died\n'],
+    });
+
+    written.out.length = 0;
+    written.err.length = 0;
+    const json = serveMessages('json', sink('out'), sink('err'));
+    json.error('svc: could not read the precision auto runs: worker died');
+    expect(written.err).toEqual([]);
+    expect(JSON.parse(written.out[0])).toMatchObject({
+      level: 50,
+      pid: process.pid,
+      msg: 'svc: could not read the precision auto runs: worker died',
+    });
   });
 });
