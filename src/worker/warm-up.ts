@@ -10,8 +10,8 @@ import { estimateTokens } from '../predict/call.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 
 /**
- * About 64 estimated tokens of plain English: a few milliseconds with the vector kernels, a third of a second at the
- * scalar level; long enough that the fixed cost of a batch does not dominate its time, as it does for 'hi'.
+ * 63 estimated tokens of plain English: 47 ms with the vector kernels, 1.1 s at the scalar level (a shared 2-core
+ * machine at load 12); long enough that the fixed cost of a batch does not dominate its time, as it does for 'hi'.
  */
 export const kWarmUpText =
   'The parcel arrived two days late and the box was damaged, but everything inside was intact. ' +
