@@ -1,5 +1,6 @@
 // The bf16 training products (gemm_bf16.h) against fp32 and double references, and a
-// toy encoder's training steps with bf16 products against the same steps in fp32.
+// toy encoder's training steps with bf16 products against the same steps in fp32, fully
+// fine-tuned and with an adapter on the frozen base.
 // Under SVC_ISA=avx512 or lower (or on a CPU without AVX512_BF16) it checks instead that
 // a trainer asked for bf16 products runs the fp32 ones, bit for bit.
 #include <array>
@@ -29,9 +30,15 @@ static std::vector<float> values(size_t n, uint64_t seed, bool quarters) {
   return v;
 }
 
-static std::vector<double> toy_losses(bool bf16, int threads) {
+static std::vector<double> toy_losses(bool bf16, int threads, bool adapter = false) {
   const svc::EncoderConfig cfg = toy_config(64, 4, 128, 160);
   TrainerOptions o;
+  if (adapter) {
+    // A rank-4 adapter on every linear layer: its frozen base's products run in bf16, its own in fp32.
+    o.adapter.rank = 4;
+    o.adapter.alpha = 8;
+    for (bool& t : o.adapter.targets) t = true;
+  }
   o.threads = threads;
   o.seed = 7;
   o.adam.lr = 1e-3;
@@ -47,6 +54,9 @@ int main() {
     const std::vector<double> asked = toy_losses(true, 2), fp32 = toy_losses(false, 2);
     CHECK(std::memcmp(asked.data(), fp32.data(), asked.size() * sizeof(double)) == 0,
           "without bf16 products the trainer must run the fp32 ones");
+    const std::vector<double> asked_adapter = toy_losses(true, 2, true), fp32_adapter = toy_losses(false, 2, true);
+    CHECK(std::memcmp(asked_adapter.data(), fp32_adapter.data(), asked_adapter.size() * sizeof(double)) == 0,
+          "without bf16 products an adapter's trainer must run the fp32 ones");
     return test::exit_code();
   }
 
@@ -116,6 +126,18 @@ int main() {
     CHECK(std::fabs(one[s] - b16[s]) <= 1e-3 * b16[s], "step %zu: 1 and 2 threads %.9f %.9f", s, one[s], b16[s]);
   }
   CHECK(std::memcmp(b16.data(), again.data(), b16.size() * sizeof(double)) == 0, "bf16 steps not repeatable");
+
+  // An adapter's steps: the frozen base's products (forward and dx) in bf16, A and B and their
+  // gradients in fp32. The same bound as full fine-tuning's, and repeatable bit for bit.
+  const std::vector<double> a16 = toy_losses(true, 2, true), a16_again = toy_losses(true, 2, true),
+                            a32 = toy_losses(false, 2, true);
+  for (size_t s = 0; s < a16.size(); ++s) {
+    std::printf("adapter step %zu loss bf16 %.7f fp32 %.7f\n", s, a16[s], a32[s]);
+    CHECK(std::fabs(a16[s] - a32[s]) <= 1e-2 * a32[s], "adapter step %zu: bf16 %.7f fp32 %.7f", s, a16[s], a32[s]);
+    CHECK(a16[s] != a32[s], "adapter step %zu: bf16 loss equals fp32 loss: the base ran fp32 products", s);
+  }
+  CHECK(std::memcmp(a16.data(), a16_again.data(), a16.size() * sizeof(double)) == 0,
+        "adapter bf16 steps not repeatable");
 
   return test::exit_code();
 }

@@ -164,6 +164,24 @@ void pack_frozen_layer(const EncoderConfig& c, const float* layer, PackedF32* fw
   });
 }
 
+void pack_frozen_layer_bf16(const EncoderConfig& c, const float* layer, PackedBf16* fwd, PackedBf16* bwd,
+                            Workers* workers) {
+  const int h = c.hidden, f = c.intermediate, per = kPanelsPerLayer;
+  const LayerOffsets o = layer_offsets(c, 0);
+  const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
+  const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
+  parallel_for(workers, 2 * per, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int m = static_cast<int>(t % per);
+      // As a full fine-tuning step packs them (pack_weights): Wᵀ for y = x·Wᵀ, W for dx = dy·W.
+      if (t < per)
+        pack_b_bf16(true, layer + at[m], ins[m], ins[m], outs[m], fwd[m], nullptr);
+      else
+        pack_b_bf16(false, layer + at[m], ins[m], outs[m], ins[m], bwd[m], nullptr);
+    }
+  });
+}
+
 void pack_frozen(const EncoderConfig& c, const float* params, std::vector<PackedF32>& fwd, std::vector<PackedF32>& bwd,
                  Workers* workers) {
   fwd.resize(static_cast<size_t>(kPanelsPerLayer) * c.layers);

@@ -276,10 +276,13 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
   if constexpr (std::is_same_v<T, float>) {
     // A training step runs its linear layers' products in bf16 where the CPU has them;
     // evaluation and embedding stay fp32, as the published encoder computes. An adapter's
-    // frozen base is packed once by its owner (fp16 panels of an fp16 checkpoint), fp32 products.
+    // frozen base is packed once by its owner: fp32 panels, and bf16 ones for a step's products
+    // where the CPU has them (a PackedWeight's bf16 panels take precedence).
     if (adapter && adapter->forward) {
       fwd = adapter->forward;
       bwd = adapter->backward;
+      fwd16 = adapter->forward16;
+      bwd16 = adapter->backward16;
     } else if (grads && key.bf16 && bf16_products()) {
       pack_weights(cfg, params, true, ws.bf16_fwd, ws.bf16_bwd, workers, pack_b_bf16);
       fwd16 = ws.bf16_fwd.data();

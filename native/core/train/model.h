@@ -84,6 +84,9 @@ void pack_frozen(const EncoderConfig& cfg, const float* params, std::vector<Pack
 // One layer's kPanelsPerLayer panels of each layout from its layer_param_count() parameters.
 void pack_frozen_layer(const EncoderConfig& cfg, const float* layer, PackedF32* forward, PackedF32* backward,
                        Workers* workers);
+// The same layer's matrices as bf16 panels, for a training step's products (only when bf16_products()).
+void pack_frozen_layer_bf16(const EncoderConfig& cfg, const float* layer, PackedBf16* forward, PackedBf16* backward,
+                            Workers* workers);
 // Throws std::invalid_argument naming the first bad setting.
 void check_lora_config(const EncoderConfig& cfg, const LoraConfig& lora);
 
@@ -100,6 +103,10 @@ struct AdapterPass {
   // With the panels: where each layer's vectors (biases, LayerNorm) sit in a compact params
   // that holds no matrices; null: layer_offsets().
   const LayerOffsets* layers = nullptr;
+  // A training step's frozen base in bf16 panels (the same layouts), where the CPU has bf16 products:
+  // the base's products run in bf16 with fp32 sums, the adapter's row kernels stay fp32. Null: fp32.
+  const PackedBf16* forward16 = nullptr;
+  const PackedBf16* backward16 = nullptr;
 };
 
 // The embedding tables (frozen unless trainEmbeddings); the encoder input of token i is LN(word + position + type 0).

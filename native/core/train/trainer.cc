@@ -72,6 +72,7 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
 
   workers_ = std::make_unique<Workers>(o.threads);
   seed_ = o.seed;
+  bf16_products_ = o.bf16_products;
   if (adapter) {
     init_adapter(o, values);
   } else {
@@ -88,7 +89,6 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
     grads_.assign(params_.size(), 0.f);
     adam_ = std::make_unique<AdamW>(o.adam, std::move(decay));
   }
-  bf16_products_ = o.bf16_products;
   if (!(o.max_grad_norm >= 0)) throw std::invalid_argument("max grad norm must be a non-negative number");
   max_grad_norm_ = o.max_grad_norm;
   train_embeddings_ = o.train_embeddings;
@@ -114,6 +114,11 @@ void Trainer::init_adapter(const TrainerOptions& o, const TensorValues& values) 
   frozen_fwd_.resize(static_cast<size_t>(kPanelsPerLayer) * cfg_.layers);
   frozen_bwd_.resize(frozen_fwd_.size());
   frozen_layers_.assign(cfg_.layers, LayerOffsets{});
+  const bool bf16 = bf16_products_ && bf16_products();
+  if (bf16) {
+    frozen_fwd16_.resize(frozen_fwd_.size());
+    frozen_bwd16_.resize(frozen_fwd_.size());
+  }
   const std::vector<ParamTensor> tensors = param_tensors(cfg_);
   std::vector<float> layer(per);
   for (int l = 0; l < cfg_.layers; ++l) {
@@ -124,6 +129,9 @@ void Trainer::init_adapter(const TrainerOptions& o, const TensorValues& values) 
     }
     pack_frozen_layer(cfg_, layer.data(), &frozen_fwd_[kPanelsPerLayer * l], &frozen_bwd_[kPanelsPerLayer * l],
                       workers_.get());
+    if (bf16)
+      pack_frozen_layer_bf16(cfg_, layer.data(), &frozen_fwd16_[kPanelsPerLayer * l],
+                             &frozen_bwd16_[kPanelsPerLayer * l], workers_.get());
     LayerOffsets& o2 = frozen_layers_[l];
     auto keep = [&](int64_t from, int64_t n) {
       const int64_t at = static_cast<int64_t>(params_.size());
@@ -166,12 +174,11 @@ void Trainer::init_adapter(const TrainerOptions& o, const TensorValues& values) 
 
 std::optional<AdapterPass<float>> Trainer::adapter_pass(bool with_grads) {
   if (!has_adapter()) return std::nullopt;
-  return AdapterPass<float>{&lora_,
-                            lora_params_.data(),
-                            with_grads ? lora_grads_.data() : nullptr,
-                            frozen_fwd_.data(),
-                            frozen_bwd_.data(),
-                            frozen_layers_.data()};
+  return AdapterPass<float>{&lora_, lora_params_.data(), with_grads ? lora_grads_.data() : nullptr, frozen_fwd_.data(),
+                            frozen_bwd_.data(), frozen_layers_.data(),
+                            // Only a step's products run in bf16; evaluation and embedding stay fp32.
+                            with_grads && !frozen_fwd16_.empty() ? frozen_fwd16_.data() : nullptr,
+                            with_grads && !frozen_bwd16_.empty() ? frozen_bwd16_.data() : nullptr};
 }
 
 std::vector<AdapterTensor> Trainer::adapter_tensors() const {

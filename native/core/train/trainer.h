@@ -139,6 +139,9 @@ class Trainer {
   LoraConfig lora_;
   std::vector<float> lora_params_, lora_grads_;
   std::vector<PackedF32> frozen_fwd_, frozen_bwd_;
+  // The frozen base again as bf16 panels where a step's products run in bf16 (empty otherwise);
+  // evaluation and embedding keep the fp32 panels, as the published encoder computes.
+  std::vector<PackedBf16> frozen_fwd16_, frozen_bwd16_;
   std::vector<LayerOffsets> frozen_layers_;
   // The end-to-end phase: its head, the head's gradients, and the two optimizers.
   HeadPhaseOptions head_options_;
