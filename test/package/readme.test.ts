@@ -200,16 +200,13 @@ const kInstalledBy: [RegExp, string, RegExp][] = [
   [/^git clone https:\/\/github\.com\/svc-classify\/svc-classify\.git$/, '.ci/run', /^# CI: from a clean clone/m],
   [/^cd svc-classify$/, '.ci/run', /^cd "\$\(dirname "\$0"\)\/\.\."$/m],
   [/^npm install$/, '.ci/run', /^ONNXRUNTIME_NODE_INSTALL=skip npm ci /m],
-  [/^npm pack$/, '.ci/pack-install', /^npm pack --pack-destination /m],
+  [/^npm pack --loglevel warn$/, '.ci/pack-install', /^npm pack --loglevel warn --pack-destination /m],
+  [/^mkdir -p \.\.\/my-app && cd \.\.\/my-app && npm init -y$/, '.ci/pack-install', /^npm init -y /m],
+  [/^npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz$/, '.ci/pack-install', /npm install "\$tarball" --no-audit/],
   [
-    /^cd \.\.\/my-app && npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz$/,
+    /^npm install-scripts approve svc-classify better-sqlite3$/,
     '.ci/pack-install',
-    /npm install "\$tarball" --no-audit/,
-  ],
-  [
-    /^npm install \.\.\/svc-classify\/svc-classify-[\d.]+\.tgz --omit=optional$/,
-    '.ci/pack-install',
-    /npm install "\$tarball" --omit=optional/,
+    /^ {2}npm install-scripts approve svc-classify better-sqlite3 /m,
   ],
 ];
 
