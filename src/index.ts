@@ -70,6 +70,7 @@ export type {
   PredictionOf,
   PredictOptions,
   LoadOptions,
+  SaveOptions,
 } from './predict/classifier.js';
 export type { Neighbour } from './predict/nearest.js';
 export { DirectoryHub, isHubId, parseHubId } from './model/hub.js';

@@ -1,17 +1,13 @@
-// The transformers.js files of an adapter model: transformers.js cannot apply an adapter, so it gets the base with the
-// adapter merged in, exported as a full ONNX graph (about 87 MB). Built on request (the hub does it once per adapter,
-// see artifacts/merged.ts), never at training time: most adapter models are never downloaded.
-import { mkdir, readFile, rm } from 'node:fs/promises';
+// The transformers.js files of an adapter model into a folder of their own: transformers.js cannot apply an adapter,
+// so it gets the base with the adapter merged in, exported as a full ONNX graph (about 87 MB). The hub builds them on
+// request, once per adapter (see artifacts/merged.ts), never at training time: most adapter models it keeps are never
+// downloaded. `Classifier.save` writes them beside the adapter (model/write.ts).
 import { join } from 'node:path';
 
 import { SvcError } from '../errors.js';
-import { readAdapter } from './adapter.js';
-import { writeMergedWeights } from './adapter-merge.js';
-import { resolveBaseModel } from './base-models.js';
 import { verifyModelFiles } from './checksums.js';
 import { readModelDir } from './directory.js';
-import { parseBertConfig, writeTransformersJsModelDir } from './onnx/index.js';
-import { transformersHead } from './write.js';
+import { readModelAdapter, writeMergedTransformersFiles } from './write.js';
 
 /** The files {@link writeMergedTransformersDir} writes, sorted: what transformers.js' text-classification pipeline reads. */
 export const kMergedFiles: readonly string[] = Object.freeze(['config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
@@ -36,18 +32,8 @@ export async function writeMergedTransformersDir(modelDir: string, outDir: strin
   if (manifest.body !== 'adapter' || encoderFile === null) {
     throw new SvcError('invalid_request', `${modelDir} is not an adapter model; its transformers.js files are in its directory`);
   }
-  const base = resolveBaseModel(manifest.base_model);
-  const config = parseBertConfig(JSON.parse(await readFile(base.configFile, 'utf8')) as Record<string, unknown>, base.configFile);
-  const adapter = await readAdapter(join(modelDir, manifest.adapter_config_file as string), encoderFile, config);
+  const adapter = await readModelAdapter(manifest, join(modelDir, manifest.adapter_config_file as string), encoderFile);
   // A download carries what the model predicts: not an adapter or head changed since the model was saved.
   await verifyModelFiles(modelDir, manifest, checksums);
-  // The merged weights go through a file because the ONNX builder reads a checkpoint; it is not one of the outputs.
-  const merged = join(outDir, '.merged.safetensors');
-  await mkdir(outDir, { recursive: true });
-  await writeMergedWeights(base, adapter, merged);
-  try {
-    return await writeTransformersJsModelDir(outDir, { baseModel: { ...base, weightsFile: merged }, ...transformersHead(manifest, head) });
-  } finally {
-    await rm(merged, { force: true });
-  }
+  return writeMergedTransformersFiles(outDir, manifest, head, adapter);
 }

@@ -201,6 +201,8 @@ export interface SaveTask {
   /** A fine-tuned model's encoder weights, copied into the directory; null for a frozen body. */
   encoderFile: string | null;
   head: Head;
+  /** An adapter model's merged transformers.js files too (the others always have theirs). */
+  transformersJs: boolean;
 }
 
 /** Writes an adapter model's transformers.js files (base + adapter merged, ONNX) into `outDir` (model/merged-export.ts). */

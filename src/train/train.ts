@@ -296,7 +296,8 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
       throwIfAborted(options.signal);
       options.onProgress?.({ stage: 'save', done: 0, total: 1 });
       try {
-        await options.hub.publish(hubId, (dir) => classifier.save(dir));
+        // An adapter model stays under a megabyte in the hub, which builds its transformers.js files on a first download.
+        await options.hub.publish(hubId, (dir) => classifier.save(dir, { transformersJs: false }));
       } catch (error) {
         classifier.dispose();
         throw error;

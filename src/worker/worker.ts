@@ -197,7 +197,7 @@ function loadAdapter(task: AdapterTask): void {
 }
 
 async function save(task: SaveTask): Promise<void> {
-  await writeModelDir(task.dir, task.manifest, task.head, task.encoderFile);
+  await writeModelDir(task.dir, task.manifest, task.head, task.encoderFile, { transformersJs: task.transformersJs });
 }
 
 function ping(): PingResult {

@@ -87,5 +87,7 @@ describe('svc-classify types', () => {
     expectTypeOf<library.Hub['open']>().returns.resolves.toEqualTypeOf<library.HubFileReader>();
     expectTypeOf<library.HubFileReader['stream']>().toEqualTypeOf<import('node:stream').Readable>();
     expectTypeOf<library.LoadOptions['hub']>().toEqualTypeOf<library.Hub | undefined>();
+    expectTypeOf<library.SaveOptions['transformersJs']>().toEqualTypeOf<boolean | undefined>();
+    expectTypeOf<library.Classifier['save']>().toBeCallableWith('./model', { transformersJs: false });
   });
 });
