@@ -14,6 +14,7 @@ import type { FinetuneMethod, TaskType } from '../contract/train-request.js';
 import { readTrainFile, type TrainFile } from './examples-file.js';
 import { teacherTrainBody } from './teacher-train.js';
 import { logTrainBody } from './log-train.js';
+import { modelsTable } from './models-table.js';
 import { fetchService } from './fetch-error.js';
 
 const kDefaultUrl = 'http://127.0.0.1:8080';
@@ -295,11 +296,13 @@ export async function classifyCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+const kModelsOptions = { ...kConnection, json: { type: 'boolean' } } as const;
 const kModelsUsage =
   'usage: svc models list | svc models show <id>[@<n>] | svc models versions <id> | svc models promote <id> <n> | svc models evaluation <id>[@<n>] | svc models delete <id>[@<n>]';
 
 /**
- * `svc models list` prints the trained models; `svc models show <id>` one model object, with its
+ * `svc models list` prints a table of the models (id, status, task, label_text or labels; `--json`: the service's
+ * answer as it is); `svc models show <id>` one model object, with its
  * labels and metrics (cross-validated accuracy and macro-F1 with the encoder they were measured on,
  * validation figures when sent), `<id>@<n>` one version's; `svc models versions <id>` the versions of a
  * classifier; `svc models promote <id> <n>` makes version n live (an older one rolls back);
@@ -307,7 +310,7 @@ const kModelsUsage =
  * `svc models delete <id>` deletes a model with every version and hub copy, `<id>@<n>` only version n.
  */
 export async function modelsCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: { ...kConnection }, allowPositionals: true });
+  const { values, positionals } = parseArgs({ args, options: kModelsOptions, allowPositionals: true });
   const [action, id, version] = positionals;
   const arity: Record<string, number> = { list: 1, show: 2, versions: 2, promote: 3, evaluation: 2, delete: 2 };
   const named = action === undefined ? undefined : parseModelName(id ?? '');
@@ -318,6 +321,10 @@ export async function modelsCommand(args: string[]): Promise<number> {
   const conn = connection(values);
   const path = `/v2/models/${encodeURIComponent(named?.id ?? '')}`;
   let answer: unknown;
+  if (action === 'list' && values.json !== true) {
+    process.stdout.write(modelsTable(await call<ModelList>(conn, 'GET', '/v2/models')));
+    return 0;
+  }
   if (action === 'list') answer = await call<ModelList>(conn, 'GET', '/v2/models');
   else if (action === 'show') answer = await call<ModelObject>(conn, 'GET', `/v2/models/${encodeURIComponent(id)}`);
   else if (action === 'versions') answer = await call<VersionList>(conn, 'GET', `${path}/versions`);

@@ -71,16 +71,16 @@ export const kClientHelp: Readonly<Record<string, CommandHelp>> = {
   },
   models: {
     summary:
-      "list the trained models, show one with its labels and metrics, list its versions, promote one, show a version's evaluation report, or delete",
+      "list the models (status, task, labels), show one with its labels and metrics, list its versions, promote one, show a version's evaluation report, or delete",
     usage: [
-      'models list',
+      'models list [--json]',
       'models show <id>[@<n>]',
       'models versions <id>',
       'models promote <id> <n>',
       'models evaluation <id>[@<n>]',
       'models delete <id>[@<n>]',
     ],
-    options: [...kConnectionOptions, kHelpOption],
+    options: [...kConnectionOptions, ['--json', "list: the service's answer (GET /v2/models) as JSON instead of the table"], kHelpOption],
     examples: [
       'svc models list',
       'svc models show svc-small-5b8257b3efa7',
@@ -90,7 +90,9 @@ export const kClientHelp: Readonly<Record<string, CommandHelp>> = {
       'svc models delete svc-small-5b8257b3efa7@2',
     ],
     notes:
-      'Prints the model objects. A trained model has metrics: train_accuracy, cv_accuracy and cv_macro_f1\n' +
+      "list prints a table: ID, STATUS (training, trained or failed), TASK and LABELS (a binary model's\n" +
+      'label_text, the labels of the others). The other actions print model objects. A trained model\n' +
+      'has metrics: train_accuracy, cv_accuracy and cv_macro_f1\n' +
       '(stratified k-fold cross-validation of the head on the training examples, cv_folds folds),\n' +
       "cv_encoder ('trained': measured on the model's own encoder, frozen models; 'base': on the base\n" +
       'encoder, fine-tuned models, a conservative estimate since their encoder saw every example), and\n' +

@@ -66,6 +66,10 @@ export const modelSchema = z
     owned_by: z.string(),
     task_type: z.enum(kTaskTypes),
     labels: z.array(z.string()).optional().describe('Multi-class and multi-label models: the class or label names'),
+    label_text: z
+      .string()
+      .optional()
+      .describe("Binary models: what label true means, e.g. 'billing question' (what /v2/predict answers with)"),
     version: z
       .number()
       .int()

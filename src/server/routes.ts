@@ -157,7 +157,7 @@ export const svcRoutes: FastifyPluginAsync<SvcRoutesOptions> = async (fastify, o
 
     // One declaration per route, alike by design: each names its schemas (validation and OpenAPI)
     // and the one service call that answers it.
-    routes.get('/models', { schema: { summary: 'Models that accept requests', response: { 200: modelListSchema } } }, async (request) =>
+    routes.get('/models', { schema: { summary: 'Every model, with its status', response: { 200: modelListSchema } } }, async (request) =>
       service.listModels(principalOf(request)),
     );
 

@@ -58,7 +58,7 @@ export class ModelObjects {
  * ```ts
  * toModelObject(await store.getModel('svc-small-1a2b3c4d5e6f'));
  * // { id: 'svc-small-1a2b3c4d5e6f', object: 'model', created_at: 1795327426, status: 'trained',
- * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 256 }
+ * //   owned_by: 'acme', task_type: 'binary-classification', context_window: 256, label_text: 'billing question' }
  * ```
  */
 export function toModelObject(record: ModelRecord): ModelObject {
@@ -72,7 +72,9 @@ export function toModelObject(record: ModelRecord): ModelObject {
     context_window: resolveBaseModel(record.baseModel).maxLength,
   };
   const labels = storedLabels(record.taskType, record.labelText);
-  if (labels !== null) object.labels = labels;
+  // A binary model's one label: what `label: true` means, the name that tells two binary models apart.
+  if (labels === null) object.label_text = record.labelText;
+  else object.labels = labels;
   if (record.status === 'failed') object.error = record.error ?? 'training failed';
   return object;
 }

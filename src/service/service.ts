@@ -365,13 +365,16 @@ export class SvcService {
     return this.#callerModels.getProgress(principal, name);
   }
 
-  /** The models that accept requests (live version trained), then the proxy models when the organization may use the proxy. */
+  /**
+   * The organization's classifiers, each as its live version with its status (`training` and `failed` ones too, so
+   * that a model just sent to training is listed at once), then the proxy models when the organization may use the proxy.
+   */
   async listModels(principal: Principal): Promise<ModelList> {
     const classifiers = await this.store.listModels(principal.orgId);
     const live = new Map((await this.store.versions.listLive(principal.orgId)).map((v) => [v.classifierId, v]));
-    const trained = classifiers.filter((c) => live.get(c.id)?.status === 'trained');
+    const listed = classifiers.filter((c) => live.has(c.id));
     const own = await Promise.all(
-      trained.map((c) => this.versions.modelObject(c.id, live.get(c.id)!, c.createdAt, live.get(c.id)!.version)),
+      listed.map((c) => this.versions.modelObject(c.id, live.get(c.id)!, c.createdAt, live.get(c.id)!.version)),
     );
     const proxy: ProxyModelObject[] = (await this.hasProxyAccess(principal.orgId))
       ? this.proxyModels.map((id) => ({ id, object: 'model', created_at: 0, owned_by: id.slice(0, id.indexOf(':')) }))

@@ -75,6 +75,7 @@ describe('svc serve', () => {
       status: 'training',
       owned_by: 'acme',
       task_type: 'binary-classification',
+      label_text: 'positive review',
       version: 1,
       live_version: 1,
       context_window: 256,

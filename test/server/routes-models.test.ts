@@ -31,6 +31,7 @@ describe('/v2', () => {
       status: 'training',
       owned_by: 'acme',
       task_type: 'binary-classification',
+      label_text: 'positive',
       version: 1,
       live_version: 1,
       context_window: 256,
@@ -83,6 +84,8 @@ describe('/v2', () => {
       status: 409,
       body: err('conflict', `The model '${id}' is still training; retry when its status is 'trained'`, 'model', 'conflict'),
     });
+    // Listed meanwhile, with its status: a model just sent to training has not vanished.
+    expect(await call('GET', '/v2/models')).toEqual({ status: 200, body: { object: 'list', data: [body] } });
     runtime.gate = null;
     open();
     await service.idle();
@@ -97,6 +100,10 @@ describe('/v2', () => {
     expect(await call('GET', `/v2/models/${id}`)).toEqual({
       status: 200,
       body: { ...(body as object), status: 'failed', error: 'the example asked training to fail' },
+    });
+    expect((await call('GET', '/v2/models')).body).toEqual({
+      object: 'list',
+      data: [{ ...(body as object), status: 'failed', error: 'the example asked training to fail' }],
     });
     expect(await call('POST', '/v2/predict', { model: id, inputs: ['x'] })).toEqual({
       status: 409,

@@ -136,6 +136,7 @@ describe('training jobs', () => {
       status: 'training',
       owned_by: 'acme',
       task_type: 'binary-classification',
+      label_text: 'positive',
       version: 1,
       live_version: 1,
       context_window: 256,
@@ -214,7 +215,8 @@ describe('training jobs', () => {
       param: 'model',
       message: `The model '${training.id}' is still training; retry when its status is 'trained'`,
     });
-    expect((await service.listModels(acme)).data).toEqual([]);
+    // Listed with its status while it trains: a model just sent to training has not vanished.
+    expect((await service.listModels(acme)).data).toEqual([training]);
     const failing = await service.train(acme, { ...request, examples: [{ ...examples[0], text: 'please fail' }, ...examples.slice(1)] });
     open();
     await service.idle();
@@ -228,6 +230,10 @@ describe('training jobs', () => {
       `The model '${failing.id}' failed to train: the example asked training to fail`,
     );
     expect(runtime.trained).toEqual([training.id]);
+    expect((await service.listModels(acme)).data).toEqual([
+      { ...training, status: 'trained' },
+      { ...failing, status: 'failed', error: 'the example asked training to fail' },
+    ]);
   });
 
   it('runs jobs one at a time per slot, in the order they came', async () => {
