@@ -150,7 +150,8 @@ async function makeModels(root: string, count: number): Promise<string[]> {
     { seed: 1 },
   );
   const first = join(root, 'm0');
-  await trained.save(first);
+  // The adapter folder alone: the models here are served by the library, never loaded in transformers.js.
+  await trained.save(first, { transformersJs: false });
   trained.dispose();
   console.error(
     `trained 1 adapter model in ${((performance.now() - t0) / 1000).toFixed(1)} s; deriving ${count - 1} by random perturbation`,
