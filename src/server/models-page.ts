@@ -103,8 +103,9 @@ const kPage = `<!doctype html>
       for (const v of versions.data) {
         const tr = document.createElement('tr');
         const metrics = v.metrics || {};
-        // The task and the class or label names tell apart classifiers whose ids all read svc-small-<hex>.
-        const cells = [v.model, model.task_type.replace(/-classification$/, ''), (model.labels || []).join(', '), String(v.version), v.status,
+        // The task and the label names (a binary model's label_text) tell apart classifiers whose ids all read svc-small-<hex>.
+        const cells = [v.model, model.task_type.replace(/-classification$/, ''),
+          model.labels ? model.labels.join(', ') : model.label_text || '', String(v.version), v.status,
           v.live ? 'live' : '', v.finished_at === null ? '' : (v.finished_at - v.created_at) + ' s',
           fixed(metrics.validation_accuracy ?? metrics.cv_accuracy), fixed(metrics.validation_macro_f1 ?? metrics.cv_macro_f1)];
         for (const text of cells) { const td = document.createElement('td'); td.textContent = text; tr.appendChild(td); }

@@ -68,9 +68,9 @@ it(
     await page.waitForSelector('#rows tr:nth-child(2)');
     const rows = await page.$$eval('#rows tr', (trs) => trs.map((tr) => [...tr.children].slice(0, 6).map((td) => td.textContent)));
     expect(rows).toEqual([
-      [model.id, 'binary', '', '1', 'trained', 'live'],
-      [model.id, 'binary', '', '2', 'trained', ''],
-      [model.id, 'binary', '', '3', 'trained', ''],
+      [model.id, 'binary', 'positive', '1', 'trained', 'live'],
+      [model.id, 'binary', 'positive', '2', 'trained', ''],
+      [model.id, 'binary', 'positive', '3', 'trained', ''],
     ]);
     expect(await page.textContent('#status')).toBe('3 versions');
 
@@ -129,8 +129,9 @@ it(
       `From a ${third.folds}-fold cross-validation of the 20 training examples on this version's encoder.`,
     );
 
-    mkdirSync(join(dir, 'shots'), { recursive: true });
-    await page.screenshot({ path: join(dir, 'shots', 'models.png'), fullPage: true });
+    // Kept in tmp/ (git-ignored) to look at.
+    mkdirSync(join(process.cwd(), 'tmp'), { recursive: true });
+    await page.screenshot({ path: join(process.cwd(), 'tmp', 'models.png'), fullPage: true });
     const detail = await page.locator('#detail').screenshot();
     expect(detail.length).toBeGreaterThan(5000);
     expect(violations).toEqual([]);
