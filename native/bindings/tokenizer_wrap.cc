@@ -79,7 +79,7 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     return out;
   }
 
-  // encodeBatch(texts, maxLength, withOffsets): { ids, lengths, truncated, offsets? }
+  // encodeBatch(texts, maxLength, withOffsets): { ids, lengths, truncated, unknown, offsets? }
   Napi::Value EncodeBatch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 3 || !info[0].IsArray()) throw Napi::TypeError::New(env, "texts must be an array");
@@ -93,6 +93,8 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     int32_t* lengths_data = lengths.Data();
     Napi::Uint8Array truncated = Napi::Uint8Array::New(env, count);
     uint8_t* truncated_data = truncated.Data();
+    Napi::Int32Array unknown = Napi::Int32Array::New(env, count);
+    int32_t* unknown_data = unknown.Data();
     for (uint32_t i = 0; i < count; ++i) {
       napi_value item;
       // A getter on the array may throw: rethrow its own exception.
@@ -102,14 +104,17 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
       if (type != napi_string) throw Napi::TypeError::New(env, "texts[" + std::to_string(i) + "] must be a string");
       const std::string_view text = ReadUtf8(env, item);
       bool cut = false;
+      size_t unknown_ids = 0;
       lengths_data[i] = static_cast<int32_t>(
-          tokenizer_->encode(text, max_length, scratch_, ids_, with_offsets ? &offsets_ : nullptr, &cut));
+          tokenizer_->encode(text, max_length, scratch_, ids_, with_offsets ? &offsets_ : nullptr, &cut, &unknown_ids));
       truncated_data[i] = cut ? 1 : 0;
+      unknown_data[i] = static_cast<int32_t>(unknown_ids);
     }
     Napi::Object out = Napi::Object::New(env);
     out.Set("ids", ToInt32Array(env, ids_));
     out.Set("lengths", lengths);
     out.Set("truncated", truncated);
+    out.Set("unknown", unknown);
     if (with_offsets) out.Set("offsets", ToInt32Array(env, offsets_));
     ShrinkIfHuge();
     return out;

@@ -15,14 +15,33 @@ export const kMaxLabelLength = 200;
  */
 export const kMinClassifyExamplesPerLabel = 2;
 
+/**
+ * What is wrong with a text a caller sends to be trained on or classified, worded without the field name
+ * (`must not be empty`), or null. Empty and whitespace-only texts are refused: the encoder would read only its
+ * special tokens and answer the same scores for every one of them. Every text that enters (predict, classify, train,
+ * their routes) is checked by this one rule.
+ *
+ * @example
+ * ```ts
+ * textProblem('   '); // 'must not be empty (it holds only whitespace)'
+ * textProblem('Refund not received'); // null
+ * ```
+ */
+export function textProblem(text: string): string | null {
+  if (text.length === 0) return 'must not be empty';
+  if (text.length > kMaxTextLength) return `must be at most ${kMaxTextLength} characters (got ${text.length})`;
+  if (text.trim().length === 0) return 'must not be empty (it holds only whitespace)';
+  return null;
+}
+
 // Messages are written without the field name; `parseRequest` puts the path in front
-// (`examples[3].label must be a boolean`).
+// (`examples[3].label must be a boolean`, `inputs[3] must not be empty`).
+// min and max state the bounds in the OpenAPI document too; each issue aborts, so a text gets one message.
 export const textSchema = z
   .string({ error: typeError('a string') })
-  .min(1, { error: 'must not be empty' })
-  .max(kMaxTextLength, {
-    error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
-  });
+  .min(1, { error: (issue) => textProblem(issue.input as string)!, abort: true })
+  .max(kMaxTextLength, { error: (issue) => textProblem(issue.input as string)!, abort: true })
+  .refine((text) => textProblem(text) === null, { error: (issue) => textProblem(issue.input as string)! });
 
 // C0 controls (NUL, tab, line breaks), DEL and C1 controls: a name is shown on one line of a page, a CLI table and
 // config.json's id2label, where none of them reads as text.

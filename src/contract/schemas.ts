@@ -7,6 +7,7 @@ import { z } from 'zod';
 
 import { typeError } from '../parse.js';
 import { explainSchema, kExplainTextChars, kMaxExplain, kMaxExplainComparisons, kMaxExplainInputs, truncateSchema } from './long-texts.js';
+import { textSchema } from './labelled-examples.js';
 import { kCvEncoders } from './manifest.js';
 import { trainingDataSchema } from './training-data.js';
 import { kMaxTextLength, kTaskTypes } from './train-request.js';
@@ -20,13 +21,8 @@ export const kMaxPredictInputs = 2048;
 export const predictRequestSchema = z.strictObject({
   model: z.string({ error: typeError('a string') }).describe('A trained model id, e.g. svc-small-1a2b3c4d5e6f'),
   inputs: z
-    .array(
-      // Training's bound: tokenizing a megabyte text costs far more than the 256 tokens it is cut to.
-      z.string({ error: typeError('a string') }).max(kMaxTextLength, {
-        error: (issue) => `must be at most ${kMaxTextLength} characters (got ${(issue.input as string).length})`,
-      }),
-      { error: typeError('an array') },
-    )
+    // Training's rule for a text: not blank, and tokenizing a megabyte costs far more than the 256 tokens it is cut to.
+    .array(textSchema, { error: typeError('an array') })
     .min(1, { error: 'must hold at least one text' })
     .max(kMaxPredictInputs, { error: `holds more than ${kMaxPredictInputs} texts, the limit per request` })
     .describe(`1 to ${kMaxPredictInputs} texts of at most ${kMaxTextLength} characters each`),
@@ -157,7 +153,14 @@ const nearestSchema = z
   )
   .optional()
   .describe('explain: k only: the k training examples nearest the text, most similar first');
-const extras = { chunks: chunksSchema, nearest: nearestSchema };
+const unknownTokensSchema = z
+  .number()
+  .optional()
+  .describe(
+    "Share (0 to 1) of the text's word pieces, as the encoder read them, that the base model's vocabulary does not know ([UNK]); " +
+      'absent when none. 0.5 or more: the text was mostly unread (emoji-only text is 1; svc-small is English-only)',
+  );
+const extras = { chunks: chunksSchema, nearest: nearestSchema, unknown_tokens: unknownTokensSchema };
 
 const binaryPredictResponseSchema = z.object({
   model: z.string(),

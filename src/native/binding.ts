@@ -172,13 +172,13 @@ export interface NativeTokenizer {
   encode(text: string, maxLength: number): Int32Array;
   /**
    * All ids concatenated, one length per text; `truncated[i]` is 1 when text i had more tokens than
-   * fit; offsets are UTF-16 [start, end) pairs per id.
+   * fit; `unknown[i]` counts text i's ids that are the unknown token; offsets are UTF-16 [start, end) pairs per id.
    */
   encodeBatch(
     texts: readonly string[],
     maxLength: number,
     withOffsets: boolean,
-  ): { ids: Int32Array; lengths: Int32Array; truncated: Uint8Array; offsets?: Int32Array };
+  ): { ids: Int32Array; lengths: Int32Array; truncated: Uint8Array; unknown: Int32Array; offsets?: Int32Array };
   tokenId(token: string): number | null;
   /** Special tokens the post-processor adds around a text ([CLS] and [SEP]: 2). */
   readonly specialTokenCount: number;

@@ -63,6 +63,11 @@ export interface EncodedBatch {
   lengths: Int32Array;
   /** 1 where the text had more tokens than `maxLength` let in (its ids are the first ones), else 0. */
   truncated: Uint8Array;
+  /**
+   * How many of each text's ids are the unknown token (`[UNK]`, 100 for svc-small): words and characters the
+   * vocabulary does not hold (an emoji, most CJK characters), counted on the ids returned.
+   */
+  unknown: Int32Array;
   /** With `offsets: true`: two numbers per id, its UTF-16 start and end in its text ([0, 0] for special tokens). */
   offsets?: Int32Array;
 }
@@ -168,9 +173,11 @@ export class Tokenizer {
    * // { ids: Int32Array(8) [101, 7632, 999, 102, 101, 2204, 2851, 102],
    * //   lengths: Int32Array(2) [4, 4],
    * //   truncated: Uint8Array(2) [0, 0],
+   * //   unknown: Int32Array(2) [0, 0],
    * //   offsets: Int32Array(16) [0, 0, 0, 2, 2, 3, 0, 0, 0, 0, 0, 4, 5, 12, 0, 0] }
    * tokenizer.encodeBatch(['Good morning'], { maxLength: 3 });
-   * // { ids: Int32Array(3) [101, 2204, 102], lengths: Int32Array(1) [3], truncated: Uint8Array(1) [1] }
+   * // { ids: Int32Array(3) [101, 2204, 102], lengths: Int32Array(1) [3], truncated: Uint8Array(1) [1], unknown: Int32Array(1) [0] }
+   * tokenizer.encodeBatch(['Great product 😀']).unknown; // Int32Array(1) [1]: [CLS] great product [UNK] [SEP]
    * ```
    */
   encodeBatch(texts: readonly string[], options?: EncodeBatchOptions): EncodedBatch {
@@ -182,9 +189,22 @@ export class Tokenizer {
     }
     // The addon checks each element and throws `texts[i] must be a string`.
     const out = this.#native.encodeBatch(texts, maxLength, opts.offsets === true);
-    const batch: EncodedBatch = { ids: out.ids, lengths: out.lengths, truncated: out.truncated };
+    const batch: EncodedBatch = { ids: out.ids, lengths: out.lengths, truncated: out.truncated, unknown: out.unknown };
     if (out.offsets) batch.offsets = out.offsets;
     return batch;
+  }
+
+  /**
+   * How many special tokens every encoded text carries (`[CLS]` and `[SEP]`: 2): a text's length less these is its
+   * word pieces.
+   *
+   * @example
+   * ```ts
+   * tokenizer.specialTokens; // 2
+   * ```
+   */
+  get specialTokens(): number {
+    return this.#native.specialTokenCount;
   }
 
   /**

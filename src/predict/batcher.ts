@@ -244,7 +244,7 @@ class EncoderQueue {
     this.#inFlight++;
     const timing = meter.start(tokens);
     runTask<PredictResult>(task).then(
-      ({ probabilities, truncated, adapterCache, setup }) => {
+      ({ probabilities, truncated, unknownShare, adapterCache, setup }) => {
         meter.end(timing, true, setup);
         if (adapterCache) publishAdapterCache(adapterCache);
         shedLate();
@@ -252,7 +252,8 @@ class EncoderQueue {
         let at = 0;
         for (const { call, start, end } of batch) {
           const values = (end - start) * headRows(call.head);
-          call.fill(start, end, probabilities.subarray(at, at + values), truncated.subarray(offset, offset + end - start));
+          const texts = [offset, offset + end - start] as const;
+          call.fill(start, end, probabilities.subarray(at, at + values), truncated.subarray(...texts), unknownShare.subarray(...texts));
           offset += end - start;
           at += values;
         }
@@ -322,7 +323,9 @@ export function scoreTexts(
   texts: readonly string[],
   options: ScoreOptions = {},
 ): Promise<PredictResult> {
-  if (texts.length === 0) return Promise.resolve({ probabilities: new Float32Array(0), truncated: new Uint8Array(0) });
+  if (texts.length === 0) {
+    return Promise.resolve({ probabilities: new Float32Array(0), truncated: new Uint8Array(0), unknownShare: new Float64Array(0) });
+  }
   const { signal, tenant = '' } = options;
   if (signal?.aborted) return Promise.reject(abortError());
   let resolve!: (r: PredictResult) => void;

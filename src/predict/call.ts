@@ -52,7 +52,11 @@ export class Call {
     this.head = head;
     this.tenant = tenant;
     this.#rows = headRows(head);
-    this.#out = { probabilities: new Float32Array(texts.length * this.#rows), truncated: new Uint8Array(texts.length) };
+    this.#out = {
+      probabilities: new Float32Array(texts.length * this.#rows),
+      truncated: new Uint8Array(texts.length),
+      unknownShare: new Float64Array(texts.length),
+    };
     this.#signal = signal;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -76,10 +80,11 @@ export class Call {
   }
 
   /** A batch brought back the results of texts `from`..`to` (ignored once the call was refused or aborted). */
-  fill(from: number, to: number, probabilities: Float32Array, truncated: Uint8Array): void {
+  fill(from: number, to: number, probabilities: Float32Array, truncated: Uint8Array, unknownShare: Float64Array): void {
     if (this.#settled) return;
     this.#out.probabilities.set(probabilities, from * this.#rows);
     this.#out.truncated.set(truncated, from);
+    this.#out.unknownShare.set(unknownShare, from);
     this.#outstanding -= to - from;
     if (this.unsent === 0 && this.#outstanding === 0) this.#settle(() => this.#resolve(this.#out));
   }

@@ -12,14 +12,14 @@ import { isHubId } from '../model/hub.js';
 import type { Hub } from '../model/hub.js';
 import type { Manifest, TrainingMetrics } from '../contract/manifest.js';
 import { forgetEncoder, runTask } from '../pool/pool.js';
-import { kMaxTextLength } from '../contract/train-request.js';
+import { textProblem } from '../contract/labelled-examples.js';
 import type { TaskType } from '../contract/train-request.js';
 import { scoreTexts } from './batcher.js';
 import { type ExampleBank, readExampleBank, writeExampleBank } from './example-bank.js';
 import { parsePredictExtras, scoreLongTexts } from './long-texts.js';
 import type { NeighbourSource } from './nearest.js';
 import { removeScratchDir, trackScratchDir } from './scratch.js';
-import { thresholds, toLabelPrediction, toPrediction } from './predictions.js';
+import { markUnknownTokens, thresholds, toLabelPrediction, toPrediction } from './predictions.js';
 import type { PredictionOf, PredictOptions } from './predictions.js';
 
 // What a predict call takes and gives lives in predictions.ts; callers take it with the Classifier.
@@ -42,19 +42,19 @@ export interface SaveOptions {
 }
 
 function checkTexts(texts: unknown): asserts texts is string | readonly string[] {
-  if (typeof texts === 'string') return checkLength(texts, 'text');
+  if (typeof texts === 'string') return checkText(texts, 'text');
   if (!Array.isArray(texts)) throw new TypeError('texts must be a string or an array of strings');
   for (let i = 0; i < texts.length; i++) {
     if (typeof texts[i] !== 'string') throw new TypeError(`texts[${i}] must be a string`);
-    checkLength(texts[i], `texts[${i}]`);
+    checkText(texts[i], `texts[${i}]`);
   }
 }
 
-// The same bound as training's: tokenizing a megabyte text costs far more than the 256 tokens it is cut to.
-function checkLength(text: string, name: string): void {
-  if (text.length > kMaxTextLength) {
-    throw new SvcError('invalid_request', `${name} must be at most ${kMaxTextLength} characters (got ${text.length})`, { param: name });
-  }
+// Training's rule for a text (contract/labelled-examples.ts): not empty nor only whitespace, and at most
+// kMaxTextLength characters, since tokenizing a megabyte text costs far more than the 256 tokens it is cut to.
+function checkText(text: string, name: string): void {
+  const problem = textProblem(text);
+  if (problem !== null) throw new SvcError('invalid_request', `${name} ${problem}`, { param: name });
 }
 
 /**
@@ -212,6 +212,7 @@ export class Classifier<T extends TaskType = 'binary-classification'> {
         ? toPrediction(probabilities[i], truncated[i])
         : toLabelPrediction(taskType, labels, probabilities.subarray(i * rows, (i + 1) * rows), truncated[i], cut)) as PredictionOf<T>;
     const predictions = Array.from({ length: batch.length }, (_, i) => one(i));
+    markUnknownTokens(predictions, scored.unknownShare);
     const { chunks } = scored;
     if (chunks) predictions.forEach((p, i) => (p.chunks = chunks[i]));
     if (scored.neighbours) {

@@ -149,27 +149,40 @@ export function tooLongError(baseModel: string, param: string, purpose = 'classi
   );
 }
 
-/** Embeddings (n x dim, L2-normalized) of texts, and which ones the encoder cut, by way of the predict batcher. */
+/**
+ * Embeddings (n x dim, L2-normalized) of texts, which ones the encoder cut and their shares of unknown word pieces, by
+ * way of the predict batcher.
+ */
 export async function embedThroughBatcher(
   baseModel: string,
   texts: readonly string[],
   options: EmbedOptions,
-): Promise<{ embeddings: Float32Array; truncated: Uint8Array; dim: number }> {
+): Promise<{ embeddings: Float32Array; truncated: Uint8Array; unknownShare: Float64Array; dim: number }> {
   const dim = resolveBaseModel(baseModel).hiddenSize;
-  const { probabilities, truncated } = await scoreTexts(baseModel, options.encoderFile ?? null, identityHead(dim), texts, options);
+  const { probabilities, truncated, unknownShare } = await scoreTexts(
+    baseModel,
+    options.encoderFile ?? null,
+    identityHead(dim),
+    texts,
+    options,
+  );
   const embeddings = new Float32Array(probabilities.length);
   for (let i = 0; i < probabilities.length; i++) {
     const p = probabilities[i];
     embeddings[i] = Math.log(p / (1 - p));
   }
-  return { embeddings, truncated, dim };
+  return { embeddings, truncated, unknownShare, dim };
 }
 
-/** Per text, its embedding (the mean of its windows', L2-normalized again), whether it was cut, and how many windows were read. */
+/**
+ * Per text, its embedding (the mean of its windows', L2-normalized again), whether it was cut, how many windows were
+ * read, and the share of the word pieces read that were unknown (the mean of its windows').
+ */
 export interface EmbeddedTexts {
   embeddings: Float32Array;
   truncated: boolean[];
   chunks: number[];
+  unknownShare: number[];
 }
 
 /**
@@ -188,17 +201,28 @@ export async function embedTexts(
     checkAdmission(options.tenant ?? '', windows, tokens);
   }
   const { windows, cut } = windowsOf(texts, mode);
-  const { embeddings: rows, truncated: rowCut, dim } = await embedThroughBatcher(baseModel, windows.flat(), options);
+  const {
+    embeddings: rows,
+    truncated: rowCut,
+    unknownShare: rowUnknown,
+    dim,
+  } = await embedThroughBatcher(baseModel, windows.flat(), options);
   const embeddings = poolWindows(windows, rows, dim);
   const truncated: boolean[] = [];
+  const unknownShare: number[] = [];
   let row = 0;
   windows.forEach((parts, t) => {
     let anyCut = cut[t];
-    for (let w = 0; w < parts.length; w++, row++) anyCut ||= rowCut[row] === 1;
+    let unknown = 0;
+    for (let w = 0; w < parts.length; w++, row++) {
+      anyCut ||= rowCut[row] === 1;
+      unknown += rowUnknown[row];
+    }
     if (mode === 'none' && anyCut) throw tooLongError(baseModel, options.paramOf(t));
     truncated.push(anyCut);
+    unknownShare.push(unknown / parts.length);
   });
-  return { embeddings, truncated, chunks: windows.map((parts) => parts.length) };
+  return { embeddings, truncated, chunks: windows.map((parts) => parts.length), unknownShare };
 }
 
 /**

@@ -36,10 +36,14 @@ export interface LongTextOptions {
   paramOf: (t: number) => string;
 }
 
-/** Per text: the head's probabilities (rows per text), whether it was cut, and with 'chunks' how many windows were read. */
+/**
+ * Per text: the head's probabilities (rows per text), whether it was cut, its share of unknown word pieces, and with
+ * 'chunks' how many windows were read.
+ */
 export interface LongTextScores {
   probabilities: Float32Array;
   truncated: Uint8Array;
+  unknownShare: Float64Array;
   chunks: number[] | null;
   /** With `explain`: per text, the function that names its neighbours once the answer is known. */
   neighbours: ((answers: readonly (boolean | string | null)[]) => Neighbour[][]) | null;
@@ -68,7 +72,7 @@ export async function scoreLongTexts(model: ModelParts, texts: readonly string[]
   const call = { signal: options.signal, tenant: options.tenant };
   if (truncate !== 'chunks' && explain === undefined) {
     const sent = truncate === 'start' ? windowsOf(texts, 'start') : null;
-    const { probabilities, truncated } = await scoreTexts(
+    const { probabilities, truncated, unknownShare } = await scoreTexts(
       model.baseModel,
       model.encoderFile,
       model.head,
@@ -81,7 +85,7 @@ export async function scoreLongTexts(model: ModelParts, texts: readonly string[]
     }
     // 'start': a text left shorter than it was is flagged as cut, as 'end' flags one.
     if (sent) sent.cut.forEach((cut, t) => cut && (truncated[t] = 1));
-    return { probabilities, truncated, chunks: null, neighbours: null };
+    return { probabilities, truncated, unknownShare, chunks: null, neighbours: null };
   }
   // Where the examples are, and whether the call is within explain's bounds, before any text is embedded.
   const source = explain === undefined ? null : await model.examples();
@@ -91,8 +95,9 @@ export async function scoreLongTexts(model: ModelParts, texts: readonly string[]
   const dim = embedded.embeddings.length / texts.length;
   const probabilities = scoreSegments(embedded.embeddings, dim, Int32Array.of(texts.length), Int32Array.of(0), packHeads([model.head]));
   const truncated = Uint8Array.from(embedded.truncated, (cut) => (cut ? 1 : 0));
+  const unknownShare = Float64Array.from(embedded.unknownShare);
   const chunks = truncate === 'chunks' ? embedded.chunks : null;
-  if (source === null) return { probabilities, truncated, chunks, neighbours: null };
+  if (source === null) return { probabilities, truncated, unknownShare, chunks, neighbours: null };
   const neighbours = await findNearest(source, model.taskType, embedded.embeddings, dim, explain as number, call);
-  return { probabilities, truncated, chunks, neighbours };
+  return { probabilities, truncated, unknownShare, chunks, neighbours };
 }

@@ -17,8 +17,14 @@ export interface Prediction extends PredictionExtras {
   truncated: boolean;
 }
 
-/** What a prediction carries only when the call asks for it. */
+/** What a prediction carries only when the call asks for it, or (`unknown_tokens`) when the text has some. */
 export interface PredictionExtras {
+  /**
+   * The share (0 to 1) of the text's word pieces, as the encoder read them, that the base model's vocabulary does not
+   * know (`[UNK]`); absent when there are none. Emoji-only text is 1; a text whose share is 0.5 or more was mostly
+   * unread and its scores say little (svc-small: Chinese 0.79, Japanese 0.24, Arabic 0.04, German 0, see docs/limits.md).
+   */
+  unknown_tokens?: number;
   /** `truncate: 'chunks'`: how many overlapping windows of the text were read (their embeddings averaged). */
   chunks?: number;
   /** `explain: k`: the k training examples nearest the text, most similar first. */
@@ -81,6 +87,13 @@ export interface PredictOptions {
   explain?: number;
   /** @internal How errors name text t (default `texts[t]`, `text` for one string); the service passes `inputs[t]`. */
   paramOf?: (t: number) => string;
+}
+
+/** Adds `unknown_tokens` to each prediction whose text had unknown word pieces (the field stays out at 0). */
+export function markUnknownTokens(predictions: readonly PredictionExtras[], unknownShare: ArrayLike<number>): void {
+  predictions.forEach((prediction, i) => {
+    if (unknownShare[i] > 0) prediction.unknown_tokens = unknownShare[i];
+  });
 }
 
 /** A binary text's prediction from P(true). */

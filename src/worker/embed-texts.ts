@@ -2,7 +2,7 @@
 // (truncated to the base model's 256 tokens), the encoder embeds it.
 import type { AdapterSegments } from '../native/adapter.js';
 import type { Encoder } from '../native/encoder.js';
-import { Tokenizer } from '../native/tokenizer.js';
+import { type EncodedBatch, Tokenizer } from '../native/tokenizer.js';
 
 // One tokenizer per base model in this worker, like the encoders.
 const tokenizers = new Map<string, Tokenizer>();
@@ -17,14 +17,32 @@ export function tokenizerFor(baseModel: string): Tokenizer {
   return tokenizer;
 }
 
-/** Each text's embedding (n x dim) and whether the text was cut to fit the encoder's length. */
+/**
+ * Each text's embedding (n x dim), whether the text was cut to fit the encoder's length, and the share of the word
+ * pieces the encoder read that were the unknown token.
+ */
 export interface EmbeddedTexts {
   embeddings: Float32Array;
   truncated: Uint8Array;
+  unknownShare: Float64Array;
+}
+
+/**
+ * Per text, its unknown ids over its word pieces (special tokens left out). A text that leaves no word piece at all
+ * (only characters the tokenizer drops, such as zero-width spaces) counts as wholly unknown: the encoder read nothing
+ * of it.
+ */
+export function unknownShares(batch: EncodedBatch, specialTokens: number): Float64Array {
+  return Float64Array.from(batch.lengths, (length, i) => {
+    const pieces = length - specialTokens;
+    return pieces > 0 ? batch.unknown[i] / pieces : 1;
+  });
 }
 
 /** `segments`: runs of the texts through adapters on this base encoder (see `Encoder.embedIdsSync`). */
 export function embedTexts(baseModel: string, encoder: Encoder, texts: string[], segments?: AdapterSegments): EmbeddedTexts {
-  const { ids, lengths, truncated } = tokenizerFor(baseModel).encodeBatch(texts, { maxLength: encoder.maxLength });
-  return { embeddings: encoder.embedIdsSync(ids, lengths, segments), truncated };
+  const tokenizer = tokenizerFor(baseModel);
+  const batch = tokenizer.encodeBatch(texts, { maxLength: encoder.maxLength });
+  const embeddings = encoder.embedIdsSync(batch.ids, batch.lengths, segments);
+  return { embeddings, truncated: batch.truncated, unknownShare: unknownShares(batch, tokenizer.specialTokens) };
 }

@@ -54,6 +54,26 @@ describe('Classifier.predict', () => {
     expect(cut.probability).toBeCloseTo(fits.probability, 6);
   });
 
+  it('flags texts the vocabulary barely knows with their share of unknown word pieces', async () => {
+    // svc-small's word pieces: '😀😀😀 🎉🎉' is [UNK] [UNK]; 'Great product 😀' is great product [UNK]; the Chinese
+    // text is 11 [UNK] of 14 pieces; German and English are all known pieces.
+    const texts = [
+      '😀😀😀 🎉🎉',
+      'Great product 😀',
+      '为什么这个月我被收了两次费?',
+      'Warum wurde mir zweimal etwas berechnet?',
+      'Loved it',
+    ];
+    const predictions = await classifier.predict(texts);
+    expect(predictions.map((p) => p.unknown_tokens)).toEqual([1, 1 / 3, 11 / 14, undefined, undefined]);
+    expect(Object.keys(predictions[4])).toEqual(['label', 'probability', 'truncated']);
+    // The other ways of reading a text say it too: windows (their mean) and the cut of 'start'.
+    const chunked = await classifier.predict(texts.slice(0, 3), { truncate: 'chunks' });
+    expect(chunked.map((p) => p.unknown_tokens)).toEqual([1, 1 / 3, 11 / 14]);
+    const fromStart = await classifier.predict(texts.slice(0, 2), { truncate: 'start' });
+    expect(fromStart.map((p) => p.unknown_tokens)).toEqual([1, 1 / 3]);
+  });
+
   it('merges concurrent calls into few engine batches, across classifiers of one base model', async () => {
     const other = await train(requestOf(yelp.trainSet, 'good service'));
     const alone = await classifier.predict(texts);
@@ -86,6 +106,19 @@ describe('Classifier.predict', () => {
   it('checks its input', async () => {
     await expect(classifier.predict(5 as never)).rejects.toThrow(new TypeError('texts must be a string or an array of strings'));
     await expect(classifier.predict(['a', null] as never)).rejects.toThrow(new TypeError('texts[1] must be a string'));
+  });
+
+  it('refuses empty and whitespace-only texts, naming the index', async () => {
+    await expect(classifier.predict('')).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: 'text must not be empty',
+      param: 'text',
+    });
+    await expect(classifier.predict(['Loved it', 'Fine', ' \n\t'])).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: 'texts[2] must not be empty (it holds only whitespace)',
+      param: 'texts[2]',
+    });
   });
 
   it('stops waiting when aborted', async () => {

@@ -134,6 +134,49 @@ describe('/v2', () => {
     ]);
   });
 
+  it('refuses empty and whitespace-only texts wherever a text enters, naming the index', async () => {
+    const empty = 'must not be empty';
+    const blank = 'must not be empty (it holds only whitespace)';
+    const blankExamples = (at: number, text: string) => examples.map((example, i) => (i === at ? { ...example, text } : example));
+    const cases: [string, unknown, string, string][] = [
+      ['/v2/predict', { model: 'm', inputs: ['ok', ''] }, `inputs[1] ${empty}`, 'inputs[1]'],
+      ['/v2/predict', { model: 'm', inputs: ['ok', 'fine', ' \t\n\u00a0'] }, `inputs[2] ${blank}`, 'inputs[2]'],
+      [
+        '/v2/classify',
+        { model: 'svc-small', task_type: 'multi-class-classification', inputs: ['   '], labels: ['billing', 'login'] },
+        `inputs[0] ${blank}`,
+        'inputs[0]',
+      ],
+      [
+        '/v2/classify',
+        { model: 'svc-small', task_type: 'binary-classification', inputs: ['ok'], examples: blankExamples(3, '  ') },
+        `examples[3].text ${blank}`,
+        'examples[3].text',
+      ],
+      [
+        '/v2/train',
+        { model: 'svc-small', task_type: 'binary-classification', examples: blankExamples(5, '\u3000') },
+        `examples[5].text ${blank}`,
+        'examples[5].text',
+      ],
+      [
+        '/v2/train',
+        {
+          model: 'svc-small',
+          task_type: 'binary-classification',
+          label_text: 'billing question',
+          texts: ['Why was I charged twice?', ' '],
+          teacher: { model: 'provider-a:gpt-4o-mini', project_id: 'proj_0123456789ab' },
+        },
+        `texts[1] ${blank}`,
+        'texts[1]',
+      ],
+    ];
+    for (const [url, body, message, param] of cases) {
+      expect(await call('POST', url, body)).toEqual({ status: 400, body: err('invalid_request_error', message, param, 'invalid_request') });
+    }
+  });
+
   it('answers 404 for unknown models and routes, and 413 over the body limit', async () => {
     expect(await call('POST', '/v2/predict', { model: 'svc-small-0123456789ab', inputs: ['x'] })).toEqual({
       status: 404,

@@ -122,9 +122,13 @@ const AddedToken* Tokenizer::match_added(const unsigned char* p, size_t n) const
 }
 
 size_t Tokenizer::encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                         std::vector<int32_t>* offsets, bool* truncated) const {
-  return offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
-                 : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
+                         std::vector<int32_t>* offsets, bool* truncated, size_t* unknown) const {
+  const size_t first = ids.size();
+  const size_t appended = offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
+                                  : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
+  // Counted on the ids kept, after truncation: what the encoder reads.
+  if (unknown != nullptr) *unknown = static_cast<size_t>(std::count(ids.begin() + first, ids.end(), model_.unk_id()));
+  return appended;
 }
 
 template <bool kOffsets>

@@ -61,9 +61,11 @@ class Tokenizer {
   // Appends the ids of one UTF-8 text, special tokens included, at most
   // `max_length` of them; with `offsets`, appends one UTF-16 [start, end) pair
   // per id (special tokens get [0, 0]). With `truncated`, sets it to whether the text had more
-  // tokens than fit (the ids are the same either way). Returns the number of ids appended.
+  // tokens than fit (the ids are the same either way). With `unknown`, sets it to how many of the ids
+  // appended are the unknown token: the share of a text the vocabulary does not know (emoji, most CJK
+  // characters). Returns the number of ids appended.
   size_t encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                std::vector<int32_t>* offsets, bool* truncated = nullptr) const;
+                std::vector<int32_t>* offsets, bool* truncated = nullptr, size_t* unknown = nullptr) const;
 
   size_t special_token_count() const { return prefix_ids_.size() + suffix_ids_.size(); }
   size_t truncation_max_length() const { return truncation_max_length_; }

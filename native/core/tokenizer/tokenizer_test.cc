@@ -167,6 +167,19 @@ int main(int argc, char** argv) {
   check(encode(*tokenizer, "x " + std::string(1 << 20, 'b'), 4) == std::vector<int32_t>{2, 1, 1, 3},
         "an overlong word fills the budget");
 
+  // The unknown ids of the ids kept: an emoji and an overlong word are one each, a truncated one is not counted.
+  {
+    svc::tok::EncodeScratch scratch;
+    std::vector<int32_t> ids{7};  // ids already in the buffer are another text's
+    size_t unknown = 99;
+    tokenizer->encode("\xf0\x9f\x98\x80 un! abbbbbbbbbbbb", 64, scratch, ids, nullptr, nullptr, &unknown);
+    check(unknown == 2 && ids == std::vector<int32_t>{7, 2, 1, 5, 9, 1, 3}, "unknown ids counted");
+    tokenizer->encode("un \xf0\x9f\x98\x80", 3, scratch, ids, nullptr, nullptr, &unknown);
+    check(unknown == 0, "unknown ids past the cut are not counted");
+    tokenizer->encode("", 64, scratch, ids, nullptr, nullptr, &unknown);
+    check(unknown == 0, "an empty text has no unknown ids");
+  }
+
   const long inputs = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 2000;
   fuzz(*tokenizer, inputs, 12345);
   if (argc > 2) {
