@@ -44,6 +44,7 @@ interface SchemaDef {
   shape?: Record<string, SchemaNode>;
   innerType?: SchemaNode;
   in?: SchemaNode;
+  out?: SchemaNode;
   element?: SchemaNode;
   options?: SchemaNode[];
   discriminator?: string;
@@ -65,7 +66,8 @@ const kWrappers = new Set(['optional', 'nullable', 'default', 'prefault', 'reado
 function fieldsAt(node: SchemaNode, input: unknown, path: readonly PropertyKey[]): string[] {
   const def = node._zod.def;
   if (kWrappers.has(def.type) && def.innerType) return fieldsAt(def.innerType, input, path);
-  if (def.type === 'pipe' && def.in) return fieldsAt(def.in, input, path);
+  // A preprocessed schema (a transform piped into the schema) takes the fields of the schema it feeds.
+  if (def.type === 'pipe' && def.in) return fieldsAt(def.in._zod.def.type === 'transform' && def.out ? def.out : def.in, input, path);
   if (def.type === 'lazy' && def.getter) return fieldsAt(def.getter(), input, path);
   if (def.type === 'intersection' && def.left && def.right) {
     return [...fieldsAt(def.left, input, path), ...fieldsAt(def.right, input, path)];

@@ -229,17 +229,38 @@ export async function trainCommand(args: string[]): Promise<number> {
   return model.status === 'failed' ? 1 : 0;
 }
 
-/** `svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...`: prints the predict response. */
+/**
+ * `--threshold 0.3` (every label) or `--threshold billing=0.3,refund=0.6` (per label) as the request's `threshold`.
+ * The service says what is wrong with a value that is not a number from 0 to 1.
+ */
+export function thresholdOption(value: string): number | Record<string, number> {
+  if (!value.includes('=')) return Number(value);
+  return Object.fromEntries(
+    value.split(',').map((pair) => {
+      const at = pair.lastIndexOf('=');
+      return [pair.slice(0, at).trim(), Number(pair.slice(at + 1))];
+    }),
+  );
+}
+
+/** `svc predict --model <id> [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...`: prints the predict response. */
 export async function predictCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { ...kConnection, model: { type: 'string' }, truncate: { type: 'string' }, explain: { type: 'string' } },
+    options: {
+      ...kConnection,
+      model: { type: 'string' },
+      threshold: { type: 'string' },
+      truncate: { type: 'string' },
+      explain: { type: 'string' },
+    },
     allowPositionals: true,
   });
-  const predictUsage = 'usage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...';
+  const predictUsage = 'usage: svc predict --model <id> [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...';
   if (values.model === undefined) throw new RangeError(`--model <id> is required (the id svc train printed)\n${predictUsage}`);
   if (positionals.length === 0) throw new RangeError(`no texts to classify: give them after the flags\n${predictUsage}`);
   const body: Record<string, unknown> = { model: values.model, inputs: positionals };
+  if (values.threshold !== undefined) body.threshold = thresholdOption(values.threshold);
   if (values.truncate !== undefined) body.truncate = values.truncate;
   // The service says what is wrong with a k that is not a whole number ('explain must be an integer').
   if (values.explain !== undefined) body.explain = Number(values.explain);
@@ -249,7 +270,7 @@ export async function predictCommand(args: string[]): Promise<number> {
 }
 
 const kClassifyUsage =
-  'usage: svc classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--truncate <mode>] [--explain <k>] "text" ...';
+  'usage: svc classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...';
 
 /**
  * `svc classify --examples <file> "text" ...`: prints `/v2/classify`'s answer, the texts labelled by the file's
@@ -266,6 +287,7 @@ export async function classifyCommand(args: string[]): Promise<number> {
       'label-text': { type: 'string' },
       'task-type': { type: 'string' },
       model: { type: 'string' },
+      threshold: { type: 'string' },
       truncate: { type: 'string' },
       explain: { type: 'string' },
     },
@@ -289,6 +311,7 @@ export async function classifyCommand(args: string[]): Promise<number> {
     throw new RangeError(`--examples <file>, --labels or --label-text is required\n${kClassifyUsage}`);
   }
   body = { model: values.model ?? 'svc-small', ...body, inputs: positionals };
+  if (values.threshold !== undefined) body.threshold = thresholdOption(values.threshold);
   if (values.truncate !== undefined) body.truncate = values.truncate;
   // The service says what is wrong with a k that is not a whole number ('explain must be an integer').
   if (values.explain !== undefined) body.explain = Number(values.explain);

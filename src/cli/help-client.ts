@@ -107,9 +107,10 @@ export const kClientHelp: Readonly<Record<string, CommandHelp>> = {
   },
   predict: {
     summary: 'classify texts with a trained model',
-    usage: ['predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...'],
+    usage: ['predict --model <id> [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...'],
     options: [
       ['--model <id>', 'the model id `svc train` printed'],
+      ['--threshold <0..1>', 'multi-label models: the probability a label needs (default 0.5); per label: a=0.3,b=0.6'],
       ['--truncate <mode>', 'texts past 256 tokens: end (default), start, none (refused) or chunks (read whole in windows)'],
       ['--explain <k>', 'add the k training examples nearest each text, with their labels and similarity'],
       ...kConnectionOptions,
@@ -123,7 +124,7 @@ export const kClientHelp: Readonly<Record<string, CommandHelp>> = {
   classify: {
     summary: 'classify texts by examples sent with them, or by label names, with no model trained',
     usage: [
-      'classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--truncate <mode>] [--explain <k>] "text" ...',
+      'classify (--examples <file> | --labels <a,b,...> | --label-text <text>) [--task-type <type>] [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...',
     ],
     options: [
       ['--examples <file>', 'labelled examples, in any format svc train reads (at least 2 per label, at most 2,500)'],
@@ -131,6 +132,7 @@ export const kClientHelp: Readonly<Record<string, CommandHelp>> = {
       ['--label-text <text>', 'no examples: zero-shot binary, what label true means; with --examples, as for svc train'],
       ['--task-type <type>', 'binary-classification, multi-class-classification or multi-label-classification'],
       ['--model <name>', 'base encoder (default svc-small)'],
+      ['--threshold <0..1>', 'binary: the probability true needs; multi-label: a label needs (a=0.3,b=0.6 per label); default 0.5'],
       ['--truncate <mode>', 'texts past 256 tokens: end (default), start, none (refused) or chunks (read whole in windows)'],
       ['--explain <k>', 'add the k examples nearest each text, with their labels and similarity'],
       ...kConnectionOptions,

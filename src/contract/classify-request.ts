@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 import { parseRequest, typeError } from '../parse.js';
 import { baseModelNames, isBaseModelName } from './base-models.js';
-import { kMaxClasses, kMinClasses } from './train-request.js';
+import { kMaxClasses, kMinClasses, type TaskType } from './train-request.js';
 import {
   checkDistinctNames,
   classExampleSchema,
@@ -102,6 +102,18 @@ function checkNames(ctx: Issues, examples: readonly unknown[], names: unknown, f
   return examples.length > 0;
 }
 
+const unitNumber = z
+  .number({ error: typeError('a number from 0 to 1') })
+  .min(0, { error: 'must be a number from 0 to 1' })
+  .max(1, { error: 'must be a number from 0 to 1' });
+
+const binaryThresholdSchema = unitNumber.optional().describe('The probability label true needs; default 0.5');
+
+const labelThresholdSchema = z
+  .union([unitNumber, z.record(z.string(), unitNumber)], { error: 'must be a number from 0 to 1, or an object of such numbers by label' })
+  .optional()
+  .describe('The probability a label needs to be predicted, for every label or per label (the others keep 0.5); default 0.5');
+
 const labelListSchema = z
   .array(labelNameSchema, { error: typeError('an array of strings') })
   .min(kMinClasses, { error: `must name at least ${kMinClasses} labels` })
@@ -118,6 +130,7 @@ const binarySchema = z
       .array(exampleSchema, { error: typeError('an array') })
       .describe('Labelled examples, at least 2 true and 2 false; [] for zero-shot'),
     label_text: labelNameSchema.optional().describe("Zero-shot only (examples: []): what label true means, e.g. 'positive review'"),
+    threshold: binaryThresholdSchema,
   })
   .strict()
   .superRefine((request, ctx) => {
@@ -163,6 +176,7 @@ const multiLabelSchema = z
       .array(labelSetExampleSchema, { error: typeError('an array') })
       .describe('Each label on at least 2 examples and missing from one; [] for zero-shot'),
     labels: labelListSchema,
+    threshold: labelThresholdSchema,
   })
   .strict()
   .superRefine((request, ctx) => {
@@ -179,19 +193,55 @@ const multiLabelSchema = z
   })
   .meta({ id: 'MultiLabelClassifyRequest' });
 
+type ExampleKind = { taskType: TaskType; what: string };
+
+/** What one example's label says of the task: a boolean `label`, a string `label`, or a `labels` array. */
+function kindOf(example: unknown): ExampleKind | undefined {
+  if (example === null || typeof example !== 'object') return undefined;
+  const { label, labels } = example as Record<string, unknown>;
+  if (Array.isArray(labels)) return { taskType: 'multi-label-classification', what: 'labels (multi-label)' };
+  if (typeof label === 'boolean') return { taskType: 'binary-classification', what: 'a boolean label (binary)' };
+  if (typeof label === 'string') return { taskType: 'multi-class-classification', what: 'a string label (multi-class)' };
+  return undefined;
+}
+
 /**
- * The zod schema of a classify request: one object per task type, told apart by `task_type`, as
- * the train request's. Prefer {@link validateClassifyRequest}, which turns the first issue into a
- * readable SvcError.
+ * A body without `task_type` gets the one its examples say (Cohere's classify read it from them): all boolean labels,
+ * binary; all string labels, multi-class; all `labels` arrays, multi-label. Examples of two kinds are the issue, the
+ * first one that differs named. Anything else is left for the schema to name (no examples: task_type is required).
  */
-export const classifyRequestSchema = z.discriminatedUnion('task_type', [binarySchema, multiClassSchema, multiLabelSchema], {
-  error: (issue) => {
-    const input = issue.input as Record<string, unknown> | undefined;
-    if (input === null || typeof input !== 'object' || Array.isArray(input)) return 'the request must be an object';
-    if (input.task_type === undefined) return 'is required';
-    return `must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got ${JSON.stringify(input.task_type)})`;
-  },
-});
+function withInferredTaskType(input: unknown, ctx: { addIssue(issue: z.core.$ZodRawIssue): void }): unknown {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return input;
+  const body = input as Record<string, unknown>;
+  if (body.task_type !== undefined || !Array.isArray(body.examples) || body.examples.length === 0) return input;
+  const first = kindOf(body.examples[0]);
+  if (first === undefined) return input;
+  for (let i = 1; i < body.examples.length; i++) {
+    const kind = kindOf(body.examples[i]);
+    if (kind?.taskType === first.taskType) continue;
+    const message = `has ${kind?.what ?? 'no label'} but examples[0] has ${first.what}: ` + 'send examples of one kind, or task_type';
+    ctx.addIssue({ code: 'custom', message, path: ['examples', i], input });
+    return input;
+  }
+  return { ...body, task_type: first.taskType };
+}
+
+/**
+ * The zod schema of a classify request: one object per task type, told apart by `task_type` (read
+ * from the examples when the body has none), as the train request's. Prefer
+ * {@link validateClassifyRequest}, which turns the first issue into a readable SvcError.
+ */
+export const classifyRequestSchema = z.preprocess(
+  withInferredTaskType,
+  z.discriminatedUnion('task_type', [binarySchema, multiClassSchema, multiLabelSchema], {
+    error: (issue) => {
+      const input = issue.input as Record<string, unknown> | undefined;
+      if (input === null || typeof input !== 'object' || Array.isArray(input)) return 'the request must be an object';
+      if (input.task_type === undefined) return 'is required';
+      return `must be one of 'binary-classification', 'multi-class-classification', 'multi-label-classification' (got ${JSON.stringify(input.task_type)})`;
+    },
+  }),
+);
 
 /** What `classify()` and `POST /v2/classify` accept. */
 export type ClassifyRequest = z.infer<typeof classifyRequestSchema>;

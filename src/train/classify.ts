@@ -10,7 +10,7 @@ import type { Head } from '../model/directory.js';
 import { runTask } from '../pool/pool.js';
 import type { FitResult } from '../pool/tasks.js';
 import { packHeads } from '../predict/call.js';
-import { kDefaultThreshold, markUnknownTokens } from '../predict/predictions.js';
+import { kDefaultThreshold, markUnknownTokens, thresholds } from '../predict/predictions.js';
 import type { ClassPrediction, LabelSetPrediction, Prediction } from '../predict/predictions.js';
 import { scoreSegments } from '../predict/head.js';
 import { embedTexts } from '../predict/embed-windows.js';
@@ -21,6 +21,7 @@ import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
 import { headOf, kHeadC, kHeadKinds, targetsOf } from './train.js';
 import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js';
+import { binaryZeroShotScorer, labelSetZeroShotScorer, zeroShotReference, type ZeroShotScorer } from './zero-shot-scores.js';
 
 /** Fitted heads kept for repeated examples (least recently used evicted); a head is 384 floats per label. */
 export const kClassifyCachedHeads = 256;
@@ -32,7 +33,9 @@ export const kClassifyCachedExamples = 50_000;
 
 /** A fitted head and the embeddings of the examples it was fitted on (n x dim). */
 interface Fitted {
-  head: Head;
+  head: Head | null;
+  /** Zero-shot binary and multi-label: the scores against everyday texts (zero-shot-scores.ts) instead of a fitted head. */
+  scorer: ZeroShotScorer | null;
   embeddings: Float32Array;
 }
 
@@ -52,12 +55,17 @@ export type ClassifyResponse =
 export interface ClassifyOptions {
   /** Base encoder; default `svc-small`. */
   model?: string;
-  /** Needed with no examples; otherwise read from them (boolean `label`: binary, string `label`: multi-class, `labels`: multi-label). */
+  /** Needed with no examples; otherwise read from them (every `label` boolean: binary, every `label` a string: multi-class, every example with `labels`: multi-label). */
   taskType?: TaskType;
   /** Zero-shot multi-class or multi-label: the names. */
   labels?: string[];
   /** Zero-shot binary: what `label: true` means. */
   labelText?: string;
+  /**
+   * Binary: the probability `label: true` needs; multi-label: the probability a label needs, for every label or per
+   * label (the others keep 0.5). Default 0.5. Multi-class answers the most probable class and takes none.
+   */
+  threshold?: number | Readonly<Record<string, number>>;
   /** Long texts: `end` (default), `start`, `none` or `chunks` (see the request's `truncate`). */
   truncate?: TruncateMode;
   /** Per text, the `explain` examples nearest to it, with their labels and similarity. */
@@ -86,15 +94,6 @@ export function cachedClassifyHeads(): number {
 export function clearClassifyHeads(): void {
   heads.clear();
   cachedExamples = 0;
-}
-
-function inferTaskType(examples: readonly AnyExample[]): TaskType | undefined {
-  const first = examples[0] as Record<string, unknown> | undefined;
-  if (first === undefined || first === null || typeof first !== 'object') return undefined;
-  if (Array.isArray(first.labels)) return 'multi-label-classification';
-  if (typeof first.label === 'boolean') return 'binary-classification';
-  if (typeof first.label === 'string') return 'multi-class-classification';
-  return undefined;
 }
 
 /** The examples a head is fitted on, and their label names in head-row order (sorted, as training orders them). */
@@ -156,11 +155,14 @@ function toPredictions(
 ) {
   const rows = request.task_type === 'binary-classification' ? 1 : labels.length;
   const withChunks = request.truncate === 'chunks';
+  const binaryCut = request.task_type === 'binary-classification' ? (request.threshold ?? kDefaultThreshold) : kDefaultThreshold;
+  // Multi-label: the per-label cuts, checked against the call's labels (a label the call does not have is a 400).
+  const labelCuts = request.task_type === 'multi-label-classification' ? thresholds(request.threshold, labels) : null;
   return truncated.map((cut, i) => {
     const extra = withChunks ? { chunks: chunks[i] } : {};
     if (request.task_type === 'binary-classification') {
       const probability = probabilities[i];
-      return { label: probability >= 0.5, probability, truncated: cut, ...extra };
+      return { label: probability >= binaryCut, probability, truncated: cut, ...extra };
     }
     const row = probabilities.subarray(i * rows, (i + 1) * rows);
     const scores: Record<string, number> = {};
@@ -170,7 +172,7 @@ function toPredictions(
       for (let k = 1; k < rows; k++) if (row[k] > row[best]) best = k;
       return { label: labels[best], probability: row[best], scores, truncated: cut, ...extra };
     }
-    return { labels: labels.filter((_, k) => row[k] >= kDefaultThreshold), scores, truncated: cut, ...extra };
+    return { labels: labels.filter((_, k) => row[k] >= labelCuts![k]), scores, truncated: cut, ...extra };
   });
 }
 
@@ -213,6 +215,14 @@ async function scoreWithHead(
   const fitting = embedded.then(async ({ embeddings }) => {
     const dim = embeddings.length / (n + request.inputs.length);
     const own = embeddings.slice(0, n * dim);
+    if (request.examples.length === 0 && request.task_type !== 'multi-class-classification') {
+      const reference = await zeroShotReference(request.model, options.tenant);
+      const scorer =
+        request.task_type === 'binary-classification'
+          ? binaryZeroShotScorer(own, reference)
+          : labelSetZeroShotScorer(own, request.labels ?? [], labels, reference);
+      return { head: null, scorer, embeddings: own };
+    }
     const task = {
       kind: 'fit' as const,
       head: kind,
@@ -226,7 +236,7 @@ async function scoreWithHead(
     };
     // Not aborted with this call: another call of the tenant with the same examples may be waiting on the same fit.
     const placement = { tenant: options.tenant, startWithinMs: deadlineMs };
-    return { head: headOf(kind, await runTask<FitResult>(task, undefined, undefined, placement)), embeddings: own };
+    return { head: headOf(kind, await runTask<FitResult>(task, undefined, undefined, placement)), scorer: null, embeddings: own };
   });
   remember(key, fitting, n);
   const all = await embedded;
@@ -262,13 +272,10 @@ export async function classifyRequest(
     scored = await scoreWithHead(request, examples, labels, key, options);
   }
   const { fitted, inputs, dim } = scored;
-  const probabilities = scoreSegments(
-    inputs.embeddings,
-    dim,
-    Int32Array.of(request.inputs.length),
-    Int32Array.of(0),
-    packHeads([fitted.head]),
-  );
+  const probabilities =
+    fitted.scorer !== null
+      ? fitted.scorer(inputs.embeddings)
+      : scoreSegments(inputs.embeddings, dim, Int32Array.of(request.inputs.length), Int32Array.of(0), packHeads([fitted.head!]));
   const predictions = toPredictions(request, labels, probabilities, inputs.truncated, inputs.chunks);
   markUnknownTokens(predictions, inputs.unknownShare);
   if (request.explain !== undefined) {
@@ -332,13 +339,14 @@ export async function classifyRequest(
 export async function classify(inputs: string[], examples: AnyExample[], options: ClassifyOptions = {}): Promise<ClassifyResponse> {
   const body: Record<string, unknown> = {
     model: options.model ?? kDefaultModel,
-    task_type: options.taskType ?? inferTaskType(examples),
+    task_type: options.taskType,
     inputs,
     examples,
   };
   if (options.labels !== undefined) body.labels = options.labels;
   if (options.labelText !== undefined) body.label_text = options.labelText;
   if (options.truncate !== undefined) body.truncate = options.truncate;
+  if (options.threshold !== undefined) body.threshold = options.threshold;
   if (options.explain !== undefined) body.explain = options.explain;
   return classifyRequest(validateClassifyRequest(body), { signal: options.signal, tenant: options.tenant });
 }

@@ -60,6 +60,21 @@ describe('svc classify', () => {
     });
   });
 
+  it('sends --threshold: binary zero-shot answers by it, and predict passes it on to the service', async () => {
+    const args = ['classify', '--label-text', 'billing question', 'Why was I charged twice?', 'My parcel is late'];
+    const labels = (stdout: string) => (JSON.parse(stdout) as { predictions: { label: boolean }[] }).predictions.map((p) => p.label);
+    const plain = await svc(args, env);
+    expect(plain.code).toBe(0);
+    expect(labels(plain.stdout)).toEqual([true, false]);
+    const low = await svc([...args.slice(0, 3), '--threshold', '0.01', ...args.slice(3)], env);
+    expect(low.code).toBe(0);
+    expect(labels(low.stdout)).toEqual([true, true]);
+    // The service checks the value before it looks the model up: the flag reached the predict body.
+    const predict = await svc(['predict', '--model', 'svc-small-000000000000', '--threshold', '1.5', 'text'], env);
+    expect(predict.code).toBe(1);
+    expect(predict.stderr).toContain('threshold');
+  });
+
   it('says what is missing (exit 2) and passes on the service refusal (exit 1)', async () => {
     const missing = await svc(['classify', 'text'], env);
     expect(missing.code).toBe(2);

@@ -111,6 +111,41 @@ describe('classify (library)', () => {
     expect(binary).toMatchObject({ label_text: 'positive review', zero_shot: true });
   });
 
+  it('answers binary zero-shot by the label against everyday texts, not at 0.5', async () => {
+    const answer = await classify(['Why was I charged twice?', 'My parcel is late'], [], {
+      taskType: 'binary-classification',
+      labelText: 'billing question',
+    });
+    const predictions = answer.predictions as { label: boolean; probability: number }[];
+    expect(predictions.map((p) => p.label)).toEqual([true, false]);
+    // Scores, not coin flips: each side is clear of 0.5.
+    expect(predictions[0].probability).toBeGreaterThan(0.7);
+    expect(predictions[1].probability).toBeLessThan(0.3);
+    // A threshold moves the cut: at 0.1 the parcel is a billing question too.
+    const low = await classify(['My parcel is late'], [], {
+      taskType: 'binary-classification',
+      labelText: 'billing question',
+      threshold: 0.1,
+    });
+    expect((low.predictions[0] as { label: boolean }).label).toBe(true);
+  });
+
+  it('answers multi-label zero-shot with the label a text clearly carries, and takes a threshold', async () => {
+    const texts = ['The central bank raised interest rates again.', 'The new vaccine cut hospital admissions.'];
+    const options = { taskType: 'multi-label-classification' as const, labels: ['sports', 'economy', 'health'] };
+    const answer = await classify(texts, [], options);
+    expect(answer.zero_shot).toBe(true);
+    const sets = answer.predictions as { labels: string[]; scores: Record<string, number> }[];
+    expect(sets.map((p) => p.labels)).toEqual([['economy'], ['health']]);
+    const strict = await classify(texts, [], { ...options, threshold: { economy: 0.99 } });
+    expect((strict.predictions as { labels: string[] }[]).map((p) => p.labels)).toEqual([[], ['health']]);
+    expect(await refusal(classify(texts, [], { ...options, threshold: { finance: 0.5 } }))).toEqual({
+      code: 'invalid_request',
+      message: "threshold names the label 'finance', which the model does not have (economy, health, sports)",
+      param: 'threshold.finance',
+    });
+  });
+
   it('cuts long texts into overlapping windows of 160 words, 32 shared (chunks), or keeps their last 160 (start)', () => {
     const words = Array.from({ length: 400 }, (_, i) => `w${i}`);
     const text = words.join(' ');
