@@ -223,7 +223,7 @@ describe('svc train, predict and pull', () => {
       cv_folds: 5,
       cv_encoder: 'trained',
     });
-    const listed = JSON.parse((await svc(['models', 'list'], env)).stdout) as { data: { id: string }[] };
+    const listed = JSON.parse((await svc(['models', 'list', '--json'], env)).stdout) as { data: { id: string }[] };
     expect(listed.data.map((m) => m.id)).toContain(model.id);
     expect(await svc(['models', 'show'], env)).toMatchObject({
       code: 2,
