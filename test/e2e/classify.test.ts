@@ -86,6 +86,36 @@ describe('POST /v2/classify', () => {
     ]);
   });
 
+  it('reads task_type from the examples when the body has none, and names the first example of another kind', async () => {
+    const inferred = await call({ model: 'svc-small', inputs: ['Great film'], examples });
+    expect(inferred.status).toBe(200);
+    expect(inferred.body).toMatchObject({ label_text: 'positive', zero_shot: false });
+    const mixed = await call({ model: 'svc-small', inputs: ['Great film'], examples: [...examples, { text: 'Fine', label: 'ok' }] });
+    expect(mixed).toEqual({
+      status: 400,
+      body: {
+        error: {
+          message: `examples[${examples.length}] has a string label (multi-class) but examples[0] has a boolean label (binary): send examples of one kind, or task_type`,
+          type: 'invalid_request_error',
+          param: `examples[${examples.length}]`,
+          code: 'invalid_request',
+        },
+      },
+    });
+  });
+
+  it('answers binary zero-shot true for a billing question and false for a late parcel', async () => {
+    const answer = await call({
+      model: 'svc-small',
+      task_type: 'binary-classification',
+      examples: [],
+      label_text: 'billing question',
+      inputs: ['Why was I charged twice?', 'My parcel is late'],
+    });
+    expect(answer.status).toBe(200);
+    expect((answer.body.predictions as { label: boolean }[]).map((p) => p.label)).toEqual([true, false]);
+  });
+
   it('explains answers with the nearest examples and reads long texts in chunks when asked', async () => {
     const long = `${Array(40).fill('The story follows a family through a year in a small town.').join(' ')} A wonderful film.`;
     const answer = await call({
