@@ -125,7 +125,7 @@ const labelListSchema = z
 const binarySchema = z
   .object({
     ...commonFields,
-    task_type: z.literal('binary-classification'),
+    task_type: z.literal('binary-classification').describe('May be left out when every example has a boolean label'),
     examples: z
       .array(exampleSchema, { error: typeError('an array') })
       .describe('Labelled examples, at least 2 true and 2 false; [] for zero-shot'),
@@ -153,7 +153,7 @@ const binarySchema = z
 const multiClassSchema = z
   .object({
     ...commonFields,
-    task_type: z.literal('multi-class-classification'),
+    task_type: z.literal('multi-class-classification').describe('May be left out when every example has a string label'),
     examples: z.array(classExampleSchema, { error: typeError('an array') }).describe('At least 2 examples of each class; [] for zero-shot'),
     labels: labelListSchema,
   })
@@ -171,7 +171,7 @@ const multiClassSchema = z
 const multiLabelSchema = z
   .object({
     ...commonFields,
-    task_type: z.literal('multi-label-classification'),
+    task_type: z.literal('multi-label-classification').describe('May be left out when every example has labels'),
     examples: z
       .array(labelSetExampleSchema, { error: typeError('an array') })
       .describe('Each label on at least 2 examples and missing from one; [] for zero-shot'),
