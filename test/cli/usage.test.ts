@@ -21,12 +21,12 @@ describe('svc usage errors say why', () => {
     [
       ['predict', 'some text'],
       'predict',
-      '--model <id> is required (the id svc train printed)\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...',
+      '--model <id> is required (the id svc train printed)\nusage: svc predict --model <id> [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...',
     ],
     [
       ['predict', '--model', 'svc-small-0123456789ab'],
       'predict',
-      'no texts to classify: give them after the flags\nusage: svc predict --model <id> [--truncate <mode>] [--explain <k>] "text" ...',
+      'no texts to classify: give them after the flags\nusage: svc predict --model <id> [--threshold <0..1>] [--truncate <mode>] [--explain <k>] "text" ...',
     ],
     [
       ['pull', 'nope'],
