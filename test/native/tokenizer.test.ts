@@ -85,6 +85,15 @@ describe('Tokenizer', () => {
     expect(tokenizer.encodeBatch([], { offsets: true }).offsets!.length).toBe(0);
   });
 
+  it('counts the unknown ids it kept per text, and says how many special tokens a text carries', () => {
+    const texts = ['Great product 😀', '😀😀😀 🎉🎉', '为什么这个月我被收了两次费?', 'Warum wurde mir zweimal etwas berechnet?', ''];
+    const batch = tokenizer.encodeBatch(texts);
+    expect(Array.from(batch.unknown)).toEqual([1, 2, 11, 0, 0]);
+    expect(tokenizer.specialTokens).toBe(2);
+    // Counted on the ids returned: an emoji past the cut is not one of them.
+    expect(Array.from(tokenizer.encodeBatch(['good 😀'], { maxLength: 3 }).unknown)).toEqual([0]);
+  });
+
   it('gives encode and encodeBatch the same ids, for long texts too', () => {
     const texts = ['short', 'é'.repeat(3000), 'word, '.repeat(20_000)];
     const batch = tokenizer.encodeBatch(texts, { maxLength: 100_000 });
