@@ -8,8 +8,9 @@
 //   (a text that is near many subjects, such as a short complaint, needs more to count as any one);
 // - binary adds the contrast with the negated label (its templates minus their negations, standardized
 //   over the everyday sentences): what tells "positive review" from "not a positive review";
-// - the cut: the highest score any everyday sentence reaches for that label. The answer's probability is
-//   sigmoid(score - cut): above 0.5, the text is more about the label than every everyday sentence is.
+// - the cut: the highest relevance any everyday sentence reaches for that label (the contrast is already 0 for
+//   a typical everyday sentence). The answer's probability is sigmoid(relevance - cut + contrast): above 0.5,
+//   the text is more about the label than every everyday sentence is, give or take its side of the negation.
 // The cut is measured, not learnt from labelled data: docs/classify.md ("Zero-shot") has the accuracy
 // it gives, and why the probabilities are scores, not calibrated frequencies.
 import { embedTexts } from '../predict/embed-windows.js';
@@ -145,11 +146,11 @@ class LabelScorer {
       this.#contrastSpread = Math.sqrt(values.reduce((s, v) => s + (v - this.#contrastMean) ** 2, 0) / m) || 1;
     }
     let cut = -Infinity;
-    for (let i = 0; i < m; i++) cut = Math.max(cut, this.#score(everyday, i * dim));
+    for (let i = 0; i < m; i++) cut = Math.max(cut, this.#relevance(everyday, i * dim));
     this.#cut = cut;
   }
 
-  #score(rows: ArrayLike<number>, at: number): number {
+  #relevance(rows: ArrayLike<number>, at: number): number {
     const dim = this.#dim;
     const k = this.#background.length / dim;
     let sum = 0;
@@ -161,14 +162,14 @@ class LabelScorer {
     }
     const mean = sum / k;
     const spread = Math.sqrt(Math.max(squares / k - mean * mean, 1e-12));
-    let score = (dot(rows, at, this.#label, 0, dim) - mean) / spread;
-    if (this.#contrast !== null) score += (dot(rows, at, this.#contrast, 0, dim) - this.#contrastMean) / this.#contrastSpread;
-    return score;
+    return (dot(rows, at, this.#label, 0, dim) - mean) / spread;
   }
 
-  /** sigmoid(score - cut) of the text at row `at`. */
+  /** sigmoid(relevance - cut + contrast) of the text at row `at`. */
   probability(rows: ArrayLike<number>, at: number): number {
-    return 1 / (1 + Math.exp(-(this.#score(rows, at) - this.#cut)));
+    let score = this.#relevance(rows, at) - this.#cut;
+    if (this.#contrast !== null) score += (dot(rows, at, this.#contrast, 0, this.#dim) - this.#contrastMean) / this.#contrastSpread;
+    return 1 / (1 + Math.exp(-score));
   }
 }
 
@@ -192,7 +193,7 @@ export type ZeroShotScorer = (texts: Float32Array) => Float32Array;
  * @example
  * ```ts
  * const score = binaryZeroShotScorer(templateEmbeddings, await zeroShotReference('svc-small', undefined));
- * score(embeddingsOf(['Why was I charged twice?', 'My parcel is late'])); // Float32Array [0.82…, 0.18…] for 'billing question'
+ * score(embeddingsOf(['Why was I charged twice?', 'My parcel is late'])); // Float32Array [0.91…, 0.33…] for 'billing question'
  * ```
  */
 export function binaryZeroShotScorer(templates: Float32Array, reference: ZeroShotReference): ZeroShotScorer {

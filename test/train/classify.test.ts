@@ -119,8 +119,8 @@ describe('classify (library)', () => {
     const predictions = answer.predictions as { label: boolean; probability: number }[];
     expect(predictions.map((p) => p.label)).toEqual([true, false]);
     // Scores, not coin flips: each side is clear of 0.5.
-    expect(predictions[0].probability).toBeGreaterThan(0.7);
-    expect(predictions[1].probability).toBeLessThan(0.3);
+    expect(predictions[0].probability).toBeGreaterThan(0.6);
+    expect(predictions[1].probability).toBeLessThan(0.4);
     // A threshold moves the cut: at 0.1 the parcel is a billing question too.
     const low = await classify(['My parcel is late'], [], {
       taskType: 'binary-classification',
