@@ -62,7 +62,8 @@ describe('/v2', () => {
         model: { type: 'string', description: 'A trained model id, e.g. svc-small-1a2b3c4d5e6f' },
         inputs: {
           type: 'array',
-          items: { type: 'string', maxLength: 100000 },
+          // An empty text is refused (and one of only whitespace, which JSON Schema cannot say).
+          items: { type: 'string', minLength: 1, maxLength: 100000 },
           minItems: 1,
           maxItems: 2048,
           description: '1 to 2048 texts of at most 100000 characters each',
