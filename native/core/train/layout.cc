@@ -1,6 +1,7 @@
 // Where every trainable tensor sits in a flat vector: the encoder layers' parameters
 // (full fine-tuning) and the LoRA adapters' A and B (adapter training), with their
 // checkpoint and PEFT names.
+#include <array>
 #include <stdexcept>
 
 #include "kernels/gemm.h"
@@ -141,44 +142,59 @@ std::vector<ParamTensor> lora_tensors(const EncoderConfig& c, const LoraConfig& 
   return out;
 }
 
-void pack_frozen_layer(const EncoderConfig& c, const float* layer, PackedF32* fwd, PackedF32* bwd, Workers* workers) {
-  const int h = c.hidden, f = c.intermediate, per = kPanelsPerLayer;
+namespace {
+
+// A layer's four weight matrices: where each sits in the layer's params, and its [out x in] shape.
+struct LayerMatrix {
+  int64_t at;
+  int out, in;
+};
+
+std::array<LayerMatrix, kPanelsPerLayer> layer_matrices(const EncoderConfig& c) {
+  const int h = c.hidden, f = c.intermediate;
   const LayerOffsets o = layer_offsets(c, 0);
-  const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
-  const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
-  parallel_for(workers, 2 * per, [&](int64_t t0, int64_t t1) {
+  return {{{o.wqkv, 3 * h, h}, {o.wo, h, h}, {o.wi, f, h}, {o.wo2, h, f}}};
+}
+
+// Packs each matrix twice, one pool task each: as y = x·Wᵀ needs it (forward) and as dx = dy·W does.
+template <typename Packed, typename PackOne>
+void pack_layer(const EncoderConfig& c, const float* layer, Packed* fwd, Packed* bwd, Workers* workers,
+                PackOne pack_one) {
+  const std::array<LayerMatrix, kPanelsPerLayer> matrices = layer_matrices(c);
+  parallel_for(workers, 2 * kPanelsPerLayer, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int m = static_cast<int>(t % per);
-      const float* w = layer + at[m];
-      if (t < per) {
-        fwd[m] = pack_frozen_f32(w, outs[m], ins[m]);
-        continue;
-      }
-      // dx = dy·W: op(B) is W itself, which pack_f32 takes as the [in x out] matrix Wᵀ.
-      std::vector<float> wt(static_cast<size_t>(outs[m]) * ins[m]);
-      for (int r = 0; r < outs[m]; ++r)
-        for (int i = 0; i < ins[m]; ++i)
-          wt[static_cast<size_t>(i) * outs[m] + r] = w[static_cast<int64_t>(r) * ins[m] + i];
-      bwd[m] = pack_frozen_f32(wt.data(), ins[m], outs[m]);
+      const int m = static_cast<int>(t % kPanelsPerLayer);
+      const bool forward = t < kPanelsPerLayer;
+      const LayerMatrix& w = matrices[m];
+      pack_one(forward, layer + w.at, w.out, w.in, forward ? fwd[m] : bwd[m]);
     }
+  });
+}
+
+}  // namespace
+
+void pack_frozen_layer(const EncoderConfig& c, const float* layer, PackedF32* fwd, PackedF32* bwd, Workers* workers) {
+  pack_layer(c, layer, fwd, bwd, workers, [](bool forward, const float* w, int out, int in, PackedF32& dst) {
+    if (forward) {
+      dst = pack_frozen_f32(w, out, in);
+      return;
+    }
+    // dx = dy·W: op(B) is W itself, which pack_f32 takes as the [in x out] matrix Wᵀ.
+    std::vector<float> wt(static_cast<size_t>(out) * in);
+    for (int r = 0; r < out; ++r)
+      for (int i = 0; i < in; ++i) wt[static_cast<size_t>(i) * out + r] = w[static_cast<int64_t>(r) * in + i];
+    dst = pack_frozen_f32(wt.data(), in, out);
   });
 }
 
 void pack_frozen_layer_bf16(const EncoderConfig& c, const float* layer, PackedBf16* fwd, PackedBf16* bwd,
                             Workers* workers) {
-  const int h = c.hidden, f = c.intermediate, per = kPanelsPerLayer;
-  const LayerOffsets o = layer_offsets(c, 0);
-  const int64_t at[4] = {o.wqkv, o.wo, o.wi, o.wo2};
-  const int outs[4] = {3 * h, h, f, h}, ins[4] = {h, h, h, f};
-  parallel_for(workers, 2 * per, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int m = static_cast<int>(t % per);
-      // As a full fine-tuning step packs them (pack_weights): Wᵀ for y = x·Wᵀ, W for dx = dy·W.
-      if (t < per)
-        pack_b_bf16(true, layer + at[m], ins[m], ins[m], outs[m], fwd[m], nullptr);
-      else
-        pack_b_bf16(false, layer + at[m], ins[m], outs[m], ins[m], bwd[m], nullptr);
-    }
+  // As a full fine-tuning step packs them (pack_weights): Wᵀ for y = x·Wᵀ, W for dx = dy·W.
+  pack_layer(c, layer, fwd, bwd, workers, [](bool forward, const float* w, int out, int in, PackedBf16& dst) {
+    if (forward)
+      pack_b_bf16(true, w, in, in, out, dst, nullptr);
+    else
+      pack_b_bf16(false, w, in, out, in, dst, nullptr);
   });
 }
 
