@@ -1,9 +1,12 @@
 // Runs the real `svc` command (the TypeScript sources through tsx) as a child process.
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { kRepoRoot, kSvcArgs } from '../../fixtures/serve-process.js';
+import { afterAll, beforeAll } from 'vitest';
+
+import { exited, kRepoRoot, kSvcArgs, serve } from '../../fixtures/serve-process.js';
 
 export { exited, kRepoRoot, serve, startNode } from '../../fixtures/serve-process.js';
 
@@ -52,4 +55,33 @@ export function runNode(nodeArgs: string[], env: Record<string, string> = {}): P
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** What useServedOrg gives a test file: the temporary folder, and SVC_URL and SVC_KEY once the server is up. */
+export interface ServedOrg {
+  dir: string;
+  env: Record<string, string>;
+}
+
+/**
+ * A `svc serve` child over a fresh data directory in a temporary folder (`prefix`), with the organization `acme` and a
+ * key of it, for the calling file's tests: started before them, stopped and removed after. `env` is filled in place,
+ * so a file may take it apart at once.
+ */
+export function useServedOrg(prefix: string): ServedOrg {
+  const served: ServedOrg = { dir: mkdtempSync(join(tmpdir(), prefix)), env: {} };
+  const data = join(served.dir, 'data');
+  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  beforeAll(async () => {
+    await svc(['orgs', 'create', 'acme', '--data', data]);
+    const key = (await svc(['keys', 'create', '--org', 'acme', '--data', data])).stdout.trim();
+    server = await serve(['--data', data]);
+    Object.assign(served.env, { SVC_URL: server.url, SVC_KEY: key });
+  });
+  afterAll(async () => {
+    server?.child.kill('SIGTERM');
+    if (server) await exited(server.child);
+    rmSync(served.dir, { recursive: true, force: true });
+  });
+  return served;
 }

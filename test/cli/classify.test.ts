@@ -1,30 +1,14 @@
 // `svc classify` as a real process against a real `svc serve` on 127.0.0.1: examples from a CSV file,
 // zero-shot from names, and usage and service errors with their exit codes.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { imdbExamples } from '../_support/examples.js';
-import { exited, serve, svc } from '../_support/cli.js';
+import { svc, useServedOrg } from '../_support/cli.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-cli-classify-'));
-let server: Awaited<ReturnType<typeof serve>> | undefined;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  await svc(['orgs', 'create', 'acme', '--data', join(dir, 'data')]);
-  const key = (await svc(['keys', 'create', '--org', 'acme', '--data', join(dir, 'data')])).stdout.trim();
-  server = await serve(['--data', join(dir, 'data')]);
-  env = { SVC_URL: server.url, SVC_KEY: key };
-});
-
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  if (server) await exited(server.child);
-  rmSync(dir, { recursive: true, force: true });
-});
+const { dir, env } = useServedOrg('svc-cli-classify-');
 
 describe('svc classify', () => {
   it('labels texts by a file of examples, and zero-shot by names, printing the /v2/classify answer', async () => {

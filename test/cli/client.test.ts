@@ -1,32 +1,16 @@
 // The client commands (`svc train --wait`, `svc predict`, `svc pull`) as real processes
 // against a real `svc serve` child over a temporary data directory.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { uciSentences, uciTasks } from '../../fixtures/corpora.js';
-import { exited, kRepoRoot, serve, svc } from '../_support/cli.js';
+import { kRepoRoot, svc, useServedOrg } from '../_support/cli.js';
 
 const yelp = uciSentences('yelp');
 const rows = [...yelp.filter((r) => r.label).slice(0, 10), ...yelp.filter((r) => !r.label).slice(0, 10)];
-const dir = mkdtempSync(join(tmpdir(), 'svc-client-'));
-let server: Awaited<ReturnType<typeof serve>>;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  await svc(['orgs', 'create', 'acme', '--data', join(dir, 'data')]);
-  const key = (await svc(['keys', 'create', '--org', 'acme', '--data', join(dir, 'data')])).stdout.trim();
-  server = await serve(['--data', join(dir, 'data')]);
-  env = { SVC_URL: server.url, SVC_KEY: key };
-});
-
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  if (server) await exited(server.child);
-  rmSync(dir, { recursive: true, force: true });
-});
+const { dir, env } = useServedOrg('svc-client-');
 
 describe('svc train, predict and pull', () => {
   it('train --wait shows progress and ends trained; predict and pull use the model', async () => {

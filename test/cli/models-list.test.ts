@@ -1,31 +1,15 @@
 // `svc models list` and `svc models show` against a real `svc serve` child, and the GET /v2/models they read:
 // two binary models are told apart by their label_text, a multi-class one by its labels, and a model still
 // training is listed with its status instead of missing.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
-import { exited, serve, svc } from '../_support/cli.js';
+import { svc, useServedOrg } from '../_support/cli.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-models-list-'));
-let server: Awaited<ReturnType<typeof serve>>;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  await svc(['orgs', 'create', 'acme', '--data', join(dir, 'data')]);
-  const key = (await svc(['keys', 'create', '--org', 'acme', '--data', join(dir, 'data')])).stdout.trim();
-  server = await serve(['--data', join(dir, 'data')]);
-  env = { SVC_URL: server.url, SVC_KEY: key };
-});
-
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  if (server) await exited(server.child);
-  rmSync(dir, { recursive: true, force: true });
-});
+const { dir, env } = useServedOrg('svc-models-list-');
 
 /** `svc <args>` that must succeed: its stdout (stderr has `--wait`'s progress lines). */
 async function ok(args: string[]): Promise<string> {
@@ -57,7 +41,7 @@ describe('svc models list and show', () => {
     const reviews = JSON.parse(await ok(['train', '--examples', file])) as { id: string; status: string; label_text: string };
     expect([reviews.status, reviews.label_text]).toEqual(['training', 'positive review']);
 
-    const listed = await fetch(`${server.url}/v2/models`, { headers: { authorization: `Bearer ${env.SVC_KEY}` } });
+    const listed = await fetch(`${env.SVC_URL}/v2/models`, { headers: { authorization: `Bearer ${env.SVC_KEY}` } });
     const { data } = (await listed.json()) as { data: { id: string; status: string; label_text?: string; labels?: string[] }[] };
     expect(data.map(({ id, status, label_text, labels }) => ({ id, status, label_text, labels }))).toEqual([
       { id: billing.id, status: 'trained', label_text: 'billing question', labels: undefined },
