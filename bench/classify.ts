@@ -9,7 +9,9 @@
 //
 // `--accuracy`: zero-shot (examples: [], label names) against 20-example heads (10 per class for
 // binary; 8 per class for `sites`, as the accuracy bench draws them) on the accuracy bench's imdb,
-// yelp and sites tasks, on its held-out texts (the first 480 of each, to keep the run short).
+// yelp and sites tasks, on its held-out texts (the first 480 of each, to keep the run short); then
+// zero-shot alone on the other binary tasks of bench/_zero-shot-tasks.ts (amazon sentiment, each site
+// one-vs-rest, spam) and the mean over all seven binary zero-shot tasks.
 //
 // `--chunks [--max-chars 2000]`: truncate 'end' against 'chunks' read three ways (pooling) on the
 // SpamAssassin e-mails (easy ham / hard ham / spam, 8 examples per class, bodies up to 2,000
@@ -36,6 +38,7 @@ import { scoreSegments } from '../src/predict/head.js';
 import { emailClasses, uciSentences, uciSites } from '../fixtures/corpora.js';
 import { split, splitClasses } from '../fixtures/draw.js';
 import { intOption } from './_common.js';
+import { binaryZeroShotTasks } from './_zero-shot-tasks.js';
 
 const kInputs = 8;
 const kTestTexts = 480;
@@ -178,6 +181,15 @@ async function zeroShot(seeds: number, json: boolean): Promise<void> {
     );
   }
   rows.push({ task: 'sites', method: `24 examples (8 per class), frozen head (mean of ${seeds} draws)`, accuracy: mean(few) });
+  // The other binary zero-shot tasks (amazon sentiment, topics one-vs-rest, spam), then the mean of all seven.
+  const binary = rows.filter((r) => r.method.startsWith('zero-shot') && r.task !== 'sites').map((r) => r.accuracy);
+  for (const task of binaryZeroShotTasks().filter((t) => t.name !== 'imdb sentiment' && t.name !== 'yelp sentiment')) {
+    const options = { taskType: 'binary-classification' as const, labelText: task.labelText };
+    const { accuracy } = await accuracyOf(task.texts, task.expected, [], options);
+    rows.push({ task: task.name, method: `zero-shot (label_text '${task.labelText}')`, accuracy });
+    binary.push(accuracy);
+  }
+  rows.push({ task: `all ${binary.length} binary tasks`, method: 'zero-shot, mean', accuracy: mean(binary) });
   if (json) return console.log(JSON.stringify(rows, null, 2));
   console.log(`\n${kTestTexts} held-out texts per task; load average ${load()}\n`);
   console.log('| task | method | accuracy % |\n| --- | --- | ---: |');

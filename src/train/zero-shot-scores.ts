@@ -165,12 +165,54 @@ class LabelScorer {
     return (dot(rows, at, this.#label, 0, dim) - mean) / spread;
   }
 
-  /** sigmoid(relevance - cut + contrast) of the text at row `at`. */
-  probability(rows: ArrayLike<number>, at: number): number {
-    let score = this.#relevance(rows, at) - this.#cut;
-    if (this.#contrast !== null) score += (dot(rows, at, this.#contrast, 0, this.#dim) - this.#contrastMean) / this.#contrastSpread;
-    return 1 / (1 + Math.exp(-score));
+  /** The text's relevance above the cut, at row `at`. */
+  lift(rows: ArrayLike<number>, at: number): number {
+    return this.#relevance(rows, at) - this.#cut;
   }
+
+  /** The text's standardized contrast with the negated label, at row `at` (0 without a negated label). */
+  contrast(rows: ArrayLike<number>, at: number): number {
+    if (this.#contrast === null) return 0;
+    return (dot(rows, at, this.#contrast, 0, this.#dim) - this.#contrastMean) / this.#contrastSpread;
+  }
+}
+
+const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+
+/**
+ * Binary zero-shot: sigmoid(bias + lift weight * lift + contrast weight * contrast), the lift being relevance - cut.
+ * The lift carries topics and the contrast carries sentiment (a sentiment label's relevance barely moves between
+ * reviews); no single pair of weights carries both. `npm run bench -- zero-shot-calibration` measures seven binary tasks
+ * of both kinds (UCI sentiment, UCI sites one-vs-rest, SpamAssassin spam) under weights fitted on the other six, and
+ * the plain sum (1, 1, 0) measures best on their mean: docs/classify.md ("Zero-shot") has the table.
+ */
+export const kBinaryZeroShotWeights = Object.freeze({ lift: 1, contrast: 1, bias: 0 });
+
+/** Per text (n x dim), the two binary zero-shot features: [lift, contrast] interleaved (n x 2). */
+export type ZeroShotFeatures = (texts: Float32Array) => Float64Array;
+
+/**
+ * The binary zero-shot features from the embeddings of `binaryZeroShot(labelText)`, for calibration and inspection.
+ *
+ * @example
+ * ```ts
+ * const features = binaryZeroShotFeatures(templateEmbeddings, await zeroShotReference('svc-small', undefined));
+ * features(embeddingsOf(['A wonderful film.'])); // Float64Array [lift, contrast] for 'positive review'
+ * ```
+ */
+export function binaryZeroShotFeatures(templates: Float32Array, reference: ZeroShotReference): ZeroShotFeatures {
+  const { dim } = reference;
+  const per = kZeroShotTemplates.length;
+  const scorer = new LabelScorer(centroid(templates, dim, 0, per), reference.subjects, centroid(templates, dim, per, per), reference);
+  return (texts) => {
+    const n = texts.length / dim;
+    const out = new Float64Array(n * 2);
+    for (let i = 0; i < n; i++) {
+      out[2 * i] = scorer.lift(texts, i * dim);
+      out[2 * i + 1] = scorer.contrast(texts, i * dim);
+    }
+    return out;
+  };
 }
 
 /** The parts' rows, one after another. */
@@ -197,10 +239,12 @@ export type ZeroShotScorer = (texts: Float32Array) => Float32Array;
  * ```
  */
 export function binaryZeroShotScorer(templates: Float32Array, reference: ZeroShotReference): ZeroShotScorer {
-  const { dim } = reference;
-  const per = kZeroShotTemplates.length;
-  const scorer = new LabelScorer(centroid(templates, dim, 0, per), reference.subjects, centroid(templates, dim, per, per), reference);
-  return (texts) => Float32Array.from({ length: texts.length / dim }, (_, i) => scorer.probability(texts, i * dim));
+  const features = binaryZeroShotFeatures(templates, reference);
+  const { lift, contrast, bias } = kBinaryZeroShotWeights;
+  return (texts) => {
+    const f = features(texts);
+    return Float32Array.from({ length: f.length / 2 }, (_, i) => sigmoid(bias + lift * f[2 * i] + contrast * f[2 * i + 1]));
+  };
 }
 
 /**
@@ -223,7 +267,7 @@ export function labelSetZeroShotScorer(
   return (texts) => {
     const n = texts.length / dim;
     const out = new Float32Array(n * order.length);
-    for (let i = 0; i < n; i++) scorers.forEach((scorer, k) => (out[i * order.length + k] = scorer.probability(texts, i * dim)));
+    for (let i = 0; i < n; i++) scorers.forEach((scorer, k) => (out[i * order.length + k] = sigmoid(scorer.lift(texts, i * dim))));
     return out;
   };
 }
