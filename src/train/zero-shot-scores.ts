@@ -183,8 +183,9 @@ const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
  * Binary zero-shot: sigmoid(bias + lift weight * lift + contrast weight * contrast), the lift being relevance - cut.
  * The lift carries topics and the contrast carries sentiment (a sentiment label's relevance barely moves between
  * reviews); no single pair of weights carries both. `npm run bench -- zero-shot-calibration` measures seven binary tasks
- * of both kinds (UCI sentiment, UCI sites one-vs-rest, SpamAssassin spam) under weights fitted on the other six, and
- * the plain sum (1, 1, 0) measures best on their mean: docs/classify.md ("Zero-shot") has the table.
+ * of both kinds (UCI sentiment, UCI sites one-vs-rest, SpamAssassin spam) under weights fitted on the other six: the
+ * plain sum (1, 1, 0) measures best of the linear rules (65.2 % mean). max(lift, contrast) measures 67.8 % but
+ * answers "My parcel is late" true as a billing question: docs/classify.md ("Zero-shot") has the table.
  */
 export const kBinaryZeroShotWeights = Object.freeze({ lift: 1, contrast: 1, bias: 0 });
 
