@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { uciSentences, uciTasks } from '../../fixtures/corpora.js';
+import { kAdapterFolderFiles } from '../_support/adapter-files.js';
 import { kRepoRoot, svc, useServedOrg } from '../_support/cli.js';
 
 const yelp = uciSentences('yelp');
@@ -101,14 +102,7 @@ describe('svc train, predict and pull', () => {
     expect(trained.code).toBe(0);
     const model = JSON.parse(trained.stdout) as { id: string; status: string };
     expect(model.status).toBe('trained');
-    expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id)).sort()).toEqual([
-      'adapter_config.json',
-      'adapter_model.safetensors',
-      'example_embeddings.safetensors',
-      'examples.json',
-      'head.json',
-      'manifest.json',
-    ]);
+    expect(readdirSync(join(dir, 'data', 'hub', 'acme', model.id)).sort()).toEqual([...kAdapterFolderFiles]);
     const manifest = JSON.parse(readFileSync(join(dir, 'data', 'hub', 'acme', model.id, 'manifest.json'), 'utf8'));
     expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4 });
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { kAdapterFolderFiles } from '../_support/adapter-files.js';
 import { exited, serve, svc } from '../_support/cli.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
@@ -76,14 +77,7 @@ describe('two replicas serve adapter models from one database', () => {
         expect(fromTwo.text).toBe(fromOne.text);
         // What replica two fetched: the adapter and its small files, no encoder weights.
         const fetched = filesUnder(join(dir, 'two', 'model-cache', 'acme', ids[0]!));
-        expect([...fetched.keys()].sort()).toEqual([
-          'adapter_config.json',
-          'adapter_model.safetensors',
-          'example_embeddings.safetensors',
-          'examples.json',
-          'head.json',
-          'manifest.json',
-        ]);
+        expect([...fetched.keys()].sort()).toEqual([...kAdapterFolderFiles]);
         expect(fetched.get('adapter_model.safetensors')).toBeLessThan(700_000); // rank 8 in fp16
         const bytes = [...fetched.values()].reduce((a, b) => a + b, 0);
         expect(bytes).toBeLessThan(1_000_000);

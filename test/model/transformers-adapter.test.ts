@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences, uciSites } from '../../fixtures/corpora.js';
 import { type RunningServer, startServer } from '../../src/server/app.js';
+import { kAdapterFolderFiles } from '../_support/adapter-files.js';
 import { httpCall } from '../_support/http.js';
 import { kLevelSlowdown } from '../_support/level.js';
 
@@ -116,14 +117,7 @@ describe('an adapter model in transformers.js from the hub', () => {
       const id = await trained(request);
       const modelDir = join(dir, 'hub', 'acme', id);
       // The model's own files: no encoder, no ONNX graph.
-      expect(readdirSync(modelDir).sort()).toEqual([
-        'adapter_config.json',
-        'adapter_model.safetensors',
-        'example_embeddings.safetensors',
-        'examples.json',
-        'head.json',
-        'manifest.json',
-      ]);
+      expect(readdirSync(modelDir).sort()).toEqual([...kAdapterFolderFiles]);
       const info = await call('GET', `/hub/api/models/acme/${id}`);
       expect((info.body.siblings as { rfilename: string }[]).map((s) => s.rfilename)).toEqual([
         'adapter_config.json',

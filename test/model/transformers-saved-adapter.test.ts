@@ -15,17 +15,11 @@ import { uciSentences } from '../../fixtures/corpora.js';
 import { closePool, configurePool } from '../../src/pool/pool.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { train } from '../../src/train/train.js';
+import { kAdapterFolderFiles } from '../_support/adapter-files.js';
 import { writeAdapterModel } from '../_support/adapter.js';
 import { kLevelSlowdown } from '../_support/level.js';
 
-const kAdapterOnly = [
-  'adapter_config.json',
-  'adapter_model.safetensors',
-  'example_embeddings.safetensors',
-  'examples.json',
-  'head.json',
-  'manifest.json',
-];
+const kAdapterOnly = kAdapterFolderFiles;
 
 const { trainSet, testSet } = split(uciSentences('imdb'), 1);
 const texts = testSet.slice(0, 50).map((row) => row.text);

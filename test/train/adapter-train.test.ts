@@ -12,6 +12,7 @@ import { Classifier, Encoder } from '../../src/index.js';
 import { DirectoryHub } from '../../src/model/hub.js';
 import { closePool, configurePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
+import { kAdapterFolderFiles } from '../_support/adapter-files.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
@@ -56,14 +57,7 @@ describe("train() with finetune: { method: 'adapter' }", () => {
     expect(manifest.training.finetune).toMatchObject({ method: 'adapter', rank: 4, lora_alpha: 8, learning_rate: 3e-4, steps: 5 });
 
     const dir = hub.pathOf(id);
-    expect((await readdir(dir)).sort()).toEqual([
-      'adapter_config.json',
-      'adapter_model.safetensors',
-      'example_embeddings.safetensors',
-      'examples.json',
-      'head.json',
-      'manifest.json',
-    ]);
+    expect((await readdir(dir)).sort()).toEqual([...kAdapterFolderFiles]);
     let bytes = 0;
     for (const name of await readdir(dir)) bytes += (await stat(join(dir, name))).size;
     expect(bytes).toBeLessThan(1_000_000);
