@@ -1,24 +1,18 @@
 // POST /v2/classify through the stand-alone service: a real server on 127.0.0.1 over a temporary data
 // directory, plain fetch clients, the library's frozen encoder. The answer's structure is asserted
 // exactly and compared with the library's classify() for the same examples.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
-import { type RunningServer, startServer } from '../../src/server/app.js';
 import { classify } from '../../src/train/classify.js';
+import { useAcmeService } from '../_support/classify-service.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 
-let dir: string;
-let server: RunningServer;
-let key: string;
+const acme = useAcmeService('svc-e2e-classify-');
 
-async function call(body: unknown, bearer = key) {
-  const answer = await httpCall(server.url, 'POST', '/v2/classify', bearer, body);
+async function call(body: unknown, bearer = acme.key) {
+  const answer = await httpCall(acme.server.url, 'POST', '/v2/classify', bearer, body);
   return { status: answer.status, body: JSON.parse(answer.text) as Record<string, unknown> };
 }
 
@@ -36,20 +30,6 @@ const inputs = [
     .slice(200, 203)
     .map((r) => r.text),
 ];
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-e2e-classify-'));
-  // These tests are about the answers, not the queue's deadline: on a machine loaded by other test files, an
-  // uncached call (examples and inputs, some read in chunks) can be refused 503 by the default 10 s.
-  server = await startServer({ dataDir: dir, port: 0, predictQueue: { deadlineMs: 120_000 } });
-  await server.service.createOrganization('acme');
-  key = (await server.service.createApiKey('acme')).key;
-});
-
-afterAll(async () => {
-  await server?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
 
 describe('POST /v2/classify', () => {
   it("labels texts by the request's examples in predict's shape, the same as the library", async () => {
@@ -165,9 +145,9 @@ describe('POST /v2/classify', () => {
   });
 
   it("counts against the organization's request limit, as predict does", async () => {
-    await server.service.createOrganization('slow');
-    await server.service.setOrgLimits('slow', { requestsPerMinute: 1 });
-    const slowKey = (await server.service.createApiKey('slow')).key;
+    await acme.server.service.createOrganization('slow');
+    await acme.server.service.setOrgLimits('slow', { requestsPerMinute: 1 });
+    const slowKey = (await acme.server.service.createApiKey('slow')).key;
     const body = { model: 'svc-small', task_type: 'binary-classification', inputs: ['Great film'], examples };
     expect((await call(body, slowKey)).status).toBe(200);
     const refused = await call(body, slowKey);
@@ -176,7 +156,7 @@ describe('POST /v2/classify', () => {
   });
 
   it('is documented in the OpenAPI document', async () => {
-    const answer = await httpCall(server.url, 'GET', '/v2/openapi.json', null);
+    const answer = await httpCall(acme.server.url, 'GET', '/v2/openapi.json', null);
     const document = JSON.parse(answer.text) as { paths: Record<string, Record<string, { requestBody?: unknown; summary?: string }>> };
     expect(document.paths['/v2/classify'].post.summary).toBe(
       'Classify texts by examples sent with them (or label names), with no stored model',

@@ -1,38 +1,19 @@
 // What a new user's first texts get over HTTP, through the stand-alone service on 127.0.0.1 with the library's
 // frozen encoder: texts the tokenizer barely knows carry `unknown_tokens` in /v2/classify's answer (the response
 // schema keeps the field), English ones do not, and blank texts are refused with the index before any work.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-import { type RunningServer, startServer } from '../../src/server/app.js';
+import { useAcmeService } from '../_support/classify-service.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 
-let dir: string;
-let server: RunningServer;
-let key: string;
+const acme = useAcmeService('svc-e2e-unknown-');
 
 async function classify(inputs: string[]) {
   const body = { model: 'svc-small', task_type: 'binary-classification', inputs, examples: imdbExamples(0, 10) };
-  const answer = await httpCall(server.url, 'POST', '/v2/classify', key, body);
+  const answer = await httpCall(acme.server.url, 'POST', '/v2/classify', acme.key, body);
   return { status: answer.status, body: JSON.parse(answer.text) as { predictions?: Record<string, unknown>[]; error?: unknown } };
 }
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-e2e-unknown-'));
-  // About the answers, not the queue's deadline: a loaded machine could refuse an uncached call by the default 10 s.
-  server = await startServer({ dataDir: dir, port: 0, predictQueue: { deadlineMs: 120_000 } });
-  await server.service.createOrganization('acme');
-  key = (await server.service.createApiKey('acme')).key;
-});
-
-afterAll(async () => {
-  await server?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
 
 describe('unknown tokens and blank texts over HTTP', () => {
   it('flags emoji-only and Chinese texts with their share of [UNK] pieces, and leaves English unflagged', async () => {
