@@ -17,6 +17,8 @@ export type { AdapterSegments } from './native/adapter.js';
 export { Tokenizer } from './native/tokenizer.js';
 export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
 export { train } from './train/train.js';
+export { registerBaseModel, registeredBaseModels } from './model/base-models.js';
+export type { BaseModel, BaseModelFamily, BaseModelPooling } from './model/base-models.js';
 export { labelWithTeacher } from './train/label-with-teacher.js';
 export type { TeacherLabelling, TeacherOptions } from './train/label-with-teacher.js';
 export { kMaxTeacherTexts, teacherTrainRequestSchema, validateTeacherTrainRequest } from './contract/teacher-request.js';

@@ -1,7 +1,7 @@
 // manifest.json: what a model directory holds, how it was trained, and in which format.
 // Readers accept every format version written so far, upgrading old ones on load.
 import { SvcError } from '../errors.js';
-import { baseModelNames, isBaseModelName } from './base-models.js';
+import { baseModelNames, isBaseModelName, isBuiltinBaseModelName, registeredFingerprint } from './base-models.js';
 import type { EvaluationScores } from './evaluation.js';
 import { type FinetuneMethod, kMaxClasses, kMinClasses, kTaskTypes, type TaskType } from './train-request.js';
 
@@ -163,6 +163,11 @@ export interface Manifest {
   created_at: number;
   task_type: TaskType;
   base_model: string;
+  /**
+   * sha256 of the registered base model folder's defining files when the model was trained (see
+   * `registerBaseModel`); absent on models on a built-in base. Loading checks it against the folder registered now.
+   */
+  base_model_fingerprint?: string;
   /** Binary models: what `label: true` means. */
   label_text?: string;
   /** Multi-class and multi-label models: the class or label names, in the order of the head's rows. */
@@ -279,6 +284,23 @@ export function parseManifestAndChecksums(text: string, dir: string): { manifest
   return { manifest: parseManifestFields(raw as Record<string, unknown>, dir), files };
 }
 
+/**
+ * The manifest's base_model_fingerprint, refused when the folder registered under its base model now has other
+ * files: the model's head was fitted on the embeddings of the files it was trained on.
+ */
+function checkBaseFingerprint(manifest: Record<string, unknown>, dir: string, baseModel: string): string | undefined {
+  if (manifest.base_model_fingerprint === undefined) return undefined;
+  const recorded = field<string>(manifest, dir, 'base_model_fingerprint', isString);
+  const registered = registeredFingerprint(baseModel);
+  if (!isBuiltinBaseModelName(baseModel) && registered !== recorded) {
+    throw new SvcError(
+      'invalid_request',
+      `${dir}/${kManifestFile}: base model '${baseModel}' was trained on files with fingerprint ${recorded}, but the folder registered as '${baseModel}' now has ${registered}: the folder changed since training; register the folder it was trained on`,
+    );
+  }
+  return recorded;
+}
+
 function parseManifestFields(raw: Record<string, unknown>, dir: string): Manifest {
   let manifest = raw;
   const version = manifest.format_version;
@@ -300,8 +322,12 @@ function parseManifestFields(raw: Record<string, unknown>, dir: string): Manifes
       : { labels: field<string[]>(manifest, dir, 'labels', isLabelList) };
   const baseModel = field<string>(manifest, dir, 'base_model', isString);
   if (!isBaseModelName(baseModel)) {
-    throw invalid(dir, `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')})`);
+    throw invalid(
+      dir,
+      `base_model '${baseModel}' is not one this svc-classify has (${baseModelNames.join(', ')}); register its folder first (registerBaseModel, svc serve --base-model ${baseModel}=DIR)`,
+    );
   }
+  const fingerprint = checkBaseFingerprint(manifest, dir, baseModel);
   const body = field<string>(manifest, dir, 'body', isString);
   if (body !== 'frozen' && body !== 'finetuned' && body !== 'adapter') {
     throw invalid(dir, `body '${body}' is not supported by this svc-classify; upgrade it`);
@@ -320,6 +346,7 @@ function parseManifestFields(raw: Record<string, unknown>, dir: string): Manifes
     created_at: field(manifest, dir, 'created_at', isNumber),
     task_type: taskType,
     base_model: baseModel,
+    ...(fingerprint === undefined ? {} : { base_model_fingerprint: fingerprint }),
     ...names,
     body,
     ...(encoderFile === undefined ? {} : { encoder_file: encoderFile }),

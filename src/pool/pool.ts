@@ -18,7 +18,8 @@ import type { PrecisionSetting } from '../native/encoder.js';
 import type { SvcErrorCode } from '../errors.js';
 import { BackgroundGate } from './background-gate.js';
 import { kEncoderChannel, kWorkerError } from './tasks.js';
-import type { PoolTask, WorkerError, WorkerSettings } from './tasks.js';
+import type { PoolTask, PooledTask, WorkerError, WorkerSettings } from './tasks.js';
+import { baseModelRegistrations } from '../model/base-models.js';
 import * as is from '../is.js';
 
 const debug = debuglog('svc');
@@ -292,7 +293,9 @@ async function runInPool<T>(task: PoolTask, signal?: AbortSignal, transferList?:
   tasksInPool++;
   if (predicting) predictsInPool++;
   try {
-    result = await currentPool().run(task, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
+    const registered = baseModelRegistrations();
+    const pooled: PooledTask = registered.length > 0 ? { ...task, baseModels: registered } : task;
+    result = await currentPool().run(pooled, { ...(signal ? { signal } : {}), ...(transferList ? { transferList } : {}) });
   } catch (error) {
     if (signal?.aborted) throw new SvcError('aborted', 'the operation was aborted', { cause: error });
     // A plain Error from the worker: a native failure (the C++ message) or a bug.

@@ -2,6 +2,7 @@
 // worker (which runs them) and the main thread (which only builds and awaits them).
 import type { MessagePort } from 'node:worker_threads';
 
+import type { BaseModelRegistration } from '../model/base-models.js';
 import type { Head } from '../model/directory.js';
 import type { EncoderPrecision, PrecisionSetting } from '../native/encoder.js';
 import type { KernelChoice } from '../native/kernel-choice.js';
@@ -335,6 +336,12 @@ export interface NearestExample {
 
 export type PoolTask =
   EmbedTask | PredictTask | AdapterTask | FitTask | FinetuneTask | SaveTask | ExportMergedTask | PingTask | FitsTask | NearestTask;
+
+/**
+ * A task as it crosses to a worker: with the base model folders registered in the main thread, which the
+ * worker registers on first sight (registrations made after the pool started reach it this way too).
+ */
+export type PooledTask = PoolTask & { baseModels?: readonly BaseModelRegistration[] };
 
 /** What the worker is started with. */
 export interface WorkerSettings {

@@ -2,6 +2,7 @@
 // recipe, the head and its levers, the examples per label) and what it scored (training accuracy,
 // the cross-validated estimate and its report, the validation set's scores).
 import { kAdapterConfigFile, kAdapterFile } from '../model/adapter.js';
+import { registeredFingerprint } from '../contract/base-models.js';
 import { kEncoderFile, kHeadFile, kManifestFormatVersion } from '../contract/manifest.js';
 import type { CvEncoder, FinetuneSettings, Manifest } from '../contract/manifest.js';
 import type { CrossValidation, FitResult, HeadKind } from '../pool/tasks.js';
@@ -49,6 +50,12 @@ export interface TrainingRecord {
   seconds: number;
 }
 
+/** A registered base model's fingerprint, so the model is never served on other files; built-in bases have none. */
+function baseModelFingerprint(model: string): { base_model_fingerprint?: string } {
+  const fingerprint = registeredFingerprint(model);
+  return fingerprint === undefined ? {} : { base_model_fingerprint: fingerprint };
+}
+
 /** The manifest of a model just trained, as manifest.json holds it. */
 export function trainingManifest(record: TrainingRecord): Manifest {
   const { id, request, labels, targets, encoder, iterations, seed, endToEndEpochs, headKind, C, balanced, words, lever } = record;
@@ -62,6 +69,7 @@ export function trainingManifest(record: TrainingRecord): Manifest {
     created_at: Math.floor(Date.now() / 1000),
     task_type,
     base_model: model,
+    ...baseModelFingerprint(model),
     ...(labels === null ? { label_text: (examples as BinaryTrainRequest['examples'])[0].label_text } : { labels }),
     body: encoder ? (encoder.adapter ? 'adapter' : 'finetuned') : 'frozen',
     ...(encoder && !encoder.adapter ? { encoder_file: kEncoderFile } : {}),

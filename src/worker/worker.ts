@@ -9,7 +9,7 @@ import { move, workerData } from 'piscina';
 
 import { SvcError } from '../errors.js';
 import { isAdapterFile } from '../model/adapter.js';
-import { resolveBaseModel } from '../model/base-models.js';
+import { adoptBaseModels, resolveBaseModel } from '../model/base-models.js';
 import { writeMergedTransformersDir } from '../model/merged-export.js';
 import { writeModelDir } from '../model/write.js';
 import { Encoder } from '../native/encoder.js';
@@ -31,6 +31,7 @@ import type {
   FitsTask,
   PingResult,
   PoolTask,
+  PooledTask,
   PredictResult,
   PredictTask,
   SaveTask,
@@ -249,10 +250,11 @@ async function dispatch(task: PoolTask): Promise<unknown> {
  * Runs one pool task. An SvcError comes back as a value, because errors lose their extra
  * fields (code, param) when they cross threads.
  */
-export default async function run(task: PoolTask): Promise<unknown> {
+export default async function run(task: PooledTask): Promise<unknown> {
   // One turn of the event loop: delivers the forget announcements that came while parked.
   await new Promise((resolve) => setImmediate(resolve));
   try {
+    if (task.baseModels) adoptBaseModels(task.baseModels);
     return await dispatch(task);
   } catch (error) {
     if (error instanceof SvcError) return { [kWorkerError]: { code: error.code, message: error.message, param: error.param } };
