@@ -2,6 +2,7 @@
 // (truncated to the base model's 256 tokens), the encoder embeds it.
 import type { AdapterSegments } from '../native/adapter.js';
 import type { Encoder } from '../native/encoder.js';
+import { promptedTexts } from './base-model-use.js';
 import { type EncodedBatch, Tokenizer } from '../native/tokenizer.js';
 
 // One tokenizer per base model in this worker, like the encoders.
@@ -42,7 +43,7 @@ export function unknownShares(batch: EncodedBatch, specialTokens: number): Float
 /** `segments`: runs of the texts through adapters on this base encoder (see `Encoder.embedIdsSync`). */
 export function embedTexts(baseModel: string, encoder: Encoder, texts: string[], segments?: AdapterSegments): EmbeddedTexts {
   const tokenizer = tokenizerFor(baseModel);
-  const batch = tokenizer.encodeBatch(texts, { maxLength: encoder.maxLength });
+  const batch = tokenizer.encodeBatch(promptedTexts(baseModel, texts), { maxLength: encoder.maxLength });
   const embeddings = encoder.embedIdsSync(batch.ids, batch.lengths, segments);
   return { embeddings, truncated: batch.truncated, unknownShare: unknownShares(batch, tokenizer.specialTokens) };
 }

@@ -20,6 +20,7 @@ import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
 import { AdapterCache } from './adapter-cache.js';
+import { poolingOptions, promptedTexts } from './base-model-use.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { nearestExamples } from './nearest-search.js';
@@ -96,9 +97,11 @@ const kMaxFinetunedEncoders = 4;
 // Encoders this worker loaded: a predict task that loaded one warms it up and says so (warm-up.ts).
 let encoderLoads = 0;
 
-function loadEncoder(model: string, precision: PrecisionSetting, adapter?: string): Encoder {
+/** `model`: the base model's name or a fine-tuned encoder's weights; either way pooled as `baseModel` says. */
+function loadEncoder(model: string, baseModel: string, precision: PrecisionSetting, adapter?: string): Encoder {
+  const pooling = poolingOptions(baseModel);
   encoderLoads++;
-  return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...(adapter ? { adapter } : {}) });
+  return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...pooling, ...(adapter ? { adapter } : {}) });
 }
 
 /**
@@ -111,7 +114,7 @@ function encoderFor(baseModel: string, encoderFile: string | null, precision: Pr
     const key = `${precision}:${baseModel}`;
     let encoder = encoders.get(key);
     if (!encoder) {
-      encoder = loadEncoder(baseModel, precision);
+      encoder = loadEncoder(baseModel, baseModel, precision);
       encoders.set(key, encoder);
     }
     return encoder;
@@ -122,7 +125,9 @@ function encoderFor(baseModel: string, encoderFile: string | null, precision: Pr
   if (entry?.identity !== identity) {
     forget(encoderFile);
     // An adapter model's encoder is its base with the adapter merged in (a private copy, like a fine-tuned one's).
-    const encoder = isAdapterFile(encoderFile) ? loadEncoder(baseModel, precision, encoderFile) : loadEncoder(encoderFile, precision);
+    const encoder = isAdapterFile(encoderFile)
+      ? loadEncoder(baseModel, baseModel, precision, encoderFile)
+      : loadEncoder(encoderFile, baseModel, precision);
     entry = { identity, encoder };
   }
   finetuned.delete(encoderFile); // re-inserted last: most recently used
@@ -154,7 +159,8 @@ function embed(task: EmbedTask): Float32Array {
 
 // The tokenizer alone: no encoder is loaded for the check.
 function fits(task: FitsTask): Uint8Array {
-  return tokenizerFor(task.baseModel).encodeBatch(task.texts, { maxLength: resolveBaseModel(task.baseModel).maxLength }).truncated;
+  const texts = promptedTexts(task.baseModel, task.texts);
+  return tokenizerFor(task.baseModel).encodeBatch(texts, { maxLength: resolveBaseModel(task.baseModel).maxLength }).truncated;
 }
 
 function predict(task: PredictTask): PredictResult {
