@@ -291,8 +291,14 @@ export function parseManifestAndChecksums(text: string, dir: string): { manifest
 function checkBaseFingerprint(manifest: Record<string, unknown>, dir: string, baseModel: string): string | undefined {
   if (manifest.base_model_fingerprint === undefined) return undefined;
   const recorded = field<string>(manifest, dir, 'base_model_fingerprint', isString);
+  if (isBuiltinBaseModelName(baseModel)) {
+    throw invalid(
+      dir,
+      `base model '${baseModel}' was trained on files with fingerprint ${recorded}, but ${baseModel} is built in: its files are not fingerprinted`,
+    );
+  }
   const registered = registeredFingerprint(baseModel);
-  if (!isBuiltinBaseModelName(baseModel) && registered !== recorded) {
+  if (registered !== recorded) {
     throw new SvcError(
       'invalid_request',
       `${dir}/${kManifestFile}: base model '${baseModel}' was trained on files with fingerprint ${recorded}, but the folder registered as '${baseModel}' now has ${registered}: the folder changed since training; register the folder it was trained on`,

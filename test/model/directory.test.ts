@@ -103,7 +103,14 @@ describe('model directory', () => {
     [(m: Record<string, unknown>) => delete m.format_version, 'format_version is missing: not a svc-classify model format'],
     [(m: Record<string, unknown>) => (m.format_version = '1'), 'format_version "1": not a svc-classify model format'],
     [(m: Record<string, unknown>) => delete m.label_text, 'label_text is missing or malformed'],
-    [(m: Record<string, unknown>) => (m.base_model = 'svc-huge'), "base_model 'svc-huge' is not one this svc-classify has (svc-small)"],
+    [
+      (m: Record<string, unknown>) => (m.base_model = 'svc-huge'),
+      "base_model 'svc-huge' is not one this svc-classify has (svc-small); register its folder first (registerBaseModel, svc serve --base-model svc-huge=DIR)",
+    ],
+    [
+      (m: Record<string, unknown>) => (m.base_model_fingerprint = 'sha256:00'),
+      "base model 'svc-small' was trained on files with fingerprint sha256:00, but svc-small is built in: its files are not fingerprinted",
+    ],
     [(m: Record<string, unknown>) => (m.body = 'mixture'), "body 'mixture' is not supported by this svc-classify; upgrade it"],
     [(m: Record<string, unknown>) => (m.body = 'adapter'), 'adapter_file is missing or malformed'],
     [
