@@ -68,8 +68,9 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
     return DefineClass(
         env, "Encoder",
         {InstanceMethod<&EncoderWrap::Embed>("embed"), InstanceMethod<&EncoderWrap::HiddenStates>("hiddenStates"),
-         InstanceMethod<&EncoderWrap::Dispose>("dispose"), InstanceAccessor<&EncoderWrap::Dim>("dim"),
-         InstanceAccessor<&EncoderWrap::Threads>("threads"), InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes"),
+         InstanceMethod<&EncoderWrap::Dispose>("dispose"), InstanceMethod<&EncoderWrap::SetPooling>("setPooling"),
+         InstanceAccessor<&EncoderWrap::Dim>("dim"), InstanceAccessor<&EncoderWrap::Threads>("threads"),
+         InstanceAccessor<&EncoderWrap::WeightBytes>("weightBytes"),
          InstanceAccessor<&EncoderWrap::PrecisionInUse>("precision")});
   }
 
@@ -148,6 +149,15 @@ class EncoderWrap : public Napi::ObjectWrap<EncoderWrap> {
     return env.Undefined();
   }
 
+  // setPooling(cls: boolean, normalize: boolean): how embed() pools from now on (default mean, normalized),
+  // as the base model's 1_Pooling and Normalize modules say.
+  Napi::Value SetPooling(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() != 2 || !info[0].IsBoolean() || !info[1].IsBoolean())
+      throw Napi::TypeError::New(env, "setPooling(cls: boolean, normalize: boolean)");
+    live(env).set_pooling({info[0].As<Napi::Boolean>().Value(), info[1].As<Napi::Boolean>().Value()});
+    return env.Undefined();
+  }
   Napi::Value Embed(const Napi::CallbackInfo& info) { return Run<true>(info); }
   Napi::Value HiddenStates(const Napi::CallbackInfo& info) { return Run<false>(info); }
   Napi::Value Dispose(const Napi::CallbackInfo& info) {

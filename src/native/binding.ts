@@ -109,6 +109,8 @@ export interface NativeEncoder {
   embed(ids: Int32Array, lengths: Int32Array, out: Float32Array, counts?: Int32Array, adapters?: (NativeAdapter | null)[]): void;
   /** Final hidden states of every token into `out` (ids.length x dim); runs of adapters as for `embed`. */
   hiddenStates(ids: Int32Array, lengths: Int32Array, out: Float32Array, counts?: Int32Array, adapters?: (NativeAdapter | null)[]): void;
+  /** How `embed` pools from now on: the first token's state (`cls`) or the mean, then L2-normalized or not. */
+  setPooling(cls: boolean, normalize: boolean): void;
   /** Frees the pool and drops the reference to the shared weights; later calls throw. */
   dispose(): void;
 }

@@ -40,12 +40,21 @@ export interface EncoderOptions {
    * merged copy is this adapter's own (shared by every Encoder of the process with the same adapter). Default: none.
    */
   adapter?: string;
+  /**
+   * How a text's token states become its embedding, as the base model's `1_Pooling/config.json` says: `'mean'` of
+   * every token (default) or `'cls'`, the first token's state.
+   */
+  pooling?: 'mean' | 'cls';
+  /** Whether embeddings are L2-normalized, as a `2_Normalize` module in `modules.json` says. Default `true`. */
+  normalize?: boolean;
 }
 
 interface ResolvedEncoderOptions {
   precision: PrecisionSetting;
   threads: number;
   adapter: { file: string; rank: number; scale: number } | null;
+  pooling: 'mean' | 'cls';
+  normalize: boolean;
 }
 
 const kPrecisions: readonly PrecisionSetting[] = Object.freeze(['fp32', 'int8', 'bf16', 'auto']);
@@ -80,7 +89,11 @@ function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
   const precision = checkPrecision(options.precision ?? 'auto', 'options.precision');
   const threads = is.positiveInteger(options.threads ?? availableParallelism(), 'options.threads', 1024);
   const adapter = options.adapter === undefined ? null : findAdapter(options.adapter);
-  return { precision, threads, adapter };
+  const pooling = options.pooling ?? 'mean';
+  if (pooling !== 'mean' && pooling !== 'cls') throw new TypeError("options.pooling must be 'mean' or 'cls'");
+  const normalize = options.normalize ?? true;
+  if (typeof normalize !== 'boolean') throw new TypeError('options.normalize must be a boolean');
+  return { precision, threads, adapter, pooling, normalize };
 }
 
 export interface ModelFiles {
@@ -179,6 +192,7 @@ export class Encoder {
    * const encoder = Encoder.fromPretrained('svc-small', { precision: 'int8', threads: 1 });
    * encoder.dim; // 384
    * const tuned = Encoder.fromPretrained('svc-small', { adapter: './my-model' }); // base + the model's adapter
+   * const bge = Encoder.fromPretrained('./bge-small-en-v1.5', { pooling: 'cls', normalize: true }); // a brought folder
    * ```
    */
   static fromPretrained(model: string, options: EncoderOptions = {}): Encoder {
@@ -199,6 +213,7 @@ export class Encoder {
             adapter.scale,
           )
         : new NativeEncoderClass(files.configFile, files.weightsFile, precision, resolved.threads);
+      native.setPooling(resolved.pooling === 'cls', resolved.normalize);
       return new Encoder(native, native.precision, files);
     });
   }
@@ -231,7 +246,7 @@ export class Encoder {
   /**
    * Embeds texts: tokenized by the native tokenizer (truncated to {@link Encoder.maxLength}
    * tokens), encoded as one packed batch. Returns `texts.length x dim` floats, row i
-   * for texts[i], each mean-pooled and L2-normalized.
+   * for texts[i], each pooled and normalized as the options said (default: mean-pooled and L2-normalized).
    *
    * @example
    * ```ts
@@ -259,7 +274,7 @@ export class Encoder {
   /**
    * Embeds pre-tokenized texts: `ids` holds every text's token ids one after the
    * other (with [CLS] and [SEP]), `lengths` the token count of each text.
-   * Returns `lengths.length x dim` floats, each row mean-pooled and L2-normalized. With `segments`, runs of texts go
+   * Returns `lengths.length x dim` floats, each row pooled as {@link Encoder.embedSync}'s. With `segments`, runs of texts go
    * through LoRA adapters ({@link Adapter}) on this shared base: the base products run once over the whole batch and
    * each adapted layer adds its low-rank term to its run's rows.
    *

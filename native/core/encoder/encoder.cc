@@ -9,8 +9,8 @@
 
 namespace svc {
 
-Encoder::Encoder(std::shared_ptr<const ModelWeights> weights, int threads)
-    : weights_(std::move(weights)), pool_(std::max(1, threads)) {}
+Encoder::Encoder(std::shared_ptr<const ModelWeights> weights, int threads, PoolingOptions pooling)
+    : weights_(std::move(weights)), pooling_(pooling), pool_(std::max(1, threads)) {}
 
 void Encoder::linear(const Linear& l, const float* a, int64_t m, int k, float* c, const float* residual, Epilogue ep,
                      const AlignedBuffer<float>* ln_gamma, const AlignedBuffer<float>* ln_beta, bool c_feeds_linear) {
@@ -92,9 +92,9 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   offsets_.assign(static_cast<std::size_t>(n_texts) + 1, 0);
   int max_len = 0;
   for (int64_t t = 0; t < n_texts; ++t) {
-    if (lengths[t] < 1 || lengths[t] > c.max_positions)
+    if (lengths[t] < 1 || lengths[t] > c.max_tokens())
       throw std::invalid_argument("lengths[" + std::to_string(t) + "] is " + std::to_string(lengths[t]) +
-                                  ", must be between 1 and " + std::to_string(c.max_positions));
+                                  ", must be between 1 and " + std::to_string(c.max_tokens()));
     offsets_[t + 1] = offsets_[t] + lengths[t];
     max_len = std::max(max_len, lengths[t]);
   }
@@ -131,11 +131,11 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   const int64_t scratch_per_thread = attention_scratch_floats(max_len, dh);
   scratch_.resize(scratch_per_thread * pool_.size());
 
-  // Embeddings: word + position (restarting per text) + token type 0, then LayerNorm.
+  // Embeddings: word + position (restarting per text, from the family's offset) + token type 0, then LayerNorm.
   pool_.run(n_texts, [&](int64_t t, int) {
     for (int64_t i = offsets_[t]; i < offsets_[t + 1]; ++i) {
       const float* word = w.word.data() + static_cast<int64_t>(ids[i]) * H;
-      const float* pos = w.position.data() + (i - offsets_[t]) * H;
+      const float* pos = w.position.data() + (c.position_offset + i - offsets_[t]) * H;
       float* row = x_.data() + i * H;
       for (int j = 0; j < H; ++j) row[j] = word[j] + pos[j] + w.token_type0[j];
     }
@@ -190,14 +190,18 @@ void Encoder::embed(const int32_t* ids, int64_t n_ids, const int32_t* lengths, i
   const int H = dim();
   pool_.run(n_texts, [&](int64_t t, int) {
     float* o = out + t * H;
-    std::fill(o, o + H, 0.0f);
-    for (int64_t i = offsets_[t]; i < offsets_[t + 1]; ++i) ops().add_into(o, x_.data() + i * H, H);
-    const float inv_len = 1.0f / static_cast<float>(offsets_[t + 1] - offsets_[t]);
-    double norm = 0;
-    for (int j = 0; j < H; ++j) {
-      o[j] *= inv_len;
-      norm += static_cast<double>(o[j]) * o[j];
+    if (pooling_.cls) {
+      const float* first = x_.data() + offsets_[t] * H;
+      std::copy(first, first + H, o);
+    } else {
+      std::fill(o, o + H, 0.0f);
+      for (int64_t i = offsets_[t]; i < offsets_[t + 1]; ++i) ops().add_into(o, x_.data() + i * H, H);
+      const float inv_len = 1.0f / static_cast<float>(offsets_[t + 1] - offsets_[t]);
+      for (int j = 0; j < H; ++j) o[j] *= inv_len;
     }
+    if (!pooling_.normalize) return;
+    double norm = 0;
+    for (int j = 0; j < H; ++j) norm += static_cast<double>(o[j]) * o[j];
     // sentence-transformers' Normalize: x / max(||x||, 1e-12).
     const float inv_norm = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
     for (int j = 0; j < H; ++j) o[j] *= inv_norm;

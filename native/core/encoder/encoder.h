@@ -1,6 +1,7 @@
 // BERT encoder forward pass over a packed batch: the tokens of all texts stacked
 // in one [total_tokens x hidden] matrix with no padding, attention computed per
-// text and head, then mean pooling per text and L2 normalization.
+// text and head, then each text pooled (mean or its first token) and, unless told
+// otherwise, L2-normalized.
 #pragma once
 
 #include <cstdint>
@@ -22,13 +23,27 @@ struct AdapterSegment {
   std::shared_ptr<const LoraAdapter> adapter;
 };
 
+// How embed() turns a text's last hidden states into its embedding: sentence-transformers'
+// Pooling module (mean of the tokens, or the first token's row) and whether a Normalize module follows.
+struct PoolingOptions {
+  bool cls = false;
+  bool normalize = true;
+};
+
 class Encoder {
  public:
   // threads >= 1: the pool size including the calling thread.
-  Encoder(std::shared_ptr<const ModelWeights> weights, int threads);
+  Encoder(std::shared_ptr<const ModelWeights> weights, int threads, PoolingOptions pooling = {});
 
   int dim() const { return weights_->config.hidden; }
-  int max_positions() const { return weights_->config.max_positions; }
+  // The tokens a text may hold: the positions the model addresses after its offset.
+  int max_positions() const { return weights_->config.max_tokens(); }
+  const PoolingOptions& pooling() const { return pooling_; }
+  // Waits for a forward in progress: the next embed() pools the new way.
+  void set_pooling(PoolingOptions pooling) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pooling_ = pooling;
+  }
   int threads() const { return pool_.size(); }
   const ModelWeights& weights() const { return *weights_; }
 
@@ -60,6 +75,7 @@ class Encoder {
   void layer_norm(float* x, int64_t m, const AlignedBuffer<float>& gamma, const AlignedBuffer<float>& beta);
 
   std::shared_ptr<const ModelWeights> weights_;
+  PoolingOptions pooling_;
   ThreadPool pool_;
   std::mutex mutex_;  // one forward at a time per Encoder: scratch buffers are per instance
   std::vector<int64_t> offsets_;

@@ -23,14 +23,16 @@ namespace {
 class Loader {
  public:
   Loader(const io::SafeTensorsFile& file, const LoraAdapter* adapter) : file_(file), adapter_(adapter) {
-    // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
-    for (const char* prefix : {"", "bert.", "model."}) {
+    // Checkpoints saved from BertModel or XLMRobertaModel (sentence-transformers) have bare names; from a
+    // task head they carry "bert." or "roberta.". The two families share every other name.
+    for (const char* prefix : {"", "bert.", "roberta.", "model."}) {
       if (file.has(std::string(prefix) + "embeddings.word_embeddings.weight")) {
         prefix_ = prefix;
         return;
       }
     }
-    throw json::Error(file.path() + ": no tensor embeddings.word_embeddings.weight (with or without a bert. prefix)");
+    throw json::Error(file.path() +
+                      ": no tensor embeddings.word_embeddings.weight (with or without a bert. or roberta. prefix)");
   }
 
   AlignedBuffer<float> read(const std::string& name, std::vector<int64_t> shape) const {

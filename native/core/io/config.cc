@@ -49,6 +49,9 @@ void check_encoder_config(const EncoderConfig& c, const std::string& what) {
   within(c.vocab, ConfigLimits::kMaxVocab, "vocab_size");
   within(c.max_positions, ConfigLimits::kMaxPositions, "max_position_embeddings");
   within(c.type_vocab, ConfigLimits::kMaxTypeVocab, "type_vocab_size");
+  if (c.position_offset < 0 || c.position_offset >= c.max_positions)
+    throw Error(what + ": the position offset (pad_token_id + 1) " + std::to_string(c.position_offset) +
+                " leaves no position of max_position_embeddings " + std::to_string(c.max_positions));
   if (c.hidden % c.heads != 0)
     throw Error(what + ": hidden_size " + std::to_string(c.hidden) + " is not a multiple of num_attention_heads " +
                 std::to_string(c.heads));
@@ -61,6 +64,25 @@ EncoderConfig read_encoder_config(const std::string& path) {
   const Value root = json::parse_file(path, {std::size_t{1} << 20, 16});
   if (!root.is_object()) throw Error(path + ": not a JSON object");
   EncoderConfig c;
+  // Checkpoints from before model_type was written are BERT's.
+  const std::string type = string_or(root, "model_type", "bert", path);
+  if (type == "bert") {
+    c.model_type = ModelType::kBert;
+  } else if (type == "xlm-roberta" || type == "roberta") {
+    c.model_type = ModelType::kXlmRoberta;
+  } else if (type == "mpnet") {
+    c.model_type = ModelType::kMpnet;
+  } else {
+    throw Error(path + ": model_type '" + type + "' is not supported (bert, xlm-roberta, roberta or mpnet)");
+  }
+  if (c.model_type != ModelType::kBert) {
+    // RobertaEmbeddings and MPNetEmbeddings number positions from padding_idx + 1.
+    int64_t pad = 1;
+    if (const Value* v = root.find("pad_token_id");
+        v && !v->is_null() && !json::integer_in(*v, 0, ConfigLimits::kMaxPositions, &pad))
+      throw Error(path + ": pad_token_id must be an integer from 0 to " + std::to_string(ConfigLimits::kMaxPositions));
+    c.position_offset = static_cast<int>(pad) + 1;
+  }
   c.hidden = bounded_int(root, "hidden_size", ConfigLimits::kMaxHidden, path);
   c.layers = bounded_int(root, "num_hidden_layers", ConfigLimits::kMaxLayers, path);
   c.heads = bounded_int(root, "num_attention_heads", c.hidden, path);

@@ -8,7 +8,15 @@
 
 namespace svc {
 
+// config.json's model_type: the families whose embeddings and layers the engine runs.
+enum class ModelType { kBert, kXlmRoberta, kMpnet };
+
 struct EncoderConfig {
+  ModelType model_type = ModelType::kBert;
+  // The position row of a text's first token: XLM-RoBERTa and MPNet count positions from
+  // pad_token_id + 1 (2 for their usual pad id 1), BERT from 0. A text addresses
+  // max_positions - position_offset positions.
+  int position_offset = 0;
   int hidden = 384;
   int layers = 6;
   int heads = 12;
@@ -19,6 +27,7 @@ struct EncoderConfig {
   double layer_norm_eps = 1e-12;
   double dropout = 0.1;  // hidden_dropout_prob: hidden and attention-probability dropout in training
   int head_dim() const { return hidden / heads; }
+  int max_tokens() const { return max_positions - position_offset; }
 };
 
 // The bounds a config.json must keep; sizes past them are refused before anything is allocated.
@@ -31,8 +40,8 @@ struct ConfigLimits {
   static constexpr int kMaxTypeVocab = 1024;
 };
 
-// Throws json::Error naming the file and the field when one is missing, out of its
-// bounds, or unsupported (only hidden_act "gelu" and absolute position embeddings).
+// Throws json::Error naming the file and the field when one is missing, out of its bounds, or
+// unsupported (model_type bert, xlm-roberta or mpnet; hidden_act "gelu"; absolute position embeddings).
 EncoderConfig read_encoder_config(const std::string& path);
 
 // The same checks on a config built in memory (toy encoders in tests); `what` names it in errors.
