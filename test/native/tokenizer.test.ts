@@ -144,15 +144,15 @@ describe('Tokenizer', () => {
       expect((error as SvcError).code).toBe('native_error');
     }
     const bpe = variant('bpe', (j) => (j.model.type = 'BPE'));
-    expect(() => Tokenizer.fromFile(bpe)).toThrow(`${bpe}: tokenizer.json: model type 'BPE' is not supported (only WordPiece)`);
+    expect(() => Tokenizer.fromFile(bpe)).toThrow(`${bpe}: tokenizer.json: model type 'BPE' is not supported (only WordPiece and Unigram)`);
     const nfc = variant('nfc', (j) => (j.normalizer = { type: 'NFC' }));
     expect(() => Tokenizer.fromFile(nfc)).toThrow("normalizer type 'NFC' is not supported (only BertNormalizer)");
     const noUnk = variant('no-unk', (j) => (j.model.unk_token = '<unk>'));
     expect(() => Tokenizer.fromFile(noUnk)).toThrow("the WordPiece unk_token '<unk>' is not in the vocabulary");
     const normalized = variant('normalized-added', (j) => (j.added_tokens[3].normalized = true));
     expect(() => Tokenizer.fromFile(normalized)).toThrow("added token '[SEP]' is matched after normalization, which is not supported");
-    const lstrip = variant('lstrip', (j) => (j.added_tokens[4].lstrip = true));
-    expect(() => Tokenizer.fromFile(lstrip)).toThrow("added token '[MASK]' uses single_word/lstrip/rstrip");
+    const singleWord = variant('single-word', (j) => (j.added_tokens[4].single_word = true));
+    expect(() => Tokenizer.fromFile(singleWord)).toThrow("added token '[MASK]' uses single_word, which is not supported");
     expect(() => Tokenizer.fromPretrained('svc-huge')).toThrow("unknown base model 'svc-huge' (known: svc-small)");
   });
 

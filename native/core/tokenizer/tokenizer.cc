@@ -52,12 +52,20 @@ inline uint32_t utf16_length(const unsigned char* p, size_t n) {
 }  // namespace
 
 Tokenizer::Tokenizer(TokenizerSpec spec)
-    : model_(spec.vocab, spec.unk_token, spec.continuing_subword_prefix, spec.max_input_chars_per_word),
-      normalizer_(spec.has_normalizer, spec.normalizer),
+    : normalizer_(spec.has_normalizer, spec.normalizer),
       added_(std::move(spec.added_tokens)),
       prefix_ids_(std::move(spec.prefix_ids)),
       suffix_ids_(std::move(spec.suffix_ids)),
-      truncation_max_length_(spec.truncation_max_length) {
+      truncation_max_length_(spec.truncation_max_length),
+      trim_offsets_(spec.trim_offsets),
+      add_prefix_space_(spec.add_prefix_space) {
+  if (spec.unigram) {
+    unigram_ = std::make_unique<const Unigram>(*spec.unigram);
+    unk_id_ = unigram_->unk_id();
+  } else {
+    model_.emplace(spec.vocab, spec.unk_token, spec.continuing_subword_prefix, spec.max_input_chars_per_word);
+    unk_id_ = model_->unk_id();
+  }
   std::stable_sort(added_.begin(), added_.end(),
                    [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
   for (const AddedToken& t : added_) added_first_byte_[static_cast<unsigned char>(t.content[0])] = true;
@@ -111,7 +119,7 @@ int32_t Tokenizer::token_id(std::string_view token) const {
   for (const AddedToken& t : added_) {
     if (t.content == token) return t.id;
   }
-  return model_.token_id(token);
+  return unigram_ ? unigram_->token_id(token) : model_->token_id(token);
 }
 
 const AddedToken* Tokenizer::match_added(const unsigned char* p, size_t n) const {
@@ -124,10 +132,11 @@ const AddedToken* Tokenizer::match_added(const unsigned char* p, size_t n) const
 size_t Tokenizer::encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
                          std::vector<int32_t>* offsets, bool* truncated, size_t* unknown) const {
   const size_t first = ids.size();
-  const size_t appended = offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
-                                  : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
+  const size_t appended = unigram_  ? encode_unigram(text, max_length, scratch, ids, offsets, truncated)
+                          : offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
+                                    : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
   // Counted on the ids kept, after truncation: what the encoder reads.
-  if (unknown != nullptr) *unknown = static_cast<size_t>(std::count(ids.begin() + first, ids.end(), model_.unk_id()));
+  if (unknown != nullptr) *unknown = static_cast<size_t>(std::count(ids.begin() + first, ids.end(), unk_id_));
   return appended;
 }
 
@@ -147,7 +156,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
   }
   size_t produced = 0;
   Word& word = s.word;
-  word.start(model_.max_input_chars_per_word(), kOffsets);
+  word.start(model_->max_input_chars_per_word(), kOffsets);
 
   // Ends the current word: WordPiece it and emit pieces until the budget is
   // spent. Returns whether more tokens may follow.
@@ -156,7 +165,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
     if (word.chars() == 0) return true;
     if (word.overlong()) {
       // Its bytes were not kept: the whole word is one unknown token.
-      ids.push_back(model_.unk_id());
+      ids.push_back(model_->unk_id());
       ++produced;
       if constexpr (kOffsets) {
         offsets->insert(offsets->end(),
@@ -164,7 +173,7 @@ size_t Tokenizer::encode_impl(std::string_view text, size_t max_length, EncodeSc
       }
     } else {
       s.pieces.clear();
-      model_.tokenize(word.bytes().data(), word.bytes().size(), word.chars(), s.pieces);
+      model_->tokenize(word.bytes().data(), word.bytes().size(), word.chars(), s.pieces);
       for (const Piece& piece : s.pieces) {
         if (produced == budget) break;
         ids.push_back(piece.id);

@@ -1,6 +1,8 @@
-// A BERT-family tokenizer read from a Hugging Face tokenizer.json: added
-// tokens matched on the raw text, BertNormalizer, BertPreTokenizer, WordPiece,
-// and the post-processor's special tokens. Encoding truncates to a maximum
+// A tokenizer read from a Hugging Face tokenizer.json: added tokens matched on
+// the raw text, then either BERT's pipeline (BertNormalizer, BertPreTokenizer,
+// WordPiece) or SentencePiece's (Precompiled and Replace normalizers,
+// WhitespaceSplit and Metaspace, Unigram; see unigram.h), and the
+// post-processor's special tokens. Encoding truncates to a maximum
 // length that includes the special tokens; padding is never applied.
 //
 // A Tokenizer is immutable once built, so one instance serves any number of
@@ -10,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "normalizer.h"
+#include "unigram.h"
 #include "word.h"
 #include "wordpiece.h"
 
@@ -23,6 +27,8 @@ namespace svc::tok {
 struct AddedToken {
   std::string content;
   int32_t id;
+  bool lstrip = false;  // takes the White_Space before it (the text before it loses it)
+  bool rstrip = false;  // takes the White_Space after it
 };
 
 struct TokenizerSpec {
@@ -36,6 +42,13 @@ struct TokenizerSpec {
   std::vector<int32_t> prefix_ids;   // special tokens before the text ([CLS])
   std::vector<int32_t> suffix_ids;   // special tokens after it ([SEP])
   size_t truncation_max_length = 0;  // the file's own setting (0: none); callers pass their own
+  // Set when the model is Unigram: the whole pipeline after the added tokens (the fields above
+  // that describe WordPiece and BertNormalizer are then unused).
+  std::shared_ptr<UnigramSpec> unigram;
+  // RobertaProcessing's trim_offsets: an added token's offsets leave out the White_Space its lstrip / rstrip
+  // took (but for the text's first token when add_prefix_space is set).
+  bool trim_offsets = false;
+  bool add_prefix_space = false;
 };
 
 // Reads the parts of a tokenizer.json this tokenizer understands; throws
@@ -47,6 +60,7 @@ TokenizerSpec parse_tokenizer_json(std::string_view json);
 struct EncodeScratch {
   Word word;
   std::vector<Piece> pieces;
+  UnigramScratch unigram;
 };
 
 class Tokenizer {
@@ -75,10 +89,14 @@ class Tokenizer {
   template <bool kOffsets>
   size_t encode_impl(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
                      std::vector<int32_t>* offsets, bool* truncated) const;
+  size_t encode_unigram(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
+                        std::vector<int32_t>* offsets, bool* truncated) const;
   // The longest added token at the start of `p`, or nullptr.
   const AddedToken* match_added(const unsigned char* p, size_t n) const;
 
-  WordPiece model_;
+  std::optional<WordPiece> model_;          // BERT's pipeline, or
+  std::unique_ptr<const Unigram> unigram_;  // SentencePiece's
+  int32_t unk_id_;
   Normalizer normalizer_;
   std::vector<AddedToken> added_;  // longest first, so the first match is the longest
   bool added_first_byte_[256] = {};
@@ -88,6 +106,8 @@ class Tokenizer {
   std::vector<int32_t> prefix_ids_;
   std::vector<int32_t> suffix_ids_;
   size_t truncation_max_length_;
+  bool trim_offsets_;
+  bool add_prefix_space_;
 };
 
 }  // namespace svc::tok

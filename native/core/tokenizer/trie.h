@@ -36,6 +36,18 @@ class Trie {
     return {best_id, best_len};
   }
 
+  // Calls f(id, byte length) for every key that is a prefix of [p, p + n), shortest first.
+  template <typename F>
+  void for_each_prefix(const unsigned char* p, size_t n, F&& f) const {
+    if (units_.empty()) return;
+    uint32_t node = 0;
+    for (size_t i = 0; i < n; ++i) {
+      node = child(node, p[i]);
+      if (node == kNone) return;
+      if (ids_[node] >= 0) f(ids_[node], i + 1);
+    }
+  }
+
  private:
   static constexpr int32_t kFree = -1;
 
