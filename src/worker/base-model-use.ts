@@ -2,7 +2,7 @@
 // text (as sentence-transformers applies it, so counted in the tokens a text keeps) and how the
 // token vectors are pooled.
 import { SvcError } from '../errors.js';
-import { resolveBaseModel } from '../model/base-models.js';
+import { type BaseModelPooling, resolveBaseModel } from '../model/base-models.js';
 
 /** `texts` with the base model's prompt before each (the same array when it has none). */
 export function promptedTexts(baseModel: string, texts: readonly string[]): string[] {
@@ -10,19 +10,25 @@ export function promptedTexts(baseModel: string, texts: readonly string[]): stri
   return prompt === '' ? (texts as string[]) : texts.map((text) => prompt + text);
 }
 
+/** The Encoder options for the base model's 1_Pooling and Normalize modules. */
+export function encoderPooling(baseModel: string): { pooling: BaseModelPooling; normalize: boolean } {
+  const { pooling, normalize } = resolveBaseModel(baseModel);
+  return { pooling, normalize };
+}
+
 /**
- * Pooling options for the encoder and trainer bindings, taken from the base model's 1_Pooling and
- * Normalize modules. The engine computes mean pooling with normalization today; a folder asking
- * for anything else is refused here rather than embedded wrongly, until the bindings take
- * `{ pooling, normalize }` (then this returns them, and the call sites spread it in).
+ * Pooling options for the trainer, which computes mean pooling with normalization only so far: a
+ * base asking for anything else is refused here, by name, rather than fine-tuned on other
+ * embeddings than it predicts with. When the trainer takes `{ pooling, normalize }`, this returns
+ * them as `encoderPooling` does.
  */
-export function poolingOptions(baseModel: string): Record<string, never> {
+export function trainerPooling(baseModel: string): Record<string, never> {
   const { pooling, normalize, name } = resolveBaseModel(baseModel);
   if (pooling !== 'mean' || !normalize) {
     throw new SvcError(
       'invalid_request',
-      `base model '${name}' asks for ${pooling} pooling${normalize ? '' : ' without normalization'}; this build's encoder computes mean pooling with normalization only`,
-      { param: 'model' },
+      `base model '${name}' asks for ${pooling} pooling${normalize ? '' : ' without normalization'}; fine-tuning computes mean pooling with normalization only: train it with finetune: false`,
+      { param: 'finetune' },
     );
   }
   return {};

@@ -13,7 +13,7 @@ import { kEncoderFile } from '../contract/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount, targetCount } from '../train/pairs.js';
-import { poolingOptions, promptedTexts } from './base-model-use.js';
+import { encoderPooling, promptedTexts, trainerPooling } from './base-model-use.js';
 import { tokenizerFor } from './embed-texts.js';
 import { runEndToEnd } from './end-to-end.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
@@ -57,7 +57,7 @@ function train(task: FinetuneTask): FinetuneResult | null {
   const adapter = task.adapter ?? undefined;
   const recipe = adapter ? kAdapterRecipe : kFinetuneRecipe;
   const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
-    ...poolingOptions(task.baseModel),
+    ...trainerPooling(task.baseModel),
     totalSteps: steps,
     threads: task.threads,
     seed: task.seed,
@@ -92,7 +92,7 @@ function train(task: FinetuneTask): FinetuneResult | null {
     const encoderFile = join(task.outDir, kEncoderFile);
     trainer.save(encoderFile);
     copyFileSync(base.configFile, join(task.outDir, 'config.json'));
-    const encoder = Encoder.fromPretrained(encoderFile, { precision: 'fp32', threads: task.threads, ...poolingOptions(task.baseModel) });
+    const encoder = Encoder.fromPretrained(encoderFile, { precision: 'fp32', threads: task.threads, ...encoderPooling(task.baseModel) });
     try {
       const embeddings = encoder.embedIdsSync(ids, lengths);
       const seconds = (performance.now() - started) / 1000;

@@ -20,7 +20,7 @@ import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
 import { AdapterCache } from './adapter-cache.js';
-import { poolingOptions, promptedTexts } from './base-model-use.js';
+import { encoderPooling, promptedTexts } from './base-model-use.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { nearestExamples } from './nearest-search.js';
@@ -99,7 +99,7 @@ let encoderLoads = 0;
 
 /** `model`: the base model's name or a fine-tuned encoder's weights; either way pooled as `baseModel` says. */
 function loadEncoder(model: string, baseModel: string, precision: PrecisionSetting, adapter?: string): Encoder {
-  const pooling = poolingOptions(baseModel);
+  const pooling = encoderPooling(baseModel);
   encoderLoads++;
   return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...pooling, ...(adapter ? { adapter } : {}) });
 }

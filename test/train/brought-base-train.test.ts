@@ -73,6 +73,25 @@ describe('train() on a registered base model', () => {
     classifier.dispose();
   });
 
+  it('fine-tunes a whole copy of it, saves it and loads it back', async () => {
+    const request = {
+      model: 'minilm-brought',
+      task_type: 'binary-classification',
+      examples,
+      finetune: { method: 'full' },
+      num_iterations: 1,
+    } as const;
+    const classifier = await train(request, { threads: 2, seed: 7 });
+    expect(classifier.manifest).toMatchObject({ body: 'finetuned', base_model: 'minilm-brought' });
+    const dir = join(root, 'finetuned-model');
+    await classifier.save(dir, { transformersJs: false });
+    const loaded = await Classifier.load(dir);
+    expect(loaded.manifest.base_model_fingerprint).toBe(classifier.manifest.base_model_fingerprint);
+    expect(await probabilities(loaded)).toEqual(await probabilities(classifier));
+    loaded.dispose();
+    classifier.dispose();
+  }, 120_000);
+
   it("puts the folder's query prompt before every text it trains and predicts on", async () => {
     registerBaseModel('e5-style', writeBroughtFolder(join(root, 'e5-style'), { prompts: { query: 'query: ', passage: 'passage: ' } }));
     const prompted = await train({ model: 'e5-style', task_type: 'binary-classification', examples, finetune: false }, { threads: 2 });
@@ -92,11 +111,20 @@ describe('train() on a registered base model', () => {
     byHand.dispose();
   });
 
-  it('refuses to embed with a pooling the encoder does not compute, naming the base model', async () => {
+  it('trains a frozen classifier on a CLS-pooled folder, and refuses to fine-tune one, naming the base model', async () => {
     registerBaseModel('minilm-cls', writeBroughtFolder(join(root, 'minilm-cls'), { pooling: 'cls' }));
+    const cls = await train({ model: 'minilm-cls', task_type: 'binary-classification', examples, finetune: false }, { threads: 2 });
+    const mean = await train({ model: 'minilm-brought', task_type: 'binary-classification', examples, finetune: false }, { threads: 2 });
+    // The same weights pooled differently: other embeddings, so other probabilities.
+    const meanProbabilities = await probabilities(mean);
+    const gaps = (await probabilities(cls)).map((p, i) => Math.abs(p - meanProbabilities[i]!));
+    expect(Math.max(...gaps)).toBeGreaterThan(0.01);
+    expect(cls.manifest.base_model).toBe('minilm-cls');
     await expect(
-      train({ model: 'minilm-cls', task_type: 'binary-classification', examples, finetune: false }, { threads: 2 }),
+      train({ model: 'minilm-cls', task_type: 'binary-classification', examples, finetune: { method: 'adapter' } }, { threads: 2 }),
     ).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining("base model 'minilm-cls' asks for cls pooling") });
+    cls.dispose();
+    mean.dispose();
   });
 
   it('refuses a model once the folder it was trained on has changed', async () => {
