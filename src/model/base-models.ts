@@ -10,7 +10,13 @@ import {
   isBuiltinBaseModelName,
 } from '../contract/base-models.js';
 import { SvcError } from '../errors.js';
-import { type BaseModelFamily, type BaseModelPooling, fingerprintFiles, readBaseModelFolder } from './base-model-folder.js';
+import {
+  type BaseModelFamily,
+  type BaseModelFolder,
+  type BaseModelPooling,
+  fingerprintFiles,
+  readBaseModelFolder,
+} from './base-model-folder.js';
 
 export { baseModelNames, isBaseModelName };
 export type { BaseModelFamily, BaseModelPooling };
@@ -158,8 +164,7 @@ function checkRegisteredName(name: string): void {
   }
 }
 
-function addRegistered(name: string, dir: string, fingerprint: string): BaseModel {
-  const folder = readBaseModelFolder(dir);
+function addRegistered(name: string, folder: BaseModelFolder, fingerprint: string): BaseModel {
   const model: BaseModel = Object.freeze({
     name,
     dir: folder.dir,
@@ -213,7 +218,7 @@ export function registerBaseModel(name: string, dir: string): BaseModel {
       { param: 'name' },
     );
   }
-  return addRegistered(name, folder.dir, fingerprint);
+  return addRegistered(name, folder, fingerprint);
 }
 
 /**
@@ -240,6 +245,6 @@ export function baseModelRegistrations(): readonly BaseModelRegistration[] {
  */
 export function adoptBaseModels(from: readonly BaseModelRegistration[]): void {
   for (const { name, dir, fingerprint } of from) {
-    if (!registrations.has(name)) addRegistered(name, dir, fingerprint);
+    if (!registrations.has(name)) addRegistered(name, readBaseModelFolder(dir), fingerprint);
   }
 }
