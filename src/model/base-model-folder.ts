@@ -193,6 +193,10 @@ export function readBaseModelFolder(dir: string): BaseModelFolder {
     throw invalid(configFile, `model_type ${JSON.stringify(config.model_type)} is not supported (supported: ${kFamilies.join(', ')})`);
   }
   const hiddenSize = positiveInteger(config, configFile, 'hidden_size');
+  positiveInteger(config, configFile, 'num_hidden_layers');
+  positiveInteger(config, configFile, 'intermediate_size');
+  const heads = positiveInteger(config, configFile, 'num_attention_heads');
+  if (hiddenSize % heads !== 0) throw invalid(configFile, `hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${heads}`);
   const vocabSize = positiveInteger(config, configFile, 'vocab_size');
   const positions = positiveInteger(config, configFile, 'max_position_embeddings');
   const padId = Number.isInteger(config.pad_token_id) ? (config.pad_token_id as number) : family === 'bert' ? 0 : 1;

@@ -123,6 +123,15 @@ describe('a bad folder', () => {
     expect(message).toMatch(/config\.json: model_type "gpt2" is not supported \(supported: bert, xlm-roberta, mpnet\)/);
   });
 
+  it('names a size config.json lacks or that does not divide into heads', () => {
+    expect(refusal((dir) => editJson(join(dir, 'config.json'), (config) => delete config.num_hidden_layers))).toMatch(
+      /config\.json: num_hidden_layers must be a positive integer \(got undefined\)/,
+    );
+    expect(refusal((dir) => editJson(join(dir, 'config.json'), (config) => (config.num_attention_heads = 5)))).toMatch(
+      /config\.json: hidden_size 384 is not a multiple of num_attention_heads 5/,
+    );
+  });
+
   it('names both files when the tokenizer and vocab_size disagree', () => {
     const message = refusal((dir) => editJson(join(dir, 'config.json'), (config) => (config.vocab_size = 250002)));
     expect(message).toMatch(/tokenizer\.json has 30522 tokens but .*config\.json says vocab_size 250002/);
