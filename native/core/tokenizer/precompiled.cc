@@ -100,6 +100,16 @@ void PrecompiledCharsmap::normalize(const NormText& in, NormText& out) const {
   std::string_view mapped;
   while (i < n) {
     const unsigned char lead = p[i];
+    // A run of ASCII that maps to itself, each byte a cluster of its own (the run's last byte is left
+    // out when a non-ASCII character follows: a mark may join it), is copied in one go.
+    size_t run = i;
+    while (run < n && p[run] < 0x80 && p[run] != '\r' && p[run] != 0 && ascii_[p[run]] < 0) ++run;
+    if (run < n && p[run] >= 0x80 && run > i) --run;
+    if (run > i) {
+      out.append_from(in, i, run);
+      i = run;
+      continue;
+    }
     // ASCII followed by ASCII (or the end) is a cluster of one, CR LF aside.
     if (lead < 0x80 && lead != '\r' && (i + 1 == n || p[i + 1] < 0x80)) {
       if (ascii_[lead] >= 0) {

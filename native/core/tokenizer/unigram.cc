@@ -25,8 +25,11 @@ void replace(const NormalizerStep& step, const NormText& in, NormText& out) {
   size_t i = 0;
   while (i < n) {
     if (in.bytes.compare(i, pat.size(), pat) != 0) {
-      out.append_from(in, i, i + 1);
-      ++i;
+      // Copy up to the next place the pattern could start.
+      size_t next = in.bytes.find(pat[0], i + 1);
+      if (next == std::string::npos) next = n;
+      out.append_from(in, i, next);
+      i = next;
       continue;
     }
     size_t j = i + pat.size();
@@ -149,11 +152,16 @@ bool Unigram::encode(const unsigned char* p, size_t n, uint32_t u16, UnigramScra
   // The source, one UTF-16 range per byte.
   const bool at_text_start = u16 == 0;
   NormText& src = s.source;
-  src.clear();
+  src.bytes.assign(reinterpret_cast<const char*>(p), n);
+  src.begin.resize(n);
+  src.end.resize(n);
   for (size_t i = 0; i < n;) {
     const size_t len = utf8_length(p[i]);
     const uint32_t units = len == 4 ? 2 : 1;
-    src.append(reinterpret_cast<const char*>(p + i), len, u16, u16 + units);
+    for (size_t k = i; k < i + len; ++k) {
+      src.begin[k] = u16;
+      src.end[k] = u16 + units;
+    }
     i += len;
     u16 += units;
   }
@@ -198,12 +206,16 @@ bool Unigram::encode_word(const NormText& text, size_t from, size_t to, bool fir
         (prepend_ == PrependScheme::kAlways || (prepend_ == PrependScheme::kFirst && first))) {
       word.append(replacement_.data(), replacement_.size(), text.begin[from], text.end[from]);
     }
-    for (size_t i = from; i < to; ++i) {
+    for (size_t i = from; i < to;) {
       if (text.bytes[i] == ' ') {
         word.append(replacement_.data(), replacement_.size(), text.begin[i], text.end[i]);
-      } else {
-        word.append_from(text, i, i + 1);
+        ++i;
+        continue;
       }
+      size_t next = text.bytes.find(' ', i);
+      if (next == std::string::npos || next > to) next = to;
+      word.append_from(text, i, next);
+      i = next;
     }
   } else {
     word.append_from(text, from, to);
