@@ -158,8 +158,21 @@ describe.each(kFixtures)('Unigram parity with HF tokenizers ($name)', ({ path })
     }
   });
 
-  it('reports truncation and unknown tokens on its own ids', () => {
-    const batch = ours.encodeBatch(['a long sentence with many words in it', 'short'], { maxLength: 4 });
-    expect(Array.from(batch.lengths)).toEqual([4, 4]);
+  it('reports truncation and the unknown tokens it kept, as the WordPiece files do', async () => {
+    const texts = ['a long sentence with many words in it', 'short', 'ok 😀 ok 😀😀 🙃'];
+    const batch = ours.encodeBatch(texts, { maxLength: 6 });
+    const unk = ours.tokenId('<unk>');
+    let at = 0;
+    texts.forEach((text, i) => {
+      const whole = ours.encode(text, { maxLength: kNoTruncation });
+      expect(batch.lengths[i]).toBe(Math.min(6, whole.length));
+      expect(batch.truncated[i]).toBe(whole.length > 6 ? 1 : 0);
+      // Counted on the ids kept: the emoji are one fused <unk> per run (bytes with byte fallback).
+      const kept = Array.from(batch.ids.subarray(at, at + batch.lengths[i]!));
+      expect(batch.unknown[i]).toBe(kept.filter((id) => id === unk).length);
+      at += batch.lengths[i]!;
+    });
+    expect(batch.truncated[0]).toBe(1);
+    expect((await compare(texts, 6, false, path, ours)).mismatchCount).toBe(0);
   });
 });
