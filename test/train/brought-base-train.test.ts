@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
-import { Classifier, registerBaseModel } from '../../src/index.js';
+import { Classifier, classify, registerBaseModel } from '../../src/index.js';
 import { closePool, configurePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 import { writeBroughtFolder } from '../_support/brought-folder.js';
@@ -109,6 +109,17 @@ describe('train() on a registered base model', () => {
     ours.forEach((p, i) => expect(p).toBeCloseTo(theirs[i]!, 6));
     prompted.dispose();
     byHand.dispose();
+  });
+
+  it('classifies by examples on it as on the same files under svc-small, prompt included', async () => {
+    const onBrought = await classify(heldOut, examples, { model: 'e5-style' });
+    const onBuiltin = await classify(
+      heldOut.map((text) => `query: ${text}`),
+      examples.map((example) => ({ ...example, text: `query: ${example.text}` })),
+      { model: 'svc-small' },
+    );
+    const theirs = onBuiltin.predictions as { probability: number }[];
+    (onBrought.predictions as { probability: number }[]).forEach((p, i) => expect(p.probability).toBeCloseTo(theirs[i]!.probability, 6));
   });
 
   it('trains a frozen classifier on a CLS-pooled folder, and refuses to fine-tune one, naming the base model', async () => {
