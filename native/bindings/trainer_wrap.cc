@@ -32,7 +32,8 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   }
 
   // new Trainer(configFile, weightsFile, { dropout?, lr, beta1, beta2, eps, weightDecay, warmupRatio, totalSteps, seed,
-  //   threads, maxGradNorm, trainEmbeddings, adapter?: { rank, alpha, targets: string[] }, bf16Products? })
+  //   threads, maxGradNorm, trainEmbeddings, adapter?: { rank, alpha, targets: string[] }, bf16Products?,
+  //   clsPooling?, normalize? })
   explicit TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TrainerWrap>(info) {
     if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsObject())
       throw Napi::TypeError::New(info.Env(), "Trainer(configFile, weightsFile, options)");
@@ -54,6 +55,9 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
     if (!o.Get("adapter").IsUndefined()) t.adapter = adapter_config(o.Get("adapter"));
     // Left out: bf16 products wherever the CPU has them; 0 where they measured slower than fp32.
     if (!o.Get("bf16Products").IsUndefined()) t.bf16_products = required_number(o, "bf16Products") != 0;
+    // Left out: mean pooling, normalized (svc-small's modules).
+    if (!o.Get("clsPooling").IsUndefined()) t.cls_pooling = required_number(o, "clsPooling") != 0;
+    if (!o.Get("normalize").IsUndefined()) t.normalize = required_number(o, "normalize") != 0;
     const std::string config = info[0].As<Napi::String>().Utf8Value();
     const std::string weights = info[1].As<Napi::String>().Utf8Value();
     trainer_ = call_native(info.Env(), [&] { return std::make_unique<svc::train::Trainer>(config, weights, t); });

@@ -54,6 +54,10 @@ export interface NativeTrainerOptions {
   adapter?: { rank: number; alpha: number; targets: readonly string[] };
   /** Left out: bf16 products wherever the CPU has them (AVX512_BF16). 0: fp32 products. */
   bf16Products?: number;
+  /** 1: the first token's state is the embedding; 0 or left out: the mean of every token's. */
+  clsPooling?: number;
+  /** 0: embeddings as pooled; 1 or left out: L2-normalized. */
+  normalize?: number;
 }
 
 /** One trained LoRA matrix, copied out: A is [r, in], B [out, r], row-major. */

@@ -85,6 +85,16 @@ export interface EncoderTrainerOptions {
    * `weightDecay` says). Left out: full fine-tuning. Cannot be combined with `trainEmbeddings`.
    */
   adapter?: AdapterOptions;
+  /**
+   * How the base model pools a text's token states, as its `1_Pooling/config.json` says: `'mean'` (default) or
+   * `'cls'`, the first token's state. The loss, the head phase and {@link EncoderTrainer.embed} all see that pooling.
+   */
+  pooling?: 'mean' | 'cls';
+  /**
+   * Whether the base model L2-normalizes its embeddings (a `2_Normalize` module). Default `true`. The cosine pair loss
+   * is the same either way; the head phase and `embed` see the embeddings as the base gives them.
+   */
+  normalize?: boolean;
 }
 
 export interface TrainStep {
@@ -129,6 +139,8 @@ interface ResolvedTrainerOptions {
   trainEmbeddings: boolean;
   dropout: number | undefined;
   adapter: AdapterOptions | undefined;
+  pooling: 'mean' | 'cls';
+  normalize: boolean;
 }
 
 const kDefaults = Object.freeze({ threads: 1, seed: kDefaultSeed, lr: 2e-5, weightDecay: 0.01, warmupRatio: 0.1 });
@@ -151,7 +163,15 @@ function resolve(options: EncoderTrainerOptions): ResolvedTrainerOptions {
     trainEmbeddings: is.boolean(options.trainEmbeddings ?? false, 'options.trainEmbeddings'),
     dropout: number('dropout', 0, 1),
     adapter: options.adapter === undefined ? undefined : resolveAdapter(options.adapter, options.trainEmbeddings === true),
+    pooling: resolvePooling(options.pooling),
+    normalize: is.boolean(options.normalize ?? true, 'options.normalize'),
   };
+}
+
+function resolvePooling(pooling: unknown): 'mean' | 'cls' {
+  if (pooling === undefined) return 'mean';
+  if (pooling !== 'mean' && pooling !== 'cls') throw new TypeError("options.pooling must be 'mean' or 'cls'");
+  return pooling;
 }
 
 function resolveAdapter(adapter: AdapterOptions, trainEmbeddings: boolean): AdapterOptions {
@@ -221,6 +241,8 @@ export class EncoderTrainer {
           seed: resolved.seed,
           threads: resolved.threads,
           ...bf16,
+          clsPooling: resolved.pooling === 'cls' ? 1 : 0,
+          normalize: resolved.normalize ? 1 : 0,
         }),
         resolved.adapter !== undefined,
       );

@@ -28,7 +28,9 @@ void embed_tokens(const EncoderConfig& cfg, const Embeddings<T>& emb, const Pair
         for (int j = 0; j < h; ++j) wide[j] = T(half_to_float(emb.word_f16[static_cast<int64_t>(id) * h + j]));
         word = wide.data();
       }
-      for (int j = 0; j < h; ++j) sum[j] = word[j] + emb.position[static_cast<int64_t>(i) * h + j] + emb.token_type[j];
+      // Positions count from the family's offset (XLM-RoBERTa: pad_token_id + 1).
+      const T* pos = emb.position.data() + static_cast<int64_t>(cfg.position_offset + i) * h;
+      for (int j = 0; j < h; ++j) sum[j] = word[j] + pos[j] + emb.token_type[j];
       layer_norm_forward<T>(1, h, sum.data(), emb.ln_g.data(), emb.ln_b.data(), cfg.layer_norm_eps, x + row * h,
                             ws.emb_xhat.data() + row * h, ws.emb_rstd.data() + row);
     }
@@ -93,8 +95,14 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   ws.pooled.resize(static_cast<int64_t>(g.texts) * h);
   ws.emb.resize(static_cast<int64_t>(g.texts) * h);
   ws.norms.resize(g.texts);
-  mean_pool_forward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.x.data(), ws.pooled.data());
-  l2_normalize_forward<T>(g.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
+  if (emb.cls_pooling)
+    cls_pool_forward<T>(g.texts, ws.offsets.data(), h, ws.x.data(), ws.pooled.data());
+  else
+    mean_pool_forward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.x.data(), ws.pooled.data());
+  if (emb.normalize)
+    l2_normalize_forward<T>(g.texts, h, ws.pooled.data(), ws.emb.data(), ws.norms.data());
+  else
+    std::copy(ws.pooled.begin(), ws.pooled.end(), ws.emb.begin());
 }
 
 // Backward over one group from d loss / d (its normalized embeddings) in ws.demb;
@@ -115,8 +123,14 @@ void backward_pass(const EncoderConfig& cfg, const Embeddings<T>& embeddings, co
   for (StepBuffer<T>* v : {&ws.dy, &ws.dh, &ws.dctx}) fit(*v, th);
   fit(ws.dqkv, 3 * th);
   fit(ws.dbig, tf);
-  l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
-  mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
+  if (embeddings.normalize)
+    l2_normalize_backward<T>(g.texts, h, ws.emb.data(), ws.norms.data(), ws.demb.data(), ws.dpooled.data());
+  else
+    std::copy(ws.demb.begin(), ws.demb.begin() + static_cast<int64_t>(g.texts) * h, ws.dpooled.begin());
+  if (embeddings.cls_pooling)
+    cls_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
+  else
+    mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
 
   for (int l = cfg.layers - 1; l >= 0; --l) {
     const LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
@@ -238,7 +252,8 @@ T forward_backward(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* 
     throw std::invalid_argument("a compact frozen base needs its packed panels");
   int64_t tokens = 0;
   for (int t = 0; t < b.texts; ++t) {
-    if (b.lengths[t] <= 0 || b.lengths[t] > emb.max_positions) throw std::invalid_argument("text length out of range");
+    if (b.lengths[t] <= 0 || b.lengths[t] > emb.max_positions - cfg.position_offset)
+      throw std::invalid_argument("text length out of range");
     tokens += b.lengths[t];
   }
   for (int64_t i = 0; i < tokens; ++i)

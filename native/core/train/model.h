@@ -113,6 +113,11 @@ struct AdapterPass {
 template <typename T>
 struct Embeddings {
   int vocab = 0, max_positions = 0;
+  // How the last layer's rows become a text's embedding (sentence-transformers' Pooling and Normalize
+  // modules; not in config.json): kept with the tables, which every pass reads. Without normalize the
+  // cosine pair loss is unchanged (it divides by the norms) and the head phase sees the raw embedding.
+  bool cls_pooling = false;
+  bool normalize = true;
   std::vector<T> word, position, token_type, ln_g, ln_b;
   // A frozen word table from an fp16 checkpoint (adapter training) stays fp16 here, word
   // empty, each row widened as a token uses it: half the memory, the same values.

@@ -211,6 +211,25 @@ void mean_pool_backward(int texts, const int32_t* offsets, const int32_t* length
   }
 }
 
+// CLS pooling: pooled[t] = the first token's row of text t.
+template <typename T>
+void cls_pool_forward(int texts, const int32_t* offsets, int cols, const T* x, T* pooled) {
+  for (int t = 0; t < texts; ++t) {
+    const T* first = x + static_cast<int64_t>(offsets[t]) * cols;
+    std::copy(first, first + cols, pooled + static_cast<int64_t>(t) * cols);
+  }
+}
+
+// Every row of dx is written: the first token's gets dpooled, the others 0.
+template <typename T>
+void cls_pool_backward(int texts, const int32_t* offsets, const int32_t* lengths, int cols, const T* dpooled, T* dx) {
+  for (int t = 0; t < texts; ++t) {
+    T* rows = dx + static_cast<int64_t>(offsets[t]) * cols;
+    std::fill(rows, rows + static_cast<int64_t>(lengths[t]) * cols, T(0));
+    std::copy(dpooled + static_cast<int64_t>(t) * cols, dpooled + static_cast<int64_t>(t + 1) * cols, rows);
+  }
+}
+
 // e = u / max(|u|, 1e-12) per row (torch.nn.functional.normalize); keeps the norms.
 template <typename T>
 void l2_normalize_forward(int rows, int cols, const T* u, T* e, T* norms) {

@@ -29,7 +29,10 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   if (o.adam.total_steps < 1) throw std::invalid_argument("total steps must be a positive integer");
   if (o.dropout && !(*o.dropout >= 0 && *o.dropout < 1)) throw std::invalid_argument("dropout must be in [0, 1)");
   if (o.dropout) cfg_.dropout = *o.dropout;
-  prefix_ = checkpoint_.count("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  // Bare names as sentence-transformers saves them, or under a task head's bert. or roberta.
+  prefix_ = "";
+  for (const char* prefix : {"bert.", "roberta."})
+    if (checkpoint_.count(std::string(prefix) + "embeddings.word_embeddings.weight")) prefix_ = prefix;
   // Every tensor read with the shape the config gives it, as the encoder does.
   auto read = [&](const std::string& name, const std::vector<int64_t>& shape) -> const StoredTensor& {
     auto it = checkpoint_.find(prefix_ + name);
@@ -56,6 +59,8 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   const int64_t h = cfg_.hidden;
   emb_.vocab = cfg_.vocab;
   emb_.max_positions = cfg_.max_positions;
+  emb_.cls_pooling = o.cls_pooling;
+  emb_.normalize = o.normalize;
   const StoredTensor& word = read("embeddings.word_embeddings.weight", {cfg_.vocab, h});
   if (adapter && word.dtype == "F16" && word.bytes.size() == static_cast<size_t>(cfg_.vocab * h) * 2) {
     // Frozen: the file's fp16 values as they are (see Embeddings::word_f16).

@@ -35,6 +35,10 @@ struct TrainerOptions {
   // Train the embedding tables (word, position, token type, their LayerNorm) too, as
   // sentence-transformers does; false keeps them as loaded.
   bool train_embeddings = false;
+  // The base model's pooling (first token's row instead of the mean) and whether a Normalize module
+  // follows it; not in config.json, so the caller says (src/native/trainer.ts, from the base model).
+  bool cls_pooling = false;
+  bool normalize = true;
   // Run a step's linear-layer products in bf16 with fp32 accumulation where the CPU has
   // AVX512_BF16 (gemm_bf16.h); the weights, gradients and updates stay fp32. false: fp32 products.
   bool bf16_products = true;
@@ -80,7 +84,7 @@ class Trainer {
   StepResult step(const PairBatch& batch);
   // Loss of a batch without dropout and without updating anything.
   double evaluate(const PairBatch& batch);
-  // Normalized mean-pooled embeddings (no dropout), texts x hidden, into out;
+  // Pooled (and, with options.normalize, normalized) embeddings (no dropout), texts x hidden, into out;
   // runs in slices of about 1,024 tokens to bound the activations kept.
   void embed(const int32_t* ids, const int32_t* lengths, int texts, float* out);
   void save(const std::string& path) const;
