@@ -13,7 +13,7 @@ import { kEncoderFile } from '../contract/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount, targetCount } from '../train/pairs.js';
-import { encoderPooling, promptedTexts, trainerPooling } from './base-model-use.js';
+import { encoderPooling, promptedTexts } from './base-model-use.js';
 import { tokenizerFor } from './embed-texts.js';
 import { runEndToEnd } from './end-to-end.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
@@ -57,7 +57,8 @@ function train(task: FinetuneTask): FinetuneResult | null {
   const adapter = task.adapter ?? undefined;
   const recipe = adapter ? kAdapterRecipe : kFinetuneRecipe;
   const trainer = EncoderTrainer.open(base.weightsFile, base.configFile, {
-    ...trainerPooling(task.baseModel),
+    // Fine-tuning pools as the base model predicts: the loss sees the embeddings predict serves.
+    ...encoderPooling(task.baseModel),
     totalSteps: steps,
     threads: task.threads,
     seed: task.seed,

@@ -122,20 +122,25 @@ describe('train() on a registered base model', () => {
     (onBrought.predictions as { probability: number }[]).forEach((p, i) => expect(p.probability).toBeCloseTo(theirs[i]!.probability, 6));
   });
 
-  it('trains a frozen classifier on a CLS-pooled folder, and refuses to fine-tune one, naming the base model', async () => {
+  it('trains frozen and adapter classifiers on a CLS-pooled folder, pooling as the folder says', async () => {
     registerBaseModel('minilm-cls', writeBroughtFolder(join(root, 'minilm-cls'), { pooling: 'cls' }));
     const cls = await train({ model: 'minilm-cls', task_type: 'binary-classification', examples, finetune: false }, { threads: 2 });
     const mean = await train({ model: 'minilm-brought', task_type: 'binary-classification', examples, finetune: false }, { threads: 2 });
     // The same weights pooled differently: other embeddings, so other probabilities.
     const meanProbabilities = await probabilities(mean);
-    const gaps = (await probabilities(cls)).map((p, i) => Math.abs(p - meanProbabilities[i]!));
+    const clsProbabilities = await probabilities(cls);
+    const gaps = clsProbabilities.map((p, i) => Math.abs(p - meanProbabilities[i]!));
     expect(Math.max(...gaps)).toBeGreaterThan(0.01);
     expect(cls.manifest.base_model).toBe('minilm-cls');
-    await expect(
-      train({ model: 'minilm-cls', task_type: 'binary-classification', examples, finetune: { method: 'adapter' } }, { threads: 2 }),
-    ).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining("base model 'minilm-cls' asks for cls pooling") });
-    cls.dispose();
-    mean.dispose();
+    // Fine-tuning pools as the folder does too: the adapter moves the CLS embeddings, so other probabilities again.
+    const adapted = await train(
+      { model: 'minilm-cls', task_type: 'binary-classification', examples, finetune: { method: 'adapter', rank: 4 }, num_iterations: 2 },
+      { threads: 2 },
+    );
+    expect(adapted.manifest).toMatchObject({ base_model: 'minilm-cls', body: 'adapter' });
+    const adaptedGaps = (await probabilities(adapted)).map((p, i) => Math.abs(p - clsProbabilities[i]!));
+    expect(Math.max(...adaptedGaps)).toBeGreaterThan(1e-3);
+    for (const classifier of [cls, mean, adapted]) classifier.dispose();
   });
 
   it('refuses a model once the folder it was trained on has changed', async () => {
