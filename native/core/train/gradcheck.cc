@@ -110,8 +110,9 @@ GradCheck check_attention() {
   return r;
 }
 
-GradCheck check_pool_normalize_loss() {
-  GradCheck r{"pool_normalize_cosine_loss", 0, 0};
+// Mean or CLS pooling (a base model's 1_Pooling), then L2 normalization and the pair loss.
+GradCheck check_pool_normalize_loss(bool cls) {
+  GradCheck r{cls ? "cls_pool_normalize_cosine_loss" : "pool_normalize_cosine_loss", 0, 0};
   Rand rng{5};
   const int cols = 6;
   const std::vector<int32_t> lengths = {2, 4, 3}, offsets = {0, 2, 6};
@@ -120,14 +121,20 @@ GradCheck check_pool_normalize_loss() {
   auto x = rng.vec(9 * cols);
   std::vector<double> pooled(3 * cols), e(3 * cols), norms(3), de(3 * cols), du(3 * cols), dx(9 * cols);
   auto loss = [&] {
-    mean_pool_forward<double>(3, offsets.data(), lengths.data(), cols, x.data(), pooled.data());
+    if (cls)
+      cls_pool_forward<double>(3, offsets.data(), cols, x.data(), pooled.data());
+    else
+      mean_pool_forward<double>(3, offsets.data(), lengths.data(), cols, x.data(), pooled.data());
     l2_normalize_forward<double>(3, cols, pooled.data(), e.data(), norms.data());
     return cosine_loss<double>(3, cols, e.data(), 4, pa.data(), pb.data(), labels.data(), nullptr);
   };
   loss();
   cosine_loss<double>(3, cols, e.data(), 4, pa.data(), pb.data(), labels.data(), de.data());
   l2_normalize_backward<double>(3, cols, e.data(), norms.data(), de.data(), du.data());
-  mean_pool_backward<double>(3, offsets.data(), lengths.data(), cols, du.data(), dx.data());
+  if (cls)
+    cls_pool_backward<double>(3, offsets.data(), lengths.data(), cols, du.data(), dx.data());
+  else
+    mean_pool_backward<double>(3, offsets.data(), lengths.data(), cols, du.data(), dx.data());
   compare(r, x, dx, loss);
   return r;
 }
@@ -333,11 +340,17 @@ GradCheck check_whole_model(bool parallel, double& fp32_error, GradCheck* embedd
 std::vector<GradCheck> run_gradient_checks() {
   double fp32_error = 0;
   GradCheck embeddings{"toy_encoder_embeddings", 0, 0};
-  std::vector<GradCheck> out = {
-      check_linear(),    check_layer_norm(),          check_gelu(),
-      check_attention(), check_pool_normalize_loss(), check_gemm_fp32(),
-      check_gelu_fp32(), check_attention_fp32(),      check_whole_model(false, fp32_error, &embeddings)};
+  std::vector<GradCheck> out = {check_linear(),
+                                check_layer_norm(),
+                                check_gelu(),
+                                check_attention(),
+                                check_pool_normalize_loss(false),
+                                check_gemm_fp32(),
+                                check_gelu_fp32(),
+                                check_attention_fp32(),
+                                check_whole_model(false, fp32_error, &embeddings)};
   out.push_back(check_attention_kept());
+  out.push_back(check_pool_normalize_loss(true));
   out.push_back(embeddings);
   out.push_back(check_whole_model(true, fp32_error));
   out.push_back({"toy_encoder_fp32_vs_double", fp32_error, static_cast<int64_t>(out.back().compared)});

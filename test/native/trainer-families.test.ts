@@ -1,0 +1,98 @@
+// The trainer's forward on each BERT-family shape against the plain-torch references (scripts/reference-encoders.py):
+// mean or CLS pooling, with or without Normalize, BERT or XLM-RoBERTa positions, for full fine-tuning and for an
+// adapter (whose B starts at zero, so it embeds as its base). Then a few steps on each, which must lower the loss
+// on the batch they train on. embed() runs the fp32 master weights, so it is held to the fp32 bound.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { EncoderTrainer, kDefaultAdapter } from '../../src/native/trainer.js';
+import type { EncoderTrainerOptions, PairBatch } from '../../src/native/trainer.js';
+import { kReferenceCases, readReferenceOutputs, writeReferenceCase } from '../_support/reference-encoders.js';
+
+const root = mkdtempSync(join(tmpdir(), 'svc-trainer-families-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let ab = 0,
+    aa = 0,
+    bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    ab += a[i]! * b[i]!;
+    aa += a[i]! * a[i]!;
+    bb += b[i]! * b[i]!;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+  return worst;
+}
+
+const kModes: Record<string, Partial<EncoderTrainerOptions>> = { full: {}, adapter: { adapter: kDefaultAdapter } };
+
+describe.each(kReferenceCases.map((c) => [c.name, c] as const))('%s', (name, c) => {
+  const dir = join(root, name);
+  const { ids } = writeReferenceCase(dir, c);
+  const reference = readReferenceOutputs(name);
+  const lengths = Int32Array.from(reference.lengths);
+  const texts = lengths.length;
+  const open = (mode: Partial<EncoderTrainerOptions>) =>
+    EncoderTrainer.open(join(dir, 'model.safetensors'), join(dir, 'config.json'), {
+      totalSteps: 8,
+      threads: 2,
+      seed: 3,
+      lr: 1e-3,
+      pooling: c.options.pooling,
+      normalize: c.options.normalize,
+      ...mode,
+    });
+
+  for (const [modeName, mode] of Object.entries(kModes)) {
+    it(`${modeName}: embeds as the reference before any step`, () => {
+      const trainer = open(mode);
+      try {
+        const h = c.options.hidden;
+        const pooled = trainer.embed(ids, lengths);
+        reference.pooled.forEach((expected, t) => {
+          const got = pooled.subarray(t * h, (t + 1) * h);
+          expect(maxAbsDiff(got, expected), `text ${t}`).toBeLessThan(2e-4);
+          expect(cosine(got, expected), `text ${t}`).toBeGreaterThan(0.999999);
+        });
+      } finally {
+        trainer.dispose();
+      }
+    });
+
+    it(`${modeName}: steps lower the loss on the batch they train on`, () => {
+      // Every pair of the case's texts, same-label when both indices are even.
+      const pairA: number[] = [];
+      const pairB: number[] = [];
+      const labels: number[] = [];
+      for (let a = 0; a < texts; a++)
+        for (let b = a + 1; b < texts; b++) {
+          pairA.push(a);
+          pairB.push(b);
+          labels.push(a % 2 === b % 2 ? 1 : 0);
+        }
+      const batch: PairBatch = {
+        ids,
+        lengths,
+        pairA: Int32Array.from(pairA),
+        pairB: Int32Array.from(pairB),
+        labels: Float32Array.from(labels),
+      };
+      const trainer = open(mode);
+      try {
+        const before = trainer.evaluate(batch);
+        for (let step = 0; step < 8; step++) expect(Number.isFinite(trainer.step(batch).loss)).toBe(true);
+        expect(trainer.evaluate(batch)).toBeLessThan(before);
+      } finally {
+        trainer.dispose();
+      }
+    });
+  }
+});
