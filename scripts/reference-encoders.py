@@ -1,7 +1,7 @@
 """Reference outputs of the seeded tiny base models, computed with plain torch.
 
 Follows the upstream modeling code of transformers (BertModel, XLMRobertaModel: embeddings, post-LN layers,
-GELU erf) and sentence-transformers (Pooling mean/CLS, Normalize), which is not ours: CI compares our engine,
+GELU erf; MPNetModel in reference_mpnet.py) and sentence-transformers (Pooling mean/CLS, Normalize), which is not ours: CI compares our engine,
 our trainer's forward and our ONNX export with these outputs. Development time only (CI runs no Python):
 
     npx tsx scripts/write-tiny-models.ts /tmp/tiny-models
@@ -35,8 +35,8 @@ def read_safetensors(path):
 
 
 def strip_prefix(tensors):
-    # sentence-transformers saves the bare model; a task head's save adds bert. or roberta.
-    for prefix in ("bert.", "roberta."):
+    # sentence-transformers saves the bare model; a task head's save adds bert., roberta. or mpnet.
+    for prefix in ("bert.", "roberta.", "mpnet."):
         if any(k.startswith(prefix) for k in tensors):
             return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
     return tensors

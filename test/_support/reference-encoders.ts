@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { seededRandom } from '../../src/random.js';
+import { mpnetTokenizerJson } from './mpnet-tokenizer.js';
 import { writeTinyBaseModel } from './tiny-base-model.js';
 import type { TinyBaseModelOptions } from './tiny-base-model.js';
 
@@ -12,7 +13,7 @@ const kMiniLmTokenizer = join(import.meta.dirname, '..', '..', 'node_modules', '
 
 export interface ReferenceCase {
   name: string;
-  options: Omit<TinyBaseModelOptions, 'tokenizer'> & { tokenizer: 'minilm' | 'unigram-4k' };
+  options: Omit<TinyBaseModelOptions, 'tokenizer'> & { tokenizer: 'minilm' | 'unigram-4k' | 'mpnet' };
   /** Lengths of the texts the case runs, their ids drawn from the seed (first and last: the special tokens). */
   lengths: number[];
 }
@@ -101,6 +102,43 @@ export const kReferenceCases: readonly ReferenceCase[] = Object.freeze([
     },
     lengths: [30, 4, 11],
   },
+  // all-mpnet-base-v2's head: mean pooling and Normalize. Texts longer than 8 and past 16 tokens reach the
+  // logarithmic distance buckets of the position bias, and 40 tokens several of them.
+  {
+    name: 'mpnet-mean-normalize',
+    options: {
+      family: 'mpnet',
+      layers: 2,
+      hidden: 32,
+      heads: 4,
+      intermediate: 64,
+      tokenizer: 'mpnet',
+      pooling: 'mean',
+      normalize: true,
+      maxSeqLength: 40,
+      seed: 6,
+    },
+    lengths: [9, 40, 1, 23],
+  },
+  // A task head's checkpoint (mpnet. prefix), CLS pooling without Normalize and a head size of 32 (the
+  // fused and int8 attention kernels' shape).
+  {
+    name: 'mpnet-cls-raw',
+    options: {
+      family: 'mpnet',
+      layers: 2,
+      hidden: 64,
+      heads: 2,
+      intermediate: 96,
+      tokenizer: 'mpnet',
+      pooling: 'cls',
+      normalize: false,
+      maxSeqLength: 48,
+      seed: 7,
+      prefix: 'mpnet.',
+    },
+    lengths: [48, 5, 17],
+  },
 ]);
 
 /**
@@ -141,7 +179,7 @@ export function syntheticUnigramTokenizer(size: number): Record<string, unknown>
   };
 }
 
-/** The case's token ids, text after text: [CLS]/<s> first, [SEP]/</s> last, the rest drawn from the case's seed. */
+/** The case's token ids, text after text: [CLS]/<s> first, [SEP]/</s> last, the rest drawn from the case's seed (past the specials). */
 export function referenceIds(c: ReferenceCase, vocab: number): Int32Array {
   const [first, last, lowest] = c.options.family === 'bert' ? [101, 102, 1000] : [0, 2, 4];
   const random = seededRandom(c.options.seed * 7919);
@@ -159,10 +197,11 @@ export function referenceIds(c: ReferenceCase, vocab: number): Int32Array {
 /** Writes the case's model into dir (its tokenizer beside, in `dir`/..); returns the ids it runs on. */
 export function writeReferenceCase(dir: string, c: ReferenceCase): { ids: Int32Array; vocab: number } {
   let tokenizer = kMiniLmTokenizer;
-  if (c.options.tokenizer === 'unigram-4k') {
-    tokenizer = join(dir, '..', `${c.name}.unigram-4k.tokenizer.json`);
+  if (c.options.tokenizer !== 'minilm') {
+    tokenizer = join(dir, '..', `${c.name}.${c.options.tokenizer}.tokenizer.json`);
     mkdirSync(join(dir, '..'), { recursive: true });
-    if (!existsSync(tokenizer)) writeFileSync(tokenizer, JSON.stringify(syntheticUnigramTokenizer(4000)));
+    const json = c.options.tokenizer === 'mpnet' ? mpnetTokenizerJson() : syntheticUnigramTokenizer(4000);
+    if (!existsSync(tokenizer)) writeFileSync(tokenizer, JSON.stringify(json));
   }
   const config = writeTinyBaseModel(dir, { ...c.options, tokenizer });
   const vocab = config.vocab_size as number;

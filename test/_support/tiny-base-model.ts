@@ -31,7 +31,7 @@ export interface TinyBaseModelOptions {
   /** config_sentence_transformers.json's prompts, e.g. `{ query: 'query: ', document: 'passage: ' }`. */
   prompts?: Record<string, string>;
   seed: number;
-  /** The checkpoint names' prefix, as a BertModel or XLMRobertaModel inside a task head saves them ('bert.', 'roberta.'). Default none. */
+  /** The checkpoint names' prefix, as a model inside a task head saves them ('bert.', 'roberta.', 'mpnet.'). Default none. */
   prefix?: string;
 }
 
@@ -96,19 +96,25 @@ export function tinyBaseConfig(options: TinyBaseModelOptions, vocab: number): Re
       eos_token_id: 2,
     };
   }
-  throw new Error(`writeTinyBaseModel: family '${options.family}' has no weights written yet`);
+  // MPNetModel's config.json (all-mpnet-base-v2's keys): no token types, one relative position bias table.
+  return {
+    architectures: ['MPNetModel'],
+    model_type: 'mpnet',
+    ...common,
+    layer_norm_eps: 1e-5,
+    relative_attention_num_buckets: 32,
+    bos_token_id: 0,
+    pad_token_id: 1,
+    eos_token_id: 2,
+  };
 }
 
-/** Every tensor of a BERT or XLM-RoBERTa model (they share names), values from the seeded generator. */
-export function bertFamilyTensors(options: TinyBaseModelOptions, config: Record<string, unknown>): Map<string, TinyTensor> {
-  const { hidden: h, intermediate: i, seed } = options;
+/** A function that puts the seeded values of one tensor (its name without the prefix) into `tensors`. */
+function seededTensorWriter(options: TinyBaseModelOptions, tensors: Map<string, TinyTensor>) {
   const p = options.prefix ?? '';
-  const tensors = new Map<string, TinyTensor>();
-  // Bounds near 1 / sqrt(fan_in) keep every layer's activations of order 1, so the reference comparison
-  // exercises every layer rather than a saturated one.
-  const put = (name: string, shape: number[], bound: number, shift = 0) => {
+  return (name: string, shape: number[], bound: number, shift = 0) => {
     const values = seededValues(
-      seed,
+      options.seed,
       p + name,
       shape.reduce((a, b) => a * b, 1),
       bound,
@@ -116,6 +122,15 @@ export function bertFamilyTensors(options: TinyBaseModelOptions, config: Record<
     );
     tensors.set(p + name, { dtype: 'F32', shape, data: new Uint8Array(values.buffer) });
   };
+}
+
+/** Every tensor of a BERT or XLM-RoBERTa model (they share names), values from the seeded generator. */
+export function bertFamilyTensors(options: TinyBaseModelOptions, config: Record<string, unknown>): Map<string, TinyTensor> {
+  const { hidden: h, intermediate: i } = options;
+  const tensors = new Map<string, TinyTensor>();
+  // Bounds near 1 / sqrt(fan_in) keep every layer's activations of order 1, so the reference comparison
+  // exercises every layer rather than a saturated one.
+  const put = seededTensorWriter(options, tensors);
   put('embeddings.word_embeddings.weight', [config.vocab_size as number, h], 1);
   put('embeddings.position_embeddings.weight', [config.max_position_embeddings as number, h], 0.5);
   put('embeddings.token_type_embeddings.weight', [config.type_vocab_size as number, h], 0.2);
@@ -194,9 +209,48 @@ function sentenceTransformersFiles(dir: string, options: TinyBaseModelOptions): 
   }
 }
 
+/**
+ * Every tensor of an MPNetModel: BERT's layer under MPNet's names (attention.attn.{q,k,v,o}, attention.LayerNorm),
+ * no token type embeddings, and encoder.relative_attention_bias [32 buckets x heads], drawn as BERT's are.
+ */
+export function mpnetTensors(options: TinyBaseModelOptions, config: Record<string, unknown>): Map<string, TinyTensor> {
+  const { hidden: h, intermediate: i } = options;
+  const tensors = new Map<string, TinyTensor>();
+  const put = seededTensorWriter(options, tensors);
+  put('embeddings.word_embeddings.weight', [config.vocab_size as number, h], 1);
+  put('embeddings.position_embeddings.weight', [config.max_position_embeddings as number, h], 0.5);
+  put('embeddings.LayerNorm.weight', [h], 0.2, 1);
+  put('embeddings.LayerNorm.bias', [h], 0.1);
+  // A bias of up to 1.5 per distance: of the order of the scores themselves, so a kernel that drops or
+  // misplaces it fails the reference comparison by far more than rounding.
+  put('encoder.relative_attention_bias.weight', [config.relative_attention_num_buckets as number, options.heads], 1.5);
+  const wh = 1 / Math.sqrt(h),
+    wi = 1 / Math.sqrt(i);
+  for (let l = 0; l < options.layers; l++) {
+    const q = `encoder.layer.${l}.`;
+    for (const part of ['q', 'k', 'v']) {
+      put(`${q}attention.attn.${part}.weight`, [h, h], 2 * wh);
+      put(`${q}attention.attn.${part}.bias`, [h], 0.1);
+    }
+    put(`${q}attention.attn.o.weight`, [h, h], wh);
+    put(`${q}attention.attn.o.bias`, [h], 0.1);
+    put(`${q}attention.LayerNorm.weight`, [h], 0.2, 1);
+    put(`${q}attention.LayerNorm.bias`, [h], 0.1);
+    put(`${q}intermediate.dense.weight`, [i, h], 2 * wh);
+    put(`${q}intermediate.dense.bias`, [i], 0.1);
+    put(`${q}output.dense.weight`, [h, i], wi);
+    put(`${q}output.dense.bias`, [h], 0.1);
+    put(`${q}output.LayerNorm.weight`, [h], 0.2, 1);
+    put(`${q}output.LayerNorm.bias`, [h], 0.1);
+  }
+  put('pooler.dense.weight', [h, h], wh);
+  put('pooler.dense.bias', [h], 0.1);
+  return tensors;
+}
+
 /** The tensors a tiny model of `options` holds, under their checkpoint names (the family's own writer). */
 export function tinyBaseTensors(options: TinyBaseModelOptions, config: Record<string, unknown>): Map<string, TinyTensor> {
-  return bertFamilyTensors(options, config);
+  return options.family === 'mpnet' ? mpnetTensors(options, config) : bertFamilyTensors(options, config);
 }
 
 /** Writes a seeded tiny base model of `options` into dir (created); returns its config.json object. */
