@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
       pool.run(texts * kHeads, [&](int64_t task, int thread) {
         const int64_t text = task / kHeads, row0 = offsets[text];
         const float* q = qkv.data() + row0 * 3 * H + (task % kHeads) * dh;
-        attention(q, q + H, q + 2 * H, 3 * H, static_cast<int>(offsets[text + 1] - row0), dh, 0.17677669f,
+        attention(q, q + H, q + 2 * H, 3 * H, static_cast<int>(offsets[text + 1] - row0), dh, 0.17677669f, nullptr,
                   ctx.data() + row0 * H + (task % kHeads) * dh, H, scratch.data() + thread * scratch_per_thread);
       });
       t[kAttention] = now_ms() - t0;

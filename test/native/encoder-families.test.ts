@@ -1,6 +1,7 @@
 // The engine against plain-torch references (scripts/reference-encoders.py) on seeded tiny models of each BERT-family
 // shape: BERT mean + Normalize, BERT CLS without Normalize under a bert. prefix, an odd shape, and XLM-RoBERTa
-// (positions from offset 2, one token type, a 4,000-piece vocabulary) with mean and CLS pooling. Each precision is
+// (positions from offset 2, one token type, a 4,000-piece vocabulary) with mean and CLS pooling, and MPNet (its
+// relative position bias in every layer's attention, no token types, an mpnet. prefix) with both. Each precision is
 // held to its own bound; CI runs this file at every kernel level (SVC_ISA).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

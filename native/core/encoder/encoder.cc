@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "encoder/relative_position.h"
 #include "kernels/ops.h"
 
 namespace svc {
@@ -148,6 +149,16 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
   int64_t attention_work = 0;
   for (int64_t t = 0; t < n_texts; ++t) attention_work += static_cast<int64_t>(lengths[t]) * lengths[t] * 2 * H;
   const auto attention = w.precision == Precision::kInt8 ? ops().attention_head_s8 : ops().attention_head;
+  // MPNet: the position bias of each head, built once per forward for the longest text and shared by
+  // every layer and text: a shorter text of len tokens reads it from max_len - len on, where its
+  // distances 1 - len .. len - 1 sit (encoder/relative_position.h).
+  const bool biased = w.relative_bias.size() > 0;
+  const int64_t bias_per_head = position_bias_floats(max_len);
+  if (biased) {
+    position_bias_.resize(static_cast<std::size_t>(c.heads * bias_per_head));
+    for (int head = 0; head < c.heads; ++head)
+      mpnet_position_bias(w.relative_bias.data(), c.heads, head, max_len, position_bias_.data() + head * bias_per_head);
+  }
   // int8 rounds the FFN activations to steps of max|row| / 127 for the next GEMM: the coarse GELU's
   // 3e-4 |x| is far below them and costs a fraction of the exact one (the same int8-to-fp32 cosines
   // over the 3,003 UCI sentences and 200 e-mails, docs/benchmarks.md).
@@ -165,7 +176,8 @@ void Encoder::forward(const int32_t* ids, int64_t n_ids, const int32_t* lengths,
       const int64_t row0 = offsets_[t];
       const int len = static_cast<int>(offsets_[t + 1] - row0);
       const float* q = qkv_.data() + row0 * 3 * H + head * dh;
-      attention(q, q + H, q + 2 * H, 3 * H, len, dh, scale, ctx_.data() + row0 * H + head * dh, H,
+      const float* bias = biased ? position_bias_.data() + head * bias_per_head + (max_len - len) : nullptr;
+      attention(q, q + H, q + 2 * H, 3 * H, len, dh, scale, bias, ctx_.data() + row0 * H + head * dh, H,
                 scratch_.data() + thread * scratch_per_thread);
     };
     if (attention_work >= (1LL << 20))

@@ -86,6 +86,8 @@ class Encoder {
   std::vector<RowRun> runs_;  // this forward's adapted runs of rows
   AlignedBuffer<float> lora_;
   AlignedBuffer<float> x_, tmp_, qkv_, ctx_, inter_, scratch_, packed_a_;
+  // MPNet: this forward's position bias of each head, for its longest text; empty for other families.
+  AlignedBuffer<float> position_bias_;
   // int8: quant_[0] holds quantized_ (a matrix of this forward), or quantized_ is null.
   QuantizedRows quant_[2];
   const float* quantized_ = nullptr;

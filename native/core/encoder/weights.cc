@@ -23,16 +23,17 @@ namespace {
 class Loader {
  public:
   Loader(const io::SafeTensorsFile& file, const LoraAdapter* adapter) : file_(file), adapter_(adapter) {
-    // Checkpoints saved from BertModel or XLMRobertaModel (sentence-transformers) have bare names; from a
-    // task head they carry "bert." or "roberta.". The two families share every other name.
-    for (const char* prefix : {"", "bert.", "roberta.", "model."}) {
+    // Checkpoints saved from BertModel, XLMRobertaModel or MPNetModel (sentence-transformers) have bare
+    // names; from a task head they carry "bert.", "roberta." or "mpnet.".
+    for (const char* prefix : {"", "bert.", "roberta.", "mpnet.", "model."}) {
       if (file.has(std::string(prefix) + "embeddings.word_embeddings.weight")) {
         prefix_ = prefix;
         return;
       }
     }
-    throw json::Error(file.path() +
-                      ": no tensor embeddings.word_embeddings.weight (with or without a bert. or roberta. prefix)");
+    throw json::Error(
+        file.path() +
+        ": no tensor embeddings.word_embeddings.weight (with or without a bert., roberta. or mpnet. prefix)");
   }
 
   AlignedBuffer<float> read(const std::string& name, std::vector<int64_t> shape) const {
@@ -84,22 +85,33 @@ std::shared_ptr<ModelWeights> load(const std::string& config_path, const std::st
   const int64_t H = c.hidden, I = c.intermediate;
   m->word = ld.read("embeddings.word_embeddings.weight", {c.vocab, H});
   m->position = ld.read("embeddings.position_embeddings.weight", {c.max_positions, H});
-  AlignedBuffer<float> types = ld.read("embeddings.token_type_embeddings.weight", {c.type_vocab, H});
   m->token_type0.resize(H);
-  std::copy(types.data(), types.data() + H, m->token_type0.data());
+  if (c.model_type == ModelType::kMpnet) {
+    // MPNet has no token types (a zero row keeps one embedding sum for every family) and one
+    // relative position bias table for all layers.
+    std::fill(m->token_type0.data(), m->token_type0.data() + H, 0.0f);
+    m->relative_bias = ld.read("encoder.relative_attention_bias.weight", {c.relative_buckets, c.heads});
+  } else {
+    AlignedBuffer<float> types = ld.read("embeddings.token_type_embeddings.weight", {c.type_vocab, H});
+    std::copy(types.data(), types.data() + H, m->token_type0.data());
+  }
   m->emb_ln_gamma = ld.read("embeddings.LayerNorm.weight", {H});
   m->emb_ln_beta = ld.read("embeddings.LayerNorm.bias", {H});
-  m->bytes = (m->word.size() + m->position.size() + 3 * H) * sizeof(float);
+  m->bytes = (m->word.size() + m->position.size() + 3 * H + m->relative_bias.size()) * sizeof(float);
+  const bool mpnet = c.model_type == ModelType::kMpnet;
   for (int i = 0; i < c.layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    // MPNet's layer is BERT's under other names: attention.attn.{q,k,v,o} and attention.LayerNorm.
+    const std::string self = p + (mpnet ? "attention.attn." : "attention.self.");
+    const std::string attn_ln = p + (mpnet ? "attention.LayerNorm" : "attention.output.LayerNorm");
     LayerWeights l;
-    l.qkv =
-        ld.linear({p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"}, H, H, precision);
-    l.attn_out = ld.linear({p + "attention.output.dense"}, H, H, precision);
+    l.qkv = mpnet ? ld.linear({self + "q", self + "k", self + "v"}, H, H, precision)
+                  : ld.linear({self + "query", self + "key", self + "value"}, H, H, precision);
+    l.attn_out = ld.linear({mpnet ? self + "o" : p + "attention.output.dense"}, H, H, precision);
     l.inter = ld.linear({p + "intermediate.dense"}, I, H, precision);
     l.out = ld.linear({p + "output.dense"}, H, I, precision);
-    l.ln1_gamma = ld.read(p + "attention.output.LayerNorm.weight", {H});
-    l.ln1_beta = ld.read(p + "attention.output.LayerNorm.bias", {H});
+    l.ln1_gamma = ld.read(attn_ln + ".weight", {H});
+    l.ln1_beta = ld.read(attn_ln + ".bias", {H});
     l.ln2_gamma = ld.read(p + "output.LayerNorm.weight", {H});
     l.ln2_beta = ld.read(p + "output.LayerNorm.bias", {H});
     for (const Linear* lin : {&l.qkv, &l.attn_out, &l.inter, &l.out}) m->bytes += lin->bytes();

@@ -43,6 +43,8 @@ struct ModelWeights {
   Precision precision = Precision::kF32;
   AlignedBuffer<float> word, position, token_type0;  // token_type0: the row for type id 0
   AlignedBuffer<float> emb_ln_gamma, emb_ln_beta;
+  // MPNet: relative_attention_bias, [relative_attention_num_buckets x heads], shared by every layer; else empty.
+  AlignedBuffer<float> relative_bias;
   std::vector<LayerWeights> layers;
   std::size_t bytes = 0;  // resident size of everything above
 };

@@ -91,6 +91,13 @@ EncoderConfig read_encoder_config(const std::string& path) {
   c.max_positions = bounded_int(root, "max_position_embeddings", ConfigLimits::kMaxPositions, path);
   const int two = 2;
   c.type_vocab = bounded_int(root, "type_vocab_size", ConfigLimits::kMaxTypeVocab, path, &two);
+  if (c.model_type == ModelType::kMpnet) {
+    const int upstream = 32;
+    c.relative_buckets =
+        bounded_int(root, "relative_attention_num_buckets", ConfigLimits::kMaxPositions, path, &upstream);
+    if (c.relative_buckets < upstream)
+      throw Error(path + ": relative_attention_num_buckets must be at least 32 (MPNet buckets distances into 32)");
+  }
   c.layer_norm_eps = bounded_number(root, "layer_norm_eps", 0, 1, 1e-12, path, "in (0, 1)");
   c.dropout = bounded_number(root, "hidden_dropout_prob", 0, 1, 0.1, path, "in [0, 1)");
   if (const std::string act = string_or(root, "hidden_act", "gelu", path); act != "gelu")

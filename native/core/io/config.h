@@ -24,6 +24,9 @@ struct EncoderConfig {
   int vocab = 30522;
   int max_positions = 512;
   int type_vocab = 2;
+  // MPNet: rows of encoder.relative_attention_bias (relative_attention_num_buckets). Upstream buckets
+  // distances into the first 32 whatever it says, so it must be at least 32; 0 for other families.
+  int relative_buckets = 0;
   double layer_norm_eps = 1e-12;
   double dropout = 0.1;  // hidden_dropout_prob: hidden and attention-probability dropout in training
   int head_dim() const { return hidden / heads; }

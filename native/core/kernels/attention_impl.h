@@ -98,8 +98,8 @@ void attention_pv(const float* pt, const float* v, int64_t ld, int len, const fl
 }
 
 template <int kDh>
-void attention_head_fused(const float* q, const float* k, const float* v, int64_t ld, int len, float scale, float* out,
-                          int64_t ldo, float* scratch) {
+void attention_head_fused(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
+                          const float* position_bias, float* out, int64_t ldo, float* scratch) {
   using S = Simd;
   using V = typename S::V;
   constexpr int kW = S::kLanes;                      // queries per block: one vector
@@ -141,6 +141,10 @@ void attention_head_fused(const float* q, const float* k, const float* v, int64_
 #pragma GCC unroll 24
       for (int jj = 0; jj < kKeys; ++jj) S::store(st + (j0 + jj) * kW, acc[jj]);
     }
+    // MPNet's position bias: key j's bias for the block's queries i0.. is consecutive in the table.
+    if (position_bias)
+      for (int j = 0; j < len; ++j)
+        S::store(st + j * kW, S::add(S::load(st + j * kW), S::load(position_bias + i0 - j + len - 1)));
     // Softmax down the columns: every query's max, exponentials and sum at once, no
     // horizontal reductions and no key tail. The 1 / sum scales the output rows.
     V vmax = S::load(st);

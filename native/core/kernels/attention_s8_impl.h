@@ -30,7 +30,8 @@ constexpr float kS8PMax = 255.0f;  // a softmax numerator of 1
 
 #if !defined(__AVX2__)
 void attention_head_s8_reference_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,
-                                      float scale, float* out, int64_t ldo, float* scratch) {
+                                      float scale, const float* position_bias, float* out, int64_t ldo,
+                                      float* scratch) {
   // scratch: one row of scores, the scales of K (times scale) and V, K and V quantized ([len x dh] each).
   float* row = scratch;   // [len]
   float* ks = row + len;  // [len]
@@ -63,6 +64,7 @@ void attention_head_s8_reference_impl(const float* q, const float* k, const floa
       int32_t dot = 0;
       for (int d = 0; d < dh; ++d) dot += qq[d] * kq[j * dh + d];
       row[j] = static_cast<float>(dot) * (sq * ks[j]);
+      if (position_bias) row[j] += position_bias[i - j + len - 1];
       mx = std::fmax(mx, row[j]);
     }
     int32_t total = 0;
@@ -135,8 +137,8 @@ inline float quantize_row(const float* row, float max_q, __m256i out[4]) {
 }  // namespace s8
 
 template <bool kVnni>
-void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64_t ld, int len, float scale, float* out,
-                           int64_t ldo, float* scratch) {
+void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
+                           const float* position_bias, float* out, int64_t ldo, float* scratch) {
   constexpr int kDh = 32, kW = 8;
   const int lp = (len + 3) / 4 * 4;  // keys rounded up to whole quads, p8 = 0 and v8 = 0 past len
   // Scratch (fits attention_scratch_floats): K bytes [lp][32] with 128 * row sums and scales,
@@ -230,8 +232,9 @@ void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64
         std::memcpy(&quad, kj + 4 * g, 4);
         acc = s8::dot4<kVnni>(acc, qv[g], _mm256_set1_epi32(quad), ones);
       }
-      const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_set1_epi32(koff[j]))),
-                                      _mm256_mul_ps(vqs, _mm256_set1_ps(ks[j])));
+      __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_set1_epi32(koff[j]))),
+                                _mm256_mul_ps(vqs, _mm256_set1_ps(ks[j])));
+      sc = position_bias ? _mm256_add_ps(sc, _mm256_loadu_ps(position_bias + i0 - j + len - 1)) : sc;
       _mm256_storeu_ps(st + j * kW, sc);
       mx = _mm256_max_ps(mx, sc);
     }

@@ -10,7 +10,9 @@
 // The sums run in another order (blocked, FMA), so values agree to a tolerance, not bit for bit.
 // Then each level's int8 attention (attention_head_s8) at the same lengths, against exact
 // attention within the error its rounding steps predict (see exact_s8), and the AVX2 int8
-// kernel against its plain-loop reference.
+// kernel against its plain-loop reference. Every case runs twice: plain, and with an MPNet-style
+// position bias (random values, in the exact buffer size the kernels may read); the plain loop
+// itself is held to exact attention in double, bias included.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +22,7 @@
 
 #include "cpu_features.h"
 #include "test_check.h"
+#include "encoder/relative_position.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -32,10 +35,12 @@ constexpr float kTolerance = 1e-5f;
 
 struct Inputs {
   int len, dh, hidden;
-  std::vector<float> qkv;  // [len x 3 * hidden]
+  std::vector<float> qkv;   // [len x 3 * hidden]
+  std::vector<float> bias;  // empty, or position_bias_floats(len): a bias of up to ~2 per distance
+  const float* position_bias() const { return bias.empty() ? nullptr : bias.data(); }
 };
 
-Inputs make_inputs(int len, int dh, std::mt19937& rng) {
+Inputs make_inputs(int len, int dh, std::mt19937& rng, bool biased) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Inputs in{len, dh, 2 * dh, {}};
   in.qkv.resize(static_cast<std::size_t>(len) * 3 * in.hidden);
@@ -44,6 +49,10 @@ Inputs make_inputs(int len, int dh, std::mt19937& rng) {
   for (std::size_t i = 0; i < in.qkv.size(); ++i) {
     const std::size_t col = i % (3 * in.hidden);
     in.qkv[i] = normal(rng) * (col < 2 * static_cast<std::size_t>(in.hidden) ? 1.5f : 1.0f);
+  }
+  if (biased) {
+    in.bias.assign(static_cast<std::size_t>(svc::position_bias_floats(len)), 0.0f);
+    for (int t = 0; t < 2 * len - 1; ++t) in.bias[t] = normal(rng);
   }
   return in;
 }
@@ -56,7 +65,8 @@ std::vector<float> run(const svc::OpsTable& ops, const Inputs& in) {
   std::vector<float> scratch(static_cast<std::size_t>(svc::attention_scratch_floats(in.len, in.dh)));
   const float* q = in.qkv.data() + in.dh;
   ops.attention_head(q, q + in.hidden, q + 2 * in.hidden, 3 * in.hidden, in.len, in.dh,
-                     1.0f / std::sqrt(static_cast<float>(in.dh)), out.data() + in.dh, ldo, scratch.data());
+                     1.0f / std::sqrt(static_cast<float>(in.dh)), in.position_bias(), out.data() + in.dh, ldo,
+                     scratch.data());
   return out;
 }
 
@@ -64,27 +74,30 @@ void compare(const char* level, const svc::OpsTable& ops) {
   std::mt19937 rng(11);
   for (int dh : {32, 64}) {
     for (int len : {1, 7, 16, 17, 255, 256, 512}) {
-      const Inputs in = make_inputs(len, dh, rng);
-      const std::vector<float> want = run(svc::detail::ops_scalar(), in);
-      const std::vector<float> got = run(ops, in);
-      ++compared;
-      float worst = 0;
-      std::size_t at = 0;
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        const float err = std::fabs(got[i] - want[i]);
-        if (!(err <= worst)) {  // also catches NaN
-          worst = err;
-          at = i;
+      for (bool biased : {false, true}) {
+        const Inputs in = make_inputs(len, dh, rng, biased);
+        const std::vector<float> want = run(svc::detail::ops_scalar(), in);
+        const std::vector<float> got = run(ops, in);
+        ++compared;
+        float worst = 0;
+        std::size_t at = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          const float err = std::fabs(got[i] - want[i]);
+          if (!(err <= worst)) {  // also catches NaN
+            worst = err;
+            at = i;
+          }
         }
-      }
-      // The first head's columns must be left as they were.
-      bool untouched = true;
-      for (int i = 0; i < len; ++i)
-        for (int d = 0; d < dh; ++d) untouched = untouched && got[static_cast<std::size_t>(i) * in.hidden + d] == -7.0f;
-      if (!(worst <= kTolerance) || !untouched) {
-        std::fprintf(stderr, "FAIL: %s dh=%d len=%d: out[%zu][%zu] = %.9g, plain loop %.9g%s\n", level, dh, len,
-                     at / in.hidden, at % in.hidden, got[at], want[at], untouched ? "" : " (wrote outside its head)");
-        ++failures;
+        // The first head's columns must be left as they were.
+        bool untouched = true;
+        for (int i = 0; i < len; ++i)
+          for (int d = 0; d < dh; ++d)
+            untouched = untouched && got[static_cast<std::size_t>(i) * in.hidden + d] == -7.0f;
+        if (!(worst <= kTolerance) || !untouched) {
+          std::fprintf(stderr, "FAIL: %s dh=%d len=%d: out[%zu][%zu] = %.9g, plain loop %.9g%s\n", level, dh, len,
+                       at / in.hidden, at % in.hidden, got[at], want[at], untouched ? "" : " (wrote outside its head)");
+          ++failures;
+        }
       }
     }
   }
@@ -127,7 +140,7 @@ Exact exact_s8(const Inputs& in) {
     for (int j = 0; j < len; ++j) {
       double s = 0;
       for (int d = 0; d < dh; ++d) s += at(0, i, d) * at(1, j, d);
-      w[j] = s * scale;
+      w[j] = s * scale + (in.bias.empty() ? 0.0 : in.bias[i - j + len - 1]);
       mx = std::max(mx, w[j]);
     }
     double numerators = 0;
@@ -169,8 +182,32 @@ std::vector<float> head_out(const std::vector<float>& out, const Inputs& in) {
   return h;
 }
 
-using AttentionFn = void (*)(const float*, const float*, const float*, int64_t, int, int, float, float*, int64_t,
-                             float*);
+// The plain loop itself (every level's reference) against exact attention in double, with and without
+// the position bias: a bias added at the wrong distance or scale would pass the level comparisons above,
+// since the plain loop would share the mistake.
+void check_plain_loop_exact() {
+  std::mt19937 rng(17);
+  for (int dh : {32, 64}) {
+    for (int len : {1, 7, 17, 130}) {
+      for (bool biased : {false, true}) {
+        const Inputs in = make_inputs(len, dh, rng, biased);
+        const std::vector<float> got = head_out(run(svc::detail::ops_scalar(), in), in);
+        const Exact exact = exact_s8(in);
+        double worst = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - exact.out[i]));
+        ++compared;
+        if (!(worst <= 1e-5)) {
+          std::fprintf(stderr, "FAIL: plain loop dh=%d len=%d%s: %.3g from exact attention\n", dh, len,
+                       biased ? " with a position bias" : "", worst);
+          ++failures;
+        }
+      }
+    }
+  }
+}
+
+using AttentionFn = void (*)(const float*, const float*, const float*, int64_t, int, int, float, const float*, float*,
+                             int64_t, float*);
 
 std::vector<float> run_fn(AttentionFn fn, const Inputs& in) {
   svc::OpsTable table{};
@@ -188,64 +225,67 @@ void compare_s8(const char* level, const svc::OpsTable& ops, bool int8_kernel_at
   std::mt19937 rng(13);
   for (int dh : {32, 64}) {
     for (int len : {1, 7, 16, 17, 255, 256, 512}) {
-      const Inputs in = make_inputs(len, dh, rng);
-      const Exact exact = exact_s8(in);
-      const std::vector<float> got_full = run_fn(ops.attention_head_s8, in);
-      const std::vector<float> got = head_out(got_full, in);
-      const std::vector<float> ref = head_out(run_fn(svc::detail::attention_head_s8_reference, in), in);
-      float vmax = 0;
-      for (int j = 0; j < len; ++j)
-        for (int d = 0; d < dh; ++d)
-          vmax =
-              std::max(vmax, std::fabs(in.qkv[static_cast<std::size_t>(j) * 3 * in.hidden + 2 * in.hidden + dh + d]));
-      const bool against_reference = int8_kernel_at_32 && dh == 32;
-      const double step_tolerance = 2 * (2.0 * vmax / 255) + kTolerance;
-      for (const auto* which : {&ref, &got}) {
-        if (which == &ref && std::string(level) != "scalar") continue;  // the reference once
-        ++compared;
-        double worst = 0;
-        std::size_t at = 0;
-        for (std::size_t i = 0; i < which->size(); ++i) {
-          if (exact.sigma[i] < 0) continue;
-          const double excess = std::fabs((*which)[i] - exact.out[i]) - (6 * exact.sigma[i] + kTolerance);
-          if (!(excess <= worst)) {
-            worst = excess;
-            at = i;
+      for (bool biased : {false, true}) {
+        const Inputs in = make_inputs(len, dh, rng, biased);
+        const Exact exact = exact_s8(in);
+        const std::vector<float> got_full = run_fn(ops.attention_head_s8, in);
+        const std::vector<float> got = head_out(got_full, in);
+        const std::vector<float> ref = head_out(run_fn(svc::detail::attention_head_s8_reference, in), in);
+        float vmax = 0;
+        for (int j = 0; j < len; ++j)
+          for (int d = 0; d < dh; ++d)
+            vmax =
+                std::max(vmax, std::fabs(in.qkv[static_cast<std::size_t>(j) * 3 * in.hidden + 2 * in.hidden + dh + d]));
+        const bool against_reference = int8_kernel_at_32 && dh == 32;
+        const double step_tolerance = 2 * (2.0 * vmax / 255) + kTolerance;
+        for (const auto* which : {&ref, &got}) {
+          if (which == &ref && std::string(level) != "scalar") continue;  // the reference once
+          ++compared;
+          double worst = 0;
+          std::size_t at = 0;
+          for (std::size_t i = 0; i < which->size(); ++i) {
+            if (exact.sigma[i] < 0) continue;
+            const double excess = std::fabs((*which)[i] - exact.out[i]) - (6 * exact.sigma[i] + kTolerance);
+            if (!(excess <= worst)) {
+              worst = excess;
+              at = i;
+            }
           }
-        }
-        if (worst > 0) {
-          std::fprintf(stderr, "FAIL: int8 %s dh=%d len=%d: out[%zu][%zu] = %.7g, exact %.7g, 6 sigma %.3g\n",
-                       which == &ref ? "reference" : level, dh, len, at / dh, at % dh, (*which)[at], exact.out[at],
-                       6 * exact.sigma[at]);
-          ++failures;
-        }
-      }
-      if (against_reference) {
-        ++compared;
-        float worst = 0;
-        std::size_t at = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          const float err = std::fabs(got[i] - ref[i]);
-          if (!(err <= worst)) {
-            worst = err;
-            at = i;
-          }
-        }
-        if (!(worst <= step_tolerance)) {
-          std::fprintf(stderr, "FAIL: int8 %s dh=%d len=%d: out[%zu][%zu] = %.7g, reference loop %.7g (allowed %.3g)\n",
-                       level, dh, len, at / dh, at % dh, got[at], ref[at], step_tolerance);
-          ++failures;
-        }
-      }
-      // The first head's columns must be left as they were.
-      for (int i = 0; i < len; ++i)
-        for (int d = 0; d < dh; ++d)
-          if (got_full[static_cast<std::size_t>(i) * in.hidden + d] != -7.0f) {
-            std::fprintf(stderr, "FAIL: int8 %s dh=%d len=%d wrote outside its head\n", level, dh, len);
+          if (worst > 0) {
+            std::fprintf(stderr, "FAIL: int8 %s dh=%d len=%d: out[%zu][%zu] = %.7g, exact %.7g, 6 sigma %.3g\n",
+                         which == &ref ? "reference" : level, dh, len, at / dh, at % dh, (*which)[at], exact.out[at],
+                         6 * exact.sigma[at]);
             ++failures;
-            i = len;
-            break;
           }
+        }
+        if (against_reference) {
+          ++compared;
+          float worst = 0;
+          std::size_t at = 0;
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            const float err = std::fabs(got[i] - ref[i]);
+            if (!(err <= worst)) {
+              worst = err;
+              at = i;
+            }
+          }
+          if (!(worst <= step_tolerance)) {
+            std::fprintf(stderr,
+                         "FAIL: int8 %s dh=%d len=%d: out[%zu][%zu] = %.7g, reference loop %.7g (allowed %.3g)\n",
+                         level, dh, len, at / dh, at % dh, got[at], ref[at], step_tolerance);
+            ++failures;
+          }
+        }
+        // The first head's columns must be left as they were.
+        for (int i = 0; i < len; ++i)
+          for (int d = 0; d < dh; ++d)
+            if (got_full[static_cast<std::size_t>(i) * in.hidden + d] != -7.0f) {
+              std::fprintf(stderr, "FAIL: int8 %s dh=%d len=%d wrote outside its head\n", level, dh, len);
+              ++failures;
+              i = len;
+              break;
+            }
+      }
     }
   }
 }
@@ -277,6 +317,7 @@ int main() {
   }
 #endif
   // The scalar level against itself still runs every length through the sanitizers.
+  check_plain_loop_exact();
   compare("scalar", svc::detail::ops_scalar());
   compare_s8("scalar", svc::detail::ops_scalar(), false);
   ran.push_back("scalar");

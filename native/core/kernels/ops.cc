@@ -8,8 +8,8 @@ namespace svc {
 namespace detail {
 OpsTable ops_scalar() { return make_ops_table(false); }
 void attention_head_s8_reference(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,
-                                 float scale, float* out, int64_t ldo, float* scratch) {
-  attention_head_s8_reference_impl(q, k, v, ld, len, dh, scale, out, ldo, scratch);
+                                 float scale, const float* position_bias, float* out, int64_t ldo, float* scratch) {
+  attention_head_s8_reference_impl(q, k, v, ld, len, dh, scale, position_bias, out, ldo, scratch);
 }
 }  // namespace detail
 

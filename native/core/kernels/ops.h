@@ -13,12 +13,14 @@ struct OpsTable {
   void (*layer_norm)(float* x, int64_t ld, int64_t rows, int n, const float* gamma, const float* beta, float eps);
   // Self-attention of one head of one text. q, k, v point at the head's first column in a
   // [len x ld] matrix; out is [len x ldo]; scratch holds attention_scratch_floats(len, dh) floats.
+  // position_bias: null, or MPNet's relative position bias of this head (encoder/relative_position.h):
+  // position_bias[i - j + len - 1] is added to the scaled score of query i and key j.
   void (*attention_head)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
-                         float* out, int64_t ldo, float* scratch);
+                         const float* position_bias, float* out, int64_t ldo, float* scratch);
   // The same with int8 products where this level has a kernel that pays (attention_s8_impl.h);
   // the int8 encoder calls it. Same scratch.
   void (*attention_head_s8)(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
-                            float* out, int64_t ldo, float* scratch);
+                            const float* position_bias, float* out, int64_t ldo, float* scratch);
   // out[j] += x[j] for n entries (mean pooling accumulates rows).
   void (*add_into)(float* out, const float* x, int n);
   // In place over `rows` rows of `n` floats (stride ld): x += bias (+ residual, same stride), then
@@ -45,7 +47,7 @@ OpsTable ops_avx512(bool vnni);
 // The int8 attention's arithmetic as a plain loop (attention_s8_impl.h): what every int8
 // attention kernel is tested against. Same arguments and scratch as attention_head.
 void attention_head_s8_reference(const float* q, const float* k, const float* v, int64_t ld, int len, int dh,
-                                 float scale, float* out, int64_t ldo, float* scratch);
+                                 float scale, const float* position_bias, float* out, int64_t ldo, float* scratch);
 }  // namespace detail
 
 }  // namespace svc

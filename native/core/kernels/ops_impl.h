@@ -33,10 +33,10 @@ void layer_norm_impl(float* x, int64_t ld, int64_t rows, int n, const float* gam
 }
 
 void attention_head_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
-                         float* out, int64_t ldo, float* scratch) {
+                         const float* position_bias, float* out, int64_t ldo, float* scratch) {
 #if defined(__AVX512F__) || defined(__AVX2__)
-  if (dh == 32) return attention_head_fused<32>(q, k, v, ld, len, scale, out, ldo, scratch);
-  if (dh == 64) return attention_head_fused<64>(q, k, v, ld, len, scale, out, ldo, scratch);
+  if (dh == 32) return attention_head_fused<32>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch);
+  if (dh == 64) return attention_head_fused<64>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch);
 #endif
   // The reference every vector level is tested against (attention_test), and the scalar level.
   float* kt = scratch;                                       // [dh x len]: K transposed, so scores are axpys over keys
@@ -51,6 +51,8 @@ void attention_head_impl(const float* q, const float* k, const float* v, int64_t
       const float* kd = kt + static_cast<int64_t>(d) * len;
       for (int j = 0; j < len; ++j) scores[j] += qd * kd[j];
     }
+    if (position_bias)
+      for (int j = 0; j < len; ++j) scores[j] += position_bias[i - j + len - 1];
     float mx = scores[0];
     for (int j = 1; j < len; ++j) mx = scores[j] > mx ? scores[j] : mx;
     const float inv = 1.0f / vec::exp_shifted_sum(scores, len, mx);
@@ -68,13 +70,13 @@ void attention_head_impl(const float* q, const float* k, const float* v, int64_t
 // with VNNI; kVnni: the CPU has this level's vpdpbusd), else the fp32 kernel of this level.
 template <bool kVnni>
 void attention_head_s8_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
-                            float* out, int64_t ldo, float* scratch) {
+                            const float* position_bias, float* out, int64_t ldo, float* scratch) {
 #if defined(__AVX512F__)
-  if (kVnni && dh == 32) return attention_head_s8_ymm<true>(q, k, v, ld, len, scale, out, ldo, scratch);
+  if (kVnni && dh == 32) return attention_head_s8_ymm<true>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch);
 #elif defined(__AVX2__)
-  if (dh == 32) return attention_head_s8_ymm<kVnni>(q, k, v, ld, len, scale, out, ldo, scratch);
+  if (dh == 32) return attention_head_s8_ymm<kVnni>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch);
 #endif
-  attention_head_impl(q, k, v, ld, len, dh, scale, out, ldo, scratch);
+  attention_head_impl(q, k, v, ld, len, dh, scale, position_bias, out, ldo, scratch);
 }
 
 void add_into_impl(float* out, const float* x, int n) {
