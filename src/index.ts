@@ -15,7 +15,7 @@ export type { KernelName, KernelRate } from './native/kernel-pick.js';
 export { Adapter } from './native/adapter.js';
 export type { AdapterSegments } from './native/adapter.js';
 export { Tokenizer } from './native/tokenizer.js';
-export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions } from './native/tokenizer.js';
+export type { EncodedBatch, EncodeBatchOptions, EncodeOptions, TokenizerFileOptions, TruncationSide } from './native/tokenizer.js';
 export { train } from './train/train.js';
 export { registerBaseModel, registeredBaseModels } from './model/base-models.js';
 export type { BaseModel, BaseModelFamily, BaseModelPooling } from './model/base-models.js';

@@ -60,26 +60,39 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     return static_cast<size_t>(v);
   }
 
+  // 'end' (or absent) keeps a long text's first tokens, 'start' its last ones.
+  static svc::tok::TruncationSide Side(const Napi::Env& env, const Napi::Value& value) {
+    if (value.IsUndefined()) return svc::tok::TruncationSide::kEnd;
+    if (value.IsString()) {
+      const std::string side = value.As<Napi::String>().Utf8Value();
+      if (side == "end") return svc::tok::TruncationSide::kEnd;
+      if (side == "start") return svc::tok::TruncationSide::kStart;
+    }
+    throw Napi::TypeError::New(env, "truncate must be 'end' or 'start'");
+  }
+
   static Napi::Int32Array ToInt32Array(Napi::Env env, const std::vector<int32_t>& values) {
     Napi::Int32Array out = Napi::Int32Array::New(env, values.size());
     if (!values.empty()) std::memcpy(out.Data(), values.data(), values.size() * sizeof(int32_t));
     return out;
   }
 
-  // encode(text, maxLength): Int32Array
+  // encode(text, maxLength, truncate?: 'end' | 'start'): Int32Array
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 2 || !info[0].IsString()) throw Napi::TypeError::New(env, "text must be a string");
     const size_t max_length = MaxLength(env, info[1]);
+    const svc::tok::TruncationSide side = Side(env, info[2]);
     const std::string_view text = ReadUtf8(env, info[0]);
     ids_.clear();
-    tokenizer_->encode(text, max_length, scratch_, ids_, nullptr);
+    tokenizer_->encode(text, max_length, scratch_, ids_, nullptr, nullptr, nullptr, side);
     Napi::Int32Array out = ToInt32Array(env, ids_);
     ShrinkIfHuge();
     return out;
   }
 
-  // encodeBatch(texts, maxLength, withOffsets): { ids, lengths, truncated, unknown, offsets? }
+  // encodeBatch(texts, maxLength, withOffsets, truncate?): { ids, lengths, truncated, unknown, offsets? }
+  // `truncate` is one side for every text ('end' | 'start') or a Uint8Array of one per text (1: 'start').
   Napi::Value EncodeBatch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (info.Length() < 3 || !info[0].IsArray()) throw Napi::TypeError::New(env, "texts must be an array");
@@ -87,6 +100,15 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
     const size_t max_length = MaxLength(env, info[1]);
     const bool with_offsets = info[2].ToBoolean().Value();
     const uint32_t count = texts.Length();
+    const uint8_t* from_start = nullptr;
+    svc::tok::TruncationSide every = svc::tok::TruncationSide::kEnd;
+    if (info[3].IsTypedArray() && info[3].As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
+      const Napi::Uint8Array sides = info[3].As<Napi::Uint8Array>();
+      if (sides.ElementLength() != count) throw Napi::RangeError::New(env, "truncate must hold one side per text");
+      from_start = sides.Data();
+    } else {
+      every = Side(env, info[3]);
+    }
     ids_.clear();
     offsets_.clear();
     Napi::Int32Array lengths = Napi::Int32Array::New(env, count);
@@ -105,8 +127,10 @@ class TokenizerWrap : public Napi::ObjectWrap<TokenizerWrap> {
       const std::string_view text = ReadUtf8(env, item);
       bool cut = false;
       size_t unknown_ids = 0;
-      lengths_data[i] = static_cast<int32_t>(
-          tokenizer_->encode(text, max_length, scratch_, ids_, with_offsets ? &offsets_ : nullptr, &cut, &unknown_ids));
+      svc::tok::TruncationSide side = every;
+      if (from_start != nullptr && from_start[i] != 0) side = svc::tok::TruncationSide::kStart;
+      lengths_data[i] = static_cast<int32_t>(tokenizer_->encode(
+          text, max_length, scratch_, ids_, with_offsets ? &offsets_ : nullptr, &cut, &unknown_ids, side));
       truncated_data[i] = cut ? 1 : 0;
       unknown_data[i] = static_cast<int32_t>(unknown_ids);
     }

@@ -174,16 +174,18 @@ export interface NativeAddon {
 
 /** The addon's `Tokenizer` class (native/bindings/tokenizer_wrap.cc). */
 export interface NativeTokenizer {
-  /** Ids of one text, special tokens included, at most `maxLength` of them. */
-  encode(text: string, maxLength: number): Int32Array;
+  /** Ids of one text, special tokens included, at most `maxLength` of them (its first tokens, or with 'start' its last). */
+  encode(text: string, maxLength: number, truncate?: 'end' | 'start'): Int32Array;
   /**
    * All ids concatenated, one length per text; `truncated[i]` is 1 when text i had more tokens than
    * fit; `unknown[i]` counts text i's ids that are the unknown token; offsets are UTF-16 [start, end) pairs per id.
+   * `truncate`: the side every text is cut on, or one per text (1: 'start').
    */
   encodeBatch(
     texts: readonly string[],
     maxLength: number,
     withOffsets: boolean,
+    truncate?: 'end' | 'start' | Uint8Array,
   ): { ids: Int32Array; lengths: Int32Array; truncated: Uint8Array; unknown: Int32Array; offsets?: Int32Array };
   tokenId(token: string): number | null;
   /** Special tokens the post-processor adds around a text ([CLS] and [SEP]: 2). */

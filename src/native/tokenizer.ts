@@ -17,7 +17,29 @@ import * as is from '../is.js';
 export interface EncodeOptions {
   /** Most ids returned, special tokens included (2 to 100000). Default: the tokenizer's `maxLength`. */
   maxLength?: number;
+  /**
+   * Which end of a text with more tokens than `maxLength` lets in loses them: `'end'` (default) keeps its first
+   * tokens, `'start'` its last ones (`[CLS]` + the last tokens that fit + `[SEP]`, as Hugging Face's truncation
+   * `direction: 'left'`). The whole text is tokenized either way, so a word is split as it would be uncut.
+   *
+   * @example
+   * ```ts
+   * tokenizer.encode('Hello, world!', { maxLength: 4, truncate: 'start' }); // Int32Array(4) [101, 2088, 999, 102]
+   * ```
+   */
+  truncate?: TruncationSide;
 }
+
+/**
+ * Which tokens a text that does not fit loses: `'end'` its last ones (it keeps its start), `'start'` its first ones.
+ *
+ * @example
+ * ```ts
+ * const side: TruncationSide = 'start';
+ * tokenizer.encodeBatch(['a long review ...'], { maxLength: 256, truncate: side });
+ * ```
+ */
+export type TruncationSide = 'end' | 'start';
 
 /**
  * Options of {@link Tokenizer.encodeBatch}.
@@ -28,9 +50,20 @@ export interface EncodeOptions {
  * // { ids: Int32Array(3) [101, 7632, 102], lengths: Int32Array(1) [3], offsets: Int32Array(6) [0, 0, 0, 2, 0, 0] }
  * ```
  */
-export interface EncodeBatchOptions extends EncodeOptions {
+export interface EncodeBatchOptions extends Omit<EncodeOptions, 'truncate'> {
   /** Also return each token's UTF-16 [start, end) in its text. Default false. */
   offsets?: boolean;
+  /**
+   * As {@link EncodeOptions.truncate}, for every text, or one side per text (an array as long as `texts`), so texts
+   * cut on different sides share one call.
+   *
+   * @example
+   * ```ts
+   * tokenizer.encodeBatch(['Good morning', 'Good morning'], { maxLength: 3, truncate: ['end', 'start'] }).ids;
+   * // Int32Array(6) [101, 2204, 102, 101, 2851, 102]
+   * ```
+   */
+  truncate?: TruncationSide | readonly TruncationSide[];
 }
 
 /**
@@ -61,7 +94,7 @@ export interface EncodedBatch {
   ids: Int32Array;
   /** How many ids each text has, in input order. */
   lengths: Int32Array;
-  /** 1 where the text had more tokens than `maxLength` let in (its ids are the first ones), else 0. */
+  /** 1 where the text had more tokens than `maxLength` let in (its ids are its first ones, or with `truncate: 'start'` its last), else 0. */
   truncated: Uint8Array;
   /**
    * How many of each text's ids are the unknown token (`[UNK]`, 100 for svc-small): words and characters the
@@ -81,6 +114,18 @@ function checkOptions(options: unknown): Record<string, unknown> {
   if (options === undefined) return {};
   is.object(options, 'options');
   return options as Record<string, unknown>;
+}
+
+function checkSide(value: unknown): TruncationSide {
+  if (value === undefined || value === 'end' || value === 'start') return value ?? 'end';
+  throw new TypeError(`options.truncate must be 'end' or 'start' (got ${JSON.stringify(value)})`);
+}
+
+/** A batch's sides as the addon takes them: one for every text, or a Uint8Array of one per text (1: 'start'). */
+function batchSides(value: unknown, count: number): TruncationSide | Uint8Array {
+  if (!Array.isArray(value)) return checkSide(value);
+  if (value.length !== count) throw new RangeError(`options.truncate must hold one side per text (${count}, got ${value.length})`);
+  return Uint8Array.from(value, (side) => (checkSide(side) === 'start' ? 1 : 0));
 }
 
 function checkMaxLength(value: unknown, fallback: number): number {
@@ -159,8 +204,9 @@ export class Tokenizer {
    */
   encode(text: string, options?: EncodeOptions): Int32Array {
     is.string(text, 'text');
-    const maxLength = checkMaxLength(checkOptions(options).maxLength, this.maxLength);
-    return this.#native.encode(text, maxLength);
+    const opts = checkOptions(options);
+    const maxLength = checkMaxLength(opts.maxLength, this.maxLength);
+    return this.#native.encode(text, maxLength, checkSide(opts.truncate));
   }
 
   /**
@@ -178,6 +224,7 @@ export class Tokenizer {
    * tokenizer.encodeBatch(['Good morning'], { maxLength: 3 });
    * // { ids: Int32Array(3) [101, 2204, 102], lengths: Int32Array(1) [3], truncated: Uint8Array(1) [1], unknown: Int32Array(1) [0] }
    * tokenizer.encodeBatch(['Great product 😀']).unknown; // Int32Array(1) [1]: [CLS] great product [UNK] [SEP]
+   * tokenizer.encodeBatch(['Good morning'], { maxLength: 3, truncate: 'start' }).ids; // Int32Array(3) [101, 2851, 102]
    * ```
    */
   encodeBatch(texts: readonly string[], options?: EncodeBatchOptions): EncodedBatch {
@@ -187,8 +234,9 @@ export class Tokenizer {
     if (opts.offsets !== undefined && typeof opts.offsets !== 'boolean') {
       throw new TypeError('options.offsets must be a boolean');
     }
+    const sides = batchSides(opts.truncate, texts.length);
     // The addon checks each element and throws `texts[i] must be a string`.
-    const out = this.#native.encodeBatch(texts, maxLength, opts.offsets === true);
+    const out = this.#native.encodeBatch(texts, maxLength, opts.offsets === true, sides);
     const batch: EncodedBatch = { ids: out.ids, lengths: out.lengths, truncated: out.truncated, unknown: out.unknown };
     if (out.offsets) batch.offsets = out.offsets;
     return batch;

@@ -3,16 +3,16 @@
 // reference's code-point units).
 import { Tokenizer as HfTokenizer } from 'tokenizers';
 
-import { Tokenizer } from '../../src/native/tokenizer.js';
+import { Tokenizer, type TruncationSide } from '../../src/native/tokenizer.js';
 
 /** The largest maxLength a caller may pass: in practice, no truncation. */
 export const kNoTruncation = 100_000;
 
-// The reference truncates like we do: at most maxLength ids, special tokens included.
-async function referenceEncodings(path: string, texts: string[], maxLength: number) {
+// The reference truncates like we do: at most maxLength ids, special tokens included; 'start' is its direction 'left'.
+async function referenceEncodings(path: string, texts: string[], maxLength: number, side: TruncationSide) {
   const hf = HfTokenizer.fromFile(path);
   hf.disablePadding();
-  hf.setTruncation(maxLength);
+  hf.setTruncation(maxLength, { direction: side === 'start' ? 'left' : 'right' });
   return hf.encodeBatch(texts);
 }
 
@@ -44,10 +44,21 @@ export interface Mismatch {
 // Long texts are shown by their start: a failure message stays readable.
 const kShownChars = 200;
 
-/** Encodes `texts` with both tokenizers of the file at `path`; counts the texts and tokens that differ. */
-export async function compare(texts: string[], maxLength: number, withOffsets: boolean, path: string, tokenizer?: Tokenizer) {
-  const ours = (tokenizer ?? Tokenizer.fromFile(path)).encodeBatch(texts, { maxLength, offsets: withOffsets });
-  const theirs = await referenceEncodings(path, texts, maxLength);
+/**
+ * Encodes `texts` with both tokenizers of the file at `path`, long texts cut on `side`; counts the texts and tokens
+ * that differ, and the texts whose `truncated` flag is not what the reference's overflow says.
+ */
+export async function compare(
+  texts: string[],
+  maxLength: number,
+  withOffsets: boolean,
+  path: string,
+  tokenizer?: Tokenizer,
+  side: TruncationSide = 'end',
+) {
+  const ours = (tokenizer ?? Tokenizer.fromFile(path)).encodeBatch(texts, { maxLength, offsets: withOffsets, truncate: side });
+  const theirs = await referenceEncodings(path, texts, maxLength, side);
+  let flagMismatches = 0;
   const idMismatches: Mismatch[] = [];
   let offsetMismatches = 0;
   let tokens = 0;
@@ -57,6 +68,7 @@ export async function compare(texts: string[], maxLength: number, withOffsets: b
     const ids = Array.from(ours.ids.subarray(at, at + length));
     const reference = theirs[i]!;
     const expected = reference.getIds();
+    if ((ours.truncated[i] === 1) !== reference.getOverflowing().length > 0) flagMismatches++;
     if (ids.length !== expected.length || ids.some((id, k) => id !== expected[k])) {
       const shown = text.length > kShownChars ? `${text.slice(0, kShownChars)}...` : text;
       idMismatches.push({ index: i, text: shown, ours: ids.slice(0, kShownChars), theirs: expected.slice(0, kShownChars) });
@@ -74,5 +86,5 @@ export async function compare(texts: string[], maxLength: number, withOffsets: b
     tokens += length;
     at += length;
   });
-  return { idMismatches: idMismatches.slice(0, 3), mismatchCount: idMismatches.length, offsetMismatches, tokens };
+  return { idMismatches: idMismatches.slice(0, 3), mismatchCount: idMismatches.length, offsetMismatches, flagMismatches, tokens };
 }

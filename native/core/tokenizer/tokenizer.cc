@@ -129,12 +129,43 @@ const AddedToken* Tokenizer::match_added(const unsigned char* p, size_t n) const
   return nullptr;
 }
 
+size_t Tokenizer::encode_whole(std::string_view text, EncodeScratch& scratch, std::vector<int32_t>& ids,
+                               std::vector<int32_t>* offsets) const {
+  // A length no text reaches: the budget is never spent, so nothing is cut.
+  constexpr size_t kUnbounded = static_cast<size_t>(-1) / 2;
+  return unigram_  ? encode_unigram(text, kUnbounded, scratch, ids, offsets, nullptr)
+         : offsets ? encode_impl<true>(text, kUnbounded, scratch, ids, offsets, nullptr)
+                   : encode_impl<false>(text, kUnbounded, scratch, ids, nullptr, nullptr);
+}
+
 size_t Tokenizer::encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                         std::vector<int32_t>* offsets, bool* truncated, size_t* unknown) const {
+                         std::vector<int32_t>* offsets, bool* truncated, size_t* unknown, TruncationSide side) const {
   const size_t first = ids.size();
-  const size_t appended = unigram_  ? encode_unigram(text, max_length, scratch, ids, offsets, truncated)
-                          : offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
-                                    : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
+  size_t appended;
+  if (side == TruncationSide::kStart) {
+    // The last tokens depend on the whole text (a word's pieces are read from its start), so the whole text is
+    // tokenized and its first tokens after the prefix are dropped: [CLS] + the last tokens that fit + [SEP].
+    const size_t first_offset = offsets != nullptr ? offsets->size() : 0;
+    const size_t whole = encode_whole(text, scratch, ids, offsets);
+    const size_t specials = special_token_count();
+    const size_t room = max_length > specials ? max_length - specials : 0;
+    const size_t tokens = whole - specials;
+    const size_t dropped = tokens > room ? tokens - room : 0;
+    if (dropped > 0) {
+      const auto from = static_cast<std::ptrdiff_t>(first + prefix_ids_.size());
+      ids.erase(ids.begin() + from, ids.begin() + from + static_cast<std::ptrdiff_t>(dropped));
+      if (offsets != nullptr) {
+        const auto at = static_cast<std::ptrdiff_t>(first_offset + 2 * prefix_ids_.size());
+        offsets->erase(offsets->begin() + at, offsets->begin() + at + static_cast<std::ptrdiff_t>(2 * dropped));
+      }
+    }
+    if (truncated != nullptr) *truncated = dropped > 0;
+    appended = whole - dropped;
+  } else {
+    appended = unigram_  ? encode_unigram(text, max_length, scratch, ids, offsets, truncated)
+               : offsets ? encode_impl<true>(text, max_length, scratch, ids, offsets, truncated)
+                         : encode_impl<false>(text, max_length, scratch, ids, nullptr, truncated);
+  }
   // Counted on the ids kept, after truncation: what the encoder reads.
   if (unknown != nullptr) *unknown = static_cast<size_t>(std::count(ids.begin() + first, ids.end(), unk_id_));
   return appended;

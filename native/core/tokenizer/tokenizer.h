@@ -24,6 +24,11 @@
 
 namespace svc::tok {
 
+// Which end of a text that has more tokens than fit loses them: kEnd keeps its first tokens (the
+// default, as Hugging Face's truncation `direction: 'right'`), kStart its last ones (`direction: 'left'`).
+// Special tokens are kept either way.
+enum class TruncationSide { kEnd, kStart };
+
 struct AddedToken {
   std::string content;
   int32_t id;
@@ -77,9 +82,11 @@ class Tokenizer {
   // per id (special tokens get [0, 0]). With `truncated`, sets it to whether the text had more
   // tokens than fit (the ids are the same either way). With `unknown`, sets it to how many of the ids
   // appended are the unknown token: the share of a text the vocabulary does not know (emoji, most CJK
-  // characters). Returns the number of ids appended.
+  // characters). `side` says which tokens a text that does not fit loses (its offsets, `truncated` and
+  // `unknown` describe the ids kept). Returns the number of ids appended.
   size_t encode(std::string_view text, size_t max_length, EncodeScratch& scratch, std::vector<int32_t>& ids,
-                std::vector<int32_t>* offsets, bool* truncated = nullptr, size_t* unknown = nullptr) const;
+                std::vector<int32_t>* offsets, bool* truncated = nullptr, size_t* unknown = nullptr,
+                TruncationSide side = TruncationSide::kEnd) const;
 
   size_t special_token_count() const { return prefix_ids_.size() + suffix_ids_.size(); }
   size_t truncation_max_length() const { return truncation_max_length_; }
@@ -93,6 +100,9 @@ class Tokenizer {
                         std::vector<int32_t>* offsets, bool* truncated) const;
   // The longest added token at the start of `p`, or nullptr.
   const AddedToken* match_added(const unsigned char* p, size_t n) const;
+  // Appends the ids of the whole text, special tokens included, with nothing cut.
+  size_t encode_whole(std::string_view text, EncodeScratch& scratch, std::vector<int32_t>& ids,
+                      std::vector<int32_t>* offsets) const;
 
   std::optional<WordPiece> model_;          // BERT's pipeline, or
   std::unique_ptr<const Unigram> unigram_;  // SentencePiece's

@@ -122,6 +122,33 @@ void fuzz(const svc::tok::Tokenizer& t, long inputs, uint32_t seed) {
   std::printf("fuzz: %ld inputs, %zu bytes\n", inputs, bytes);
 }
 
+// TruncationSide::kStart keeps [CLS] + the last tokens that fit + [SEP], with their own offsets, and says a text was
+// cut only when tokens were dropped.
+void test_truncate_start(const svc::tok::Tokenizer& t) {
+  using svc::tok::TruncationSide;
+  svc::tok::EncodeScratch scratch;
+  std::vector<int32_t> ids;
+  std::vector<int32_t> offsets;
+  bool cut = false;
+  size_t unknown = 99;
+  // UnBelievable! \u4e2d is [CLS] un ##believ ##able ! \u4e2d [SEP].
+  t.encode("UnBelievable! \xe4\xb8\xad", 4, scratch, ids, &offsets, &cut, &unknown, TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{2, 9, 10, 3} && cut && unknown == 0, "start: the last tokens are kept");
+  check(offsets == std::vector<int32_t>{0, 0, 12, 13, 14, 15, 0, 0}, "start: the kept tokens keep their offsets");
+  ids.clear();
+  t.encode("unbelievable", 4, scratch, ids, nullptr, &cut, nullptr, TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{2, 6, 7, 3} && cut, "start: a word's last pieces are kept");
+  ids.clear();
+  t.encode("unbelievable", 5, scratch, ids, nullptr, &cut, nullptr, TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{2, 5, 6, 7, 3} && !cut, "start: a text that just fits is not cut");
+  ids.assign({7});  // another text's ids before this one's stay
+  t.encode("un \xf0\x9f\x98\x80", 3, scratch, ids, nullptr, &cut, &unknown, TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{7, 2, 1, 3} && cut && unknown == 1, "start: unknown ids counted on the ids kept");
+  ids.clear();
+  t.encode("un", 2, scratch, ids, nullptr, &cut, nullptr, TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{2, 3} && cut, "start: no room but the special tokens");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +206,8 @@ int main(int argc, char** argv) {
     tokenizer->encode("", 64, scratch, ids, nullptr, nullptr, &unknown);
     check(unknown == 0, "an empty text has no unknown ids");
   }
+
+  test_truncate_start(*tokenizer);
 
   const long inputs = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 2000;
   fuzz(*tokenizer, inputs, 12345);

@@ -97,10 +97,26 @@ void test_viterbi() {
   check(encode(*fallback, "a\xC3\xBC") == std::vector<int32_t>{0, 5, 1, 2}, "a byte without a piece stays unknown");
 }
 
+// TruncationSide::kStart on a Unigram file: <s> + the last pieces that fit + </s>.
+void test_truncate_start() {
+  const auto t = tiny(false);
+  svc::tok::EncodeScratch scratch;
+  std::vector<int32_t> ids;
+  std::vector<int32_t> offsets;
+  bool cut = false;
+  t->encode("a b", 4, scratch, ids, &offsets, &cut, nullptr, svc::tok::TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{0, 3, 6, 2} && cut, "start: ▁ b are the last pieces of a b");
+  check(offsets.size() == 2 * ids.size(), "start: one offset pair per id kept");
+  ids.clear();
+  t->encode("a b", 5, scratch, ids, nullptr, &cut, nullptr, svc::tok::TruncationSide::kStart);
+  check(ids == std::vector<int32_t>{0, 5, 3, 6, 2} && !cut, "start: a text that fits is whole and not cut");
+}
+
 }  // namespace
 
 int main() {
   test_charsmap();
   test_viterbi();
+  test_truncate_start();
   return svc::test::exit_code();
 }
