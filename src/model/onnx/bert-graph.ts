@@ -33,6 +33,14 @@ export const fp32Linear: LinearEmitter = (g, x, weight, bias, outFeatures, inFea
 
 /** Names of the graph inputs, as BERT tokenizers (and transformers.js) name them. */
 export const kBertInputs = Object.freeze(['input_ids', 'attention_mask', 'token_type_ids'] as const);
+
+/**
+ * The inputs a graph of these weights takes: no `token_type_ids` for a model with a single token
+ * type (XLM-RoBERTa), as Hugging Face's exports of it have none.
+ */
+export function graphInputs(weights: BertWeights): readonly string[] {
+  return weights.config.typeVocabSize > 1 ? kBertInputs : kBertInputs.filter((name) => name !== 'token_type_ids');
+}
 export const kBatchDim = 'batch_size';
 export const kSequenceDim = 'sequence_length';
 
@@ -75,20 +83,41 @@ function closeTruncatedRows(g: GraphBuilder, maskFloat: string, sepTokenId: numb
   return g.op('Where', [g.op('Equal', [positions, last]), g.int64s('sep_token_id', [sepTokenId], []), 'input_ids']);
 }
 
+/**
+ * XLM-RoBERTa's position ids, as transformers' `create_position_ids_from_input_ids` computes them:
+ * `padding_idx + cumsum(mask) · mask` with mask = (input_ids ≠ padding_idx). Real tokens count from
+ * padding_idx + 1 and every pad sits at padding_idx, so a padded row embeds as it would alone.
+ */
+function offsetPositionIds(g: GraphBuilder, padTokenId: number): string {
+  const pad = g.int64s('padding_idx', [padTokenId], []);
+  const real = g.op('Cast', [g.op('Not', [g.op('Equal', ['input_ids', pad])])], { to: { int: OnnxType.INT64 } });
+  const counted = g.op('CumSum', [real, g.int64s('cumsum_axis', [1], [])]);
+  return g.op('Add', [g.op('Mul', [counted, real]), pad]);
+}
+
 function embeddings(g: GraphBuilder, weights: BertWeights, inputIds: string): string {
-  const { hiddenSize, vocabSize, maxPositions, typeVocabSize } = weights.config;
+  const { hiddenSize, vocabSize, maxPositions, typeVocabSize, modelType, padTokenId } = weights.config;
   const table = (name: string, rows: number) =>
     g.constant(`embeddings.${name}.weight`, OnnxType.FLOAT, [rows, hiddenSize], weights.tensor(`embeddings.${name}.weight`));
   const words = g.op('Gather', [table('word_embeddings', vocabSize), inputIds], { axis: { int: 0 } });
-  const types = g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } });
-  // Absolute positions 0..seq-1: the first `seq` rows of the position table, broadcast over the batch.
-  const seqLength = g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } });
-  const positions = g.op('Slice', [
-    table('position_embeddings', maxPositions),
-    g.int64s('zero_start', [0]),
-    seqLength,
-    g.int64s('axis_0', [0]),
-  ]);
+  // A single token type is one row that every token adds: no input to feed it from.
+  const types =
+    typeVocabSize > 1
+      ? g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } })
+      : table('token_type_embeddings', 1);
+  let positions: string;
+  if (modelType === 'xlm-roberta') {
+    positions = g.op('Gather', [table('position_embeddings', maxPositions), offsetPositionIds(g, padTokenId)], { axis: { int: 0 } });
+  } else {
+    // Absolute positions 0..seq-1: the first `seq` rows of the position table, broadcast over the batch.
+    const seqLength = g.op('Shape', ['input_ids'], { start: { int: 1 }, end: { int: 2 } });
+    positions = g.op('Slice', [
+      table('position_embeddings', maxPositions),
+      g.int64s('zero_start', [0]),
+      seqLength,
+      g.int64s('axis_0', [0]),
+    ]);
+  }
   const sum = g.op('Add', [g.op('Add', [words, types]), positions]);
   return layerNorm(g, weights, sum, 'embeddings.LayerNorm');
 }
@@ -123,12 +152,12 @@ function feedForward(g: GraphBuilder, weights: BertWeights, linear: LinearEmitte
 }
 
 /**
- * Adds the three int64 `[batch_size, sequence_length]` inputs and the BERT encoder (embeddings and
- * post-LayerNorm layers with exact GELU) to `g`. With `sepTokenId`, each row's last attended token
- * is forced to [SEP] first (see closeTruncatedRows).
+ * Adds the int64 `[batch_size, sequence_length]` inputs (see graphInputs) and the BERT encoder
+ * (embeddings and post-LayerNorm layers with exact GELU) to `g`. With `sepTokenId`, each row's
+ * last attended token is forced to that closing token first (see closeTruncatedRows).
  */
 export function addBertBody(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, sepTokenId?: number): BertBody {
-  for (const name of kBertInputs) g.input(name, OnnxType.INT64, [kBatchDim, kSequenceDim]);
+  for (const name of graphInputs(weights)) g.input(name, OnnxType.INT64, [kBatchDim, kSequenceDim]);
   const maskFloat = g.op('Cast', ['attention_mask'], { to: { int: OnnxType.FLOAT } });
   // (1 - mask) · min_fp32, shaped [b, 1, 1, s] to broadcast over heads and query positions.
   const padding = g.op('Sub', [g.floats('one', [1], []), maskFloat]);
@@ -142,16 +171,29 @@ export function addBertBody(g: GraphBuilder, weights: BertWeights, linear: Linea
   return { hidden, maskFloat };
 }
 
+/** How the sentence embedding is taken from the token vectors: the base model's pooling and Normalize module. */
+export interface SentencePooling {
+  readonly pooling: 'mean' | 'cls';
+  readonly normalize: boolean;
+}
+
 /**
- * Mean over the tokens the mask keeps, then L2 normalization, as sentence-transformers' Pooling
- * (token count clamped at 1e-9) and Normalize (norm clamped at 1e-12) do. Returns `[batch, hidden]`.
+ * The sentence embedding `[batch, hidden]`, as sentence-transformers' Pooling and Normalize do it:
+ * the first token's vector (CLS) or the mean over the tokens the mask keeps (count clamped at
+ * 1e-9), then, when the base has a Normalize module, L2 normalization (norm clamped at 1e-12).
  */
-export function addMeanPoolNormalize(g: GraphBuilder, body: BertBody): string {
-  const mask3 = g.op('Unsqueeze', [body.maskFloat, g.int64s('axes_2', [2])]);
-  const axis1 = g.int64s('axes_1', [1]);
-  const summed = g.op('ReduceSum', [g.op('Mul', [body.hidden, mask3]), axis1], { keepdims: { int: 0 } });
-  const counts = g.op('Max', [g.op('ReduceSum', [body.maskFloat, axis1], { keepdims: { int: 1 } }), g.floats('min_count', [1e-9], [])]);
-  const mean = g.op('Div', [summed, counts]);
-  const norm = g.op('Max', [g.op('ReduceL2', [mean], { axes: { ints: [1] }, keepdims: { int: 1 } }), g.floats('min_norm', [1e-12], [])]);
-  return g.op('Div', [mean, norm]);
+export function addSentencePooling(g: GraphBuilder, body: BertBody, how: SentencePooling): string {
+  let pooled: string;
+  if (how.pooling === 'cls') {
+    pooled = g.op('Gather', [body.hidden, g.int64s('first_token', [0], [])], { axis: { int: 1 } });
+  } else {
+    const mask3 = g.op('Unsqueeze', [body.maskFloat, g.int64s('axes_2', [2])]);
+    const axis1 = g.int64s('axes_1', [1]);
+    const summed = g.op('ReduceSum', [g.op('Mul', [body.hidden, mask3]), axis1], { keepdims: { int: 0 } });
+    const counts = g.op('Max', [g.op('ReduceSum', [body.maskFloat, axis1], { keepdims: { int: 1 } }), g.floats('min_count', [1e-9], [])]);
+    pooled = g.op('Div', [summed, counts]);
+  }
+  if (!how.normalize) return pooled;
+  const norm = g.op('Max', [g.op('ReduceL2', [pooled], { axes: { ints: [1] }, keepdims: { int: 1 } }), g.floats('min_norm', [1e-12], [])]);
+  return g.op('Div', [pooled, norm]);
 }

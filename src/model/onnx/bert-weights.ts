@@ -4,8 +4,13 @@ import { SvcError } from '../../errors.js';
 import { type BaseModel, resolveBaseModel } from '../base-models.js';
 import { SafetensorsFile } from '../safetensors.js';
 
+/** The encoder families the ONNX graph expresses: BERT, and XLM-RoBERTa (BERT's layers, positions after the padding id). */
+export type BertFamilyModelType = 'bert' | 'xlm-roberta';
+
 /** The BERT architecture numbers an encoder graph needs, read from config.json. */
 export interface BertConfig {
+  /** config.json `model_type` (absent: `bert`). */
+  readonly modelType: BertFamilyModelType;
   readonly hiddenSize: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -14,6 +19,8 @@ export interface BertConfig {
   readonly vocabSize: number;
   readonly maxPositions: number;
   readonly typeVocabSize: number;
+  /** The padding id; XLM-RoBERTa counts a token's position from it (`pad_token_id + 1` is the first). */
+  readonly padTokenId: number;
 }
 
 /** A BERT checkpoint: its config, its raw config.json, and fp32 access to its weights by HF name. */
@@ -21,7 +28,7 @@ export interface BertWeights {
   readonly baseModel: BaseModel;
   readonly config: BertConfig;
   readonly rawConfig: Readonly<Record<string, unknown>>;
-  /** A weight as fp32 in its stored shape; `name` is without any `bert.` prefix. */
+  /** A weight as fp32 in its stored shape; `name` is without any `bert.` or `roberta.` prefix. */
   tensor(name: string): Float32Array;
   shape(name: string): readonly number[];
 }
@@ -40,13 +47,14 @@ function positiveInteger(raw: Record<string, unknown>, key: string, source: stri
  * @example
  * ```ts
  * parseBertConfig(JSON.parse(readFileSync(resolveBaseModel('svc-small').configFile, 'utf8')));
- * // { hiddenSize: 384, numLayers: 6, numHeads: 12, intermediateSize: 1536, layerNormEps: 1e-12,
- * //   vocabSize: 30522, maxPositions: 512, typeVocabSize: 2 }
+ * // { modelType: 'bert', hiddenSize: 384, numLayers: 6, numHeads: 12, intermediateSize: 1536,
+ * //   layerNormEps: 1e-12, vocabSize: 30522, maxPositions: 512, typeVocabSize: 2, padTokenId: 0 }
  * ```
  */
 export function parseBertConfig(raw: Record<string, unknown>, source = 'config.json'): BertConfig {
-  if (raw.model_type !== undefined && raw.model_type !== 'bert') {
-    throw new SvcError('internal', `${source}: model_type '${String(raw.model_type)}' is not bert`);
+  const modelType = raw.model_type ?? 'bert';
+  if (modelType !== 'bert' && modelType !== 'xlm-roberta') {
+    throw new SvcError('internal', `${source}: model_type '${String(modelType)}' is not bert or xlm-roberta`);
   }
   const act = raw.hidden_act ?? 'gelu';
   if (act !== 'gelu') throw new SvcError('internal', `${source}: hidden_act '${String(act)}' is not supported (gelu only)`);
@@ -55,6 +63,7 @@ export function parseBertConfig(raw: Record<string, unknown>, source = 'config.j
     throw new SvcError('internal', `${source}: position_embedding_type '${String(positions)}' is not supported`);
   }
   const config: BertConfig = {
+    modelType,
     hiddenSize: positiveInteger(raw, 'hidden_size', source),
     numLayers: positiveInteger(raw, 'num_hidden_layers', source),
     numHeads: positiveInteger(raw, 'num_attention_heads', source),
@@ -63,6 +72,8 @@ export function parseBertConfig(raw: Record<string, unknown>, source = 'config.j
     vocabSize: positiveInteger(raw, 'vocab_size', source),
     maxPositions: positiveInteger(raw, 'max_position_embeddings', source),
     typeVocabSize: typeof raw.type_vocab_size === 'number' ? raw.type_vocab_size : 2,
+    // transformers' defaults: BertConfig pads with 0, XLMRobertaConfig with 1.
+    padTokenId: typeof raw.pad_token_id === 'number' ? raw.pad_token_id : modelType === 'bert' ? 0 : 1,
   };
   if (config.hiddenSize % config.numHeads !== 0) {
     throw new SvcError('internal', `${source}: hidden_size is not a multiple of num_attention_heads`);
@@ -75,9 +86,13 @@ export function toBaseModel(baseModel: string | BaseModel): BaseModel {
   return typeof baseModel === 'string' ? resolveBaseModel(baseModel) : baseModel;
 }
 
+// Where a task model saves its encoder: BertFor* under `bert.`, XLMRobertaFor* under `roberta.`.
+const kCheckpointPrefixes = Object.freeze(['', 'bert.', 'roberta.']);
+
 /**
  * Opens a base model's config.json and safetensors. Checkpoints saved from `BertModel` name
- * weights `embeddings.*`, those saved from a task model `bert.embeddings.*`; both are accepted.
+ * weights `embeddings.*`, those saved from a task model `bert.embeddings.*` (`roberta.` for
+ * XLM-RoBERTa); all are accepted.
  *
  * @example
  * ```ts
@@ -91,9 +106,9 @@ export function loadBertWeights(baseModel: string | BaseModel): BertWeights {
   const rawConfig = JSON.parse(readFileSync(model.configFile, 'utf8')) as Record<string, unknown>;
   const config = parseBertConfig(rawConfig, model.configFile);
   const file = SafetensorsFile.open(model.weightsFile);
-  const prefix = ['', 'bert.'].find((p) => file.has(`${p}embeddings.word_embeddings.weight`));
+  const prefix = kCheckpointPrefixes.find((p) => file.has(`${p}embeddings.word_embeddings.weight`));
   if (prefix === undefined) {
-    throw new SvcError('internal', `${model.weightsFile} has no embeddings.word_embeddings.weight (with or without bert.)`);
+    throw new SvcError('internal', `${model.weightsFile} has no embeddings.word_embeddings.weight (bare, bert. or roberta.)`);
   }
   return {
     baseModel: model,

@@ -1,5 +1,5 @@
 import type { BaseModel } from '../base-models.js';
-import { addBertBody, addMeanPoolNormalize, fp32Linear, kBatchDim, kSequenceDim, type LinearEmitter } from './bert-graph.js';
+import { addBertBody, addSentencePooling, fp32Linear, kBatchDim, kSequenceDim, type LinearEmitter } from './bert-graph.js';
 import { loadBertWeights } from './bert-weights.js';
 import { GraphBuilder, OnnxType } from './graph.js';
 import { int8Linear } from './quantize.js';
@@ -12,9 +12,10 @@ export interface OnnxExportOptions {
   /** `fp32` (default) keeps the weights as they are; `int8` quantizes every Linear dynamically. */
   precision?: OnnxPrecision;
   /**
-   * When set, each row's last attended token is replaced by this id ([SEP], 102 for svc-small)
-   * before embedding. transformers.js truncates long texts by cutting their ids, dropping [SEP];
-   * with this the graph sees what Hugging Face truncation gives. Unset for the plain reference.
+   * When set, each row's last attended token is replaced by this id (the closing token: [SEP], 102
+   * for svc-small; `</s>` for XLM-R vocabularies) before embedding. transformers.js truncates long
+   * texts by cutting their ids, dropping it; with this the graph sees what Hugging Face truncation
+   * gives. Unset for the plain reference.
    */
   sepTokenId?: number;
 }
@@ -56,9 +57,12 @@ function linearFor(precision: OnnxPrecision): LinearEmitter {
 
 /**
  * Builds the sentence encoder of a base model as an ONNX ModelProto: inputs `input_ids`,
- * `attention_mask`, `token_type_ids` (int64 `[batch_size, sequence_length]`), outputs
- * `last_hidden_state` (`[batch_size, sequence_length, hidden]`) and `sentence_embedding`
- * (`[batch_size, hidden]`, mean over the attention mask, L2-normalized).
+ * `attention_mask` and, where the model has more than one token type, `token_type_ids` (int64
+ * `[batch_size, sequence_length]`; an XLM-RoBERTa model has a single one and no such input),
+ * outputs `last_hidden_state` (`[batch_size, sequence_length, hidden]`) and `sentence_embedding`
+ * (`[batch_size, hidden]`, pooled as the base model's folder says: mean over the attention mask or
+ * the first token, L2-normalized when it has a Normalize module). XLM-RoBERTa positions count
+ * from the padding id, computed in the graph from `input_ids` as transformers does.
  *
  * @example
  * ```ts
@@ -77,7 +81,7 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
   const hiddenSize = weights.config.hiddenSize;
   const g = new GraphBuilder();
   const body = addBertBody(g, weights, linearFor(precision), sepTokenId);
-  const embedding = addMeanPoolNormalize(g, body);
+  const embedding = addSentencePooling(g, body, weights.baseModel);
   g.op('Identity', [body.hidden], {}, 'last_hidden_state');
   g.op('Identity', [embedding], {}, 'sentence_embedding');
   g.output('last_hidden_state', OnnxType.FLOAT, [kBatchDim, kSequenceDim, hiddenSize]);
@@ -89,7 +93,8 @@ export function buildEncoderOnnx(baseModel: string | BaseModel, options?: OnnxEx
 }
 
 /**
- * Builds a classifier: the encoder, mean pooling, L2 normalization and a linear head. A binary
+ * Builds a classifier: the encoder, the base model's pooling (and normalization, where it has it)
+ * and a linear head on that embedding, the one our predictions compute. A binary
  * head (`{ weights, bias }`) gives `logits` `[batch_size, 2]` holding `[0, w·e + b]` per row, so
  * softmax gives `[P(false), P(true)]` with P(true) = sigmoid(w·e + b). A head with a row per label
  * (`{ weights, biases }`) gives `logits` `[batch_size, labels]`, W e + b: softmax over them for a
@@ -115,7 +120,7 @@ export function buildClassifierOnnx(
   const columns = biases.length;
   const g = new GraphBuilder();
   const body = addBertBody(g, weights, linearFor(precision), sepTokenId);
-  const embedding = addMeanPoolNormalize(g, body);
+  const embedding = addSentencePooling(g, body, weights.baseModel);
   const w = g.constant('classifier.weight_t', OnnxType.FLOAT, [hiddenSize, columns], matrix);
   const b = g.constant('classifier.bias', OnnxType.FLOAT, [columns], biases);
   g.op('Add', [g.op('MatMul', [embedding, w]), b], {}, 'logits');
