@@ -1,15 +1,16 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { SvcError } from '../../errors.js';
 import type { BaseModel } from '../base-models.js';
-import { toBaseModel } from './bert-weights.js';
+import { parseBertConfig, toBaseModel } from './bert-weights.js';
 import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type LinearHeads, type OnnxPrecision } from './export.js';
 import * as is from '../../is.js';
 
 /** What `writeTransformersJsModelDir` writes. */
 export interface TransformersJsDirOptions {
-  /** `'svc-small'` or a resolved base model. */
+  /** `'svc-small'`, a registered base model's name, or a resolved base model. */
   baseModel: string | BaseModel;
   /** `feature-extraction`: the encoder; `text-classification`: encoder + pooling + `head`. */
   task: 'feature-extraction' | 'text-classification';
@@ -25,9 +26,14 @@ export interface TransformersJsDirOptions {
   precision?: OnnxPrecision;
 }
 
-/** Token budget per text, as sentence-transformers' all-MiniLM-L6-v2 truncates. */
-const kModelMaxLength = 256;
 const kFalseLabel = 'false';
+
+// The transformers classes of each family: transformers.js picks its model class from model_type and
+// these name the same architecture for Hugging Face users.
+const kArchitectures = Object.freeze({
+  bert: { encoder: 'BertModel', classifier: 'BertForSequenceClassification' },
+  'xlm-roberta': { encoder: 'XLMRobertaModel', classifier: 'XLMRobertaForSequenceClassification' },
+});
 
 function validate(options: TransformersJsDirOptions): void {
   is.object(options, 'options');
@@ -60,16 +66,21 @@ function validate(options: TransformersJsDirOptions): void {
 }
 
 /** The base config.json, plus the label maps transformers.js and Hugging Face read for classifiers. */
-function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJsDirOptions): Record<string, unknown> {
+function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJsDirOptions, source: string): Record<string, unknown> {
   // Browsers default to dtype q8 (model_quantized.onnx); without that file, point them at fp32.
   const runtime = options.precision === 'int8' ? {} : { 'transformers.js_config': { dtype: 'fp32' } };
-  if (options.task === 'feature-extraction') return { ...baseConfig, architectures: ['BertModel'], ...runtime };
+  const { modelType } = parseBertConfig(baseConfig, source);
+  // model_type kept as the base says (absent means bert to transformers, so it is written out).
+  const family = { model_type: modelType };
+  const architectures = kArchitectures[modelType];
+  if (options.task === 'feature-extraction') return { ...baseConfig, ...family, architectures: [architectures.encoder], ...runtime };
   if (options.labels !== undefined) {
     const labels = options.labels;
     return {
       ...baseConfig,
+      ...family,
       ...runtime,
-      architectures: ['BertForSequenceClassification'],
+      architectures: [architectures.classifier],
       // multi_label: transformers.js applies a sigmoid to each logit; single_label, one softmax over them.
       problem_type: options.multiLabel ? 'multi_label_classification' : 'single_label_classification',
       num_labels: labels.length,
@@ -80,8 +91,9 @@ function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJ
   const labelText = options.labelText as string;
   return {
     ...baseConfig,
+    ...family,
     ...runtime,
-    architectures: ['BertForSequenceClassification'],
+    architectures: [architectures.classifier],
     // single_label: transformers.js applies softmax over the two logits [0, score] -> sigmoid(score).
     problem_type: 'single_label_classification',
     num_labels: 2,
@@ -90,14 +102,41 @@ function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJ
   };
 }
 
-function tokenizerConfig(): Record<string, unknown> {
+/**
+ * tokenizer_config.json: the base folder's own where it has one, else what its tokenizer.json's kind
+ * implies (WordPiece: BertTokenizer; Unigram: the XLM-R vocabulary's XLMRobertaTokenizer, whose
+ * special tokens transformers.js pads and closes with). Either way truncated at the base's budget.
+ */
+async function tokenizerConfig(baseModel: BaseModel, tokenizer: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const model_max_length = baseModel.maxLength;
+  const ownFile = join(baseModel.dir, 'tokenizer_config.json');
+  if (existsSync(ownFile)) {
+    const own = JSON.parse(await readFile(ownFile, 'utf8')) as Record<string, unknown>;
+    return { ...own, model_max_length };
+  }
+  const kind = (tokenizer.model as { type?: unknown } | undefined)?.type;
+  if (kind === 'Unigram') {
+    return {
+      tokenizer_class: 'XLMRobertaTokenizer',
+      clean_up_tokenization_spaces: true,
+      model_max_length,
+      bos_token: '<s>',
+      eos_token: '</s>',
+      cls_token: '<s>',
+      sep_token: '</s>',
+      pad_token: '<pad>',
+      unk_token: '<unk>',
+      mask_token: '<mask>',
+    };
+  }
+  const normalizer = tokenizer.normalizer as { lowercase?: unknown } | null | undefined;
   return {
     tokenizer_class: 'BertTokenizer',
-    do_lower_case: true,
+    do_lower_case: normalizer?.lowercase !== false,
     tokenize_chinese_chars: true,
     strip_accents: null,
     clean_up_tokenization_spaces: true,
-    model_max_length: kModelMaxLength,
+    model_max_length,
     cls_token: '[CLS]',
     sep_token: '[SEP]',
     pad_token: '[PAD]',
@@ -107,22 +146,36 @@ function tokenizerConfig(): Record<string, unknown> {
 }
 
 /**
- * The base tokenizer.json with its truncation set to our 256 tokens and its fixed padding removed
- * (the shipped file pads everything to 128, which Python's `tokenizers` would honor).
+ * The base tokenizer.json with its truncation set to the tokens our predictions keep (the base's
+ * max_seq_length, 256 for svc-small) and any fixed padding removed (svc-small's file pads
+ * everything to 128, which Python's `tokenizers` would honor).
  */
-function tokenizerJson(raw: Record<string, unknown>): Record<string, unknown> {
+function tokenizerJson(raw: Record<string, unknown>, maxLength: number): Record<string, unknown> {
   const truncation = raw.truncation as Record<string, unknown> | null | undefined;
   return {
     ...raw,
-    truncation: { ...(truncation ?? { strategy: 'LongestFirst', stride: 0 }), max_length: kModelMaxLength },
+    truncation: { ...(truncation ?? { strategy: 'LongestFirst', stride: 0 }), max_length: maxLength },
     padding: null,
   };
 }
 
-function specialTokenId(tokenizer: Record<string, unknown>, content: string): number {
-  const added = (tokenizer.added_tokens as { id: number; content: string }[] | undefined) ?? [];
-  const id = added.find((token) => token.content === content)?.id;
-  if (id === undefined) throw new SvcError('internal', `tokenizer.json has no ${content} token`);
+interface PostProcessor {
+  type?: string;
+  single?: { SpecialToken?: { id: string } }[];
+  special_tokens?: Record<string, { ids: number[] }>;
+  sep?: [string, number];
+}
+
+/**
+ * The id of the token a text ends with: the last special token of the post-processor's template
+ * ([SEP] for BERT, `</s>` for the XLM-R vocabulary), or a Bert/Roberta processor's `sep`.
+ */
+function closingTokenId(tokenizer: Record<string, unknown>, source: string): number {
+  const processor = tokenizer.post_processor as PostProcessor | null | undefined;
+  if (processor?.sep !== undefined) return processor.sep[1];
+  const last = processor?.single?.at(-1)?.SpecialToken?.id;
+  const id = last === undefined ? undefined : processor?.special_tokens?.[last]?.ids[0];
+  if (id === undefined) throw new SvcError('internal', `${source}: its post_processor adds no closing special token`);
   return id;
 }
 
@@ -148,8 +201,8 @@ export async function writeTransformersJsModelDir(outDir: string, options: Trans
   const precision = options.precision ?? 'fp32';
   const baseConfig = JSON.parse(await readFile(baseModel.configFile, 'utf8')) as Record<string, unknown>;
   const tokenizer = JSON.parse(await readFile(baseModel.tokenizerFile, 'utf8')) as Record<string, unknown>;
-  // transformers.js cuts long inputs without re-adding [SEP]; the graph restores it.
-  const sepTokenId = specialTokenId(tokenizer, '[SEP]');
+  // transformers.js cuts long inputs without re-adding [SEP] (or </s>); the graph restores it.
+  const sepTokenId = closingTokenId(tokenizer, baseModel.tokenizerFile);
   const build = (p: OnnxPrecision): Uint8Array =>
     options.task === 'text-classification'
       ? buildClassifierOnnx(baseModel, options.head as LinearHead | LinearHeads, { precision: p, sepTokenId })
@@ -162,9 +215,10 @@ export async function writeTransformersJsModelDir(outDir: string, options: Trans
     await writeFile(join(outDir, file), data);
     written.push(file);
   };
-  await write('config.json', json(modelConfig(baseConfig, options)));
-  await write('tokenizer.json', JSON.stringify(tokenizerJson(tokenizer)));
-  await write('tokenizer_config.json', json(tokenizerConfig()));
+  await write('config.json', json(modelConfig(baseConfig, options, baseModel.configFile)));
+  // The base's own tokenizer.json (a Unigram one included): transformers.js tokenizes as we do.
+  await write('tokenizer.json', JSON.stringify(tokenizerJson(tokenizer, baseModel.maxLength)));
+  await write('tokenizer_config.json', json(await tokenizerConfig(baseModel, tokenizer)));
   await write('onnx/model.onnx', build('fp32'));
   if (precision === 'int8') await write('onnx/model_quantized.onnx', build('int8'));
   return written;
