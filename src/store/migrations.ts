@@ -292,6 +292,16 @@ export const kMigrations: readonly string[] = Object.freeze([
   CREATE INDEX shadow_results_project ON shadow_results(project_id, created_at);
   CREATE INDEX shadow_results_request ON shadow_results(request_id);
   `,
+  // 18: the base models replicas registered (name -> sha256 of the folder's files), as the first replica to register
+  // each name recorded it: a replica whose files differ under a name refuses to start (base-model-ledger.ts).
+  `
+  CREATE TABLE base_models (
+    name TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    dir TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ]);
 
 /**

@@ -9,6 +9,7 @@ import { PostgresRequestLog } from './postgres-request-log.js';
 import { PostgresVersions } from './postgres-versions.js';
 import { PostgresShadows } from './postgres-shadows.js';
 import { PostgresTeacherTexts } from './postgres-teacher-texts.js';
+import { PostgresBaseModels } from './postgres-base-models.js';
 import type { RequestLogWrite } from './proxy-ledger.js';
 import {
   type KeyRow,
@@ -93,6 +94,7 @@ export class PostgresStore implements Store {
   readonly versions: PostgresVersions;
   readonly shadows: PostgresShadows;
   readonly teacherTexts: PostgresTeacherTexts;
+  readonly baseModels: PostgresBaseModels;
   readonly #pool: pg.Pool;
   /** The training jobs (postgres-job-queue.ts) and the request log (postgres-request-log.ts): the Store's methods forward. */
   readonly #jobs: PostgresJobQueue;
@@ -102,6 +104,7 @@ export class PostgresStore implements Store {
     this.#pool = pool;
     this.proxyLedger = new PostgresProxyLedger(pool);
     this.teacherTexts = new PostgresTeacherTexts(pool);
+    this.baseModels = new PostgresBaseModels(pool);
     this.requestCounter = new PostgresRequestCounter(pool);
     this.#jobs = new PostgresJobQueue(pool);
     this.#log = new PostgresRequestLog(pool, this.proxyLedger);

@@ -27,6 +27,7 @@ import { SqliteRequestLog } from './sqlite-request-log.js';
 import { SqliteShadows } from './sqlite-shadows.js';
 import { SqliteVersions } from './sqlite-versions.js';
 import { SqliteTeacherTexts } from './sqlite-teacher-texts.js';
+import { SqliteBaseModels } from './sqlite-base-models.js';
 import type {
   ApiKeyRecord,
   JobState,
@@ -73,6 +74,7 @@ export class SqliteStore implements Store {
   readonly versions: SqliteVersions;
   readonly shadows: SqliteShadows;
   readonly teacherTexts: SqliteTeacherTexts;
+  readonly baseModels: SqliteBaseModels;
   readonly #db: Database.Database;
   readonly #sql;
   /** The training jobs (sqlite-job-queue.ts) and the request log (sqlite-request-log.ts): the Store's methods forward. */
@@ -83,6 +85,7 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.proxyLedger = new SqliteProxyLedger(db);
     this.teacherTexts = new SqliteTeacherTexts(db);
+    this.baseModels = new SqliteBaseModels(db);
     this.#jobs = new SqliteJobQueue(db);
     this.#log = new SqliteRequestLog(db, this.proxyLedger);
     this.shadows = new SqliteShadows(db);

@@ -8,6 +8,7 @@
 import type { RequestLogWrite, TokenLedger } from './proxy-ledger.js';
 import type { ShadowStore } from './shadow-types.js';
 import type { TeacherTexts } from './teacher-texts.js';
+import type { BaseModelLedger } from './base-model-ledger.js';
 
 /** Unix milliseconds. The HTTP contracts convert to seconds where they say so. */
 export type Millis = number;
@@ -284,6 +285,8 @@ export interface Store {
   readonly versions: ModelVersions;
   /** What a teacher answered for each text of a job (teacher-texts.ts). */
   readonly teacherTexts: TeacherTexts;
+  /** The base models replicas registered, name -> fingerprint (base-model-ledger.ts). */
+  readonly baseModels: BaseModelLedger;
   setModelStatus(id: string, status: ModelStatus, error: string | null, at: Millis): Promise<void>;
   deleteModel(id: string): Promise<boolean>;
   getJob(modelId: string): Promise<TrainingJob | null>;

@@ -9,6 +9,7 @@ import { usePostgres } from '../_support/postgres.js';
 import { storeContract } from './contract.js';
 import type { StoreBackend } from './contract-fixtures.js';
 import { versionsContract } from './versions-contract.js';
+import { baseModelsContract } from './base-models-contract.js';
 
 const server = usePostgres();
 
@@ -23,6 +24,7 @@ const backend: StoreBackend = {
 };
 storeContract('PostgresStore', backend);
 versionsContract('PostgresStore', backend);
+baseModelsContract('PostgresStore', backend);
 
 async function query<T>(url: string, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

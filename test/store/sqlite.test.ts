@@ -12,6 +12,7 @@ import { storedBytes } from '../../src/store/quotas.js';
 import { storeContract } from './contract.js';
 import type { StoreBackend } from './contract-fixtures.js';
 import { versionsContract } from './versions-contract.js';
+import { baseModelsContract } from './base-models-contract.js';
 
 const dirs: string[] = [];
 const tempDir = (): string => {
@@ -34,6 +35,7 @@ const backend: StoreBackend = {
 };
 storeContract('SqliteStore', backend);
 versionsContract('SqliteStore', backend);
+baseModelsContract('SqliteStore', backend);
 
 describe('SqliteStore on its file', () => {
   let dir: string;
