@@ -73,6 +73,8 @@ describe('training core gradient checks', () => {
       'attention_fp32_vs_double',
       'toy_encoder_2_layers',
       'attention_kept_vs_recomputed',
+      'attention_position_bias',
+      'cls_pool_normalize_cosine_loss',
       'toy_encoder_embeddings',
       'toy_encoder_data_parallel',
       'toy_encoder_fp32_vs_double',

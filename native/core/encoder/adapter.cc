@@ -31,11 +31,27 @@ constexpr Module kModules[] = {
     {"intermediate.dense", false, true, LinearSlot::kInter, 0},
     {"output.dense", true, false, LinearSlot::kOut, 0},
 };
+// The same six in MPNet's layer, in the same order (a module's bit in AdapterSpec::modules is its index).
+constexpr Module kMpnetModules[] = {
+    {"attention.attn.q", false, false, LinearSlot::kQkv, 0},
+    {"attention.attn.k", false, false, LinearSlot::kQkv, 1},
+    {"attention.attn.v", false, false, LinearSlot::kQkv, 2},
+    {"attention.attn.o", false, false, LinearSlot::kAttnOut, 0},
+    {"intermediate.dense", false, true, LinearSlot::kInter, 0},
+    {"output.dense", true, false, LinearSlot::kOut, 0},
+};
+constexpr std::size_t kModuleCount = std::size(kModules);
+static_assert(std::size(kMpnetModules) == kModuleCount);
+
+// The family's module table, as PEFT names the modules of its checkpoint.
+const Module* modules_of(const EncoderConfig& config) {
+  return config.model_type == ModelType::kMpnet ? kMpnetModules : kModules;
+}
 
 // Splits "base_model.model.encoder.layer.{i}.{module}.lora_{A|B}.weight" into the linear layer's
 // name ("encoder.layer.{i}.{module}"), its module and A or B; false for anything else.
-bool parse_name(const std::string& name, int layers, std::string* linear, const Module** module, char* which,
-                int* layer_out) {
+bool parse_name(const std::string& name, const Module* modules, int layers, std::string* linear, const Module** module,
+                char* which, int* layer_out) {
   const std::string head = std::string(kPrefix) + "encoder.layer.";
   if (name.compare(0, head.size(), head) != 0) return false;
   std::size_t pos = head.size(), digits = 0;
@@ -47,11 +63,11 @@ bool parse_name(const std::string& name, int layers, std::string* linear, const 
   if (digits == 0 || (digits > 1 && name[head.size()] == '0') || layer >= layers) return false;
   if (pos >= name.size() || name[pos] != '.') return false;
   const std::string rest = name.substr(pos + 1);
-  for (const Module& m : kModules) {
+  for (const Module* m = modules; m != modules + kModuleCount; ++m) {
     for (char w : {'A', 'B'}) {
-      if (rest == std::string(m.name) + ".lora_" + w + ".weight") {
-        *linear = "encoder.layer." + std::to_string(layer) + "." + m.name;
-        *module = &m;
+      if (rest == std::string(m->name) + ".lora_" + w + ".weight") {
+        *linear = "encoder.layer." + std::to_string(layer) + "." + m->name;
+        *module = m;
         *which = w;
         *layer_out = layer;
         return true;
@@ -68,6 +84,7 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
     throw json::Error(spec.path + ": the adapter's rank must be between 1 and 256");
   if (!std::isfinite(spec.scale)) throw json::Error(spec.path + ": the adapter's scale (lora_alpha / r) is not finite");
   const io::SafeTensorsFile file(spec.path);
+  const Module* const modules = modules_of(config);
   const auto fail = [&](const std::string& tensor, const std::string& what) -> json::Error {
     return json::Error(spec.path + ": tensor '" + tensor + "' " + what);
   };
@@ -79,8 +96,8 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
   // The adapted modules' names, as the library's check words them ("attention.self.query, output.dense").
   const auto adapted = [&] {
     std::string list;
-    for (std::size_t m = 0; m < std::size(kModules); ++m)
-      if (spec.modules & (1u << m)) list += (list.empty() ? "" : ", ") + std::string(kModules[m].name);
+    for (std::size_t m = 0; m < kModuleCount; ++m)
+      if (spec.modules & (1u << m)) list += (list.empty() ? "" : ", ") + std::string(modules[m].name);
     return list;
   };
   std::map<std::string, Seen> seen;
@@ -89,8 +106,8 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
     const Module* module = nullptr;
     char which = 0;
     int layer = 0;
-    const bool parsed = parse_name(name, config.layers, &linear, &module, &which, &layer);
-    if (spec.modules != 0 && (!parsed || !(spec.modules & (1u << (module - kModules)))))
+    const bool parsed = parse_name(name, modules, config.layers, &linear, &module, &which, &layer);
+    if (spec.modules != 0 && (!parsed || !(spec.modules & (1u << (module - modules)))))
       throw fail(name, "is not a LoRA weight of the adapted modules (" + adapted() + ") in the base's " +
                            std::to_string(config.layers) + " layers");
     if (!parsed)
@@ -103,10 +120,10 @@ LoraAdapter::LoraAdapter(const AdapterSpec& spec, const EncoderConfig& config) :
   }
   // Every layer's A and B of every module adapter_config.json adapts, in layer, module, A-then-B order.
   for (int layer = 0; spec.modules != 0 && layer < config.layers; ++layer)
-    for (std::size_t m = 0; m < std::size(kModules); ++m)
+    for (std::size_t m = 0; m < kModuleCount; ++m)
       for (const char* which : {"A", "B"}) {
         const std::string name = std::string(kPrefix) + "encoder.layer." + std::to_string(layer) + "." +
-                                 kModules[m].name + ".lora_" + which + ".weight";
+                                 modules[m].name + ".lora_" + which + ".weight";
         if ((spec.modules & (1u << m)) && !file.tensors().count(name))
           throw fail(name, "is missing (adapter_config.json adapts this module)");
       }

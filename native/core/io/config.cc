@@ -52,6 +52,8 @@ void check_encoder_config(const EncoderConfig& c, const std::string& what) {
   if (c.position_offset < 0 || c.position_offset >= c.max_positions)
     throw Error(what + ": the position offset (pad_token_id + 1) " + std::to_string(c.position_offset) +
                 " leaves no position of max_position_embeddings " + std::to_string(c.max_positions));
+  if (c.model_type == ModelType::kMpnet && c.relative_buckets < 32)
+    throw Error(what + ": relative_attention_num_buckets must be at least 32 (MPNet buckets distances into 32)");
   if (c.hidden % c.heads != 0)
     throw Error(what + ": hidden_size " + std::to_string(c.hidden) + " is not a multiple of num_attention_heads " +
                 std::to_string(c.heads));
@@ -95,8 +97,6 @@ EncoderConfig read_encoder_config(const std::string& path) {
     const int upstream = 32;
     c.relative_buckets =
         bounded_int(root, "relative_attention_num_buckets", ConfigLimits::kMaxPositions, path, &upstream);
-    if (c.relative_buckets < upstream)
-      throw Error(path + ": relative_attention_num_buckets must be at least 32 (MPNet buckets distances into 32)");
   }
   c.layer_norm_eps = bounded_number(root, "layer_norm_eps", 0, 1, 1e-12, path, "in (0, 1)");
   c.dropout = bounded_number(root, "hidden_dropout_prob", 0, 1, 0.1, path, "in [0, 1)");

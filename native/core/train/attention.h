@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "encoder/relative_position.h"
 #include "kernels/gemm_bf16.h"
 #include "train/linalg.h"
 #include "train/page_buffer.h"
@@ -26,6 +27,31 @@ struct PackedLayout {
   const int32_t* offsets = nullptr;  // first token row of each text
   const int32_t* lengths = nullptr;
   int text0 = 0;  // batch index of the first text: dropout masks are keyed by it
+};
+
+// MPNet's relative position bias (encoder/relative_position.h), frozen: head h's bias for every text
+// length up to max_len, built once from the table when the base loads. A text of n tokens reads its
+// 2 n - 1 distances from max_len - n on (entry i - j + n - 1 for query i and key j). Empty for BERT and
+// XLM-RoBERTa, whose attention skips it.
+template <typename T>
+struct PositionBias {
+  int max_len = 0;
+  int64_t stride = 0;
+  std::vector<T> values;
+
+  bool empty() const { return values.empty(); }
+  // table: relative_attention_bias, [buckets x heads].
+  void build(const float* table, int heads, int len) {
+    max_len = len;
+    stride = position_bias_floats(len);
+    values.assign(static_cast<size_t>(heads * stride), T(0));
+    std::vector<float> head_bias(static_cast<size_t>(stride));
+    for (int h = 0; h < heads; ++h) {
+      mpnet_position_bias(table, heads, h, len, head_bias.data());
+      std::copy(head_bias.begin(), head_bias.end(), values.begin() + h * stride);
+    }
+  }
+  const T* head(int h, int n) const { return values.data() + h * stride + (max_len - n); }
 };
 
 inline uint64_t attention_drop_index(int text, int head, int64_t cell) {
@@ -154,19 +180,29 @@ void head_product(bool bf16, bool ta, bool tb, int m, int n, int k, const T* a, 
   gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, T(0), c, ldc);
 }
 
-// One text and head's P = softmax(Q·Kᵀ·scale) into pr (n x n): forward and backward both call
-// this, so backward's P is forward's to the bit.
+// One text and head's P = softmax(Q·Kᵀ·scale + bias) into pr (n x n): forward and backward both call
+// this, so backward's P is forward's to the bit. bias (MPNet, or null): the head's position bias for n
+// tokens, added as bias / scale before softmax_rows scales; being frozen, it leaves backward's dS as is.
 template <typename T>
-void head_probs(bool bf16, int n, int d, int hidden, T scale, const T* q, T* pr) {
+void head_probs(bool bf16, int n, int d, int hidden, T scale, const T* q, T* pr, const T* bias = nullptr) {
   head_product<T>(bf16, false, true, n, n, d, q, 3 * hidden, q + hidden, 3 * hidden, pr, n);
+  if (bias) {
+    const T unscale = T(1) / scale;
+    for (int i = 0; i < n; ++i) {
+      T* row = pr + static_cast<int64_t>(i) * n;
+      const T* at_key0 = bias + i + n - 1;  // key j reads at_key0[-j]
+      for (int j = 0; j < n; ++j) row[j] += at_key0[-j] * unscale;
+    }
+  }
   softmax_rows(n, scale, pr);
 }
 
-// ctx[tokens x hidden] = softmax(Q·Kᵀ/√d) (dropped out) · V, per text and head. With `kept`
-// (planned for this layout), also what it was planned to keep for backward.
+// ctx[tokens x hidden] = softmax(Q·Kᵀ/√d + bias) (dropped out) · V, per text and head. With `kept`
+// (planned for this layout), also what it was planned to keep for backward; with `bias`, MPNet's.
 template <typename T>
 void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* qkv, T* ctx, const DropoutStream& drop,
-                       double p_drop, Workers* workers, bool bf16 = false, AttentionKept<T>* kept = nullptr) {
+                       double p_drop, Workers* workers, bool bf16 = false, AttentionKept<T>* kept = nullptr,
+                       const PositionBias<T>* bias = nullptr) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
@@ -177,7 +213,7 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
       const T* q = qkv + static_cast<int64_t>(lay.offsets[t]) * ld + h * d;
       const int64_t nn = static_cast<int64_t>(n) * n;
       pr.resize(nn);
-      head_probs(bf16, n, d, hidden, scale, q, pr.data());
+      head_probs(bf16, n, d, hidden, scale, q, pr.data(), bias && !bias->empty() ? bias->head(h, n) : nullptr);
       if (drop.active) {
         attention_dropout(drop, T(1) / T(1 - p_drop), lay.text0 + t, h, nn, pr.data());
         if (kept && kept->with_bits)
@@ -195,7 +231,7 @@ void attention_forward(const PackedLayout& lay, int heads, int hidden, const T* 
 template <typename T>
 void attention_backward(const PackedLayout& lay, int heads, int hidden, const T* qkv, const T* dctx, T* dqkv,
                         const DropoutStream& drop, double p_drop, Workers* workers, bool bf16 = false,
-                        const AttentionKept<T>* kept = nullptr) {
+                        const AttentionKept<T>* kept = nullptr, const PositionBias<T>* bias = nullptr) {
   const int d = hidden / heads, ld = 3 * hidden;
   const T scale = T(1) / std::sqrt(T(d));
   parallel_for(workers, static_cast<int64_t>(lay.texts) * heads, [&](int64_t w0, int64_t w1) {
@@ -209,7 +245,7 @@ void attention_backward(const PackedLayout& lay, int heads, int hidden, const T*
       T* dq = dqkv + row0 * ld + h * d;
       const T* dc = dctx + row0 * hidden + h * d;
       pr.resize(nn);
-      head_probs(bf16, n, d, hidden, scale, q, pr.data());
+      head_probs(bf16, n, d, hidden, scale, q, pr.data(), bias && !bias->empty() ? bias->head(h, n) : nullptr);
       const T* pv = pr.data();  // P
       const T keep_scale = drop.active ? T(1) / T(1 - p_drop) : T(1);
       const uint8_t* bits = kept && kept->with_bits

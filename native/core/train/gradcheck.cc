@@ -91,21 +91,29 @@ struct Packed {
   Packed(const Packed&) = delete;  // lay points into this object's vectors
 };
 
-GradCheck check_attention() {
-  GradCheck r{"attention", 0, 0};
+// With `biased`, MPNet's position bias (a random table, frozen): backward is unchanged, P is not.
+GradCheck check_attention(bool biased = false) {
+  GradCheck r{biased ? "attention_position_bias" : "attention", 0, 0};
   Rand rng{4};
   const int hidden = 8, heads = 2;
-  const Packed packed({3, 5, 1, 4});
+  const Packed packed({3, 5, 1, biased ? 12 : 4});
   const double p = 0.1;
   const DropoutStream drop = dropout_stream(7, 3, 0, DropSite::kAttentionProbs, p);
   auto qkv = rng.vec(static_cast<size_t>(packed.tokens) * 3 * hidden, 1.5),
        wy = rng.vec(static_cast<size_t>(packed.tokens) * hidden);
   std::vector<double> ctx(static_cast<size_t>(packed.tokens) * hidden), dqkv(qkv.size());
+  PositionBias<double> bias;
+  if (biased) {
+    const std::vector<double> table = rng.vec(static_cast<size_t>(kMpnetBuckets) * heads, 2.0);
+    bias.build(std::vector<float>(table.begin(), table.end()).data(), heads, 12);
+  }
   auto loss = [&] {
-    attention_forward<double>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr);
+    attention_forward<double>(packed.lay, heads, hidden, qkv.data(), ctx.data(), drop, p, nullptr, false, nullptr,
+                              &bias);
     return dot(ctx, wy);
   };
-  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), wy.data(), dqkv.data(), drop, p, nullptr);
+  attention_backward<double>(packed.lay, heads, hidden, qkv.data(), wy.data(), dqkv.data(), drop, p, nullptr, false,
+                             nullptr, &bias);
   compare(r, qkv, dqkv, loss);
   return r;
 }
@@ -350,6 +358,7 @@ std::vector<GradCheck> run_gradient_checks() {
                                 check_attention_fp32(),
                                 check_whole_model(false, fp32_error, &embeddings)};
   out.push_back(check_attention_kept());
+  out.push_back(check_attention(true));
   out.push_back(check_pool_normalize_loss(true));
   out.push_back(embeddings);
   out.push_back(check_whole_model(true, fp32_error));

@@ -32,6 +32,8 @@ struct LayerPass {
   const AdapterPass<T>* ad;
   // Forward keeps this layer's attention dropout mask, as bits, for backward.
   bool keep_bits = false;
+  // MPNet's position bias (every layer's the same); null for the other families.
+  const PositionBias<T>* position_bias = nullptr;
 
   double p() const { return key.training ? cfg.dropout : 0.0; }
   DropoutStream stream(DropSite site) const { return dropout_stream(key.seed, key.step, l, site, p()); }
@@ -80,7 +82,7 @@ void layer_forward(const LayerPass<T>& lp, const T* x, T* y, Workspace<T>& ws, L
   const DropoutStream attention_drop = lp.stream(DropSite::kAttentionProbs);
   a.attention.plan(lp.lay, cfg.heads, lp.keep_bits && attention_drop.active);
   attention_forward<T>(lp.lay, cfg.heads, h, a.qkv.data(), a.ctx.data(), attention_drop, lp.p(), workers,
-                       lp.panels16 != nullptr, &a.attention);
+                       lp.panels16 != nullptr, &a.attention, lp.position_bias);
   linear_forward<T>(rows, h, h, a.ctx.data(), params + o.wo, params + o.bo, ws.tmp.data(), workers,
                     lp.forward_weight(1));
   lora_forward_linear(cfg, lp.ad, lp.l, 1, rows, a.ctx.data(), ws.tmp.data(), h, a, workers);
@@ -139,7 +141,8 @@ void layer_backward(const LayerPass<T>& lp, const T* x, T* grads, bool need_dx, 
                      grad(o.bo), workers, lp.backward_weight(1));
   lora_backward_linear(cfg, ad, l, 1, rows, a.ctx.data(), ws.tmp.data(), h, ws.dctx.data(), a, ws.lora_g, workers);
   attention_backward<T>(lp.lay, cfg.heads, h, a.qkv.data(), ws.dctx.data(), ws.dqkv.data(),
-                        lp.stream(DropSite::kAttentionProbs), lp.p(), workers, lp.panels16 != nullptr, &a.attention);
+                        lp.stream(DropSite::kAttentionProbs), lp.p(), workers, lp.panels16 != nullptr, &a.attention,
+                        lp.position_bias);
   T* dx = need_dx ? ws.dy.data() : nullptr;
   linear_backward<T>(rows, h, 3 * h, x, params + o.wqkv, ws.dqkv.data(), dx, T(1), grad(o.wqkv), grad(o.bqkv), workers,
                      lp.backward_weight(0));

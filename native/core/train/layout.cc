@@ -41,21 +41,38 @@ LayerOffsets layer_offsets(const EncoderConfig& c, int layer) {
   return o;
 }
 
+namespace {
+// Each LoRA target's module path inside a layer, as the family's checkpoint and PEFT name it: BERT and
+// XLM-RoBERTa's, then MPNet's (attention.attn.{q,k,v,o}).
+const char* const kLoraModulePaths[kLoraTargets] = {"attention.self.query", "attention.self.key",
+                                                    "attention.self.value", "attention.output.dense",
+                                                    "intermediate.dense",   "output.dense"};
+const char* const kMpnetModulePaths[kLoraTargets] = {"attention.attn.q", "attention.attn.k",   "attention.attn.v",
+                                                     "attention.attn.o", "intermediate.dense", "output.dense"};
+
+const char* const* module_paths(const EncoderConfig& c) {
+  return c.model_type == ModelType::kMpnet ? kMpnetModulePaths : kLoraModulePaths;
+}
+}  // namespace
+
 std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
   std::vector<ParamTensor> out;
   const int64_t h = c.hidden, f = c.intermediate;
+  const char* const* modules = module_paths(c);
+  // The LayerNorm after attention: attention.output.LayerNorm, MPNet's attention.LayerNorm.
+  const std::string attention_ln =
+      c.model_type == ModelType::kMpnet ? "attention.LayerNorm" : "attention.output.LayerNorm";
   for (int l = 0; l < c.layers; ++l) {
     const LayerOffsets o = layer_offsets(c, l);
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
-    const char* qkv[3] = {"query", "key", "value"};
     for (int i = 0; i < 3; ++i) {
-      out.push_back({p + "attention.self." + qkv[i] + ".weight", o.wqkv + i * h * h, {h, h}, true});
-      out.push_back({p + "attention.self." + qkv[i] + ".bias", o.bqkv + i * h, {h}, false});
+      out.push_back({p + modules[kLoraQuery + i] + ".weight", o.wqkv + i * h * h, {h, h}, true});
+      out.push_back({p + modules[kLoraQuery + i] + ".bias", o.bqkv + i * h, {h}, false});
     }
-    out.push_back({p + "attention.output.dense.weight", o.wo, {h, h}, true});
-    out.push_back({p + "attention.output.dense.bias", o.bo, {h}, false});
-    out.push_back({p + "attention.output.LayerNorm.weight", o.ln1_g, {h}, false});
-    out.push_back({p + "attention.output.LayerNorm.bias", o.ln1_b, {h}, false});
+    out.push_back({p + modules[kLoraAttentionOutput] + ".weight", o.wo, {h, h}, true});
+    out.push_back({p + modules[kLoraAttentionOutput] + ".bias", o.bo, {h}, false});
+    out.push_back({p + attention_ln + ".weight", o.ln1_g, {h}, false});
+    out.push_back({p + attention_ln + ".bias", o.ln1_b, {h}, false});
     out.push_back({p + "intermediate.dense.weight", o.wi, {f, h}, true});
     out.push_back({p + "intermediate.dense.bias", o.bi, {f}, false});
     out.push_back({p + "output.dense.weight", o.wo2, {h, f}, true});
@@ -69,10 +86,6 @@ std::vector<ParamTensor> param_tensors(const EncoderConfig& c) {
 namespace {
 const char* const kLoraTargetNames[kLoraTargets] = {
     "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"};
-// Each target's module path inside a BERT layer, as PEFT names its tensors.
-const char* const kLoraModulePaths[kLoraTargets] = {"attention.self.query", "attention.self.key",
-                                                    "attention.self.value", "attention.output.dense",
-                                                    "intermediate.dense",   "output.dense"};
 }  // namespace
 
 const char* lora_target_name(int target) { return kLoraTargetNames[target]; }
@@ -135,8 +148,8 @@ std::vector<ParamTensor> lora_tensors(const EncoderConfig& c, const LoraConfig& 
       int in = 0, outs = 0;
       lora_shape(c, t, in, outs);
       // PEFT's Trainer decays every LoRA weight (neither is a bias nor a LayerNorm).
-      out.push_back({p + kLoraModulePaths[t] + ".lora_A.weight", o.a[t], {r, in}, true});
-      out.push_back({p + kLoraModulePaths[t] + ".lora_B.weight", o.b[t], {outs, r}, true});
+      out.push_back({p + module_paths(c)[t] + ".lora_A.weight", o.a[t], {r, in}, true});
+      out.push_back({p + module_paths(c)[t] + ".lora_B.weight", o.b[t], {outs, r}, true});
     }
   }
   return out;

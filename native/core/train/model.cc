@@ -48,13 +48,16 @@ struct TextGroup {
 };
 
 template <typename T>
-LayerPass<T> layer_pass(const EncoderConfig& cfg, const T* params, int l, const PackedLayout& lay, const TextGroup& g,
-                        const StepKey& key, Workspace<T>& ws, Workers* workers, const PackedF32* panels,
-                        const PackedBf16* panels16, const AdapterPass<T>* ad) {
-  return LayerPass<T>{cfg,    params,    ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l),
-                      l,      ws.tokens, lay,
-                      g.row0, key,       workers,
-                      panels, panels16,  ad};
+LayerPass<T> layer_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* params, int l,
+                        const PackedLayout& lay, const TextGroup& g, const StepKey& key, Workspace<T>& ws,
+                        Workers* workers, const PackedF32* panels, const PackedBf16* panels16,
+                        const AdapterPass<T>* ad) {
+  LayerPass<T> lp{cfg,    params,    ad && ad->layers ? ad->layers[l] : layer_offsets(cfg, l),
+                  l,      ws.tokens, lay,
+                  g.row0, key,       workers,
+                  panels, panels16,  ad};
+  if (!emb.position_bias.empty()) lp.position_bias = &emb.position_bias;
+  return lp;
 }
 
 // Forward over one group; ws.emb gets the group's normalized embeddings. With `keep` (backward
@@ -87,7 +90,7 @@ void forward_pass(const EncoderConfig& cfg, const Embeddings<T>& emb, const T* p
   dropout_apply(dropout_stream(key.seed, key.step, -1, DropSite::kEmbeddings, p), p, g.row0, rows, h, ws.x0.data());
 
   for (int l = 0; l < cfg.layers; ++l) {
-    LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
+    LayerPass<T> lp = layer_pass(cfg, emb, params, l, lay, g, key, ws, workers, panels, panels16, ad);
     lp.keep_bits = keep;
     layer_forward(lp, l == 0 ? ws.x0.data() : ws.x.data(), ws.x.data(), ws, ws.layers[keep ? l : 0]);
   }
@@ -133,7 +136,7 @@ void backward_pass(const EncoderConfig& cfg, const Embeddings<T>& embeddings, co
     mean_pool_backward<T>(g.texts, ws.offsets.data(), g.lengths, h, ws.dpooled.data(), ws.dy.data());
 
   for (int l = cfg.layers - 1; l >= 0; --l) {
-    const LayerPass<T> lp = layer_pass(cfg, params, l, lay, g, key, ws, workers, panels, panels16, ad);
+    const LayerPass<T> lp = layer_pass(cfg, embeddings, params, l, lay, g, key, ws, workers, panels, panels16, ad);
     // The layer's input: the embeddings (kept), or the layer below's output from its x̂.
     const T* x = ws.x0.data();
     if (l > 0) {
@@ -176,7 +179,8 @@ void scatter_embedding_grads(const EncoderConfig& cfg, const Embeddings<T>& emb,
         const T* d = part.emb_dsum.data() + row * h;
         add_into(h, d, out.word.data() + static_cast<int64_t>(groups[i].ids[row]) * h);
         add_into(h, d, out.position.data() + pos * h);
-        add_into(h, d, out.token_type.data());  // every token is of type 0
+        // Every token is of type 0; MPNet has no token types, so its zero row stays zero.
+        if (cfg.model_type != ModelType::kMpnet) add_into(h, d, out.token_type.data());
       }
     }
   }

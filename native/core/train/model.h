@@ -118,7 +118,9 @@ struct Embeddings {
   // cosine pair loss is unchanged (it divides by the norms) and the head phase sees the raw embedding.
   bool cls_pooling = false;
   bool normalize = true;
+  // MPNet: a zero token type row (it has none), and its frozen relative position bias.
   std::vector<T> word, position, token_type, ln_g, ln_b;
+  PositionBias<T> position_bias;
   // A frozen word table from an fp16 checkpoint (adapter training) stays fp16 here, word
   // empty, each row widened as a token uses it: half the memory, the same values.
   std::vector<uint16_t> word_f16;

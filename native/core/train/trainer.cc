@@ -29,9 +29,9 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
   if (o.adam.total_steps < 1) throw std::invalid_argument("total steps must be a positive integer");
   if (o.dropout && !(*o.dropout >= 0 && *o.dropout < 1)) throw std::invalid_argument("dropout must be in [0, 1)");
   if (o.dropout) cfg_.dropout = *o.dropout;
-  // Bare names as sentence-transformers saves them, or under a task head's bert. or roberta.
+  // Bare names as sentence-transformers saves them, or under a task head's bert., roberta. or mpnet.
   prefix_ = "";
-  for (const char* prefix : {"bert.", "roberta."})
+  for (const char* prefix : {"bert.", "roberta.", "mpnet."})
     if (checkpoint_.count(std::string(prefix) + "embeddings.word_embeddings.weight")) prefix_ = prefix;
   // Every tensor read with the shape the config gives it, as the encoder does.
   auto read = [&](const std::string& name, const std::vector<int64_t>& shape) -> const StoredTensor& {
@@ -71,7 +71,16 @@ void Trainer::init(const TrainerOptions& o, const std::string& source) {
     emb_.word = values("embeddings.word_embeddings.weight", {cfg_.vocab, h});
   }
   emb_.position = values("embeddings.position_embeddings.weight", {cfg_.max_positions, h});
-  emb_.token_type = values("embeddings.token_type_embeddings.weight", {cfg_.type_vocab, h});
+  if (cfg_.model_type == ModelType::kMpnet) {
+    // No token types: a zero row keeps one embedding sum. The position bias table stays frozen in full
+    // fine-tuning as in adapters (save() writes it back as loaded).
+    emb_.token_type.assign(static_cast<size_t>(h), 0.f);
+    const std::vector<float> table =
+        values("encoder.relative_attention_bias.weight", {cfg_.relative_buckets, cfg_.heads});
+    emb_.position_bias.build(table.data(), cfg_.heads, cfg_.max_tokens());
+  } else {
+    emb_.token_type = values("embeddings.token_type_embeddings.weight", {cfg_.type_vocab, h});
+  }
   emb_.ln_g = values("embeddings.LayerNorm.weight", {h});
   emb_.ln_b = values("embeddings.LayerNorm.bias", {h});
 
@@ -308,10 +317,12 @@ std::map<std::string, const float*> Trainer::fp32_sources() const {
   std::map<std::string, const float*> sources = {
       {prefix_ + "embeddings.word_embeddings.weight", emb_.word.data()},
       {prefix_ + "embeddings.position_embeddings.weight", emb_.position.data()},
-      {prefix_ + "embeddings.token_type_embeddings.weight", emb_.token_type.data()},
       {prefix_ + "embeddings.LayerNorm.weight", emb_.ln_g.data()},
       {prefix_ + "embeddings.LayerNorm.bias", emb_.ln_b.data()},
   };
+  // MPNet's checkpoint has no token type table to write back.
+  if (cfg_.model_type != ModelType::kMpnet)
+    sources[prefix_ + "embeddings.token_type_embeddings.weight"] = emb_.token_type.data();
   for (const ParamTensor& p : param_tensors(cfg_)) sources[prefix_ + p.name] = params_.data() + p.offset;
   return sources;
 }
