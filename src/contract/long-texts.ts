@@ -66,14 +66,16 @@ export function explainBoundsError(inputs: number, examples: number): SvcError |
 /** How a text longer than the encoder reads is handled: `end` (default) keeps its start, `start` its end, `none` refuses it, `chunks` reads it whole. */
 export const kTruncateModes = ['end', 'start', 'none', 'chunks'] as const;
 export type TruncateMode = (typeof kTruncateModes)[number];
+/** What a request without `truncate` gets: the text's first tokens, as the encoder reads them. */
+export const kDefaultTruncate: TruncateMode = 'end';
 
 /** `truncate`, optional; the description says what each mode does with a text. */
 export const truncateSchema = z
   .enum(kTruncateModes, { error: (issue) => `must be one of 'end', 'start', 'none', 'chunks' (got ${JSON.stringify(issue.input)})` })
   .optional()
   .describe(
-    "Texts longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them " +
-      "(400), 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
+    "Texts longer than the encoder reads (256 tokens): 'end' (default) keeps their first tokens, 'start' their last tokens, " +
+      "'none' refuses them (400) before any inference, 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
   );
 
 /** `explain: k`, optional: an integer from 1 to {@link kMaxExplain}. */

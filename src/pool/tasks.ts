@@ -6,6 +6,7 @@ import type { BaseModelRegistration } from '../model/base-models.js';
 import type { Head } from '../model/directory.js';
 import type { EncoderPrecision, PrecisionSetting } from '../native/encoder.js';
 import type { KernelChoice } from '../native/kernel-choice.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 import type { AdapterOptions, AdapterTensor } from '../native/trainer.js';
 import type { Manifest } from '../contract/manifest.js';
 import type { TaskType } from '../contract/train-request.js';
@@ -46,6 +47,8 @@ export interface EmbedTask {
   /** A fine-tuned model's encoder file (its weights or its adapter); left out or null: the base encoder. */
   encoderFile?: string | null;
   texts: string[];
+  /** Which tokens a text too long for the encoder loses (`'start'`: its first ones). Default `'end'`. */
+  truncate?: TruncationSide;
   /**
    * Embed in the pool's prediction precision rather than training's fp32: an evaluation report scored in the
    * background then gives each text the probability predict answers (service/evaluation.ts).
@@ -85,6 +88,11 @@ export interface PredictTask {
    * left out when no segment has one. A batch then mixes adapter models (the segmented path).
    */
   adapters?: (string | null)[];
+  /**
+   * Per text, 1 where a text too long for the encoder keeps its last tokens (its call asked `truncate: 'start'`);
+   * left out when every text keeps its first ones. Per text, not per batch: calls of either side share one batch.
+   */
+  fromStart?: Uint8Array;
 }
 
 /**
@@ -224,6 +232,8 @@ export interface FinetuneTask {
   baseModel: string;
   /** The examples' texts, then any more texts to embed with the fine-tuned encoder (validation). */
   texts: string[];
+  /** Which tokens a text too long for the encoder loses (`'start'`: its first ones). Default `'end'`. */
+  truncate?: TruncationSide;
   /** The examples' targets: the first `targetCount(targets)` texts are paired. */
   targets: ExampleTargets;
   /** Pair rounds per example. */

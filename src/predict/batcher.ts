@@ -22,10 +22,11 @@ import { SvcError } from '../errors.js';
 import type { Head } from '../model/directory.js';
 import { freePredictSlots, onTaskEnd, runTask } from '../pool/pool.js';
 import type { PredictResult, PredictTask } from '../pool/tasks.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 import { isAdapterFile } from '../model/adapter.js';
 import { publishAdapterCache, publishPredictBatch, rateLimited } from '../telemetry.js';
 import { admission, kOverloadedRetryAfterSeconds, meter, predictBounds, waiting } from './admission.js';
-import { Call, headRows, kMaxTokensPerText, packHeads, type Segment } from './call.js';
+import { Call, fromStartFlags, headRows, kMaxTokensPerText, packHeads, type Segment } from './call.js';
 
 export { estimateTokens, headRows } from './call.js';
 
@@ -230,6 +231,7 @@ class EncoderQueue {
       table,
     };
     if (batch.some(({ call }) => call.adapter !== null)) task.adapters = batch.map(({ call }) => call.adapter);
+    if (batch.some(({ call }) => call.truncate === 'start')) task.fromStart = fromStartFlags(batch);
     let tokens = 0;
     for (const { call, start, end } of batch) for (let i = start; i < end; i++) tokens += call.tokens[i];
     stats.batches++;
@@ -307,6 +309,8 @@ export interface ScoreOptions {
   signal?: AbortSignal;
   /** Whose call this is: tenants share the batches in turn (default: one tenant for everyone). */
   tenant?: string;
+  /** Which tokens a text too long for the encoder loses: `'end'` (default) its last ones, `'start'` its first ones. */
+  truncate?: TruncationSide;
 }
 
 /**
@@ -335,6 +339,7 @@ export function scoreTexts(
     reject = rej;
   });
   const call = new Call(texts, head, tenant, signal, resolve, reject);
+  if (options.truncate === 'start') call.truncate = 'start';
   const refusal = admission(tenant, texts.length, call.unsentTokens, kMaxBatchTokens);
   if (refusal) return Promise.reject(refusal);
   stats.requests++;

@@ -4,6 +4,7 @@ import { estimateTextTokens } from '../contract/train-request.js';
 import { isMultiHead } from '../model/directory.js';
 import type { Head } from '../model/directory.js';
 import type { HeadTable, PredictResult } from '../pool/tasks.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 
 /** Tokens kept per text by the base models. */
 export const kMaxTokensPerText = 256;
@@ -21,6 +22,8 @@ export class Call {
   readonly tenant: string;
   /** An adapter model's adapter file: its texts go through it on the shared base encoder (null: the base alone). */
   adapter: string | null = null;
+  /** Which tokens its texts lose when too long for the encoder: `'start'` keeps their last ones. */
+  truncate: TruncationSide = 'end';
   readonly #rows: number;
   readonly #out: PredictResult;
   /** The first text not in a batch yet. */
@@ -107,6 +110,20 @@ export interface Segment {
   call: Call;
   start: number;
   end: number;
+}
+
+/**
+ * Per text of a batch, 1 where its call keeps a long text's last tokens (`truncate: 'start'`). The side rides per
+ * text rather than per batch, so calls cut on either side still share one engine batch.
+ */
+export function fromStartFlags(batch: readonly Segment[]): Uint8Array {
+  const flags = new Uint8Array(batch.reduce((texts, { start, end }) => texts + end - start, 0));
+  let at = 0;
+  for (const { call, start, end } of batch) {
+    if (call.truncate === 'start') flags.fill(1, at, at + end - start);
+    at += end - start;
+  }
+  return flags;
 }
 
 /** Probabilities a head gives per text: 1 for a binary head, one per label otherwise. */

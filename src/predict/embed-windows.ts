@@ -4,12 +4,13 @@
 // per embedding dimension, weight 1 on its own dimension) hands back sigmoid(e), which is inverted
 // here. Embedding components are within [-1, 1] (the vectors are L2-normalized), where the float32
 // round trip keeps them to about 3e-7: far below what changes a fitted head's answer.
-import { SvcError } from '../errors.js';
 import type { MultiHead } from '../model/directory.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { checkAdmission, scoreTexts } from './batcher.js';
 import type { TruncateMode } from '../contract/long-texts.js';
 import { estimateTextTokens } from '../contract/train-request.js';
+import type { TruncationSide } from '../native/tokenizer.js';
+import { refuseTooLong } from './texts-fit.js';
 
 /** Words per window when a long text is read in chunks (about 200 WordPiece tokens of English, under the 256 read). */
 export const kChunkWords = 160;
@@ -35,31 +36,25 @@ function identityHead(dim: number): MultiHead {
 export interface Windows {
   /** Each text's windows, in order. */
   windows: string[][];
-  /** Per text: part of it is left out by the windows (truncate 'start'). */
-  cut: boolean[];
 }
 
 /**
- * Windows of each text for a truncate mode. `end` and `none` send the text whole (the encoder keeps
- * its first 256 tokens; `none` refuses a text that did not fit, after embedding); `start` keeps its
- * last {@link kChunkWords} words; `chunks` cuts it into windows of that many words, overlapping by
+ * Windows of each text for a truncate mode. `end`, `start` and `none` send the text whole (the
+ * tokenizer keeps its first 256 tokens, or with `start` its last ones; `none` has refused a text that
+ * does not fit before this); `chunks` cuts it into windows of {@link kChunkWords} words, overlapping by
  * {@link kChunkOverlapWords}. A window is the stretch of the text from its first word to its last (the
  * whitespace between them as the text has it, which the tokenizer reads as it reads one space): no word
- * is copied, so a call of megabytes is windowed in one pass over its characters.
+ * is copied, so a call of megabytes is windowed in one pass over its characters. Chunks stay windows of
+ * words: a window of a text without spaces (Chinese, Japanese, Thai) is the whole text, cut by the tokenizer.
  */
 export function windowsOf(texts: readonly string[], mode: TruncateMode): Windows {
   const windows: string[][] = [];
-  const cut: boolean[] = [];
   const stride = kChunkWords - kChunkOverlapWords;
   for (const text of texts) {
-    const words = mode === 'start' || mode === 'chunks' ? wordBounds(text) : null;
+    const words = mode === 'chunks' ? wordBounds(text) : null;
     const count = words === null ? 0 : words.length / 2;
     if (words === null || count <= kChunkWords) {
       windows.push([text]);
-      cut.push(false);
-    } else if (mode === 'start') {
-      windows.push([text.slice(words[2 * (count - kChunkWords)], words[2 * count - 1])]);
-      cut.push(true);
     } else {
       const parts: string[] = [];
       for (let start = 0; ; start += stride) {
@@ -68,10 +63,9 @@ export function windowsOf(texts: readonly string[], mode: TruncateMode): Windows
         if (start + kChunkWords >= count) break;
       }
       windows.push(parts);
-      cut.push(false);
     }
   }
-  return { windows, cut };
+  return { windows };
 }
 
 /** What a regular expression's `\\s` matches, as char codes. */
@@ -133,20 +127,15 @@ export function estimateChunks(texts: readonly string[]): { windows: number; tok
   return { windows, tokens };
 }
 
-/** Whose call it is, its signal, and a trained model's own encoder file (its weights or adapter; absent: the base encoder). */
+/**
+ * Whose call it is, its signal, a trained model's own encoder file (its weights or adapter; absent: the base encoder),
+ * and which tokens a text too long for the encoder loses (default `'end'`: its last ones).
+ */
 export interface EmbedOptions {
   tenant?: string;
   signal?: AbortSignal;
   encoderFile?: string | null;
-}
-
-/** The 400 of `truncate: 'none'` for the text `param` names; `purpose` says what the other modes would do with it. */
-export function tooLongError(baseModel: string, param: string, purpose = 'classify it'): SvcError {
-  return new SvcError(
-    'invalid_request',
-    `${param} is longer than the ${resolveBaseModel(baseModel).maxLength} tokens ${baseModel} reads (truncate: 'none'); send truncate 'end', 'start' or 'chunks' to ${purpose}`,
-    { param },
-  );
+  truncate?: TruncationSide;
 }
 
 /**
@@ -187,8 +176,9 @@ export interface EmbeddedTexts {
 
 /**
  * Embeds texts as `mode` says, all of their windows in one batcher call. Pooling: the mean of the
- * windows' embeddings, normalized (the encoder's own pooling over tokens, one level up).
- * `paramOf` names the field a `none` refusal points at, by index.
+ * windows' embeddings, normalized (the encoder's own pooling over tokens, one level up). With `none`
+ * the tokenizer is asked first, and a text that does not fit is refused before anything is embedded;
+ * `paramOf` names the field that refusal points at, by index.
  */
 export async function embedTexts(
   baseModel: string,
@@ -200,28 +190,28 @@ export async function embedTexts(
     const { windows, tokens } = estimateChunks(texts);
     checkAdmission(options.tenant ?? '', windows, tokens);
   }
-  const { windows, cut } = windowsOf(texts, mode);
+  if (mode === 'none') await refuseTooLong(baseModel, texts, options.paramOf, options.signal);
+  const { windows } = windowsOf(texts, mode);
   const {
     embeddings: rows,
     truncated: rowCut,
     unknownShare: rowUnknown,
     dim,
-  } = await embedThroughBatcher(baseModel, windows.flat(), options);
+  } = await embedThroughBatcher(baseModel, windows.flat(), { ...options, truncate: mode === 'start' ? 'start' : 'end' });
   const embeddings = poolWindows(windows, rows, dim);
   const truncated: boolean[] = [];
   const unknownShare: number[] = [];
   let row = 0;
-  windows.forEach((parts, t) => {
-    let anyCut = cut[t];
+  for (const parts of windows) {
+    let anyCut = false;
     let unknown = 0;
     for (let w = 0; w < parts.length; w++, row++) {
       anyCut ||= rowCut[row] === 1;
       unknown += rowUnknown[row];
     }
-    if (mode === 'none' && anyCut) throw tooLongError(baseModel, options.paramOf(t));
     truncated.push(anyCut);
     unknownShare.push(unknown / parts.length);
-  });
+  }
   return { embeddings, truncated, chunks: windows.map((parts) => parts.length), unknownShare };
 }
 

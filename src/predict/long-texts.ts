@@ -1,15 +1,16 @@
 // Predictions that need more than the batcher's one call with the model's head: `truncate` other
-// than 'end' and `explain`. 'start' and 'none' stay on that call (a text shortened to its last
-// words first; a refusal read from the encoder's truncation flags). 'chunks' and `explain` need the
-// texts' embeddings (windows to pool, neighbours to find): the texts are embedded through the
-// batcher with the model's own encoder and the head is applied here, on the pooled embeddings.
-// None of this runs for a call that asks for neither.
+// than 'end' and `explain`. 'start' and 'none' stay on that call ('start' tells the tokenizer to keep
+// a text's last tokens; 'none' asks the tokenizer alone first and refuses a text that does not fit
+// before any inference). 'chunks' and `explain` need the texts' embeddings (windows to pool,
+// neighbours to find): the texts are embedded through the batcher with the model's own encoder and
+// the head is applied here, on the pooled embeddings. None of this runs for a call that asks for neither.
 import { z } from 'zod';
 
-import { explainBoundsError, explainSchema, truncateSchema } from '../contract/long-texts.js';
+import { explainBoundsError, explainSchema, kDefaultTruncate, truncateSchema } from '../contract/long-texts.js';
 import type { Head } from '../model/directory.js';
 import { parseRequest } from '../parse.js';
-import { embedTexts, tooLongError, windowsOf } from './embed-windows.js';
+import { embedTexts } from './embed-windows.js';
+import { refuseTooLong } from './texts-fit.js';
 import { exampleCount, findNearest, type Neighbour, type NeighbourSource } from './nearest.js';
 import type { TruncateMode } from '../contract/long-texts.js';
 import type { TaskType } from '../contract/train-request.js';
@@ -53,17 +54,26 @@ export interface LongTextScores {
 let extrasSchema: z.ZodType<{ truncate?: TruncateMode; explain?: number }> | undefined;
 
 /**
- * A predict call's `truncate` (default 'end') and `explain`, checked by the same schemas as the
- * HTTP bodies: `SvcError('invalid_request')` naming the field (`explain must be an integer`).
+ * A library predict call's `truncate` (default {@link kDefaultTruncate}) and `explain`, checked by the same schemas
+ * as the HTTP bodies: `SvcError('invalid_request')` naming the field (`explain must be an integer`). A call whose
+ * options are `parsed` already (the service's, by its request schema) is taken as it is, its default filled in.
+ *
+ * @example
+ * ```ts
+ * parsePredictExtras({ truncate: 'start' }); // { truncate: 'start', explain: undefined }
+ * parsePredictExtras({}); // { truncate: 'end', explain: undefined }
+ * ```
  */
-export function parsePredictExtras(options: { truncate?: unknown; explain?: unknown }): {
+export function parsePredictExtras(options: { truncate?: unknown; explain?: unknown; parsed?: true }): {
   truncate: TruncateMode;
   explain: number | undefined;
 } {
-  if (options.truncate === undefined && options.explain === undefined) return { truncate: 'end', explain: undefined };
+  if (options.parsed === true || (options.truncate === undefined && options.explain === undefined)) {
+    return { truncate: (options.truncate as TruncateMode | undefined) ?? kDefaultTruncate, explain: options.explain as number | undefined };
+  }
   extrasSchema ??= z.object({ truncate: truncateSchema, explain: explainSchema });
   const { truncate, explain } = parseRequest(extrasSchema, { truncate: options.truncate, explain: options.explain });
-  return { truncate: truncate ?? 'end', explain };
+  return { truncate: truncate ?? kDefaultTruncate, explain };
 }
 
 /** Scores `texts` with a model as `truncate` and `explain` ask. */
@@ -71,21 +81,11 @@ export async function scoreLongTexts(model: ModelParts, texts: readonly string[]
   const { truncate, explain, paramOf } = options;
   const call = { signal: options.signal, tenant: options.tenant };
   if (truncate !== 'chunks' && explain === undefined) {
-    const sent = truncate === 'start' ? windowsOf(texts, 'start') : null;
-    const { probabilities, truncated, unknownShare } = await scoreTexts(
-      model.baseModel,
-      model.encoderFile,
-      model.head,
-      sent ? sent.windows.map(([text]) => text) : texts,
-      call,
-    );
-    if (truncate === 'none') {
-      const first = truncated.indexOf(1);
-      if (first >= 0) throw tooLongError(model.baseModel, paramOf(first));
-    }
-    // 'start': a text left shorter than it was is flagged as cut, as 'end' flags one.
-    if (sent) sent.cut.forEach((cut, t) => cut && (truncated[t] = 1));
-    return { probabilities, truncated, unknownShare, chunks: null, neighbours: null };
+    if (truncate === 'none') await refuseTooLong(model.baseModel, texts, paramOf, options.signal);
+    const side = truncate === 'start' ? 'start' : 'end';
+    const scored = await scoreTexts(model.baseModel, model.encoderFile, model.head, texts, { ...call, truncate: side });
+    // `truncated` is the tokenizer's own flag: set only where tokens were dropped, on either side.
+    return { ...scored, chunks: null, neighbours: null };
   }
   // Where the examples are, and whether the call is within explain's bounds, before any text is embedded.
   const source = explain === undefined ? null : await model.examples();

@@ -74,9 +74,10 @@ export interface PredictOptions {
    */
   threshold?: number | Readonly<Record<string, number>>;
   /**
-   * Texts longer than the encoder reads (256 tokens): `end` (default) scores their start, `start` their
-   * last 160 words, `none` refuses them (`SvcError('invalid_request')`), `chunks` reads them whole in
-   * overlapping windows whose embeddings are averaged (each prediction then says how many: `chunks`).
+   * Texts longer than the encoder reads (256 tokens): `end` (default) scores their first tokens, `start`
+   * their last tokens, `none` refuses them (`SvcError('invalid_request')`) before any text is scored,
+   * `chunks` reads them whole in overlapping windows of words whose embeddings are averaged (each
+   * prediction then says how many: `chunks`). `truncated` is true only where tokens were dropped.
    */
   truncate?: TruncateMode;
   /**
@@ -87,6 +88,8 @@ export interface PredictOptions {
   explain?: number;
   /** @internal How errors name text t (default `texts[t]`, `text` for one string); the service passes `inputs[t]`. */
   paramOf?: (t: number) => string;
+  /** @internal `truncate` and `explain` come parsed by the service's request schema: they are not parsed again. */
+  parsed?: true;
 }
 
 /** Adds `unknown_tokens` to each prediction whose text had unknown word pieces (the field stays out at 0). */

@@ -146,7 +146,7 @@ export class CallerModels {
       });
     }
     const threshold = request.threshold === undefined ? {} : { threshold: request.threshold };
-    const extras = { truncate: request.truncate, explain: request.explain, paramOf: (t: number) => `inputs[${t}]` };
+    const extras = { truncate: request.truncate, explain: request.explain, parsed: true as const, paramOf: (t: number) => `inputs[${t}]` };
     const predictions = await this.#runtime.predict(record.orgId, record.id, request.inputs, {
       ...threshold,
       ...extras,

@@ -54,7 +54,7 @@ export type AnyRuntimePrediction = RuntimePrediction | ClassPrediction | LabelSe
  * as the library takes them (`paramOf` names the request's `inputs[t]` in their errors), and the
  * `signal` that aborts the call (the client went away: the texts not run yet are dropped).
  */
-export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal' | 'truncate' | 'explain' | 'paramOf'>;
+export type RuntimePredictOptions = Pick<PredictOptions, 'threshold' | 'signal' | 'truncate' | 'explain' | 'paramOf' | 'parsed'>;
 
 /**
  * The model runtime the service drives: the only place that knows how models

@@ -18,6 +18,7 @@ import { findNearest, type Neighbour } from '../predict/nearest.js';
 import { predictBounds } from '../predict/admission.js';
 import { SvcError } from '../errors.js';
 import { type ClassifyRequest, type TruncateMode, validateClassifyRequest } from '../contract/classify-request.js';
+import { kDefaultTruncate } from '../contract/long-texts.js';
 import type { ClassExample, LabelSetExample, TaskType, TrainExample } from '../contract/train-request.js';
 import { headOf, kHeadC, kHeadKinds, targetsOf } from './train.js';
 import { binaryZeroShot, classZeroShot, labelSetZeroShot } from './zero-shot.js';
@@ -79,7 +80,6 @@ export interface ClassifyOptions {
 type AnyExample = TrainExample | ClassExample | LabelSetExample;
 
 const kDefaultModel = 'svc-small';
-const kDefaultTruncate: TruncateMode = 'end';
 
 // Insertion order doubles as recency; a pending fit is cached too, so concurrent calls share it.
 const heads = new Map<string, { fitting: Promise<Fitted>; examples: number }>();

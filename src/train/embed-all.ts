@@ -5,6 +5,7 @@ import { estimateTextTokens } from '../contract/train-request.js';
 import { SvcError } from '../errors.js';
 import { resolveBaseModel } from '../model/base-models.js';
 import { poolOptions, runTask } from '../pool/pool.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 
 /** Examples per embedding task: small enough that aborting and progress stay prompt. */
 const kEmbedChunk = 64;
@@ -20,6 +21,8 @@ export interface EmbedOptions {
   signal?: AbortSignal;
   /** Whose job it is: its chunks take that organization's turns in the training share (train()'s `tenant`). */
   tenant?: string;
+  /** Which tokens a text too long for the encoder loses (`'start'`: its first ones; default `'end'`). */
+  truncate?: TruncationSide;
 }
 
 /** Rejects (throws) with the error an aborted training gives. */
@@ -61,7 +64,7 @@ export async function embedAll(
       throwIfAborted(signal);
       const [start, end] = chunks[next++];
       const part = texts.slice(start, end);
-      const task = { kind: 'embed', baseModel, encoderFile, texts: part } as const;
+      const task = { kind: 'embed', baseModel, encoderFile, texts: part, truncate: options.truncate ?? 'end' } as const;
       const vectors = await abortable(runTask<Float32Array>(task, undefined, undefined, { tenant, waitSignal: signal }), signal);
       embeddings.set(vectors, start * dim);
       done += part.length;

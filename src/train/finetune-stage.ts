@@ -13,6 +13,7 @@ import { resolveBaseModel } from '../model/base-models.js';
 import { loadBertWeights } from '../model/onnx/index.js';
 import { kDefaultAdapter } from '../native/trainer.js';
 import type { AdapterOptions, AdapterTarget } from '../native/trainer.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 import { poolOptions, runTask } from '../pool/pool.js';
 import type { FinetuneResult, FinetuneStepMessage } from '../pool/tasks.js';
 import type { ExampleTargets } from './pairs.js';
@@ -21,6 +22,8 @@ export interface FinetuneStageOptions {
   baseModel: string;
   /** The examples' texts, then any more to embed with the fine-tuned encoder. */
   texts: string[];
+  /** Which tokens a text too long for the encoder loses (`'start'`: its first ones; default `'end'`). */
+  truncate?: TruncationSide;
   targets: ExampleTargets;
   iterations: number;
   seed: number;
@@ -119,6 +122,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         kind: 'finetune',
         baseModel: options.baseModel,
         texts: options.texts,
+        truncate: options.truncate ?? 'end',
         targets: options.targets,
         iterations: options.iterations,
         seed: options.seed,

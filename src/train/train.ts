@@ -13,7 +13,7 @@ import type { FitResult, HeadKind } from '../pool/tasks.js';
 import type { Head } from '../model/directory.js';
 import { Classifier } from '../predict/classifier.js';
 import { keptExamples } from '../predict/example-bank.js';
-import { checkRequestFits, embedExamples, finetuneTexts } from './example-windows.js';
+import { checkRequestFits, embedExamples, truncationSide } from './example-windows.js';
 import { embedAll, throwIfAborted } from './embed-all.js';
 import { runFinetuneStage } from './finetune-stage.js';
 import { kDefaultLabelWords, labelWordTexts } from './label-words.js';
@@ -27,6 +27,7 @@ import { checkOptions } from './train-options.js';
 import type { TrainOptions } from './train-options.js';
 import { trainingManifest } from './training-manifest.js';
 import { validateTrainRequest } from '../contract/train-request.js';
+import { kDefaultTruncate } from '../contract/long-texts.js';
 import { asksForTeacher, type TeacherTrainRequest } from '../contract/teacher-request.js';
 import { labelWithTeacher } from './label-with-teacher.js';
 import type {
@@ -149,7 +150,7 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
   const validationTargets = validation ? targetsOf(validated.task_type, validation, labels) : null;
   // Validation texts ride along: embedded by the same encoder as the examples, never paired.
   const texts = [...examples, ...(validation ?? [])].map((example) => example.text);
-  const truncate = validated.truncate ?? 'end';
+  const truncate = validated.truncate ?? kDefaultTruncate;
   await checkRequestFits(validated, options.signal);
   const plan = finetunePlan(validated);
   const iterations = numIterations(validated);
@@ -164,7 +165,8 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
     const embeddedAgain = plan.method === 'adapter' || truncate === 'chunks';
     encoder = await runFinetuneStage({
       baseModel: model,
-      texts: finetuneTexts(embeddedAgain ? texts.slice(0, examples.length) : texts, truncate),
+      texts: embeddedAgain ? texts.slice(0, examples.length) : texts,
+      truncate: truncationSide(truncate),
       targets,
       iterations,
       seed,
@@ -177,7 +179,9 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
     });
     embeddings = encoder.embeddings;
   } else {
-    embeddings = await embedExamples(texts, truncate, base.hiddenSize, (t) => embedAll(model, t, base.hiddenSize, options));
+    embeddings = await embedExamples(texts, truncate, base.hiddenSize, (t, side) =>
+      embedAll(model, t, base.hiddenSize, { ...options, truncate: side }),
+    );
   }
 
   try {
@@ -186,7 +190,9 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
     // With 'chunks' the head reads every window, embedded by the trained encoder (fine-tuning read the first).
     const trained = encoder;
     if (trained && (trained.adapter || truncate === 'chunks')) {
-      embeddings = await embedExamples(texts, truncate, dim, (t) => embedAll(model, t, dim, options, trained.encoderFile));
+      embeddings = await embedExamples(texts, truncate, dim, (t, side) =>
+        embedAll(model, t, dim, { ...options, truncate: side }, trained.encoderFile),
+      );
     }
     // A fine-tuned encoder was trained on every example, each fold's held-out ones included, so a
     // head cross-validated on its embeddings scores 97-100 % where held-out texts score 67-87 %.
@@ -198,7 +204,7 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
           examples.map((example) => example.text),
           truncate,
           dim,
-          (t) => embedAll(model, t, dim, options),
+          (t, side) => embedAll(model, t, dim, { ...options, truncate: side }),
         )
       : null;
     // The label's own words in template sentences (label-words.ts), when the head uses them: embedded
@@ -219,7 +225,9 @@ export async function train(request: TrainRequest | TeacherTrainRequest, options
     // input from the first on), neither pass can be had from the other, and leaving out either changes the head or
     // the estimate. A frozen model embeds them once, for both. The request's work bound (kMaxTrainTokens) counts them once.
     const embedUnlabeled = (encoderFile: string | null) =>
-      embedExamples(unlabeled, truncate === 'none' ? 'end' : truncate, dim, (t) => embedAll(model, t, dim, quiet, encoderFile));
+      embedExamples(unlabeled, truncate === 'none' ? 'end' : truncate, dim, (t, side) =>
+        embedAll(model, t, dim, { ...quiet, truncate: side }, encoderFile),
+      );
     const unlabeledEmbeddings = unlabeled.length > 0 ? await embedUnlabeled(encoder?.encoderFile ?? null) : null;
     const baseUnlabeledEmbeddings = unlabeledEmbeddings && encoder ? await embedUnlabeled(null) : unlabeledEmbeddings;
     throwIfAborted(options.signal);

@@ -3,7 +3,7 @@
 import type { AdapterSegments } from '../native/adapter.js';
 import type { Encoder } from '../native/encoder.js';
 import { promptedTexts } from './base-model-use.js';
-import { type EncodedBatch, Tokenizer } from '../native/tokenizer.js';
+import { type EncodedBatch, Tokenizer, type TruncationSide } from '../native/tokenizer.js';
 
 // One tokenizer per base model in this worker, like the encoders.
 const tokenizers = new Map<string, Tokenizer>();
@@ -40,10 +40,19 @@ export function unknownShares(batch: EncodedBatch, specialTokens: number): Float
   });
 }
 
-/** `segments`: runs of the texts through adapters on this base encoder (see `Encoder.embedIdsSync`). */
-export function embedTexts(baseModel: string, encoder: Encoder, texts: string[], segments?: AdapterSegments): EmbeddedTexts {
+/**
+ * `segments`: runs of the texts through adapters on this base encoder (see `Encoder.embedIdsSync`); `truncate`: which
+ * tokens a text too long for the encoder loses, for every text or per text (see `Tokenizer.encodeBatch`).
+ */
+export function embedTexts(
+  baseModel: string,
+  encoder: Encoder,
+  texts: string[],
+  segments?: AdapterSegments,
+  truncate?: TruncationSide | readonly TruncationSide[],
+): EmbeddedTexts {
   const tokenizer = tokenizerFor(baseModel);
-  const batch = tokenizer.encodeBatch(promptedTexts(baseModel, texts), { maxLength: encoder.maxLength });
+  const batch = tokenizer.encodeBatch(promptedTexts(baseModel, texts), { maxLength: encoder.maxLength, truncate });
   const embeddings = encoder.embedIdsSync(batch.ids, batch.lengths, segments);
   return { embeddings, truncated: batch.truncated, unknownShare: unknownShares(batch, tokenizer.specialTokens) };
 }

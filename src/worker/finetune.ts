@@ -17,12 +17,18 @@ import { encoderPooling, promptedTexts } from './base-model-use.js';
 import { tokenizerFor } from './embed-texts.js';
 import { runEndToEnd } from './end-to-end.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 
 /** Steps the reported loss is averaged over. */
 const kLossWindow = 10;
 
-function tokenize(baseModel: string, maxLength: number, texts: string[]): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
-  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(promptedTexts(baseModel, texts), { maxLength });
+function tokenize(
+  baseModel: string,
+  maxLength: number,
+  texts: string[],
+  truncate: TruncationSide = 'end',
+): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
+  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(promptedTexts(baseModel, texts), { maxLength, truncate });
   let offset = 0;
   const rows = Array.from(lengths, (n) => ids.subarray(offset, (offset += n)));
   return { ids, lengths, rows };
@@ -51,7 +57,7 @@ export function movedResult(result: FinetuneResult | null): unknown {
 function train(task: FinetuneTask): FinetuneResult | null {
   const started = performance.now();
   const base = resolveBaseModel(task.baseModel);
-  const { ids, lengths, rows } = tokenize(task.baseModel, base.maxLength, task.texts);
+  const { ids, lengths, rows } = tokenize(task.baseModel, base.maxLength, task.texts, task.truncate);
   const pairs = sampleTargetPairs(task.targets, { iterations: task.iterations, seed: task.seed });
   const steps = stepCount(pairs.a.length);
   const adapter = task.adapter ?? undefined;

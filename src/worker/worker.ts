@@ -16,6 +16,7 @@ import { Encoder } from '../native/encoder.js';
 import { resolvePrecision } from '../native/encoder.js';
 import type { PrecisionSetting } from '../native/encoder.js';
 import { kernelChoice } from '../native/kernel-choice.js';
+import type { TruncationSide } from '../native/tokenizer.js';
 import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
@@ -154,7 +155,8 @@ forgotten.onmessage = (event) => forget((event as { data: { encoderFile: string 
 
 function embed(task: EmbedTask): Float32Array {
   const precision = task.asPredicted === true ? settings.precision : 'fp32';
-  return embedTexts(task.baseModel, encoderFor(task.baseModel, task.encoderFile ?? null, precision), task.texts).embeddings;
+  const encoder = encoderFor(task.baseModel, task.encoderFile ?? null, precision);
+  return embedTexts(task.baseModel, encoder, task.texts, undefined, task.truncate).embeddings;
 }
 
 // The tokenizer alone: no encoder is loaded for the check.
@@ -176,8 +178,13 @@ function predict(task: PredictTask): PredictResult {
   return result;
 }
 
+/** Each text's side of a predict batch (its call's `truncate`). */
+function sidesOf(task: PredictTask): TruncationSide[] | undefined {
+  return task.fromStart && Array.from(task.fromStart, (fromStart): TruncationSide => (fromStart === 1 ? 'start' : 'end'));
+}
+
 function predictOn(task: PredictTask, encoder: Encoder): PredictResult {
-  const { embeddings, truncated, unknownShare } = embedTexts(task.baseModel, encoder, task.texts);
+  const { embeddings, truncated, unknownShare } = embedTexts(task.baseModel, encoder, task.texts, undefined, sidesOf(task));
   const probabilities = scoreSegments(embeddings, encoder.dim, task.counts, task.heads, task.table);
   return { probabilities, truncated, unknownShare };
 }
@@ -188,7 +195,7 @@ function predictThroughAdapters(task: PredictTask, encoder: Encoder, files: (str
   let embedded;
   try {
     const segments = { counts: task.counts, adapters: held.map((entry) => entry?.adapter ?? null) };
-    embedded = embedTexts(task.baseModel, encoder, task.texts, segments);
+    embedded = embedTexts(task.baseModel, encoder, task.texts, segments, sidesOf(task));
   } finally {
     adapters.release(held);
   }

@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { uciSentences } from '../../fixtures/corpora.js';
 import { DirectoryHub } from '../../src/model/hub.js';
+import { Tokenizer } from '../../src/native/tokenizer.js';
+import { batchStats } from '../../src/predict/batcher.js';
 import { Classifier } from '../../src/predict/classifier.js';
 import { kExampleEmbeddingsFile, kExamplesFile } from '../../src/predict/example-bank.js';
 import { kExplainTextChars } from '../../src/contract/long-texts.js';
@@ -28,6 +30,7 @@ const long = imdb
   .slice(0, 400)
   .join(' ');
 const inputs = ['An absolutely wonderful, moving film.', long];
+const tokenizer = Tokenizer.fromPretrained('svc-small');
 
 let dir: string;
 let server: RunningServer;
@@ -110,6 +113,29 @@ describe('POST /v2/predict: truncate and explain', () => {
     );
     const start = await call('POST', '/v2/predict', { model: modelId, inputs, truncate: 'start' });
     expect((start.body.predictions as { truncated: boolean }[]).map((p) => p.truncated)).toEqual([false, true]);
+  });
+
+  it("keeps the last tokens of a text without spaces with 'start', and does not flag a text of 200 words that fits", async () => {
+    const chinese = '这部电影的结局让我非常感动，演员的表演也十分出色，但开头很无聊。'.repeat(20);
+    // 'start' keeps [CLS] + the last 254 tokens + [SEP]: the stretch of the text from the first kept token on.
+    const kept = tokenizer.encodeBatch([chinese], { truncate: 'start', offsets: true });
+    const tail = chinese.slice(kept.offsets![2]);
+    expect([...tokenizer.encode(tail)]).toEqual([...kept.ids]);
+    const fits = 'good '.repeat(200);
+    const start = await call('POST', '/v2/predict', { model: modelId, inputs: [chinese, fits], truncate: 'start' });
+    const read = await call('POST', '/v2/predict', { model: modelId, inputs: [tail, fits] });
+    const [cut, whole] = start.body.predictions as { probability: number; truncated: boolean }[];
+    const [tailRead, wholeRead] = read.body.predictions as { probability: number; truncated: boolean }[];
+    expect(cut).toEqual({ ...tailRead, truncated: true });
+    expect(whole).toEqual(wholeRead);
+    expect(whole.truncated).toBe(false);
+  });
+
+  it("refuses a text that does not fit with 'none' before any inference: no engine batch runs", async () => {
+    const before = batchStats();
+    const answer = await call('POST', '/v2/predict', { model: modelId, inputs, truncate: 'none' });
+    expect(answer.status).toBe(400);
+    expect(batchStats()).toEqual(before);
   });
 
   it.each([

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { split } from '../../fixtures/draw.js';
 import { uciSentences, uciSites } from '../../fixtures/corpora.js';
+import { Tokenizer } from '../../src/native/tokenizer.js';
 import { closePool } from '../../src/pool/pool.js';
+import { batchStats } from '../../src/predict/batcher.js';
 import { Classifier, type Prediction } from '../../src/predict/classifier.js';
 import { kExampleEmbeddingsFile, kExamplesFile } from '../../src/predict/example-bank.js';
 import { splitClasses } from '../../fixtures/draw.js';
@@ -26,6 +28,20 @@ const period = [...new Set(uciSentences('imdb').flatMap((row) => row.text.toLowe
   .join(' ');
 // 416 words: windows of 160 at 0, 128 and 256, the last one ending with the text.
 const periodic = Array(4).fill(period).join(' ').split(' ').slice(0, 416).join(' ');
+
+const tokenizer = Tokenizer.fromPretrained('svc-small');
+
+/**
+ * The stretch of `text` whose tokens are the last ones 'start' keeps, from the first kept token's offset to the end:
+ * checked to tokenize to exactly those ids, so scoring it is scoring what 'start' reads.
+ */
+function tailKept(text: string): string {
+  const kept = tokenizer.encodeBatch([text], { truncate: 'start', offsets: true });
+  expect(kept.truncated[0]).toBe(1);
+  const tail = text.slice(kept.offsets![2]);
+  expect([...tokenizer.encode(tail)]).toEqual([...kept.ids]);
+  return tail;
+}
 
 let root: string;
 let classifier: Classifier;
@@ -55,11 +71,26 @@ describe('predict truncate', () => {
     expect((await refusal(classifier.predict('good '.repeat(255), { truncate: 'none' }))).param).toBe('text');
   });
 
-  it("scores a long text's last 160 words with 'start'", async () => {
-    const words = Array.from({ length: 300 }, (_, i) => `w${i}`);
-    const [start] = await classifier.predict([words.join(' ')], { truncate: 'start' });
-    const [tail] = await classifier.predict([words.slice(-160).join(' ')]);
-    expect(start).toEqual({ ...tail, truncated: true });
+  it("refuses with 'none' before any inference: no engine batch runs", async () => {
+    const before = batchStats();
+    await refusal(classifier.predict([texts[0], 'good '.repeat(255)], { truncate: 'none' }));
+    await refusal(classifier.predict(['good '.repeat(255)], { truncate: 'none', explain: 1 }));
+    expect(batchStats()).toEqual(before);
+  });
+
+  it("scores a long text's last tokens with 'start', texts without spaces too, and flags only texts that lost tokens", async () => {
+    const long = imdb.testSet.map((row) => row.text).join(' ');
+    const chinese = '这部电影的结局让我非常感动，演员的表演也十分出色，但开头很无聊。'.repeat(20);
+    for (const text of [long, chinese]) {
+      const tail = tailKept(text);
+      const [start] = await classifier.predict([text], { truncate: 'start' });
+      const [read] = await classifier.predict([tail]);
+      expect(start).toEqual({ ...read, truncated: true });
+    }
+    // A text that fits is read whole and not flagged, on either side.
+    const [fits] = await classifier.predict([texts[0]], { truncate: 'start' });
+    expect(fits).toEqual((await classifier.predict([texts[0]]))[0]);
+    expect(fits.truncated).toBe(false);
   });
 
   it("reads a long text whole with 'chunks', pooling its windows' embeddings, and says how many", async () => {

@@ -146,15 +146,15 @@ describe('classify (library)', () => {
     });
   });
 
-  it('cuts long texts into overlapping windows of 160 words, 32 shared (chunks), or keeps their last 160 (start)', () => {
+  it('cuts long texts into overlapping windows of 160 words, 32 shared (chunks), and sends them whole otherwise', () => {
     const words = Array.from({ length: 400 }, (_, i) => `w${i}`);
     const text = words.join(' ');
     const chunked = windowsOf(['short text', text], 'chunks');
     expect(chunked.windows[0]).toEqual(['short text']);
     expect(chunked.windows[1]).toEqual([words.slice(0, 160).join(' '), words.slice(128, 288).join(' '), words.slice(256, 400).join(' ')]);
-    expect(chunked.cut).toEqual([false, false]);
-    expect(windowsOf([text], 'start')).toEqual({ windows: [[words.slice(240).join(' ')]], cut: [true] });
-    expect(windowsOf([text], 'end')).toEqual({ windows: [[text]], cut: [false] });
+    // 'start' is the tokenizer's: the text goes whole and keeps its last tokens there.
+    expect(windowsOf([text], 'start')).toEqual({ windows: [[text]] });
+    expect(windowsOf([text], 'end')).toEqual({ windows: [[text]] });
   });
 
   it('reads a long review whole with chunks, flags it cut with end and start, and says how many windows it read', async () => {
