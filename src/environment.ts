@@ -20,6 +20,8 @@ export interface Environment {
   readonly redisUrl: string | undefined;
   /** `SVC_PROXY_MODELS`: provider models `GET /v2/models` lists, comma-separated, blanks dropped. */
   readonly proxyModels: readonly string[];
+  /** `SVC_BASE_MODELS`: base model folders `svc serve` registers, `NAME=DIR` entries comma-separated, blanks dropped. */
+  readonly baseModels: readonly string[];
   /** `SVC_PROVIDER_A_URL` / `_KEY` (B, C likewise): a provider's base URL and the operator's key for it. */
   provider(name: EnvironmentProvider): { readonly url: string | undefined; readonly key: string | undefined };
   /** `SVC_LOG_BODY_BYTES`: body bytes the proxy request log keeps per call; a TypeError unless digits. */
@@ -62,6 +64,7 @@ export const kEnvironmentVariables = Object.freeze({
   databaseUrl: 'SVC_DATABASE_URL',
   redisUrl: 'SVC_REDIS_URL',
   proxyModels: 'SVC_PROXY_MODELS',
+  baseModels: 'SVC_BASE_MODELS',
   logBodyBytes: 'SVC_LOG_BODY_BYTES',
   logProjectBodyBytes: 'SVC_LOG_PROJECT_BODY_BYTES',
   serviceUrl: 'SVC_URL',
@@ -104,6 +107,12 @@ export function environment(source: EnvironmentSource = process.env): Environmen
     if (!/^\d+$/.test(value)) throw new TypeError(`${name} must be a positive integer`);
     return Number(value);
   };
+  // Comma-separated entries, each trimmed, blanks dropped.
+  const list = (name: string): string[] =>
+    (text(name) ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry.length > 0);
   const v = kEnvironmentVariables;
   return {
     get databaseUrl() {
@@ -113,10 +122,10 @@ export function environment(source: EnvironmentSource = process.env): Environmen
       return text(v.redisUrl);
     },
     get proxyModels() {
-      return (text(v.proxyModels) ?? '')
-        .split(',')
-        .map((model) => model.trim())
-        .filter((model) => model.length > 0);
+      return list(v.proxyModels);
+    },
+    get baseModels() {
+      return list(v.baseModels);
     },
     provider(name: EnvironmentProvider) {
       const prefix = kProviderPrefixes[name];

@@ -2,11 +2,13 @@ import { environment } from '../environment.js';
 import { closestName } from '../did-you-mean.js';
 import { SvcError } from '../errors.js';
 import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
 
 import { cpuInfo } from '../native/index.js';
 import { kernelChoice } from '../native/kernel-choice.js';
 import { assertServerPackages } from '../optional-deps.js';
 import { packageVersion } from '../version.js';
+import { baseModelInfo, baseModelRows, infoBaseModels } from './base-models.js';
 import { closestCommand, closestOption, commandHelp, kCommandNames, overview } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;
@@ -32,11 +34,32 @@ const kCommands: Readonly<Record<string, () => Promise<Command>>> = Object.freez
 });
 
 async function infoCommand(args: string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument '${args[0]}'`);
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, 'base-model': { type: 'string', multiple: true } },
+  });
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+  const baseModels = infoBaseModels(values['base-model']).map(baseModelInfo);
   // The kernel choice on as many threads as the pool's predicting encoders use by default (every core): measured
   // once on this CPU, then read from the cache. `precision.auto` is what `--precision auto` runs here.
   const kernels = kernelChoice(availableParallelism());
-  console.log(JSON.stringify({ version: packageVersion(), cpu: cpuInfo(), precision: { auto: kernels.precision }, kernels }, null, 2));
+  const cpu = cpuInfo();
+  if (values.json) {
+    const info = { version: packageVersion(), cpu, precision: { auto: kernels.precision }, kernels, base_models: baseModels };
+    console.log(JSON.stringify(info, null, 2));
+    return 0;
+  }
+  const features = Object.entries(cpu).filter(([name, on]) => name !== 'level' && on === true);
+  const rates = kernels.rates.map((r) => `${r.kernel} ${r.gflops.toFixed(1)} GFLOP/s`).join(', ');
+  console.log(
+    [
+      `svc ${packageVersion()}`,
+      `cpu: ${cpu.level} (${features.map(([name]) => name).join(', ') || 'no vector extensions'})`,
+      `precision auto: ${kernels.precision} (kernel ${kernels.kernel}, ${kernels.source}${rates ? `: ${rates}` : ''})`,
+      `base models:\n${baseModelRows(baseModels)}`,
+    ].join('\n'),
+  );
   return 0;
 }
 

@@ -11,6 +11,11 @@ import { closestName } from '../did-you-mean.js';
 import { kClientHelp } from './help-client.js';
 import { type CommandHelp, kDataOption, kDatabaseOption, kHelpOption } from './help-options.js';
 
+const kBaseModelOption: [string, string] = [
+  '--base-model <name>=<dir>',
+  'register a sentence-transformers folder as a base model named <name>, repeatable (or SVC_BASE_MODELS, NAME=DIR,...; see docs/base-models.md)',
+];
+
 const kGroups: readonly { title: string; commands: readonly string[] }[] = [
   { title: 'service', commands: ['serve'] },
   {
@@ -83,6 +88,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
         '--trust-proxy <p>',
         "behind a proxy or load balancer: whose X-Forwarded-For names the client address, true (any), a hop count, or the proxies' addresses and CIDR ranges, comma-separated (or SVC_TRUST_PROXY; default: none)",
       ],
+      kBaseModelOption,
       kHelpOption,
     ],
     examples: [
@@ -91,6 +97,7 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
       'svc serve --database postgres://svc@db.internal/svc --artifacts /mnt/svc-models --data /var/cache/svc',
       'svc serve --database postgres://svc@db.internal/svc --redis redis://cache.internal:6379',
       'svc serve --host 0.0.0.0 --trust-proxy 10.0.0.0/8',
+      'svc serve --base-model e5-small=/models/e5-small-v2 --base-model bge-small=/models/bge-small-en-v1.5',
       'SVC_PROVIDER_A_KEY=sk-... svc serve --proxy-models provider-a:gpt-4o-mini',
     ],
     notes:
@@ -167,10 +174,10 @@ const kHelp: Readonly<Record<string, CommandHelp>> = Object.freeze({
   },
   ...kClientHelp,
   info: {
-    summary: 'show the native build and the CPU kernels in use',
-    usage: ['info'],
-    options: [kHelpOption],
-    examples: ['svc info', 'SVC_ISA=avx2 svc info'],
+    summary: 'show the native build, the CPU kernels in use and the base models',
+    usage: ['info [--json] [--base-model <name>=<dir> ...]'],
+    options: [['--json', 'print it all as one JSON object'], kBaseModelOption, kHelpOption],
+    examples: ['svc info', 'SVC_ISA=avx2 svc info --json', 'svc info --base-model e5-small=/models/e5-small-v2'],
   },
   help: {
     summary: "list the commands, or show one command's help",

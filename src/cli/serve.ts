@@ -11,6 +11,7 @@ import type { PingResult } from '../pool/tasks.js';
 import { kServerDefaults, logLevel, startServer } from '../server/app.js';
 import { parseTrustProxy } from '../server/trust-proxy.js';
 import { checkRedisUrl, databaseUrlFromEnv, redactDatabaseUrl, redisUrlFromEnv } from '../service/open.js';
+import { baseModelFlags } from './base-models.js';
 import type { RetentionOptions } from '../service/retention.js';
 import { logFormatOf, prettyLogStream, serveMessages, type LogFormat } from './log-format.js';
 
@@ -74,7 +75,7 @@ function usageOf<T>(check: () => T): T {
  * [--workers N] [--engine-threads N] [--precision fp32|int8|bf16|auto] [--adapter-cache-mb N]
  * [--predict-queue TEXTS] [--predict-queue-per-org TEXTS] [--predict-deadline-ms MS]
  * [--proxy-models ...] [--provider-a-url URL] [--provider-a-key KEY] ... [--log-level info] [--log-format pretty|json] [--metrics-token T]
- * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS]` (B and C likewise; keys and the metrics token are better
+ * [--request-log-days N] [--request-log-max-rows N] [--failed-auth-limit N] [--trust-proxy true|N|ADDRS] [--base-model NAME=DIR ...]` (B and C likewise; keys and the metrics token are better
  * given as `SVC_PROVIDER_A_KEY` and `SVC_METRICS_TOKEN`, which `ps` does not show).
  * Logs the address; on SIGINT or SIGTERM stops taking requests, lets in-flight
  * ones finish and leaves unfinished training jobs queued for the next start.
@@ -111,8 +112,11 @@ export async function serveCommand(args: string[]): Promise<number> {
       'request-log-max-rows': { type: 'string' },
       'failed-auth-limit': { type: 'string' },
       'trust-proxy': { type: 'string' },
+      'base-model': { type: 'string', multiple: true },
     },
   });
+  // Registered here, so that a bad one is named as the flag that gave it; given flags replace SVC_BASE_MODELS.
+  const baseModels = baseModelFlags(values['base-model']);
   const providers: ProviderOptions = {};
   for (const letter of ['a', 'b', 'c'] as const) {
     const url = values[`provider-${letter}-url`];
@@ -158,6 +162,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     logStream: logStreamOf(logFormat, values['log-level']),
     metricsToken: values['metrics-token'],
     trustProxy: values['trust-proxy'] === undefined ? undefined : parseTrustProxy(values['trust-proxy'], '--trust-proxy'),
+    baseModels,
     proxyModels: values['proxy-models']
       ?.split(',')
       .map((s) => s.trim())

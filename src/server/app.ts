@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync, LogController }
 import { environment } from '../environment.js';
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
+import { type BaseModelDirs, parseBaseModelEntries, registerBaseModels } from '../service/base-model-options.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
 import { artifactsDirOf, connectService, databaseUrlFromEnv, proxyModelsFromEnv, redisUrlFromEnv } from '../service/open.js';
@@ -50,6 +51,12 @@ export interface ServerOptions {
   host?: string;
   /** Proxy models listed to organizations with proxy access. Default: `SVC_PROXY_MODELS` (comma-separated). */
   proxyModels?: readonly string[];
+  /**
+   * Sentence-transformers folders registered as base models before anything starts, by the name requests give as
+   * `model` (`{ 'e5-small': '/models/e5-small-v2' }`); a bad folder stops the start naming its entry, and so does a
+   * name another replica on the same database registered on other files. Default: `SVC_BASE_MODELS` (`NAME=DIR,...`).
+   */
+  baseModels?: BaseModelDirs;
   pool?: PoolOptions;
   /** Which predictions may wait for a worker (else 503 `overloaded`, or 429 for an organization over its share); each bound left out is `kServicePredictQueue`'s. */
   predictQueue?: PredictQueueOptions;
@@ -119,8 +126,11 @@ export interface RunningServer {
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const dataDir = options.dataDir ?? kServerDefaults.dataDir;
-  if (options.pool) configurePool(options.pool);
   const env = environment();
+  // First: a folder that cannot be served stops the start before any lock, store or worker is taken.
+  if (options.baseModels !== undefined) registerBaseModels(options.baseModels, 'options.baseModels');
+  else registerBaseModels(parseBaseModelEntries(env.baseModels, 'SVC_BASE_MODELS'), 'SVC_BASE_MODELS');
+  if (options.pool) configurePool(options.pool);
   const level =
     options.logLevel !== undefined
       ? logLevel(options.logLevel, 'options.logLevel')

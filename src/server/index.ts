@@ -57,6 +57,7 @@ export type { ModelRuntime, ModelScorer, RuntimeTrainHooks, RuntimeTrainJob, Run
 export type { StoredEvaluation } from '../service/evaluation-file.js';
 export { connectService, openService } from '../service/open.js';
 export type { ServiceLocation } from '../service/open.js';
+export type { BaseModelDirs } from '../service/base-model-options.js';
 export { SqliteStore } from '../store/sqlite.js';
 export { PostgresStore } from '../store/postgres.js';
 export type {

@@ -17,6 +17,9 @@ import { CallerModels } from './caller-models.js';
 import { classifyForOrg } from './classify.js';
 import { trainBodyFromLog } from './log-training.js';
 import { asksForLog } from '../contract/log-source.js';
+import { registeredBaseModels } from '../model/base-models.js';
+import { agreeOnBaseModels } from './base-model-agreement.js';
+import { type BaseModelDirs, registerBaseModels } from './base-model-options.js';
 import {
   type ClassifyResponseBody,
   type DeletedModel,
@@ -49,6 +52,12 @@ export interface SvcServiceOptions {
   jobs?: JobRunnerOptions;
   /** Request-log retention, pruned in the background from `start()` (hourly by default); `false`: never. */
   retention?: (RetentionOptions & { intervalMs?: number }) | false;
+  /**
+   * Sentence-transformers folders to register as base models, by the name requests give as `model`
+   * (`{ 'e5-small': '/models/e5-small-v2' }`): registered in the constructor (a bad folder throws, naming it), and
+   * with every other base model of the process checked against the store in `start()` (docs/base-models.md).
+   */
+  baseModels?: BaseModelDirs;
 }
 
 const kOrgPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -86,6 +95,7 @@ export class SvcService {
     this.store = options.store;
     this.runtime = options.runtime;
     this.proxyModels = Object.freeze([...(options.proxyModels ?? [])]);
+    if (options.baseModels !== undefined) registerBaseModels(options.baseModels, 'options.baseModels');
     // A training job ends with its evaluation report (made by this.evaluations, set below before any job runs).
     this.#jobs = new JobRunner(
       options.store,
@@ -140,8 +150,13 @@ export class SvcService {
     this.#teacherTransport = factory;
   }
 
-  /** Starts the job runner (requeueing jobs a previous process left running) and the request-log retention. */
+  /**
+   * Records this process's registered base models in the store, refusing to start (an `invalid_request` naming both
+   * fingerprints) when another replica registered one of the names on other files; then starts the job runner
+   * (requeueing jobs a previous process left running) and the request-log retention.
+   */
   async start(): Promise<void> {
+    await agreeOnBaseModels(this.store, registeredBaseModels());
     await this.#jobs.start();
     this.#retention?.start();
   }

@@ -173,7 +173,7 @@ describe('svc operator commands', () => {
     });
     const nope = await svc(['frobnicate']);
     expect([nope.code, nope.stderr.split('\n')[0]]).toEqual([2, "svc: unknown command 'frobnicate'"]);
-    const info = JSON.parse((await svc(['info'])).stdout) as { version: string; cpu: object };
+    const info = JSON.parse((await svc(['info', '--json'])).stdout) as { version: string; cpu: object };
     expect([info.version, Object.keys(info.cpu)]).toEqual([
       (JSON.parse(readFileSync(join(kRepoRoot, 'package.json'), 'utf8')) as { version: string }).version,
       Object.keys(cpuInfo()),

@@ -72,7 +72,7 @@ describe('svc usage errors say why', () => {
       stdout: '',
       stderr: "svc: SVC_ISA must be one of scalar, avx2, avx2-vnni, avx512, avx512-vnni, neon (or unset); got 'bogus'\n",
     });
-    const capped = await svc(['info'], { SVC_ISA: 'scalar' });
+    const capped = await svc(['info', '--json'], { SVC_ISA: 'scalar' });
     expect([capped.code, (JSON.parse(capped.stdout) as { cpu: { level: string } }).cpu.level]).toEqual([0, 'scalar']);
   });
 });

@@ -141,7 +141,7 @@ describe('svc serve --precision', () => {
     const auto = await predictWith([], { SVC_CACHE_DIR: cache }, key, model); // no --precision: the default
     expect(auto.output).toContain('predicting in auto');
     expect(auto.output).toMatch(/svc: precision auto runs (fp32|bf16) \(kernel /);
-    const info = await svc(['info'], { SVC_CACHE_DIR: cache });
+    const info = await svc(['info', '--json'], { SVC_CACHE_DIR: cache });
     const picked = JSON.parse(info.stdout) as { precision: { auto: string }; kernels: { source: string } };
     // Measured by the server's workers, read back here; forced when this run sets SVC_KERNEL (bf16-emulated).
     expect(picked.kernels.source).toBe(process.env.SVC_KERNEL ? 'forced' : 'cache');

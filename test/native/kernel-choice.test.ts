@@ -237,13 +237,13 @@ describe('kernelChoice (real addon, real timings)', () => {
 
   it('svc info prints the pick and the measured rates', async () => {
     const dir = join(scratch, 'info');
-    const first = await svc(['info'], { SVC_CACHE_DIR: dir, SVC_KERNEL: '' });
+    const first = await svc(['info', '--json'], { SVC_CACHE_DIR: dir, SVC_KERNEL: '' });
     expect(first.code).toBe(0);
     const info = JSON.parse(first.stdout) as { precision: { auto: string }; kernels: KernelChoice };
     expect(info.kernels.source).toBe('measured');
     expect(info.precision.auto).toBe(info.kernels.precision);
     expect(info.kernels.rates.map((r) => r.kernel)).toEqual(available);
-    const second = JSON.parse((await svc(['info'], { SVC_CACHE_DIR: dir, SVC_KERNEL: '' })).stdout) as typeof info;
+    const second = JSON.parse((await svc(['info', '--json'], { SVC_CACHE_DIR: dir, SVC_KERNEL: '' })).stdout) as typeof info;
     expect(second.kernels).toEqual({ ...info.kernels, source: 'cache' });
   });
 });

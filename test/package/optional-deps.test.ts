@@ -61,7 +61,7 @@ describe('an install without the optional packages', () => {
   it('runs the library: svc-classify imports and svc info answers', async () => {
     const script = `const lib = await import(${JSON.stringify(join(pkg, 'dist', 'index.js'))}); console.log(typeof lib.train, typeof lib.Classifier);`;
     expect(await inApp(['--input-type=module', '-e', script])).toMatchObject({ code: 0, stdout: 'function function\n' });
-    const info = await inApp([join(pkg, 'bin', 'svc.js'), 'info']);
+    const info = await inApp([join(pkg, 'bin', 'svc.js'), 'info', '--json']);
     expect(info.code).toBe(0);
     expect(JSON.parse(info.stdout)).toMatchObject({ version: expect.any(String), cpu: expect.any(Object) });
   });
