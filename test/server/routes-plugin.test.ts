@@ -80,7 +80,7 @@ describe('/v2', () => {
           type: 'string',
           enum: ['end', 'start', 'none', 'chunks'],
           description:
-            "Texts longer than the encoder reads (256 tokens): 'end' (default) drops their end, 'start' their start, 'none' refuses them (400), 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
+            "Texts longer than the encoder reads (256 tokens): 'end' (default) keeps their first tokens, 'start' their last tokens, 'none' refuses them (400) before any inference, 'chunks' reads them whole in overlapping windows whose embeddings are averaged",
         },
         explain: {
           type: 'integer',
