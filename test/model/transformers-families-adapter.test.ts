@@ -1,5 +1,5 @@
 // Adapter classifiers on registered base models (the tiny CLS BERT without Normalize and the tiny XLM-RoBERTa with the
-// Unigram tokenizer and e5's prompt, see _families.ts) in transformers.js through the service's hub: the model folder
+// Unigram tokenizer and e5's prompt, see _families.ts; not yet MPNet) in transformers.js through the service's hub: the model folder
 // holds the adapter, and the hub serves base + adapter merged, exported as the base's family, on the first download.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,8 +15,10 @@ import { kAdapterFolderFiles } from '../_support/adapter-files.js';
 import { imdbExamples } from '../_support/examples.js';
 import { httpCall } from '../_support/http.js';
 import { kLevelSlowdown } from '../_support/level.js';
-import { writeTinyBaseModel } from '../_support/tiny-base-model.js';
-import { kFamilyCases } from './_families.js';
+import { kFamilyCases, writeFamilyBase } from './_families.js';
+
+// MPNet adapters are trained under PEFT's MPNet module names, which the adapter reader does not take yet.
+const kAdapterCases = kFamilyCases.filter((c) => c.modelType !== 'mpnet');
 
 let dir: string;
 let server: RunningServer;
@@ -29,9 +31,9 @@ async function call(method: string, path: string, body?: unknown) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-transformers-families-adapter-'));
-  for (const c of kFamilyCases) {
+  for (const c of kAdapterCases) {
     const folder = join(dir, 'bases', c.name);
-    writeTinyBaseModel(folder, c.options);
+    writeFamilyBase(folder, c);
     registerBaseModel(c.name, folder);
   }
   // fp32, not the default 'auto': the exported ONNX model matching our predictions is an fp32 statement.
@@ -91,7 +93,7 @@ async function transformersScores(id: string, inputs: string[]): Promise<number[
   }
 }
 
-describe.each(kFamilyCases.map((c) => [c.name, c] as const))('an adapter model on the registered base %s', (name, c) => {
+describe.each(kAdapterCases.map((c) => [c.name, c] as const))('an adapter model on the registered base %s', (name, c) => {
   it(
     'loads from the hub in transformers.js with /v2/predict probabilities within 1e-3',
     async () => {

@@ -1,7 +1,8 @@
 // Classifiers trained on registered base models, published to the hub and loaded from the hub copy in transformers.js'
 // text-classification pipeline: a seeded tiny BERT with CLS pooling and no Normalize module (a bert. checkpoint, no
-// prompt), and a seeded tiny XLM-RoBERTa with the SentencePiece Unigram fixture tokenizer, mean pooling, Normalize and
-// e5's `query: ` prompt, which our predict puts before every text and a transformers.js user puts there themselves.
+// prompt), a seeded tiny XLM-RoBERTa with the SentencePiece Unigram fixture tokenizer, mean pooling, Normalize and
+// e5's `query: ` prompt, which our predict puts before every text and a transformers.js user puts there themselves, and
+// a seeded tiny MPNet (its relative position bias in the graph, mean pooling and Normalize).
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,8 +17,7 @@ import { closePool, configurePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 import { imdbExamples } from '../_support/examples.js';
 import { kLevelSlowdown } from '../_support/level.js';
-import { writeTinyBaseModel } from '../_support/tiny-base-model.js';
-import { kFamilyCases, kShape } from './_families.js';
+import { kFamilyCases, kShape, writeFamilyBase } from './_families.js';
 
 const examples = imdbExamples(0, 12, 'positive');
 // Held-out sentences and one of eight of them joined, past the 48 tokens the tiny bases keep: truncation is compared too.
@@ -42,7 +42,7 @@ describe.each(kFamilyCases.map((c) => [c.name, c] as const))('a classifier on th
     'loads from the hub in transformers.js with our probabilities within 1e-3',
     async () => {
       const folder = join(root, 'bases', name);
-      writeTinyBaseModel(folder, c.options);
+      const tokenizerFile = writeFamilyBase(folder, c);
       const base = registerBaseModel(name, folder);
       expect(base.prompt).toBe(c.prompt);
       const hubRoot = join(root, 'hub');
@@ -58,7 +58,7 @@ describe.each(kFamilyCases.map((c) => [c.name, c] as const))('a classifier on th
         expect(tokenizerConfig).toMatchObject({ tokenizer_class: c.tokenizerClass, model_max_length: kShape.maxSeqLength });
         // The base folder's own tokenizer, truncated where ours truncates.
         const tokenizer = JSON.parse(await readFile(await hub.file(c.id, 'tokenizer.json'), 'utf8'));
-        const own = JSON.parse(await readFile(c.options.tokenizer, 'utf8'));
+        const own = JSON.parse(await readFile(tokenizerFile, 'utf8'));
         expect(tokenizer.model).toEqual(own.model);
         expect(tokenizer.model.type).toBe(c.tokenizerModel);
         expect(tokenizer.truncation.max_length).toBe(kShape.maxSeqLength);

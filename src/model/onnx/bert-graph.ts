@@ -1,5 +1,6 @@
 import { type GraphBuilder, OnnxType } from './graph.js';
 import type { BertWeights } from './bert-weights.js';
+import { addRelativePositionBias } from './mpnet-bias.js';
 
 /**
  * Emits `y = x · Wᵀ + b` for a PyTorch Linear weight `[outFeatures, inFeatures]` and returns y's
@@ -84,7 +85,7 @@ function closeTruncatedRows(g: GraphBuilder, maskFloat: string, sepTokenId: numb
 }
 
 /**
- * XLM-RoBERTa's position ids, as transformers' `create_position_ids_from_input_ids` computes them:
+ * XLM-RoBERTa's and MPNet's position ids, as transformers' `create_position_ids_from_input_ids` computes them:
  * `padding_idx + cumsum(mask) · mask` with mask = (input_ids ≠ padding_idx). Real tokens count from
  * padding_idx + 1 and every pad sits at padding_idx, so a padded row embeds as it would alone.
  */
@@ -100,13 +101,15 @@ function embeddings(g: GraphBuilder, weights: BertWeights, inputIds: string): st
   const table = (name: string, rows: number) =>
     g.constant(`embeddings.${name}.weight`, OnnxType.FLOAT, [rows, hiddenSize], weights.tensor(`embeddings.${name}.weight`));
   const words = g.op('Gather', [table('word_embeddings', vocabSize), inputIds], { axis: { int: 0 } });
-  // A single token type is one row that every token adds: no input to feed it from.
-  const types =
-    typeVocabSize > 1
-      ? g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } })
-      : table('token_type_embeddings', 1);
+  // A single token type is one row that every token adds: no input to feed it from. MPNet has none at all.
+  let typed = words;
+  if (typeVocabSize > 1) {
+    typed = g.op('Add', [words, g.op('Gather', [table('token_type_embeddings', typeVocabSize), 'token_type_ids'], { axis: { int: 0 } })]);
+  } else if (typeVocabSize === 1) {
+    typed = g.op('Add', [words, table('token_type_embeddings', 1)]);
+  }
   let positions: string;
-  if (modelType === 'xlm-roberta') {
+  if (modelType !== 'bert') {
     positions = g.op('Gather', [table('position_embeddings', maxPositions), offsetPositionIds(g, padTokenId)], { axis: { int: 0 } });
   } else {
     // Absolute positions 0..seq-1: the first `seq` rows of the position table, broadcast over the batch.
@@ -118,28 +121,55 @@ function embeddings(g: GraphBuilder, weights: BertWeights, inputIds: string): st
       g.int64s('axis_0', [0]),
     ]);
   }
-  const sum = g.op('Add', [g.op('Add', [words, types]), positions]);
-  return layerNorm(g, weights, sum, 'embeddings.LayerNorm');
+  return layerNorm(g, weights, g.op('Add', [typed, positions]), 'embeddings.LayerNorm');
 }
 
-function selfAttention(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: string, maskBias: string, layer: string): string {
-  const { hiddenSize, numHeads } = weights.config;
+/** Where a layer's attention weights sit: BERT's and XLM-RoBERTa's names, and MPNet's. */
+const kAttentionNames = Object.freeze({
+  bert: {
+    query: 'attention.self.query',
+    key: 'attention.self.key',
+    value: 'attention.self.value',
+    out: 'attention.output.dense',
+    norm: 'attention.output.LayerNorm',
+  },
+  mpnet: {
+    query: 'attention.attn.q',
+    key: 'attention.attn.k',
+    value: 'attention.attn.v',
+    out: 'attention.attn.o',
+    norm: 'attention.LayerNorm',
+  },
+});
+
+function selfAttention(
+  g: GraphBuilder,
+  weights: BertWeights,
+  linear: LinearEmitter,
+  x: string,
+  scoreBias: readonly string[],
+  layer: string,
+): string {
+  const { hiddenSize, numHeads, modelType } = weights.config;
+  const names = kAttentionNames[modelType === 'mpnet' ? 'mpnet' : 'bert'];
   const headSize = hiddenSize / numHeads;
   const splitShape = g.int64s(`${layer}.split_heads_shape`, [0, 0, numHeads, headSize]);
   const heads = (name: string, perm: number[]) =>
-    g.op('Transpose', [g.op('Reshape', [dense(g, weights, linear, x, `${layer}.attention.self.${name}`), splitShape])], {
+    g.op('Transpose', [g.op('Reshape', [dense(g, weights, linear, x, `${layer}.${name}`), splitShape])], {
       perm: { ints: perm },
     });
-  const query = heads('query', [0, 2, 1, 3]); // [b, h, s, d]
-  const keyT = heads('key', [0, 2, 3, 1]); // [b, h, d, s]
-  const value = heads('value', [0, 2, 1, 3]); // [b, h, s, d]
+  const query = heads(names.query, [0, 2, 1, 3]); // [b, h, s, d]
+  const keyT = heads(names.key, [0, 2, 3, 1]); // [b, h, d, s]
+  const value = heads(names.value, [0, 2, 1, 3]); // [b, h, s, d]
   const scale = g.floats(`${layer}.attention_scale`, [Math.sqrt(headSize)], []);
-  const scores = g.op('Add', [g.op('Div', [g.op('MatMul', [query, keyT]), scale]), maskBias]);
+  // The scaled scores plus, in upstream's order, MPNet's position bias and then the padding mask.
+  let scores = g.op('Div', [g.op('MatMul', [query, keyT]), scale]);
+  for (const bias of scoreBias) scores = g.op('Add', [scores, bias]);
   const probs = g.op('Softmax', [scores], { axis: { int: -1 } });
   const context = g.op('Transpose', [g.op('MatMul', [probs, value])], { perm: { ints: [0, 2, 1, 3] } });
   const merged = g.op('Reshape', [context, g.int64s(`${layer}.merge_heads_shape`, [0, 0, hiddenSize])]);
-  const projected = dense(g, weights, linear, merged, `${layer}.attention.output.dense`);
-  return layerNorm(g, weights, g.op('Add', [projected, x]), `${layer}.attention.output.LayerNorm`);
+  const projected = dense(g, weights, linear, merged, `${layer}.${names.out}`);
+  return layerNorm(g, weights, g.op('Add', [projected, x]), `${layer}.${names.norm}`);
 }
 
 function feedForward(g: GraphBuilder, weights: BertWeights, linear: LinearEmitter, x: string, layer: string): string {
@@ -164,9 +194,10 @@ export function addBertBody(g: GraphBuilder, weights: BertWeights, linear: Linea
   const maskBias = g.op('Unsqueeze', [g.op('Mul', [padding, g.floats('masked_score', [kMaskedScore], [])]), g.int64s('axes_1_2', [1, 2])]);
   const inputIds = sepTokenId === undefined ? 'input_ids' : closeTruncatedRows(g, maskFloat, sepTokenId);
   let hidden = embeddings(g, weights, inputIds);
+  const scoreBias = weights.config.modelType === 'mpnet' ? [addRelativePositionBias(g, weights), maskBias] : [maskBias];
   for (let i = 0; i < weights.config.numLayers; i++) {
     const layer = `encoder.layer.${i}`;
-    hidden = feedForward(g, weights, linear, selfAttention(g, weights, linear, hidden, maskBias, layer), layer);
+    hidden = feedForward(g, weights, linear, selfAttention(g, weights, linear, hidden, scoreBias, layer), layer);
   }
   return { hidden, maskFloat };
 }

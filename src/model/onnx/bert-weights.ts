@@ -4,8 +4,12 @@ import { SvcError } from '../../errors.js';
 import { type BaseModel, resolveBaseModel } from '../base-models.js';
 import { SafetensorsFile } from '../safetensors.js';
 
-/** The encoder families the ONNX graph expresses: BERT, and XLM-RoBERTa (BERT's layers, positions after the padding id). */
-export type BertFamilyModelType = 'bert' | 'xlm-roberta';
+/**
+ * The encoder families the ONNX graph expresses: BERT; XLM-RoBERTa (BERT's layers, positions after the
+ * padding id); MPNet (XLM-RoBERTa's positions, no token types, a relative position bias in attention).
+ */
+export type BertFamilyModelType = 'bert' | 'xlm-roberta' | 'mpnet';
+const kModelTypes: readonly string[] = Object.freeze(['bert', 'xlm-roberta', 'mpnet']);
 
 /** The BERT architecture numbers an encoder graph needs, read from config.json. */
 export interface BertConfig {
@@ -18,6 +22,7 @@ export interface BertConfig {
   readonly layerNormEps: number;
   readonly vocabSize: number;
   readonly maxPositions: number;
+  /** Token types: 2 for BERT, 1 for XLM-RoBERTa, 0 for MPNet (which has no such embedding). */
   readonly typeVocabSize: number;
   /** The padding id; XLM-RoBERTa counts a token's position from it (`pad_token_id + 1` is the first). */
   readonly padTokenId: number;
@@ -28,7 +33,7 @@ export interface BertWeights {
   readonly baseModel: BaseModel;
   readonly config: BertConfig;
   readonly rawConfig: Readonly<Record<string, unknown>>;
-  /** A weight as fp32 in its stored shape; `name` is without any `bert.` or `roberta.` prefix. */
+  /** A weight as fp32 in its stored shape; `name` is without its checkpoint prefix (`bert.`, `roberta.`, `mpnet.`). */
   tensor(name: string): Float32Array;
   shape(name: string): readonly number[];
 }
@@ -52,9 +57,9 @@ function positiveInteger(raw: Record<string, unknown>, key: string, source: stri
  * ```
  */
 export function parseBertConfig(raw: Record<string, unknown>, source = 'config.json'): BertConfig {
-  const modelType = raw.model_type ?? 'bert';
-  if (modelType !== 'bert' && modelType !== 'xlm-roberta') {
-    throw new SvcError('internal', `${source}: model_type '${String(modelType)}' is not bert or xlm-roberta`);
+  const modelType = (raw.model_type ?? 'bert') as BertFamilyModelType;
+  if (!kModelTypes.includes(modelType)) {
+    throw new SvcError('internal', `${source}: model_type '${String(modelType)}' is not one of ${kModelTypes.join(', ')}`);
   }
   const act = raw.hidden_act ?? 'gelu';
   if (act !== 'gelu') throw new SvcError('internal', `${source}: hidden_act '${String(act)}' is not supported (gelu only)`);
@@ -71,8 +76,8 @@ export function parseBertConfig(raw: Record<string, unknown>, source = 'config.j
     layerNormEps: typeof raw.layer_norm_eps === 'number' ? raw.layer_norm_eps : 1e-12,
     vocabSize: positiveInteger(raw, 'vocab_size', source),
     maxPositions: positiveInteger(raw, 'max_position_embeddings', source),
-    typeVocabSize: typeof raw.type_vocab_size === 'number' ? raw.type_vocab_size : 2,
-    // transformers' defaults: BertConfig pads with 0, XLMRobertaConfig with 1.
+    typeVocabSize: modelType === 'mpnet' ? 0 : typeof raw.type_vocab_size === 'number' ? raw.type_vocab_size : 2,
+    // transformers' defaults: BertConfig pads with 0, XLMRobertaConfig and MPNetConfig with 1.
     padTokenId: typeof raw.pad_token_id === 'number' ? raw.pad_token_id : modelType === 'bert' ? 0 : 1,
   };
   if (config.hiddenSize % config.numHeads !== 0) {
@@ -86,13 +91,13 @@ export function toBaseModel(baseModel: string | BaseModel): BaseModel {
   return typeof baseModel === 'string' ? resolveBaseModel(baseModel) : baseModel;
 }
 
-// Where a task model saves its encoder: BertFor* under `bert.`, XLMRobertaFor* under `roberta.`.
-const kCheckpointPrefixes = Object.freeze(['', 'bert.', 'roberta.']);
+// Where a task model saves its encoder: BertFor* under `bert.`, XLMRobertaFor* under `roberta.`, MPNetFor* under `mpnet.`.
+const kCheckpointPrefixes = Object.freeze(['', 'bert.', 'roberta.', 'mpnet.']);
 
 /**
  * Opens a base model's config.json and safetensors. Checkpoints saved from `BertModel` name
  * weights `embeddings.*`, those saved from a task model `bert.embeddings.*` (`roberta.` for
- * XLM-RoBERTa); all are accepted.
+ * XLM-RoBERTa, `mpnet.` for MPNet); all are accepted.
  *
  * @example
  * ```ts
@@ -108,7 +113,7 @@ export function loadBertWeights(baseModel: string | BaseModel): BertWeights {
   const file = SafetensorsFile.open(model.weightsFile);
   const prefix = kCheckpointPrefixes.find((p) => file.has(`${p}embeddings.word_embeddings.weight`));
   if (prefix === undefined) {
-    throw new SvcError('internal', `${model.weightsFile} has no embeddings.word_embeddings.weight (bare, bert. or roberta.)`);
+    throw new SvcError('internal', `${model.weightsFile} has no embeddings.word_embeddings.weight (bare, bert., roberta. or mpnet.)`);
   }
   return {
     baseModel: model,

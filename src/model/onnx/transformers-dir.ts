@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import { SvcError } from '../../errors.js';
 import type { BaseModel } from '../base-models.js';
-import { parseBertConfig, toBaseModel } from './bert-weights.js';
+import { type BertFamilyModelType, parseBertConfig, toBaseModel } from './bert-weights.js';
 import { buildClassifierOnnx, buildEncoderOnnx, type LinearHead, type LinearHeads, type OnnxPrecision } from './export.js';
 import * as is from '../../is.js';
 
@@ -33,6 +33,7 @@ const kFalseLabel = 'false';
 const kArchitectures = Object.freeze({
   bert: { encoder: 'BertModel', classifier: 'BertForSequenceClassification' },
   'xlm-roberta': { encoder: 'XLMRobertaModel', classifier: 'XLMRobertaForSequenceClassification' },
+  mpnet: { encoder: 'MPNetModel', classifier: 'MPNetForSequenceClassification' },
 });
 
 function validate(options: TransformersJsDirOptions): void {
@@ -103,11 +104,16 @@ function modelConfig(baseConfig: Record<string, unknown>, options: TransformersJ
 }
 
 /**
- * tokenizer_config.json: the base folder's own where it has one, else what its tokenizer.json's kind
- * implies (WordPiece: BertTokenizer; Unigram: the XLM-R vocabulary's XLMRobertaTokenizer, whose
- * special tokens transformers.js pads and closes with). Either way truncated at the base's budget.
+ * tokenizer_config.json: the base folder's own where it has one, else what its family and its
+ * tokenizer.json's kind imply (MPNet: MPNetTokenizer; WordPiece: BertTokenizer; Unigram: the XLM-R
+ * vocabulary's XLMRobertaTokenizer), with the special tokens transformers.js pads and closes with.
+ * Either way truncated at the base's budget.
  */
-async function tokenizerConfig(baseModel: BaseModel, tokenizer: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function tokenizerConfig(
+  baseModel: BaseModel,
+  tokenizer: Record<string, unknown>,
+  modelType: BertFamilyModelType,
+): Promise<Record<string, unknown>> {
   const model_max_length = baseModel.maxLength;
   const ownFile = join(baseModel.dir, 'tokenizer_config.json');
   if (existsSync(ownFile)) {
@@ -115,6 +121,23 @@ async function tokenizerConfig(baseModel: BaseModel, tokenizer: Record<string, u
     return { ...own, model_max_length };
   }
   const kind = (tokenizer.model as { type?: unknown } | undefined)?.type;
+  const normalizer = tokenizer.normalizer as { lowercase?: unknown } | null | undefined;
+  if (modelType === 'mpnet') {
+    // all-mpnet-base-v2's: BERT's uncased WordPiece under RoBERTa's <s> </s> <pad>, and BERT's [UNK].
+    return {
+      tokenizer_class: 'MPNetTokenizer',
+      do_lower_case: normalizer?.lowercase !== false,
+      clean_up_tokenization_spaces: true,
+      model_max_length,
+      bos_token: '<s>',
+      eos_token: '</s>',
+      cls_token: '<s>',
+      sep_token: '</s>',
+      pad_token: '<pad>',
+      unk_token: '[UNK]',
+      mask_token: '<mask>',
+    };
+  }
   if (kind === 'Unigram') {
     return {
       tokenizer_class: 'XLMRobertaTokenizer',
@@ -129,7 +152,6 @@ async function tokenizerConfig(baseModel: BaseModel, tokenizer: Record<string, u
       mask_token: '<mask>',
     };
   }
-  const normalizer = tokenizer.normalizer as { lowercase?: unknown } | null | undefined;
   return {
     tokenizer_class: 'BertTokenizer',
     do_lower_case: normalizer?.lowercase !== false,
@@ -218,7 +240,8 @@ export async function writeTransformersJsModelDir(outDir: string, options: Trans
   await write('config.json', json(modelConfig(baseConfig, options, baseModel.configFile)));
   // The base's own tokenizer.json (a Unigram one included): transformers.js tokenizes as we do.
   await write('tokenizer.json', JSON.stringify(tokenizerJson(tokenizer, baseModel.maxLength)));
-  await write('tokenizer_config.json', json(await tokenizerConfig(baseModel, tokenizer)));
+  const { modelType } = parseBertConfig(baseConfig, baseModel.configFile);
+  await write('tokenizer_config.json', json(await tokenizerConfig(baseModel, tokenizer, modelType)));
   await write('onnx/model.onnx', build('fp32'));
   if (precision === 'int8') await write('onnx/model_quantized.onnx', build('int8'));
   return written;
