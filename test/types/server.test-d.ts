@@ -28,6 +28,12 @@ describe('svc-classify/server types', () => {
     expectTypeOf(startServer).returns.resolves.toEqualTypeOf<RunningServer>();
   });
 
+  it('the server and the service take base model folders by name', () => {
+    expectTypeOf<server.BaseModelDirs>().toEqualTypeOf<Readonly<Record<string, string>>>();
+    expectTypeOf<ServerOptions['baseModels']>().toEqualTypeOf<server.BaseModelDirs | undefined>();
+    expectTypeOf<server.SvcServiceOptions['baseModels']>().toEqualTypeOf<server.BaseModelDirs | undefined>();
+  });
+
   it('the library runtime bounds its loaded classifiers by bytes (and optionally by count)', () => {
     expectTypeOf<server.LibraryRuntimeOptions['maxLoadedModelBytes']>().toEqualTypeOf<number | undefined>();
     expectTypeOf<server.LibraryRuntimeOptions['maxCachedModels']>().toEqualTypeOf<number | undefined>();
