@@ -3,7 +3,7 @@
 // prompt), a seeded tiny XLM-RoBERTa with the SentencePiece Unigram fixture tokenizer, mean pooling, Normalize and
 // e5's `query: ` prompt, which our predict puts before every text and a transformers.js user puts there themselves, and
 // a seeded tiny MPNet (its relative position bias in the graph, mean pooling and Normalize).
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uciSentences } from '../../fixtures/corpora.js';
 import { registerBaseModel } from '../../src/model/base-models.js';
 import { DirectoryHub } from '../../src/model/hub.js';
+import { writeTransformersJsModelDir } from '../../src/model/onnx/index.js';
 import { closePool, configurePool } from '../../src/pool/pool.js';
 import { train } from '../../src/train/train.js';
 import { imdbExamples } from '../_support/examples.js';
@@ -88,4 +89,26 @@ describe.each(kFamilyCases.map((c) => [c.name, c] as const))('a classifier on th
     // Training, the ONNX build and transformers.js' load: seconds each on two busy cores.
     120_000 * kLevelSlowdown,
   );
+});
+
+describe("a base folder's own tokenizer_config.json", () => {
+  it('goes into the exported folder, truncated at the base max_seq_length', async () => {
+    const c = kFamilyCases[0]!;
+    const folder = join(root, 'bases', 'own-tokenizer-config');
+    writeFamilyBase(folder, c);
+    // A clone of a Hugging Face repository has one; its model_max_length is the encoder's, not sentence-transformers'.
+    const own = { tokenizer_class: 'BertTokenizer', do_lower_case: true, model_max_length: 512, never_split: ['[LINK]'] };
+    await writeFile(join(folder, 'tokenizer_config.json'), JSON.stringify(own));
+    const base = registerBaseModel('own-tokenizer-config', folder);
+    const out = join(root, 'exported', 'own-tokenizer-config');
+    await writeTransformersJsModelDir(out, { baseModel: base, task: 'feature-extraction' });
+    expect(JSON.parse(await readFile(join(out, 'tokenizer_config.json'), 'utf8'))).toEqual({
+      ...own,
+      model_max_length: kShape.maxSeqLength,
+    });
+    expect(JSON.parse(await readFile(join(out, 'config.json'), 'utf8'))).toMatchObject({
+      model_type: 'bert',
+      architectures: ['BertModel'],
+    });
+  });
 });
