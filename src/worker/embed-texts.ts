@@ -2,8 +2,12 @@
 // (truncated to the base model's 256 tokens), the encoder embeds it.
 import type { AdapterSegments } from '../native/adapter.js';
 import type { Encoder } from '../native/encoder.js';
+import { resolveBaseModel } from '../model/base-models.js';
 import { promptedTexts } from './base-model-use.js';
 import { type EncodedBatch, Tokenizer, type TruncationSide } from '../native/tokenizer.js';
+
+/** A maxLength no prompt reaches: the prompt's own tokens, uncut. */
+const kWholeText = 100_000;
 
 // One tokenizer per base model in this worker, like the encoders.
 const tokenizers = new Map<string, Tokenizer>();
@@ -41,8 +45,57 @@ export function unknownShares(batch: EncodedBatch, specialTokens: number): Float
 }
 
 /**
+ * The ids the encoder of `baseModel` reads for `texts`: each text after the base's prompt, at most `maxLength` ids,
+ * a long text cut on its side (`truncate`, for every text or per text; see `Tokenizer.encodeBatch`). The prompt is
+ * kept whatever is cut: a text cut from its start keeps `[CLS]`, the prompt's tokens, then its own last tokens that
+ * fit (the prompt ends in a space, so its tokens are the same alone as before a text).
+ */
+export function encodeTexts(
+  baseModel: string,
+  texts: string[],
+  maxLength: number,
+  truncate?: TruncationSide | readonly TruncationSide[],
+): EncodedBatch {
+  const tokenizer = tokenizerFor(baseModel);
+  const { prompt } = resolveBaseModel(baseModel);
+  const fromStart =
+    typeof truncate === 'string' ? texts.map(() => truncate === 'start') : (truncate?.map((side) => side === 'start') ?? []);
+  if (prompt === '' || !fromStart.includes(true)) return tokenizer.encodeBatch(promptedTexts(baseModel, texts), { maxLength, truncate });
+  const promptIds = tokenizer.encodeBatch([prompt], { maxLength: kWholeText });
+  // The special tokens around a text: one before it ([CLS], <s>), the rest after it.
+  const before = 1;
+  const promptTokens = promptIds.ids.subarray(before, promptIds.lengths[0] - (tokenizer.specialTokens - before));
+  const ends = tokenizer.encodeBatch(promptedTexts(baseModel, texts), { maxLength });
+  const starts = tokenizer.encodeBatch(texts, {
+    maxLength: Math.max(tokenizer.specialTokens, maxLength - promptTokens.length),
+    truncate: 'start',
+  });
+  const lengths = Int32Array.from(texts, (_, i) => (fromStart[i] ? starts.lengths[i] + promptTokens.length : ends.lengths[i]));
+  const ids = new Int32Array(lengths.reduce((sum, length) => sum + length, 0));
+  const truncated = Uint8Array.from(texts, (_, i) => (fromStart[i] ? starts.truncated[i] : ends.truncated[i]));
+  const unknown = Int32Array.from(texts, (_, i) => (fromStart[i] ? starts.unknown[i] + promptIds.unknown[0] : ends.unknown[i]));
+  let at = 0;
+  let atEnd = 0;
+  let atStart = 0;
+  texts.forEach((_, i) => {
+    if (fromStart[i]) {
+      const own = starts.ids.subarray(atStart, atStart + starts.lengths[i]);
+      ids.set(own.subarray(0, before), at);
+      ids.set(promptTokens, at + before);
+      ids.set(own.subarray(before), at + before + promptTokens.length);
+    } else {
+      ids.set(ends.ids.subarray(atEnd, atEnd + ends.lengths[i]), at);
+    }
+    at += lengths[i];
+    atEnd += ends.lengths[i];
+    atStart += starts.lengths[i];
+  });
+  return { ids, lengths, truncated, unknown };
+}
+
+/**
  * `segments`: runs of the texts through adapters on this base encoder (see `Encoder.embedIdsSync`); `truncate`: which
- * tokens a text too long for the encoder loses, for every text or per text (see `Tokenizer.encodeBatch`).
+ * tokens a text too long for the encoder loses, for every text or per text (see {@link encodeTexts}).
  */
 export function embedTexts(
   baseModel: string,
@@ -52,7 +105,7 @@ export function embedTexts(
   truncate?: TruncationSide | readonly TruncationSide[],
 ): EmbeddedTexts {
   const tokenizer = tokenizerFor(baseModel);
-  const batch = tokenizer.encodeBatch(promptedTexts(baseModel, texts), { maxLength: encoder.maxLength, truncate });
+  const batch = encodeTexts(baseModel, texts, encoder.maxLength, truncate);
   const embeddings = encoder.embedIdsSync(batch.ids, batch.lengths, segments);
   return { embeddings, truncated: batch.truncated, unknownShare: unknownShares(batch, tokenizer.specialTokens) };
 }

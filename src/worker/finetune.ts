@@ -13,8 +13,8 @@ import { kEncoderFile } from '../contract/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount, targetCount } from '../train/pairs.js';
-import { encoderPooling, promptedTexts } from './base-model-use.js';
-import { tokenizerFor } from './embed-texts.js';
+import { encoderPooling } from './base-model-use.js';
+import { encodeTexts } from './embed-texts.js';
 import { runEndToEnd } from './end-to-end.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
 import type { TruncationSide } from '../native/tokenizer.js';
@@ -28,7 +28,7 @@ function tokenize(
   texts: string[],
   truncate: TruncationSide = 'end',
 ): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
-  const { ids, lengths } = tokenizerFor(baseModel).encodeBatch(promptedTexts(baseModel, texts), { maxLength, truncate });
+  const { ids, lengths } = encodeTexts(baseModel, texts, maxLength, truncate);
   let offset = 0;
   const rows = Array.from(lengths, (n) => ids.subarray(offset, (offset += n)));
   return { ids, lengths, rows };
