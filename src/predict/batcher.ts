@@ -339,7 +339,7 @@ export function scoreTexts(
     reject = rej;
   });
   const call = new Call(texts, head, tenant, signal, resolve, reject);
-  if (options.truncate === 'start') call.truncate = 'start';
+  call.truncate = options.truncate;
   const refusal = admission(tenant, texts.length, call.unsentTokens, kMaxBatchTokens);
   if (refusal) return Promise.reject(refusal);
   stats.requests++;

@@ -22,8 +22,8 @@ export class Call {
   readonly tenant: string;
   /** An adapter model's adapter file: its texts go through it on the shared base encoder (null: the base alone). */
   adapter: string | null = null;
-  /** Which tokens its texts lose when too long for the encoder: `'start'` keeps their last ones. */
-  truncate: TruncationSide = 'end';
+  /** Which tokens its texts lose when too long for the encoder: `'start'` keeps their last ones (absent: the tokenizer's default, their first). */
+  truncate?: TruncationSide;
   readonly #rows: number;
   readonly #out: PredictResult;
   /** The first text not in a batch yet. */

@@ -64,7 +64,7 @@ export async function embedAll(
       throwIfAborted(signal);
       const [start, end] = chunks[next++];
       const part = texts.slice(start, end);
-      const task = { kind: 'embed', baseModel, encoderFile, texts: part, truncate: options.truncate ?? 'end' } as const;
+      const task = { kind: 'embed', baseModel, encoderFile, texts: part, truncate: options.truncate } as const;
       const vectors = await abortable(runTask<Float32Array>(task, undefined, undefined, { tenant, waitSignal: signal }), signal);
       embeddings.set(vectors, start * dim);
       done += part.length;

@@ -122,7 +122,7 @@ export async function runFinetuneStage(options: FinetuneStageOptions): Promise<F
         kind: 'finetune',
         baseModel: options.baseModel,
         texts: options.texts,
-        truncate: options.truncate ?? 'end',
+        truncate: options.truncate,
         targets: options.targets,
         iterations: options.iterations,
         seed: options.seed,

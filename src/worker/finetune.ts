@@ -26,7 +26,7 @@ function tokenize(
   baseModel: string,
   maxLength: number,
   texts: string[],
-  truncate: TruncationSide = 'end',
+  truncate?: TruncationSide,
 ): { ids: Int32Array; lengths: Int32Array; rows: Int32Array[] } {
   const { ids, lengths } = encodeTexts(baseModel, texts, maxLength, truncate);
   let offset = 0;
