@@ -2,7 +2,7 @@
 // option and with the real `svc serve --base-model` (bin/svc.js over dist/), trained over HTTP (frozen and with an
 // adapter), predicted over HTTP and with `svc predict`, listed by `svc info`; and the start-ups that must fail: a bad
 // entry, and a replica bringing other files under a name the store already holds.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,6 +14,7 @@ import { writeBroughtFolder } from '../_support/brought-folder.js';
 import { exited, expectFreshBundle, kRepoRoot, startNode, svcBin } from '../_support/cli.js';
 import { httpCall } from '../_support/http.js';
 import { kLevelSlowdown } from '../_support/level.js';
+import { usePostgres } from '../_support/postgres.js';
 
 const imdb = uciSentences('imdb');
 const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r) => !r.label).slice(0, 10)].map((r) => ({
@@ -23,6 +24,8 @@ const examples = [...imdb.filter((r) => r.label).slice(0, 10), ...imdb.filter((r
 }));
 const heldOut = [imdb.filter((r) => r.label)[100].text, imdb.filter((r) => !r.label)[100].text];
 const kSvcBin = join(kRepoRoot, 'bin', 'svc.js');
+const kListening = /svc listening on (http:\/\/\S+)/;
+const pgServer = usePostgres();
 // No database, Redis or log noise from the environment the suite runs in.
 const kEnv = { SVC_DATABASE_URL: '', SVC_REDIS_URL: '', SVC_BASE_MODELS: '', SVC_LOG_LEVEL: 'warn' };
 
@@ -182,5 +185,46 @@ describe('a brought base model through svc serve --base-model (bin/svc.js)', () 
       2,
       `svc serve: --base-model entry '${clsDir}' must be NAME=DIR (a name, '=', then the folder)`,
     ]);
+  });
+});
+
+describe('replicas on one PostgreSQL database', () => {
+  it('agree on the same files from another folder; one bringing other files under the name refuses to start', async () => {
+    const database = await pgServer.cluster.createDatabase();
+    const copy = join(dir, 'replica-2', 'minilm-cls');
+    cpSync(clsDir, copy, { recursive: true });
+    const replica = (n: number, folder: string) => [
+      kSvcBin,
+      'serve',
+      '--port',
+      '0',
+      '--database',
+      database,
+      '--artifacts',
+      join(dir, 'shared-models'),
+      '--data',
+      join(dir, `replica-${n}-cache`),
+      '--base-model',
+      `minilm-cls=${folder}`,
+    ];
+    const first = await startNode(replica(1, clsDir), kListening, { env: kEnv });
+    try {
+      const second = await startNode(replica(2, copy), kListening, { env: kEnv });
+      second.child.kill('SIGTERM');
+      await exited(second.child);
+      const info = (folder: string) => svcBin(['info', '--json', '--base-model', `minilm-cls=${folder}`], kEnv);
+      const fingerprintOf = async (folder: string) =>
+        (JSON.parse((await info(folder)).stdout) as { base_models: Body[] }).base_models[1].fingerprint as string;
+      const [recorded, other] = await Promise.all([fingerprintOf(clsDir), fingerprintOf(meanDir)]);
+      const refused = await svcBin(replica(3, meanDir).slice(1), kEnv);
+      expect([refused.code, refused.stderr]).toEqual([
+        1,
+        `svc serve: base model 'minilm-cls' is registered here from ${meanDir} (${other}), but the store records 'minilm-cls' as ` +
+          `${recorded} (first registered from ${clsDir}); register the same files on every replica, or another name\n`,
+      ]);
+    } finally {
+      first.child.kill('SIGTERM');
+      await exited(first.child);
+    }
   });
 });
