@@ -47,6 +47,11 @@ export interface EncoderOptions {
   pooling?: 'mean' | 'cls';
   /** Whether embeddings are L2-normalized, as a `2_Normalize` module in `modules.json` says. Default `true`. */
   normalize?: boolean;
+  /**
+   * Most tokens a text keeps, special tokens included (2 to 100000; the positions the model has are checked on use). Default: a base model's own `max_seq_length`;
+   * for a directory or weights file, 256. A fine-tuned copy of a base model reads as many as its base.
+   */
+  maxLength?: number;
 }
 
 interface ResolvedEncoderOptions {
@@ -55,6 +60,7 @@ interface ResolvedEncoderOptions {
   adapter: { file: string; rank: number; scale: number } | null;
   pooling: 'mean' | 'cls';
   normalize: boolean;
+  maxLength: number | undefined;
 }
 
 const kPrecisions: readonly PrecisionSetting[] = Object.freeze(['fp32', 'int8', 'bf16', 'auto']);
@@ -93,7 +99,9 @@ function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
   if (pooling !== 'mean' && pooling !== 'cls') throw new TypeError("options.pooling must be 'mean' or 'cls'");
   const normalize = options.normalize ?? true;
   if (typeof normalize !== 'boolean') throw new TypeError('options.normalize must be a boolean');
-  return { precision, threads, adapter, pooling, normalize };
+  const maxLength = options.maxLength === undefined ? undefined : is.positiveInteger(options.maxLength, 'options.maxLength', 100_000);
+  if (maxLength === 1) throw new RangeError('options.maxLength must be an integer from 2 to 100000');
+  return { precision, threads, adapter, pooling, normalize, maxLength };
 }
 
 export interface ModelFiles {
@@ -197,7 +205,8 @@ export class Encoder {
    */
   static fromPretrained(model: string, options: EncoderOptions = {}): Encoder {
     const resolved = resolveOptions(options);
-    const files = findModelFiles(model);
+    const found = findModelFiles(model);
+    const files = resolved.maxLength === undefined ? found : { ...found, maxLength: resolved.maxLength };
     const { Encoder: NativeEncoderClass } = loadAddon();
     const precision = resolvePrecision(resolved.precision, resolved.threads);
     return callNative(() => {

@@ -102,7 +102,15 @@ let encoderLoads = 0;
 function loadEncoder(model: string, baseModel: string, precision: PrecisionSetting, adapter?: string): Encoder {
   const pooling = encoderPooling(baseModel);
   encoderLoads++;
-  return Encoder.fromPretrained(model, { precision, threads: settings.predictThreads, ...pooling, ...(adapter ? { adapter } : {}) });
+  // A fine-tuned copy keeps as many tokens as its base (a weights file alone would get the 256 of a bare folder).
+  const { maxLength } = resolveBaseModel(baseModel);
+  return Encoder.fromPretrained(model, {
+    precision,
+    threads: settings.predictThreads,
+    maxLength,
+    ...pooling,
+    ...(adapter ? { adapter } : {}),
+  });
 }
 
 /**
