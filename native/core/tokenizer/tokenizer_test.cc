@@ -65,6 +65,14 @@ bool fuzz_one(const svc::tok::Tokenizer& t, const uint8_t* data, size_t size) {
   for (size_t k = 0; ok && k < offsets.size(); k += 2) {
     ok = offsets[k] >= 0 && offsets[k] <= offsets[k + 1] && offsets[k + 1] <= static_cast<int32_t>(text.size());
   }
+  // Cut from the start: as many ids, the same flag, and the whole encoding's last tokens between the special ones.
+  const std::vector<int32_t> whole = encode(t, text, 100000);
+  std::vector<int32_t> tail;
+  bool tail_cut = false;
+  t.encode(text, max_length, scratch, tail, nullptr, &tail_cut, nullptr, svc::tok::TruncationSide::kStart);
+  ok = ok && tail.size() == ids.size() && tail_cut == cut && tail.front() == whole.front() &&
+       tail.back() == whole.back() &&
+       std::equal(tail.begin() + 1, tail.end() - 1, whole.end() + 1 - static_cast<std::ptrdiff_t>(tail.size()));
   return ok;
 }
 
