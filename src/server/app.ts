@@ -5,6 +5,8 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync, LogController }
 import { environment } from '../environment.js';
 import { configurePool, type PoolOptions } from '../pool/pool.js';
 import { configurePredictQueue, kServicePredictQueue, type PredictQueueOptions } from '../predict/batcher.js';
+import { registeredBaseModels } from '../model/base-models.js';
+import { unregisteredBaseModels } from '../service/base-model-agreement.js';
 import { type BaseModelDirs, parseBaseModelEntries, registerBaseModels } from '../service/base-model-options.js';
 import { lockDataDir } from '../service/data-lock.js';
 import { sweepLeftovers } from '../service/leftovers.js';
@@ -190,6 +192,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // After /v2, whose request limits (and failed-authentication tally) it shares.
     if (metrics !== undefined) await app.register(metricsRoutes, { metrics, token: metricsToken });
     await service.start();
+    for (const { name, fingerprint, dir } of await unregisteredBaseModels(service.store, registeredBaseModels())) {
+      app.log.warn(
+        `base model '${name}' (${fingerprint}, registered from ${dir}) is in the store but not registered here: its models cannot be served by this server; register it with --base-model ${name}=DIR`,
+      );
+    }
     address = await app.listen({ port: options.port ?? kServerDefaults.port, host: options.host ?? kServerDefaults.host });
   } catch (error) {
     // A port in use, a store that will not open or a Redis that cannot be reached: leave nothing running behind.

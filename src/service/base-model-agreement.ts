@@ -3,7 +3,7 @@
 // start-up and refuses to start when the store already holds one of the names with another fingerprint.
 import { SvcError } from '../errors.js';
 import type { BaseModel } from '../model/base-models.js';
-import type { BaseModelDisagreement } from '../store/base-model-ledger.js';
+import type { BaseModelDisagreement, RecordedBaseModel } from '../store/base-model-ledger.js';
 import type { Store } from '../store/types.js';
 
 function disagreementLine({ name, recorded, registered }: BaseModelDisagreement): string {
@@ -38,4 +38,18 @@ export async function agreeOnBaseModels(store: Store, models: readonly BaseModel
     `${refused.map(disagreementLine).join('; ')}; register the same files on every replica, or another name`,
     { param: 'base_model' },
   );
+}
+
+/**
+ * The base models the store records (another replica, or this server before a restart, registered them) that this
+ * process has not registered: the models trained on them cannot be served here. For a warning at start-up.
+ *
+ * @example
+ * ```ts
+ * (await unregisteredBaseModels(store, registeredBaseModels())).map((m) => m.name); // ['e5-small']
+ * ```
+ */
+export async function unregisteredBaseModels(store: Store, models: readonly BaseModel[]): Promise<RecordedBaseModel[]> {
+  const here = new Set(models.map((model) => model.name));
+  return (await store.baseModels.list()).filter((recorded) => !here.has(recorded.name));
 }

@@ -129,13 +129,9 @@ describe('a brought base model through svc serve --base-model (bin/svc.js)', () 
   it('registers the CLS variant, trains and predicts on it over HTTP and with svc predict; svc info lists it', async () => {
     await svcBin(['orgs', 'create', 'acme', '--data', data], kEnv);
     const key = (await svcBin(['keys', 'create', '--org', 'acme', '--data', data], kEnv)).stdout.trim();
-    const served = await startNode(
-      [kSvcBin, 'serve', '--port', '0', '--data', data, '--base-model', `minilm-cls=${clsDir}`],
-      /svc listening on (http:\/\/\S+)/,
-      {
-        env: kEnv,
-      },
-    );
+    const served = await startNode([kSvcBin, 'serve', '--port', '0', '--data', data, '--base-model', `minilm-cls=${clsDir}`], kListening, {
+      env: kEnv,
+    });
     try {
       const { started, done } = await trainToEnd(served.url, key, { model: 'minilm-cls', finetune: false });
       expect(started.id).toMatch(/^minilm-cls-[0-9a-f]{12}$/);
@@ -174,6 +170,14 @@ describe('a brought base model through svc serve --base-model (bin/svc.js)', () 
       `svc serve: base model 'minilm-cls' is registered here from ${meanDir} (${otherFingerprint}), but the store records 'minilm-cls' as ` +
         `${String(listed[1].fingerprint)} (first registered from ${clsDir}); register the same files on every replica, or another name\n`,
     ]);
+    // Started without it, the server warns that the store's minilm-cls models cannot be served here.
+    const without = await startNode([kSvcBin, 'serve', '--port', '0', '--data', data], kListening, { env: kEnv });
+    without.child.kill('SIGTERM');
+    await exited(without.child);
+    expect(without.output()).toContain(
+      `base model 'minilm-cls' (${String(listed[1].fingerprint)}, registered from ${clsDir}) is in the store but not registered here: ` +
+        'its models cannot be served by this server; register it with --base-model minilm-cls=DIR',
+    );
     // A bad entry stops the start, named as it was given.
     const missing = await svcBin(['serve', '--port', '0', '--data', data], { ...kEnv, SVC_BASE_MODELS: `gone=${join(dir, 'gone')}` });
     expect([missing.code, missing.stderr]).toEqual([
