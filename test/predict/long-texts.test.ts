@@ -93,6 +93,28 @@ describe('predict truncate', () => {
     expect(fits.truncated).toBe(false);
   });
 
+  it('shares one engine batch between calls cut on either side, each text read from its own side', async () => {
+    const long = imdb.testSet.map((row) => row.text).join(' ');
+    const [fromEnd] = await classifier.predict([long]);
+    const [fromStart] = await classifier.predict([long], { truncate: 'start' });
+    expect(fromStart.probability).not.toBe(fromEnd.probability);
+    const before = batchStats();
+    const together = await Promise.all([
+      classifier.predict([long], { truncate: 'start' }),
+      classifier.predict([long]),
+      classifier.predict([long, texts[0]], { truncate: 'start' }),
+    ]);
+    expect(batchStats().batches - before.batches).toBe(1);
+    // Within float rounding: a batch of four texts may round its rows unlike four batches of one.
+    const expected = [
+      [fromStart.probability],
+      [fromEnd.probability],
+      [fromStart.probability, (await classifier.predict([texts[0]]))[0].probability],
+    ];
+    together.forEach((answer, c) => answer.forEach((p, t) => expect(p.probability).toBeCloseTo(expected[c][t], 6)));
+    expect(together.map((answer) => answer.map((p) => p.truncated))).toEqual([[true], [true], [true, false]]);
+  });
+
   it("reads a long text whole with 'chunks', pooling its windows' embeddings, and says how many", async () => {
     const [chunked, short] = await classifier.predict([periodic, texts[0]], { truncate: 'chunks' });
     // Every window of the periodic text is the same 160 words, so their mean is that window's embedding.
