@@ -111,6 +111,16 @@ describe('a brought base model through startServer({ baseModels })', () => {
     expect(listed.map((m) => m.id).sort()).toEqual([frozen.done.id, reference.done.id, adapter.done.id].sort());
   });
 
+  it('classifies by examples on it (POST /v2/classify) as on svc-small, whose files it copies', async () => {
+    const body = { task_type: 'binary-classification', inputs: heldOut, examples };
+    const [brought, builtin] = await Promise.all(
+      ['minilm-brought', 'svc-small'].map((model) => call(server.url, 'POST', '/v2/classify', key, { ...body, model })),
+    );
+    expect([brought.status, builtin.status]).toEqual([200, 200]);
+    const probabilities = (answer: { body: Body }) => (answer.body.predictions as Prediction[]).map((p) => p.probability);
+    for (const [i, p] of probabilities(brought).entries()) expect(p).toBeCloseTo(probabilities(builtin)[i], 5);
+  });
+
   it('refuses a train request on a name nobody registered, listing the ones there are', async () => {
     const refused = await call(server.url, 'POST', '/v2/train', key, {
       model: 'minilm-other',
