@@ -4,7 +4,8 @@
 // e-mail lengths (cut at 256 tokens). Weights are random: the time of these kernels does not
 // depend on the values. Built with the C++ tests:
 //   cmake -S . -B build-native -DSVC_NATIVE_TESTS=ON && cmake --build build-native --target layer_bench
-//   SVC_ISA=avx2 build-native/layer_bench [reps=40] [threads=1] [lengths=8-29] [texts=32]
+//   SVC_ISA=avx2 build-native/layer_bench [reps=40] [threads=1] [lengths=8-29] [texts=32] [bias=0]
+// bias=1 gives attention MPNet's relative position bias (a random table), as an MPNet base runs it.
 // Each op keeps its best time over the repetitions (a shared machine only ever slows a run
 // down). The ops are those the encoder runs, fused as it fuses them.
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "encoder/relative_position.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/qgemm.h"
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
   }
   cpu_clock = pool.size() == 1;
   const int texts = argc > 4 ? std::max(1, std::atoi(argv[4])) : 32;
+  const bool biased = argc > 5 && std::atoi(argv[5]) != 0;
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0, 1);
   std::uniform_int_distribution<int> length(min_len, max_len);
@@ -94,13 +97,19 @@ int main(int argc, char** argv) {
   const std::vector<float> gamma = random(H, 1), beta = random(H, 0.1f);
   std::vector<float> x = random(M * H, 1), tmp = random(M * H, 1), ctx = random(M * H, 1),
                      qkv = random(M * 3 * H, 1), inter = random(M * I, 1);
+  // As the encoder builds it: each head's bias once, for the longest text.
+  const int64_t bias_per_head = svc::position_bias_floats(max_len);
+  std::vector<float> bias_table = random(static_cast<std::size_t>(svc::kMpnetBuckets) * kHeads, 1);
+  std::vector<float> bias(static_cast<std::size_t>(kHeads * bias_per_head));
+  for (int head = 0; head < kHeads; ++head)
+    svc::mpnet_position_bias(bias_table.data(), kHeads, head, max_len, bias.data() + head * bias_per_head);
   const int64_t scratch_per_thread = svc::attention_scratch_floats(max_len, dh);
   svc::AlignedBuffer<float> packed_a, scratch(static_cast<std::size_t>(scratch_per_thread) * pool.size());
   svc::QuantizedRows qx, qctx, qtmp, qinter;
 
-  std::printf("kernel level %s, %lld tokens in %d texts (%d-%d), %d thread(s), %s ms per layer, best of %d\n",
+  std::printf("kernel level %s, %lld tokens in %d texts (%d-%d), %d thread(s), %s ms per layer, best of %d%s\n",
               svc::cpu_level_name(), static_cast<long long>(M), texts, min_len, max_len, pool.size(),
-              cpu_clock ? "CPU" : "wall", reps);
+              cpu_clock ? "CPU" : "wall", reps, biased ? ", MPNet's position bias" : "");
   std::printf("| op | fp32 | int8 |\n|---|---:|---:|\n");
   double best[2][kOps + 1];
   for (int int8 = 0; int8 < 2; ++int8) {
@@ -137,7 +146,9 @@ int main(int argc, char** argv) {
       pool.run(texts * kHeads, [&](int64_t task, int thread) {
         const int64_t text = task / kHeads, row0 = offsets[text];
         const float* q = qkv.data() + row0 * 3 * H + (task % kHeads) * dh;
-        attention(q, q + H, q + 2 * H, 3 * H, static_cast<int>(offsets[text + 1] - row0), dh, 0.17677669f, nullptr,
+        const int len = static_cast<int>(offsets[text + 1] - row0);
+        const float* head_bias = biased ? bias.data() + (task % kHeads) * bias_per_head + (max_len - len) : nullptr;
+        attention(q, q + H, q + 2 * H, 3 * H, len, dh, 0.17677669f, head_bias,
                   ctx.data() + row0 * H + (task % kHeads) * dh, H, scratch.data() + thread * scratch_per_thread);
       });
       t[kAttention] = now_ms() - t0;

@@ -136,7 +136,9 @@ inline float quantize_row(const float* row, float max_q, __m256i out[4]) {
 
 }  // namespace s8
 
-template <bool kVnni>
+// kBiased: position_bias is not null (MPNet); a template flag rather than a test, so that the key loop
+// of BERT and XLM-RoBERTa carries nothing for it.
+template <bool kVnni, bool kBiased>
 void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64_t ld, int len, float scale,
                            const float* position_bias, float* out, int64_t ldo, float* scratch) {
   constexpr int kDh = 32, kW = 8;
@@ -234,7 +236,7 @@ void attention_head_s8_ymm(const float* q, const float* k, const float* v, int64
       }
       __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_set1_epi32(koff[j]))),
                                 _mm256_mul_ps(vqs, _mm256_set1_ps(ks[j])));
-      sc = position_bias ? _mm256_add_ps(sc, _mm256_loadu_ps(position_bias + i0 - j + len - 1)) : sc;
+      if constexpr (kBiased) sc = _mm256_add_ps(sc, _mm256_loadu_ps(position_bias + i0 - j + len - 1));
       _mm256_storeu_ps(st + j * kW, sc);
       mx = _mm256_max_ps(mx, sc);
     }

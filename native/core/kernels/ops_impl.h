@@ -72,9 +72,13 @@ template <bool kVnni>
 void attention_head_s8_impl(const float* q, const float* k, const float* v, int64_t ld, int len, int dh, float scale,
                             const float* position_bias, float* out, int64_t ldo, float* scratch) {
 #if defined(__AVX512F__)
-  if (kVnni && dh == 32) return attention_head_s8_ymm<true>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch);
+  if (kVnni && dh == 32)
+    return position_bias ? attention_head_s8_ymm<true, true>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch)
+                         : attention_head_s8_ymm<true, false>(q, k, v, ld, len, scale, nullptr, out, ldo, scratch);
 #elif defined(__AVX2__)
-  if (dh == 32) return attention_head_s8_ymm<kVnni>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch);
+  if (dh == 32)
+    return position_bias ? attention_head_s8_ymm<kVnni, true>(q, k, v, ld, len, scale, position_bias, out, ldo, scratch)
+                         : attention_head_s8_ymm<kVnni, false>(q, k, v, ld, len, scale, nullptr, out, ldo, scratch);
 #endif
   attention_head_impl(q, k, v, ld, len, dh, scale, position_bias, out, ldo, scratch);
 }
