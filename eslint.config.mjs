@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/', 'build/', 'build-native/', 'build-sanitizers/', 'prebuilds/', 'coverage/', 'tmp/', 'svc-data/'],
+    ignores: ['dist/', 'build/', 'build-*/', 'prebuilds/', 'coverage/', 'tmp/', 'svc-data/'],
   },
   // The TypeScript only: the few JavaScript files (the addon's install scripts, the examples) are run by tests.
   { ignores: ['**/*.js', '**/*.cjs', '**/*.mjs'] },
