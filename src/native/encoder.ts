@@ -9,7 +9,7 @@ import { findAdapter, nativeSegments } from './adapter.js';
 import type { AdapterSegments } from './adapter.js';
 import { kernelChoice } from './kernel-choice.js';
 import { loadAddon } from './load.js';
-import { Tokenizer } from './tokenizer.js';
+import { checkMaxLength, Tokenizer } from './tokenizer.js';
 import * as is from '../is.js';
 
 /**
@@ -99,8 +99,7 @@ function resolveOptions(options: EncoderOptions): ResolvedEncoderOptions {
   if (pooling !== 'mean' && pooling !== 'cls') throw new TypeError("options.pooling must be 'mean' or 'cls'");
   const normalize = options.normalize ?? true;
   if (typeof normalize !== 'boolean') throw new TypeError('options.normalize must be a boolean');
-  const maxLength = options.maxLength === undefined ? undefined : is.positiveInteger(options.maxLength, 'options.maxLength', 100_000);
-  if (maxLength === 1) throw new RangeError('options.maxLength must be an integer from 2 to 100000');
+  const maxLength = options.maxLength === undefined ? undefined : checkMaxLength(options.maxLength, 0);
   return { precision, threads, adapter, pooling, normalize, maxLength };
 }
 

@@ -128,7 +128,8 @@ function batchSides(value: unknown, count: number): TruncationSide | Uint8Array 
   return Uint8Array.from(value, (side) => (checkSide(side) === 'start' ? 1 : 0));
 }
 
-function checkMaxLength(value: unknown, fallback: number): number {
+/** A `maxLength` option (2 to 100000), or `fallback` when it is left out; shared by every option of that name. */
+export function checkMaxLength(value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   const message = `options.maxLength must be an integer from ${kMinMaxLength} to ${kMaxMaxLength}`;
   if (typeof value !== 'number') throw new TypeError(message);

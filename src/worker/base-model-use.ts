@@ -14,3 +14,12 @@ export function encoderPooling(baseModel: string): { pooling: BaseModelPooling; 
   const { pooling, normalize } = resolveBaseModel(baseModel);
   return { pooling, normalize };
 }
+
+/**
+ * What every Encoder on the base model, or on a fine-tuned copy of it, is opened with: its pooling and its
+ * `max_seq_length` (a copy's weights file alone would get a bare folder's 256 tokens).
+ */
+export function baseEncoderOptions(baseModel: string): { pooling: BaseModelPooling; normalize: boolean; maxLength: number } {
+  const { pooling, normalize, maxLength } = resolveBaseModel(baseModel);
+  return { pooling, normalize, maxLength };
+}

@@ -13,7 +13,7 @@ import { kEncoderFile } from '../contract/manifest.js';
 import { Encoder } from '../native/encoder.js';
 import { EncoderTrainer } from '../native/trainer.js';
 import { kAdapterRecipe, kBatchPairs, kFinetuneRecipe, packPairBatch, sampleTargetPairs, stepCount, targetCount } from '../train/pairs.js';
-import { encoderPooling } from './base-model-use.js';
+import { baseEncoderOptions, encoderPooling } from './base-model-use.js';
 import { encodeTexts } from './embed-texts.js';
 import { runEndToEnd } from './end-to-end.js';
 import type { FinetuneResult, FinetuneStepMessage, FinetuneTask } from '../pool/tasks.js';
@@ -99,7 +99,11 @@ function train(task: FinetuneTask): FinetuneResult | null {
     const encoderFile = join(task.outDir, kEncoderFile);
     trainer.save(encoderFile);
     copyFileSync(base.configFile, join(task.outDir, 'config.json'));
-    const encoder = Encoder.fromPretrained(encoderFile, { precision: 'fp32', threads: task.threads, ...encoderPooling(task.baseModel) });
+    const encoder = Encoder.fromPretrained(encoderFile, {
+      precision: 'fp32',
+      threads: task.threads,
+      ...baseEncoderOptions(task.baseModel),
+    });
     try {
       const embeddings = encoder.embedIdsSync(ids, lengths);
       const seconds = (performance.now() - started) / 1000;

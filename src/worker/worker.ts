@@ -21,7 +21,7 @@ import { cpuInfo } from '../native/index.js';
 import { scoreSegments } from '../predict/head.js';
 import { fitAndMeasure } from '../train/fit-head.js';
 import { AdapterCache } from './adapter-cache.js';
-import { encoderPooling, promptedTexts } from './base-model-use.js';
+import { baseEncoderOptions, promptedTexts } from './base-model-use.js';
 import { embedTexts, tokenizerFor } from './embed-texts.js';
 import { finetune, movedResult } from './finetune.js';
 import { nearestExamples } from './nearest-search.js';
@@ -100,15 +100,11 @@ let encoderLoads = 0;
 
 /** `model`: the base model's name or a fine-tuned encoder's weights; either way pooled as `baseModel` says. */
 function loadEncoder(model: string, baseModel: string, precision: PrecisionSetting, adapter?: string): Encoder {
-  const pooling = encoderPooling(baseModel);
   encoderLoads++;
-  // A fine-tuned copy keeps as many tokens as its base (a weights file alone would get the 256 of a bare folder).
-  const { maxLength } = resolveBaseModel(baseModel);
   return Encoder.fromPretrained(model, {
     precision,
     threads: settings.predictThreads,
-    maxLength,
-    ...pooling,
+    ...baseEncoderOptions(baseModel),
     ...(adapter ? { adapter } : {}),
   });
 }
