@@ -23,7 +23,7 @@ export async function referenceIds(texts: string[], maxLength = 256): Promise<Pa
   return { ids, lengths: Int32Array.from(rows, (r) => r.length) };
 }
 
-export function cosine(a: Float32Array, b: Float32Array): number {
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let dot = 0,
     na = 0,
     nb = 0;
@@ -35,7 +35,7 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   return dot / Math.sqrt(na * nb);
 }
 
-export function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;

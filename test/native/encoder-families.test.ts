@@ -10,27 +10,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Encoder } from '../../src/native/encoder.js';
 import { kReferenceCases, readReferenceOutputs, writeReferenceCase } from '../_support/reference-encoders.js';
+import { cosine, maxAbsDiff } from './_reference_ids.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svc-families-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let ab = 0,
-    aa = 0,
-    bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    ab += a[i]! * b[i]!;
-    aa += a[i]! * a[i]!;
-    bb += b[i]! * b[i]!;
-  }
-  return ab / Math.sqrt(aa * bb);
-}
-
-function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  return worst;
-}
 
 // fp32 against the float64 reference: rounding of a few layers of order-1 activations. bf16 rounds each product's
 // inputs to 8 bits of mantissa, int8 each weight and activation row to 255 steps: held to cosines instead.

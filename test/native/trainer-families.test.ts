@@ -13,27 +13,10 @@ import { Encoder } from '../../src/native/encoder.js';
 import { EncoderTrainer, kDefaultAdapter } from '../../src/native/trainer.js';
 import type { EncoderTrainerOptions, PairBatch } from '../../src/native/trainer.js';
 import { kReferenceCases, readReferenceOutputs, writeReferenceCase } from '../_support/reference-encoders.js';
+import { cosine, maxAbsDiff } from './_reference_ids.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svc-trainer-families-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let ab = 0,
-    aa = 0,
-    bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    ab += a[i]! * b[i]!;
-    aa += a[i]! * a[i]!;
-    bb += b[i]! * b[i]!;
-  }
-  return ab / Math.sqrt(aa * bb);
-}
-
-function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  return worst;
-}
 
 const kModes: Record<string, Partial<EncoderTrainerOptions>> = { full: {}, adapter: { adapter: kDefaultAdapter } };
 
