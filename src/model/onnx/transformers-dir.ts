@@ -36,6 +36,16 @@ const kArchitectures = Object.freeze({
   mpnet: { encoder: 'MPNetModel', classifier: 'MPNetForSequenceClassification' },
 });
 
+// The specials of the tokenizers on RoBERTa's vocabulary layout (XLM-RoBERTa's and MPNet's); each names its own unk.
+const kRobertaSpecialTokens = Object.freeze({
+  bos_token: '<s>',
+  eos_token: '</s>',
+  cls_token: '<s>',
+  sep_token: '</s>',
+  pad_token: '<pad>',
+  mask_token: '<mask>',
+});
+
 function validate(options: TransformersJsDirOptions): void {
   is.object(options, 'options');
   if (options.task !== 'feature-extraction' && options.task !== 'text-classification') {
@@ -129,13 +139,8 @@ async function tokenizerConfig(
       do_lower_case: normalizer?.lowercase !== false,
       clean_up_tokenization_spaces: true,
       model_max_length,
-      bos_token: '<s>',
-      eos_token: '</s>',
-      cls_token: '<s>',
-      sep_token: '</s>',
-      pad_token: '<pad>',
+      ...kRobertaSpecialTokens,
       unk_token: '[UNK]',
-      mask_token: '<mask>',
     };
   }
   if (kind === 'Unigram') {
@@ -143,13 +148,8 @@ async function tokenizerConfig(
       tokenizer_class: 'XLMRobertaTokenizer',
       clean_up_tokenization_spaces: true,
       model_max_length,
-      bos_token: '<s>',
-      eos_token: '</s>',
-      cls_token: '<s>',
-      sep_token: '</s>',
-      pad_token: '<pad>',
+      ...kRobertaSpecialTokens,
       unk_token: '<unk>',
-      mask_token: '<mask>',
     };
   }
   return {
